@@ -1,0 +1,19 @@
+// Command hermes is the hermes agent. This file only wires the process to
+// internal/cli.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hermes-go/hermes/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.NewApp().Run(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,91 @@
+// Package backend defines where the terminal and file tools run: the
+// terminal.backend of Hermes Agent (local, box, and hosted adapters). A
+// Backend hands out one Environment per task (session); every terminal
+// command and file operation of that task goes through it.
+package backend
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"time"
+)
+
+// Backend creates and caches environments, one per task id.
+type Backend interface {
+	// Kind is the backend name as written in terminal.backend (local, box...).
+	Kind() string
+	// Open returns the environment of taskID, creating it on first use and
+	// reusing it afterwards. Errors are infrastructure failures (the box
+	// could not start) and say which piece is missing and how to fix it.
+	Open(ctx context.Context, taskID string) (Environment, error)
+	// Close stops every environment (persistent state is kept).
+	Close() error
+}
+
+// ExecRequest is one shell command.
+type ExecRequest struct {
+	Command string            // run by /bin/sh -c (bash -c where present)
+	Workdir string            // absolute, or relative to the environment's workdir; "" = workdir
+	Env     map[string]string // added to the environment's base env
+	Timeout time.Duration     // 0 = no timeout; on expiry the whole process tree is killed
+	Stdin   io.Reader         // nil = no input
+	// Output, when set, receives the combined stdout/stderr as it is produced
+	// (for streaming to a person); the result still holds the captured output.
+	Output io.Writer
+}
+
+// ExecResult is the outcome of a command. A non-zero exit is a result, not an error.
+type ExecResult struct {
+	ExitCode  int    // -1 when killed by a signal
+	Signal    string // e.g. "SIGKILL", "" when exited normally
+	Output    []byte // combined stdout and stderr, in order
+	TimedOut  bool
+	OOMKilled bool // the kernel OOM killer ended the command
+	Duration  time.Duration
+}
+
+// Process is a command started in the background.
+type Process interface {
+	// PID is the process id as seen by the environment.
+	PID() int
+	// Write sends data to the process's stdin.
+	Write(p []byte) (int, error)
+	// CloseStdin closes the process's stdin.
+	CloseStdin() error
+	// Kill ends the process and its children.
+	Kill() error
+	// Wait blocks until exit (or ctx ends) and returns the result so far.
+	Wait(ctx context.Context) (ExecResult, error)
+	// Output returns the output captured so far.
+	Output() []byte
+	// Done reports whether the process has exited.
+	Done() bool
+}
+
+// FileInfo describes a file in an environment.
+type FileInfo struct {
+	Name    string
+	Size    int64
+	Mode    fs.FileMode
+	ModTime time.Time
+	IsDir   bool
+}
+
+// Environment is one task's place to run commands and touch files. Paths
+// are absolute in the environment's view, or relative to Workdir.
+// Errors from file operations wrap fs.ErrNotExist / fs.ErrPermission where
+// those apply.
+type Environment interface {
+	// Workdir is the default working directory of commands and relative paths.
+	Workdir() string
+	Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
+	Start(ctx context.Context, req ExecRequest) (Process, error)
+	ReadFile(ctx context.Context, path string) ([]byte, error)
+	// WriteFile replaces path atomically, creating parent directories.
+	WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error
+	Stat(ctx context.Context, path string) (FileInfo, error)
+	ReadDir(ctx context.Context, path string) ([]FileInfo, error)
+	// Close stops the environment's processes; persistent files are kept.
+	Close() error
+}

@@ -1,0 +1,134 @@
+// Package cli implements the hermes command line: the root command (bare
+// `hermes` is interactive chat, `hermes -z` a scripted one-shot) and one file
+// per subcommand, with the names and flags of Hermes Agent
+// ("cli-commands.md").
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-go/hermes/internal/config"
+)
+
+// Version and ReleaseDate identify this build; set with -ldflags -X.
+var (
+	Version     = "0.21.0"
+	ReleaseDate = "2026.11.30"
+)
+
+// App carries the process's dependencies so that commands can be run from
+// tests without touching the real terminal or environment.
+type App struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Getenv looks up an environment variable (os.Getenv in production).
+	Getenv func(string) string
+	// Environ is the full environment (os.Environ in production).
+	Environ func() []string
+	// Now is the clock.
+	Now func() time.Time
+	// IsTerminal reports whether stdin and stdout are a terminal.
+	IsTerminal bool
+	// Executable is the path of the running binary (for box init re-exec).
+	Executable string
+}
+
+// NewApp returns an App wired to the real process.
+func NewApp() *App {
+	exe, _ := os.Executable()
+	return &App{
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		Getenv: os.Getenv, Environ: os.Environ, Now: time.Now,
+		IsTerminal: isTerminal(os.Stdin) && isTerminal(os.Stdout),
+		Executable: exe,
+	}
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// Home is HERMES_HOME for this app.
+func (a *App) Home() string { return config.Home(a.Getenv) }
+
+// ExitError carries a process exit code; its message has already been printed
+// when Silent is set.
+type ExitError struct {
+	Code   int
+	Err    error
+	Silent bool
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// Run executes the command line args and returns the process exit code.
+// Errors are printed to Stderr as one line prefixed "hermes: ", never as a
+// stack trace.
+func (a *App) Run(ctx context.Context, args []string) int {
+	root := a.newRootCmd()
+	root.SetArgs(args)
+	root.SetIn(a.Stdin)
+	root.SetOut(a.Stdout)
+	root.SetErr(a.Stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		if !ee.Silent && ee.Err != nil {
+			fmt.Fprintln(a.Stderr, "hermes:", ee.Err)
+		}
+		return ee.Code
+	}
+	fmt.Fprintln(a.Stderr, "hermes:", err)
+	return 1
+}
+
+func (a *App) newRootCmd() *cobra.Command {
+	var showVersion bool
+	opts := &chatOptions{}
+	root := &cobra.Command{
+		Use:           "hermes",
+		Short:         "Hermes: a model-agnostic terminal agent with its own sandbox",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if showVersion {
+				a.printVersion()
+				return nil
+			}
+			return a.runChat(cmd.Context(), opts)
+		},
+	}
+	root.Flags().BoolVarP(&showVersion, "version", "V", false, "print the version and exit")
+	addChatFlags(root, opts, true)
+	root.AddCommand(
+		a.newChatCmd(),
+		a.newModelCmd(),
+		a.newConfigCmd(),
+		a.newSessionsCmd(),
+		a.newSkillsCmd(),
+		a.newBoxCmd(),
+		a.newEgressCmd(),
+		a.newSecretsCmd(),
+	)
+	return root
+}

@@ -1,0 +1,90 @@
+// Package config loads HERMES_HOME/config.yaml and .env with the keys,
+// defaults and precedence of Hermes Agent ("configuration.md"):
+// flags > config.yaml > environment and .env > built-in defaults.
+package config
+
+// Config is the typed view of config.yaml. Field names follow the Hermes
+// keys; yaml tags are the exact key names.
+type Config struct {
+	Model       ModelConfig       `yaml:"model"`
+	Agent       AgentConfig       `yaml:"agent"`
+	Terminal    TerminalConfig    `yaml:"terminal"`
+	Approvals   ApprovalsConfig   `yaml:"approvals"`
+	Memory      MemoryConfig      `yaml:"memory"`
+	Skills      SkillsConfig      `yaml:"skills"`
+	Compression CompressionConfig `yaml:"compression"`
+	Toolsets    []string          `yaml:"toolsets"`
+}
+
+// ModelConfig is the model: section.
+type ModelConfig struct {
+	Default       string `yaml:"default"`  // model id; alias key "model"
+	Provider      string `yaml:"provider"` // openrouter, openai, anthropic, custom, replay
+	BaseURL       string `yaml:"base_url"`
+	APIKey        string `yaml:"api_key"`
+	APIMode       string `yaml:"api_mode"` // chat_completions | anthropic_messages
+	ContextLength int    `yaml:"context_length"`
+	MaxTokens     int    `yaml:"max_tokens"`
+}
+
+// AgentConfig is the agent: section.
+type AgentConfig struct {
+	MaxTurns        int    `yaml:"max_turns"` // 0 = default (90)
+	ReasoningEffort string `yaml:"reasoning_effort"`
+	SystemPrompt    string `yaml:"system_prompt"`
+}
+
+// TerminalConfig is the terminal: section.
+type TerminalConfig struct {
+	Backend             string           `yaml:"backend"` // local | box
+	Cwd                 string           `yaml:"cwd"`
+	Timeout             int              `yaml:"timeout"` // seconds, default 180
+	EnvPassthrough      []string         `yaml:"env_passthrough"`
+	ContainerCPU        float64          `yaml:"container_cpu"`        // cores, default 1
+	ContainerMemory     int              `yaml:"container_memory"`     // MiB, default 5120
+	ContainerDisk       int              `yaml:"container_disk"`       // MiB, default 51200
+	ContainerPersistent *bool            `yaml:"container_persistent"` // default true
+	LifetimeSeconds     int              `yaml:"lifetime_seconds"`     // default 300
+	BoxImage            string           `yaml:"box_image"`            // host | dir | tarball
+	BoxWorkspace        string           `yaml:"box_workspace"`        // bind | overlay
+	BoxPids             int              `yaml:"box_pids"`             // default 1024
+	BoxNetwork          BoxNetworkConfig `yaml:"box_network"`
+}
+
+// BoxNetworkConfig is terminal.box_network.
+type BoxNetworkConfig struct {
+	Allow []string `yaml:"allow"` // hosts, *.suffix patterns, CIDRs
+	Deny  []string `yaml:"deny"`
+}
+
+// ApprovalsConfig is the approvals: section.
+type ApprovalsConfig struct {
+	Mode             string   `yaml:"mode"` // manual | smart | off
+	Timeout          int      `yaml:"timeout"`
+	Deny             []string `yaml:"deny"`
+	CommandAllowlist []string `yaml:"command_allowlist"`
+}
+
+// MemoryConfig is the memory: section.
+type MemoryConfig struct {
+	MemoryEnabled      *bool `yaml:"memory_enabled"`
+	UserProfileEnabled *bool `yaml:"user_profile_enabled"`
+	MemoryCharLimit    int   `yaml:"memory_char_limit"` // default 2200
+	UserCharLimit      int   `yaml:"user_char_limit"`   // default 1375
+	NudgeInterval      int   `yaml:"nudge_interval"`    // tool calls per turn that trigger a background review; 0 = off
+}
+
+// SkillsConfig is the skills: section.
+type SkillsConfig struct {
+	ExternalDirs          []string `yaml:"external_dirs"`
+	CreationNudgeInterval int      `yaml:"creation_nudge_interval"`
+}
+
+// CompressionConfig is the compression: section.
+type CompressionConfig struct {
+	Enabled       *bool   `yaml:"enabled"`
+	Threshold     float64 `yaml:"threshold"` // fraction of the context window, default 0.50
+	TargetRatio   float64 `yaml:"target_ratio"`
+	ProtectFirstN int     `yaml:"protect_first_n"` // default 3
+	ProtectLastN  int     `yaml:"protect_last_n"`  // default 20
+}

@@ -1,0 +1,153 @@
+// Package tool defines the model-facing tools of hermes and the registry that
+// groups them into toolsets. Tool names and argument names follow Hermes
+// Agent ("tools-reference.md"); each tool lives in its own file.
+//
+// A tool reports problems the model should see (bad arguments, a file that
+// does not exist, a non-zero exit) as a Result with IsError set. A Go error
+// is never returned from Run: infrastructure failures are also turned into
+// an error Result, so the loop can go on.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hermes-go/hermes/internal/llm"
+)
+
+// Call is one invocation of a tool.
+type Call struct {
+	ID        string          // tool-call id from the model
+	SessionID string          // session (task) the call belongs to
+	Args      json.RawMessage // a JSON object; "" from the model is passed as {}
+}
+
+// Result is what the model sees for a call.
+type Result struct {
+	Content string
+	IsError bool
+}
+
+// Errorf builds an error Result.
+func Errorf(format string, a ...any) Result {
+	return Result{Content: fmt.Sprintf(format, a...), IsError: true}
+}
+
+// JSON builds a successful Result holding v encoded as indented JSON.
+func JSON(v any) Result {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return Errorf("encoding result: %v", err)
+	}
+	return Result{Content: string(b)}
+}
+
+// Tool is a model-callable tool.
+type Tool interface {
+	// Spec is the name, description and JSON Schema shown to the model.
+	Spec() llm.ToolSpec
+	// Toolset is the toolset the tool belongs to (terminal, file, memory...).
+	Toolset() string
+	// Parallel reports whether calls to this tool may run concurrently with
+	// other calls of the same model response.
+	Parallel() bool
+	// Run executes one call. It never panics on bad arguments.
+	Run(ctx context.Context, call Call) Result
+}
+
+// Decode unmarshals call arguments into v, treating empty input as {}. The
+// returned error message is meant for the model.
+func Decode(args json.RawMessage, v any) error {
+	if len(strings.TrimSpace(string(args))) == 0 {
+		args = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(args)))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("invalid arguments: %v; send a JSON object matching the tool's schema", err)
+	}
+	return nil
+}
+
+// Registry holds the tools available to a session, by name.
+type Registry struct {
+	tools map[string]Tool
+}
+
+// NewRegistry returns a registry holding tools; a later tool with the same
+// name replaces an earlier one.
+func NewRegistry(tools ...Tool) *Registry {
+	r := &Registry{tools: map[string]Tool{}}
+	for _, t := range tools {
+		r.Add(t)
+	}
+	return r
+}
+
+// Add registers t under its spec name.
+func (r *Registry) Add(t Tool) { r.tools[t.Spec().Name] = t }
+
+// Get returns the tool called name, resolving the legacy aliases Hermes
+// renamed (process_manage → process, todo_list → todo).
+func (r *Registry) Get(name string) (Tool, bool) {
+	if t, ok := r.tools[name]; ok {
+		return t, true
+	}
+	if alias, ok := aliases[name]; ok {
+		t, ok := r.tools[alias]
+		return t, ok
+	}
+	return nil, false
+}
+
+var aliases = map[string]string{"process_manage": "process", "todo_list": "todo"}
+
+// Names returns the registered tool names, sorted.
+func (r *Registry) Names() []string {
+	out := make([]string, 0, len(r.tools))
+	for n := range r.tools {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Filter returns a registry with only the tools whose toolset is in
+// toolsets. An empty list, "all" or "*" keeps every tool. Composite toolsets
+// are expanded: "debugging" = terminal+file+web, "hermes-cli" = all.
+func (r *Registry) Filter(toolsets []string) *Registry {
+	want := map[string]bool{}
+	for _, ts := range toolsets {
+		ts = strings.TrimSpace(ts)
+		switch ts {
+		case "", "all", "*", "hermes-cli", "hermes-acp":
+			return r
+		case "debugging":
+			want["terminal"], want["file"], want["web"] = true, true, true
+		default:
+			want[ts] = true
+		}
+	}
+	if len(want) == 0 {
+		return r
+	}
+	out := NewRegistry()
+	for _, t := range r.tools {
+		if want[t.Toolset()] || want[t.Spec().Name] {
+			out.Add(t)
+		}
+	}
+	return out
+}
+
+// Specs returns the specs of all tools, sorted by name (a stable order keeps
+// the prompt prefix cacheable).
+func (r *Registry) Specs() []llm.ToolSpec {
+	out := make([]llm.ToolSpec, 0, len(r.tools))
+	for _, n := range r.Names() {
+		out = append(out, r.tools[n].Spec())
+	}
+	return out
+}
