@@ -14,6 +14,10 @@ type Config struct {
 	Skills      SkillsConfig      `yaml:"skills"`
 	Compression CompressionConfig `yaml:"compression"`
 	Toolsets    []string          `yaml:"toolsets"`
+	// ContextFileMaxChars caps a project context file (AGENTS.md, ...) in
+	// the system prompt, in characters; 0 = 20,000 (Hermes
+	// "context_file_max_chars").
+	ContextFileMaxChars int `yaml:"context_file_max_chars"`
 }
 
 // ModelConfig is the model: section.

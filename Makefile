@@ -1,0 +1,26 @@
+# hermes build targets. `make install` puts the binary in $(PREFIX)/bin.
+PREFIX ?= /usr/local
+GO ?= go
+
+.PHONY: build install test demo bench vet
+
+build:
+	$(GO) build -o bin/hermes ./cmd/hermes
+
+install:
+	$(GO) build -o $(PREFIX)/bin/hermes ./cmd/hermes
+
+test:
+	$(GO) test ./...
+
+vet:
+	$(GO) vet ./...
+
+# The offline incident-triage example (scripted model, real tools).
+demo: build
+	cd examples/incident-triage && ../../bin/hermes chat -Q --yolo --ignore-user-config \
+	  --provider replay --replay model.jsonl \
+	  -q "Study runbook.md, apply it to incidents/first.json and write reports/incident.md"
+
+bench:
+	bash bench/run.sh

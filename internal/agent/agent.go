@@ -1,0 +1,159 @@
+// Package agent runs the conversation loop of hermes: a user turn is sent to
+// the model, the tool calls it asks for are executed, their results go back,
+// and this repeats until the model answers in text or the turn budget ends.
+// The shape follows Hermes Agent's loop ("agent-loop.md"): tool calls of one
+// response run concurrently where safe and their results return in call
+// order, an iteration budget ends with one wrap-up call, and interrupted tool
+// calls get a synthetic result so the stored history stays valid for every
+// provider.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hermes-go/hermes/internal/llm"
+	"github.com/hermes-go/hermes/internal/tool"
+)
+
+// DefaultMaxTurns is the iteration budget per user turn when none is configured.
+const DefaultMaxTurns = 90
+
+// Recorder persists a session as it happens. The session store implements it;
+// every call must be durable when it returns.
+type Recorder interface {
+	AppendMessage(ctx context.Context, sessionID string, m llm.Message) (int64, error)
+	AddUsage(ctx context.Context, sessionID string, u llm.Usage, apiCalls int) error
+}
+
+// TextToolCallParser recovers tool calls a model wrote as text. It returns
+// the calls and the content with the call markup removed.
+type TextToolCallParser func(content string, known func(name string) bool) ([]llm.ToolCall, string)
+
+// Compactor shrinks a session's history when the prompt grows past the
+// model's context budget. Compact reports whether it changed the history.
+// force is set after the provider rejected a prompt as too long.
+type Compactor interface {
+	Compact(ctx context.Context, s *Session, lastUsage llm.Usage, force bool) (bool, error)
+}
+
+// Options configures an Agent.
+type Options struct {
+	Provider llm.Provider
+	Model    string
+	Tools    *tool.Registry
+	Recorder Recorder // nil: nothing is persisted
+	// MaxTurns is the number of model calls with tools per user turn; at the
+	// limit one more call without tools asks for a final answer. 0 = DefaultMaxTurns.
+	MaxTurns        int
+	MaxTokens       int
+	ReasoningEffort string
+	// ParseTextToolCalls recovers <tool_call> markup from text answers (nil = off).
+	ParseTextToolCalls TextToolCallParser
+	// Compactor is consulted before each model call (nil = never compact).
+	Compactor Compactor
+	// OnEvent receives progress for a person: streamed text, tool calls,
+	// notices. It is called from the loop's goroutine and from tool
+	// goroutines; implementations must be safe for concurrent use.
+	OnEvent func(Event)
+	// RepeatedFailureLimit stops a turn when the same failing tool call (same
+	// name and arguments) has failed this many times. 0 = 3.
+	RepeatedFailureLimit int
+	Now                  func() time.Time
+}
+
+// EventKind tells which fields of an Event are set.
+type EventKind int
+
+// Kinds of agent progress events.
+const (
+	// EventModel wraps a model stream event in Model.
+	EventModel EventKind = iota + 1
+	// EventToolStart: Call is about to run.
+	EventToolStart
+	// EventToolResult: Call finished with Result.
+	EventToolResult
+	// EventNotice: Text is a one-line notice for the person (budget reached,
+	// compression, retry...).
+	EventNotice
+)
+
+// Event is progress of a turn, for display.
+type Event struct {
+	Kind   EventKind
+	Model  llm.Event
+	Call   llm.ToolCall
+	Result tool.Result
+	Text   string
+}
+
+// Session is one conversation: its id, its system prompt (built once and
+// byte-stable) and its history without the system prompt.
+type Session struct {
+	ID      string
+	System  string
+	History []llm.Message
+}
+
+// TurnResult is the outcome of one user turn.
+type TurnResult struct {
+	Text      string    // final answer
+	Usage     llm.Usage // summed over the turn's model calls
+	APICalls  int
+	ToolCalls int
+	// Stopped is set when the turn ended without a normal final answer:
+	// "max_turns", "repeated_failure".
+	Stopped string
+}
+
+// ErrCancelled is returned when the turn was interrupted (Ctrl-C, SIGTERM).
+var ErrCancelled = errors.New("turn cancelled")
+
+// Agent runs turns. It is safe to run turns of different sessions
+// concurrently; one session must not run two turns at once.
+type Agent struct {
+	opts Options
+}
+
+// New returns an Agent.
+func New(opts Options) *Agent {
+	if opts.MaxTurns <= 0 {
+		opts.MaxTurns = DefaultMaxTurns
+	}
+	if opts.RepeatedFailureLimit <= 0 {
+		opts.RepeatedFailureLimit = 3
+	}
+	if opts.Tools == nil {
+		opts.Tools = tool.NewRegistry()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Agent{opts: opts}
+}
+
+func (a *Agent) emit(ev Event) {
+	if a.opts.OnEvent != nil {
+		a.opts.OnEvent(ev)
+	}
+}
+
+func (a *Agent) notice(format string, args ...any) {
+	a.emit(Event{Kind: EventNotice, Text: fmt.Sprintf(format, args...)})
+}
+
+// record appends m to the session history and persists it.
+func (a *Agent) record(ctx context.Context, s *Session, m llm.Message) error {
+	s.History = append(s.History, m)
+	if a.opts.Recorder == nil {
+		return nil
+	}
+	// Persist even when ctx is cancelled: an interrupted turn must still
+	// leave a valid history behind.
+	if _, err := a.opts.Recorder.AppendMessage(context.WithoutCancel(ctx), s.ID, m); err != nil {
+		return fmt.Errorf("saving message to the session store: %w", err)
+	}
+	return nil
+}

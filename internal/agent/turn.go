@@ -1,0 +1,268 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/hermes-go/hermes/internal/llm"
+	"github.com/hermes-go/hermes/internal/tool"
+)
+
+// wrapUpNote is sent when the iteration budget is spent; the next call has no tools.
+const wrapUpNote = "[The tool-call budget for this turn is used up. Do not call tools. " +
+	"Give your final answer now: summarise what you did, what you found and what is left.]"
+
+// CancelledResult is the synthetic tool result stored for a tool call that was
+// interrupted before it finished.
+const CancelledResult = "[cancelled: the user interrupted the turn before this tool call finished]"
+
+// RunTurn sends userText to the model as a new user message of s and runs
+// tool calls until the model answers in text. Every message is recorded as it
+// is produced. On cancellation it returns ErrCancelled after storing
+// synthetic results for unfinished tool calls; on a provider error it
+// returns that error (an *llm.APIError) with the history kept valid.
+func (a *Agent) RunTurn(ctx context.Context, s *Session, userText string) (TurnResult, error) {
+	var res TurnResult
+	s.History = RepairHistory(s.History)
+	if err := a.record(ctx, s, llm.Message{Role: llm.RoleUser, Content: userText}); err != nil {
+		return res, err
+	}
+	failures := map[string]int{}
+	for iteration := 0; ; iteration++ {
+		if err := ctx.Err(); err != nil {
+			return res, ErrCancelled
+		}
+		withTools := iteration < a.opts.MaxTurns
+		if !withTools {
+			a.notice("max turns (%d) reached; asking the model for a final answer", a.opts.MaxTurns)
+			if err := a.record(ctx, s, llm.Message{Role: llm.RoleUser, Content: wrapUpNote}); err != nil {
+				return res, err
+			}
+		}
+		resp, err := a.call(ctx, s, withTools, &res)
+		if err != nil {
+			if ctx.Err() != nil {
+				return res, ErrCancelled
+			}
+			return res, err
+		}
+		msg := resp.Message
+		if len(msg.ToolCalls) == 0 && withTools && a.opts.ParseTextToolCalls != nil && msg.Content != "" {
+			known := func(name string) bool { _, ok := a.opts.Tools.Get(name); return ok }
+			if calls, rest := a.opts.ParseTextToolCalls(msg.Content, known); len(calls) > 0 {
+				msg.ToolCalls, msg.Content = calls, rest
+			}
+		}
+		if !withTools {
+			msg.ToolCalls = nil // the wrap-up call must end the turn
+		}
+		if err := a.record(ctx, s, msg); err != nil {
+			return res, err
+		}
+		if len(msg.ToolCalls) == 0 {
+			res.Text = msg.Content
+			if !withTools {
+				res.Stopped = "max_turns"
+			}
+			return res, nil
+		}
+		results := a.runTools(ctx, s.ID, msg.ToolCalls)
+		res.ToolCalls += len(msg.ToolCalls)
+		for i, tc := range msg.ToolCalls {
+			r := results[i]
+			m := llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, Content: r.Content, IsError: r.IsError}
+			if err := a.record(ctx, s, m); err != nil {
+				return res, err
+			}
+		}
+		if ctx.Err() != nil {
+			return res, ErrCancelled
+		}
+		if stop := a.repeatedFailure(failures, msg.ToolCalls, results); stop != "" {
+			res.Stopped = "repeated_failure"
+			res.Text = stop
+			if err := a.record(ctx, s, llm.Message{Role: llm.RoleAssistant, Content: stop, FinishReason: "repeated_failure"}); err != nil {
+				return res, err
+			}
+			return res, nil
+		}
+	}
+}
+
+// call makes one model call, compacting the history first when needed and
+// once more if the provider reports a context overflow.
+func (a *Agent) call(ctx context.Context, s *Session, withTools bool, res *TurnResult) (llm.Response, error) {
+	if a.opts.Compactor != nil {
+		if _, err := a.opts.Compactor.Compact(ctx, s, res.Usage, false); err != nil {
+			a.notice("context compression failed, keeping the full history: %v", err)
+		}
+	}
+	resp, err := a.stream(ctx, s, withTools)
+	var apiErr *llm.APIError
+	if err != nil && errors.As(err, &apiErr) && apiErr.ContextOverflow && a.opts.Compactor != nil {
+		a.notice("the provider says the prompt is too long; compressing and retrying once")
+		if changed, cerr := a.opts.Compactor.Compact(ctx, s, res.Usage, true); cerr == nil && changed {
+			resp, err = a.stream(ctx, s, withTools)
+		}
+	}
+	if err != nil {
+		return resp, err
+	}
+	res.APICalls++
+	res.Usage = res.Usage.Add(resp.Usage)
+	if a.opts.Recorder != nil {
+		if uerr := a.opts.Recorder.AddUsage(context.WithoutCancel(ctx), s.ID, resp.Usage, 1); uerr != nil {
+			return resp, fmt.Errorf("saving usage to the session store: %w", uerr)
+		}
+	}
+	return resp, nil
+}
+
+func (a *Agent) stream(ctx context.Context, s *Session, withTools bool) (llm.Response, error) {
+	req := llm.Request{
+		Model:           a.opts.Model,
+		System:          s.System,
+		Messages:        s.History,
+		MaxTokens:       a.opts.MaxTokens,
+		ReasoningEffort: a.opts.ReasoningEffort,
+	}
+	if withTools {
+		req.Tools = a.opts.Tools.Specs()
+	}
+	st, err := a.opts.Provider.Stream(ctx, req)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	return llm.Accumulate(st, func(ev llm.Event) { a.emit(Event{Kind: EventModel, Model: ev}) })
+}
+
+// runTools executes calls and returns their results in call order. Calls
+// run concurrently when every tool of the batch allows it.
+func (a *Agent) runTools(ctx context.Context, sessionID string, calls []llm.ToolCall) []tool.Result {
+	results := make([]tool.Result, len(calls))
+	parallel := len(calls) > 1
+	for _, tc := range calls {
+		if t, ok := a.opts.Tools.Get(tc.Name); !ok || !t.Parallel() {
+			parallel = false
+		}
+	}
+	run := func(i int) {
+		tc := calls[i]
+		if ctx.Err() != nil {
+			results[i] = tool.Result{Content: CancelledResult, IsError: true}
+			return
+		}
+		a.emit(Event{Kind: EventToolStart, Call: tc})
+		results[i] = a.runTool(ctx, sessionID, tc)
+		if ctx.Err() != nil && results[i].Content == "" {
+			results[i] = tool.Result{Content: CancelledResult, IsError: true}
+		}
+		a.emit(Event{Kind: EventToolResult, Call: tc, Result: results[i]})
+	}
+	if !parallel {
+		for i := range calls {
+			run(i)
+		}
+		return results
+	}
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Add(1)
+		go func() { defer wg.Done(); run(i) }()
+	}
+	wg.Wait()
+	return results
+}
+
+// runTool validates one call's arguments and runs it. Problems the model can
+// fix (unknown tool, malformed JSON) come back as error results.
+func (a *Agent) runTool(ctx context.Context, sessionID string, tc llm.ToolCall) (r tool.Result) {
+	t, ok := a.opts.Tools.Get(tc.Name)
+	if !ok {
+		return tool.Errorf("unknown tool %q; available tools: %s", tc.Name, strings.Join(a.opts.Tools.Names(), ", "))
+	}
+	args := strings.TrimSpace(tc.Arguments)
+	if args == "" {
+		args = "{}"
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(args), &obj); err != nil {
+		return tool.Errorf("the arguments of this %s call are not a valid JSON object (%v), so it was not executed; "+
+			"call it again with a JSON object matching its schema. Arguments received: %s", tc.Name, err, truncate(args, 500))
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r = tool.Errorf("tool %s failed internally: %v", tc.Name, p)
+		}
+	}()
+	return t.Run(ctx, tool.Call{ID: tc.ID, SessionID: sessionID, Args: json.RawMessage(args)})
+}
+
+// repeatedFailure counts failing calls by name and arguments and returns a
+// stop explanation when one has failed RepeatedFailureLimit times.
+func (a *Agent) repeatedFailure(failures map[string]int, calls []llm.ToolCall, results []tool.Result) string {
+	for i, tc := range calls {
+		if !results[i].IsError {
+			continue
+		}
+		key := tc.Name + "\x00" + strings.TrimSpace(tc.Arguments)
+		failures[key]++
+		if failures[key] >= a.opts.RepeatedFailureLimit {
+			return fmt.Sprintf("Stopped: the same %s call failed %d times in a row with: %s. "+
+				"Change the approach or the arguments and ask again.",
+				tc.Name, failures[key], truncate(firstLine(results[i].Content), 300))
+		}
+	}
+	return ""
+}
+
+// RepairHistory returns h with a synthetic cancelled result added after any
+// assistant tool call that has no result (a crash or kill between the call
+// and its result), so that every provider accepts the history. It also drops
+// tool results whose call is not in the history.
+func RepairHistory(h []llm.Message) []llm.Message {
+	out := make([]llm.Message, 0, len(h))
+	for i := 0; i < len(h); i++ {
+		m := h[i]
+		if m.Role == llm.RoleTool {
+			continue // kept below, next to its call
+		}
+		out = append(out, m)
+		if m.Role != llm.RoleAssistant || len(m.ToolCalls) == 0 {
+			continue
+		}
+		// Gather the tool results that follow this assistant message.
+		have := map[string]llm.Message{}
+		j := i + 1
+		for ; j < len(h) && h[j].Role == llm.RoleTool; j++ {
+			have[h[j].ToolCallID] = h[j]
+		}
+		for _, tc := range m.ToolCalls {
+			if r, ok := have[tc.ID]; ok {
+				out = append(out, r)
+			} else {
+				out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, Content: CancelledResult, IsError: true})
+			}
+		}
+		i = j - 1
+	}
+	return out
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

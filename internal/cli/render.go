@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/hermes-go/hermes/internal/agent"
+	"github.com/hermes-go/hermes/internal/llm"
+)
+
+// renderer prints agent progress for a person. In quiet mode (-Q, -z) only
+// notices reach stderr and the caller prints the final answer; otherwise the
+// answer streams to stdout and tool calls are shown on stderr as they run.
+type renderer struct {
+	out, diag io.Writer
+	quiet     bool
+	verbose   bool
+
+	mu       sync.Mutex
+	streamed bool // some answer text was streamed in this model call
+	midLine  bool // the last byte written to out was not a newline
+}
+
+func (r *renderer) event(ev agent.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch ev.Kind {
+	case agent.EventModel:
+		if r.quiet {
+			return
+		}
+		switch ev.Model.Type {
+		case llm.EventTextDelta:
+			fmt.Fprint(r.out, ev.Model.Text)
+			r.streamed = true
+			r.midLine = !strings.HasSuffix(ev.Model.Text, "\n")
+		case llm.EventReasoningDelta:
+			if r.verbose {
+				fmt.Fprint(r.diag, ev.Model.Text)
+			}
+		}
+	case agent.EventToolStart:
+		if r.quiet {
+			return
+		}
+		r.endLine()
+		fmt.Fprintf(r.diag, "  ⚙ %s %s\n", ev.Call.Name, preview(ev.Call.Arguments, 120))
+	case agent.EventToolResult:
+		if r.quiet || !ev.Result.IsError {
+			return
+		}
+		fmt.Fprintf(r.diag, "  ✗ %s: %s\n", ev.Call.Name, preview(ev.Result.Content, 200))
+	case agent.EventNotice:
+		r.endLine()
+		fmt.Fprintf(r.diag, "hermes: %s\n", ev.Text)
+	}
+}
+
+// endLine terminates a streamed line before other output.
+func (r *renderer) endLine() {
+	if r.midLine {
+		fmt.Fprintln(r.out)
+		r.midLine = false
+	}
+}
+
+// finish ends the streamed answer, or prints text if nothing was streamed.
+func (r *renderer) finish(text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.quiet || !r.streamed {
+		if text != "" {
+			fmt.Fprintln(r.out, strings.TrimRight(text, "\n"))
+		}
+	} else {
+		r.endLine()
+	}
+	r.streamed = false
+}
+
+// preview returns s on one line, cut to n runes.
+func preview(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}

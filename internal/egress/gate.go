@@ -1,0 +1,297 @@
+package egress
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Resolver resolves host names on the host side. *net.Resolver satisfies
+// it; tests inject a fake. network is "ip", "ip4" or "ip6".
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Options configures a Gate.
+type Options struct {
+	// Home is HERMES_HOME: secrets are read from Home/secrets/secrets.json
+	// at every NewBox, and the audit log defaults to Home/logs/egress.jsonl.
+	Home string
+	// Allow and Deny are terminal.box_network.allow / .deny entries (see
+	// ParseRule). Deny wins. Hosts bound to a secret are allowed implicitly
+	// (unless denied).
+	Allow, Deny []string
+	// Secrets are added to (and override by name) the ones in the store.
+	Secrets []Secret
+	// Resolver resolves host names; nil means net.DefaultResolver.
+	Resolver Resolver
+	// RootCAs verifies upstream certificates of intercepted hosts; nil
+	// means the system roots.
+	RootCAs *x509.CertPool
+	// AuditPath is the JSONL audit log; "" means Home/logs/egress.jsonl.
+	AuditPath string
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// DialTimeout bounds each upstream TCP dial (default 10 s).
+	DialTimeout time.Duration
+}
+
+// Gate is the host-side egress gate shared by all boxes of a process: one
+// allowlist, one audit log, and a BoxSession per box.
+type Gate struct {
+	opts      Options
+	allowlist *Allowlist
+	audit     *auditLog
+}
+
+// New validates the options and returns a Gate. Errors name the bad
+// allowlist entry or secret.
+func New(opts Options) (*Gate, error) {
+	l, err := NewAllowlist(opts.Allow, opts.Deny)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Resolver == nil {
+		opts.Resolver = net.DefaultResolver
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.DialTimeout == 0 {
+		opts.DialTimeout = 10 * time.Second
+	}
+	if opts.AuditPath == "" {
+		if opts.Home == "" {
+			return nil, fmt.Errorf("egress: Options.Home or Options.AuditPath is required")
+		}
+		opts.AuditPath = AuditPath(opts.Home)
+	}
+	for _, s := range opts.Secrets {
+		if err := s.validate(); err != nil {
+			return nil, err
+		}
+	}
+	return &Gate{opts: opts, allowlist: l, audit: &auditLog{path: opts.AuditPath}}, nil
+}
+
+// AuditPath is the audit log of HERMES_HOME: home/logs/egress.jsonl.
+func AuditPath(home string) string { return filepath.Join(home, "logs", "egress.jsonl") }
+
+// boxSecret is one secret as one box sees it.
+type boxSecret struct {
+	name, value, placeholder string
+	hosts                    []Rule
+}
+
+func (s *boxSecret) boundTo(host string) bool {
+	for _, r := range s.hosts {
+		if r.matchesName(host) {
+			return true
+		}
+	}
+	return false
+}
+
+// box is the egress state of one box behind a BoxSession.
+type box struct {
+	gate      *Gate
+	task      string
+	secrets   []*boxSecret
+	ca        *certAuthority
+	transport *http.Transport
+}
+
+// NewBox loads the secrets, mints the box's CA and one fresh placeholder per
+// secret ("hermes-secret:NAME:<32 hex>"), and returns the session whose Env
+// the box exports. taskID names the box in the audit log.
+func (g *Gate) NewBox(taskID string) (*BoxSession, error) {
+	secrets, err := g.loadSecrets()
+	if err != nil {
+		return nil, err
+	}
+	b := &box{gate: g, task: taskID}
+	var names []string
+	for _, s := range secrets {
+		bs := &boxSecret{name: s.Name, value: s.Value, placeholder: newPlaceholder(s.Name)}
+		for _, h := range s.Hosts {
+			r, err := ParseHostPattern(h)
+			if err != nil {
+				return nil, fmt.Errorf("secret %s: %w", s.Name, err)
+			}
+			bs.hosts = append(bs.hosts, r)
+			names = append(names, r.Name)
+		}
+		b.secrets = append(b.secrets, bs)
+	}
+	b.ca, err = newCertAuthority(g.opts.Now, names)
+	if err != nil {
+		return nil, err
+	}
+	b.transport = b.newTransport()
+	return &BoxSession{
+		Env:       b.env(),
+		CACertPEM: b.ca.certPEM,
+		serve:     b.serve,
+		close: func() error {
+			b.transport.CloseIdleConnections()
+			return nil
+		},
+	}, nil
+}
+
+func (g *Gate) loadSecrets() ([]Secret, error) {
+	var stored []Secret
+	if g.opts.Home != "" {
+		var err error
+		if stored, err = LoadSecrets(g.opts.Home); err != nil {
+			return nil, err
+		}
+	}
+	byName := map[string]int{}
+	for i, s := range stored {
+		byName[s.Name] = i
+	}
+	for _, s := range g.opts.Secrets {
+		if i, ok := byName[s.Name]; ok {
+			stored[i] = s
+		} else {
+			stored = append(stored, s)
+		}
+	}
+	return stored, nil
+}
+
+func newPlaceholder(name string) string {
+	var r [16]byte
+	rand.Read(r[:]) // never fails (crypto/rand, Go ≥ 1.24)
+	return "hermes-secret:" + name + ":" + hex.EncodeToString(r[:])
+}
+
+// decision is the verdict on one destination.
+type decision struct {
+	host    string // lower-case, no brackets
+	port    int
+	allowed bool
+	reason  string       // why (audit); for a deny also the first half of the 403 line
+	hint    string       // how to allow, for a deny
+	addrs   []netip.Addr // checked addresses to dial, in order
+	secrets []*boxSecret // secrets bound to host (non-empty: intercept TLS)
+}
+
+// denyLine is the one-line explanation a denied client sees.
+func (d decision) denyLine() string {
+	s := fmt.Sprintf("hermes egress denied %s: %s", net.JoinHostPort(d.host, strconv.Itoa(d.port)), d.reason)
+	if d.hint != "" {
+		s += "; " + d.hint
+	}
+	return s
+}
+
+// decide applies the allowlist to host:port, resolving the name on the host
+// and checking every address it resolves to.
+func (b *box) decide(ctx context.Context, host string, port int) decision {
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	d := decision{host: host, port: port}
+	l := b.gate.allowlist
+	if port <= 0 || port > 65535 {
+		d.reason = "invalid port"
+		return d
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		a = a.Unmap().WithZone("")
+		d.host = a.String()
+		if why := l.checkAddr(a, false); why != "" {
+			d.reason = why
+			d.hint = "allow it with `hermes egress allow " + a.String() + "`"
+			return d
+		}
+		d.allowed, d.reason, d.addrs = true, "address allowlisted", []netip.Addr{a}
+		return d
+	}
+	if err := validHostName(host); err != nil {
+		d.reason = fmt.Sprintf("%q is not a valid host name", host)
+		return d
+	}
+	verdict, rule := l.checkName(host)
+	if verdict == nameDenied {
+		d.reason = fmt.Sprintf("%s is denied by the entry %s", host, rule)
+		d.hint = "remove it with `hermes egress deny --remove " + rule + "`"
+		return d
+	}
+	for _, s := range b.secrets {
+		if s.boundTo(host) {
+			d.secrets = append(d.secrets, s)
+		}
+	}
+	if verdict == nameUnlisted && len(d.secrets) > 0 {
+		verdict, rule = nameAllowed, "secret host"
+	}
+	if verdict == nameUnlisted && !l.hasAllowPrefix() {
+		d.reason = host + " is not in the allowlist"
+		d.hint = "allow it with `hermes egress allow " + host + "`"
+		return d
+	}
+	rctx, cancel := context.WithTimeout(ctx, b.gate.opts.DialTimeout)
+	defer cancel()
+	addrs, err := b.gate.opts.Resolver.LookupNetIP(rctx, "ip", host)
+	if err != nil || len(addrs) == 0 {
+		d.reason = "cannot resolve " + host
+		return d
+	}
+	for i, a := range addrs {
+		a = a.Unmap().WithZone("")
+		addrs[i] = a
+		if why := l.checkAddr(a, verdict == nameAllowed); why != "" {
+			if verdict == nameUnlisted {
+				d.reason = host + " is not in the allowlist (" + why + ")"
+				d.hint = "allow it with `hermes egress allow " + host + "`"
+			} else {
+				d.reason = host + " resolves to " + why
+				d.hint = "if this is intended, allow it with `hermes egress allow " + a.String() + "`"
+			}
+			return d
+		}
+	}
+	d.allowed, d.addrs = true, addrs
+	if verdict == nameAllowed {
+		d.reason = "allowed by " + rule
+	} else {
+		d.reason = "addresses allowlisted"
+	}
+	return d
+}
+
+func (l *Allowlist) hasAllowPrefix() bool {
+	for _, r := range l.allow {
+		if r.Kind == RulePrefix {
+			return true
+		}
+	}
+	return false
+}
+
+// dialPinned dials the checked addresses of d in order and returns the first
+// connection; it never resolves the name again.
+func (b *box) dialPinned(ctx context.Context, d decision) (net.Conn, error) {
+	dialer := net.Dialer{Timeout: b.gate.opts.DialTimeout}
+	var firstErr error
+	for _, a := range d.addrs {
+		c, err := dialer.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(d.port)).String())
+		if err == nil {
+			return c, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	return nil, fmt.Errorf("connect %s: %v", net.JoinHostPort(d.host, strconv.Itoa(d.port)), firstErr)
+}

@@ -1,0 +1,272 @@
+// Package llmtest is an in-repo fake model server for tests: an httptest
+// server on loopback that answers OpenAI chat-completions SSE
+// (POST /v1/chat/completions or /chat/completions) and Anthropic Messages
+// SSE (POST /v1/messages) from scripted turns, and records every request so
+// tests can assert what hermes sent.
+//
+// The Nth request (of either wire) gets the Nth Turn; a request past the
+// script gets HTTP 500 with a message saying how many turns were scripted.
+package llmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hermes-go/hermes/internal/llm"
+)
+
+// Call is one scripted tool call. Args is the JSON arguments text sent as is
+// (it may be deliberately malformed); ID defaults to call_<turn>_<i> (OpenAI)
+// or toolu_<turn>_<i> (Anthropic).
+type Call struct {
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name"`
+	Args string `json:"args"`
+}
+
+// Turn scripts one model response.
+type Turn struct {
+	// Text is the answer, streamed as text deltas.
+	Text string `json:"text,omitempty"`
+	// Reasoning is streamed first, as reasoning_content (OpenAI wire) or a
+	// thinking block with signature "sig-<turn>" (Anthropic wire).
+	Reasoning string `json:"reasoning,omitempty"`
+	// ToolCalls are streamed after the text, several per response allowed.
+	ToolCalls []Call `json:"tool_calls,omitempty"`
+	// Usage is reported at the end: OpenAI prompt_tokens = Input+CacheRead+CacheWrite.
+	Usage llm.Usage `json:"usage,omitzero"`
+	// Status, when not 0 or 200, answers with that HTTP status and an error body.
+	Status int `json:"status,omitempty"`
+	// Error is the message of the Status error body (default "fake HTTP <status>").
+	Error string `json:"error,omitempty"`
+	// ErrorInStream, when set, ends a 200 stream with an error object carrying this message.
+	ErrorInStream string `json:"error_in_stream,omitempty"`
+	// ErrorType is the error type/code sent with Error or ErrorInStream
+	// (default overloaded_error when the message mentions overload, else api_error).
+	ErrorType string `json:"error_type,omitempty"`
+	// RetryAfter is sent as the Retry-After header of a Status answer.
+	RetryAfter string `json:"retry_after,omitempty"`
+	// ChunkSize splits text, reasoning and arguments into pieces of this many
+	// bytes (default 0: one piece each).
+	ChunkSize int `json:"chunk_size,omitempty"`
+	// FinishReason overrides the finish reason (default stop, or tool_calls
+	// when there are tool calls).
+	FinishReason string `json:"finish_reason,omitempty"`
+	// RawBody, when set, is sent verbatim as a 200 text/event-stream body
+	// (used to replay recorded cassettes).
+	RawBody string `json:"raw_body,omitempty"`
+}
+
+// Request is one request the server received.
+type Request struct {
+	Method string
+	Path   string
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the request body into a generic map (nil if not JSON).
+func (r Request) JSON() map[string]any {
+	var m map[string]any
+	if json.Unmarshal(r.Body, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// Server is a running fake model server. URL is the OpenAI-style base
+// (http://127.0.0.1:PORT/v1), AnthropicURL the Anthropic base
+// (http://127.0.0.1:PORT), suitable for OPENROUTER_BASE_URL /
+// OPENAI_BASE_URL and ANTHROPIC_BASE_URL.
+type Server struct {
+	URL          string
+	AnthropicURL string
+
+	srv   *httptest.Server
+	mu    sync.Mutex
+	turns []Turn
+	reqs  []Request
+}
+
+// NewServer starts a server that answers with turns in order and closes it
+// when the test ends.
+func NewServer(t testing.TB, turns ...Turn) *Server {
+	t.Helper()
+	s := Start(turns...)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a server outside a test (for example a helper process of an
+// end-to-end test); call Close when done.
+func Start(turns ...Turn) *Server {
+	s := &Server{turns: turns}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
+	s.URL = s.srv.URL + "/v1"
+	s.AnthropicURL = s.srv.URL
+	return s
+}
+
+// LoadTurns reads a script file: a JSON array of Turn objects, or JSON Lines
+// with one Turn per line. Errors name the file and the line at fault.
+func LoadTurns(path string) ([]Turn, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	trimmed := strings.TrimSpace(string(data))
+	if strings.HasPrefix(trimmed, "[") {
+		var turns []Turn
+		if err := json.Unmarshal([]byte(trimmed), &turns); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return turns, nil
+	}
+	var turns []Turn
+	for i, line := range strings.Split(trimmed, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		var t Turn
+		if err := json.Unmarshal([]byte(line), &t); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, i+1, err)
+		}
+		turns = append(turns, t)
+	}
+	return turns, nil
+}
+
+// Close stops the server.
+func (s *Server) Close() { s.srv.Close() }
+
+// Add appends turns to the script.
+func (s *Server) Add(turns ...Turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.turns = append(s.turns, turns...)
+}
+
+// Requests returns copies of the requests received so far, in order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	n := len(s.reqs)
+	s.reqs = append(s.reqs, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	var turn *Turn
+	if n < len(s.turns) {
+		t := s.turns[n]
+		turn = &t
+	}
+	total := len(s.turns)
+	s.mu.Unlock()
+
+	anthropic := strings.HasSuffix(r.URL.Path, "/messages")
+	openai := strings.HasSuffix(r.URL.Path, "/chat/completions")
+	if r.Method != http.MethodPost || (!anthropic && !openai) {
+		http.Error(w, fmt.Sprintf("llmtest: unknown endpoint %s %s (want POST /v1/chat/completions or /v1/messages)", r.Method, r.URL.Path), http.StatusNotFound)
+		return
+	}
+	if turn == nil {
+		writeError(w, anthropic, http.StatusInternalServerError, "api_error",
+			fmt.Sprintf("llmtest: request %d has no scripted turn (the script has %d turns)", n+1, total))
+		return
+	}
+	if turn.Status != 0 && turn.Status != http.StatusOK {
+		if turn.RetryAfter != "" {
+			w.Header().Set("Retry-After", turn.RetryAfter)
+		}
+		msg := turn.Error
+		if msg == "" {
+			msg = fmt.Sprintf("fake HTTP %d", turn.Status)
+		}
+		writeError(w, anthropic, turn.Status, errorType(*turn, msg), msg)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if turn.RawBody != "" {
+		_, _ = io.WriteString(w, turn.RawBody)
+		return
+	}
+	var frames []string
+	if anthropic {
+		frames = anthropicFrames(*turn, n+1)
+	} else {
+		frames = openAIFrames(*turn, n+1)
+	}
+	flusher, _ := w.(http.Flusher)
+	for _, f := range frames {
+		_, _ = io.WriteString(w, f)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+}
+
+func errorType(t Turn, msg string) string {
+	if t.ErrorType != "" {
+		return t.ErrorType
+	}
+	if strings.Contains(strings.ToLower(msg), "overload") {
+		return "overloaded_error"
+	}
+	return "api_error"
+}
+
+func writeError(w http.ResponseWriter, anthropic bool, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	var body any
+	if anthropic {
+		body = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
+	} else {
+		body = map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": status}}
+	}
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// split cuts s into pieces of size bytes (one piece when size <= 0),
+// keeping UTF-8 sequences whole.
+func split(s string, size int) []string {
+	if s == "" {
+		return nil
+	}
+	if size <= 0 || len(s) <= size {
+		return []string{s}
+	}
+	var out []string
+	for len(s) > 0 {
+		end := min(size, len(s))
+		for end < len(s) && end > 0 && !utf8Start(s[end]) {
+			end++
+		}
+		out = append(out, s[:end])
+		s = s[end:]
+	}
+	return out
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+func sse(event string, v any) string {
+	data, _ := json.Marshal(v)
+	if event == "" {
+		return "data: " + string(data) + "\n\n"
+	}
+	return "event: " + event + "\ndata: " + string(data) + "\n\n"
+}

@@ -1,0 +1,356 @@
+// Package openai is the chat-completions provider (OpenAI, OpenRouter and
+// any OpenAI-compatible server: Ollama, vLLM, llama.cpp, LM Studio), built
+// on the official SDK github.com/openai/openai-go/v3 with its streaming
+// decoder. Fields the SDK does not model are read from each chunk's raw
+// JSON: reasoning_content (DeepSeek, llama.cpp), reasoning and
+// reasoning_details (OpenRouter) and error objects inside a 200 stream.
+// Wire reference: https://platform.openai.com/docs/api-reference/chat/create-chat-completion
+// and https://openrouter.ai/docs/api-reference/streaming.
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/hermes-go/hermes/internal/llm"
+)
+
+// Config configures a Provider.
+type Config struct {
+	// Name is the provider slug used in errors and for wire choices:
+	// "openai" sends max_completion_tokens and reasoning_effort,
+	// "openrouter" sends reasoning.effort; anything else (custom) neither.
+	Name string
+	// BaseURL is the API base including /v1 (https://api.openai.com/v1).
+	BaseURL string
+	// APIKey is sent as "Authorization: Bearer"; empty sends no header
+	// (local servers).
+	APIKey string
+	// HTTPClient is used for requests (default http.DefaultClient).
+	HTTPClient *http.Client
+	// Headers are added to every request (OpenRouter HTTP-Referer, X-Title).
+	Headers map[string]string
+	// Hints name the env var or config key to fix in auth and model errors.
+	Hints llm.ErrorHints
+	// Now is the clock for Retry-After dates (default time.Now).
+	Now func() time.Time
+}
+
+// Provider streams chat completions. It holds no mutable state and is safe
+// for concurrent use.
+type Provider struct {
+	cfg     Config
+	service openai.ChatCompletionService
+}
+
+// New returns a Provider for cfg. The SDK's own retries are disabled
+// (llm.WithRetry retries) and no OPENAI_* environment variable is read: the
+// caller passes base URL and key explicitly.
+func New(cfg Config) *Provider {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = http.DefaultClient
+	}
+	opts := []option.RequestOption{
+		option.WithBaseURL(cfg.BaseURL),
+		option.WithHTTPClient(cfg.HTTPClient),
+		option.WithMaxRetries(0),
+		option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+			res, err := next(req)
+			if err != nil {
+				return nil, llm.TransportError(cfg.Name, err)
+			}
+			if res.StatusCode >= 400 {
+				return nil, llm.ErrorResponse(cfg.Name, res, cfg.Hints, cfg.Now())
+			}
+			return res, nil
+		}),
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	for k, v := range cfg.Headers {
+		opts = append(opts, option.WithHeader(k, v))
+	}
+	return &Provider{cfg: cfg, service: openai.NewChatCompletionService(opts...)}
+}
+
+// Name returns the provider slug.
+func (p *Provider) Name() string { return p.cfg.Name }
+
+// Stream starts a streaming chat completion. HTTP errors (and errors in
+// the first chunk) are returned here as *llm.APIError; later errors come
+// from the Stream's Err.
+func (p *Provider) Stream(ctx context.Context, req llm.Request) (llm.Stream, error) {
+	sdk := p.service.NewStreaming(ctx, p.buildParams(req))
+	s := &stream{provider: p.cfg.Name, sdk: sdk, calls: map[int64]*callState{}}
+	if !s.pull() && s.err != nil {
+		_ = sdk.Close()
+		return nil, s.err
+	}
+	return s, nil
+}
+
+type callState struct {
+	index   int
+	id      string
+	name    string
+	args    []byte
+	pending []byte // arguments seen before the name
+	started bool
+	ended   bool
+}
+
+// stream translates SDK chunks into llm.Events through a small queue.
+type stream struct {
+	provider string
+	sdk      *ssestream.Stream[openai.ChatCompletionChunk]
+	queue    []llm.Event
+	cur      llm.Event
+	err      error
+	done     bool
+
+	calls     map[int64]*callState
+	order     []*callState
+	details   detailsMerger
+	content   bool // any text, reasoning or tool call seen
+	finish    string
+	finished  bool
+	chunkID   string
+	rawIssued bool
+}
+
+func (s *stream) Next() bool {
+	for len(s.queue) == 0 {
+		if s.done || !s.pull() {
+			if len(s.queue) == 0 {
+				return false
+			}
+		}
+	}
+	s.cur, s.queue = s.queue[0], s.queue[1:]
+	return true
+}
+
+func (s *stream) Event() llm.Event { return s.cur }
+func (s *stream) Err() error       { return s.err }
+func (s *stream) Close() error     { return s.sdk.Close() }
+
+// pull reads one chunk and queues its events; false at the end or on error.
+func (s *stream) pull() bool {
+	if s.done {
+		return false
+	}
+	if !s.sdk.Next() {
+		s.done = true
+		if err := s.sdk.Err(); err != nil {
+			s.err = s.mapError(err)
+			return false
+		}
+		s.flush()
+		if !s.content && !s.finished {
+			s.err = &llm.APIError{Provider: s.provider, Retryable: true,
+				Message: "empty response: the stream ended without any content or finish reason"}
+		}
+		return false
+	}
+	s.handle(s.sdk.Current())
+	return true
+}
+
+func (s *stream) mapError(err error) error {
+	var se *ssestream.StreamError
+	if errors.As(err, &se) {
+		var body struct {
+			Error struct {
+				Message string          `json:"message"`
+				Type    string          `json:"type"`
+				Code    json.RawMessage `json:"code"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(se.Event.Data, &body)
+		code := body.Error.Type + " " + string(body.Error.Code)
+		if body.Error.Message == "" && body.Error.Type == "" && len(body.Error.Code) == 0 {
+			return llm.StreamError(s.provider, "", string(se.Event.Data))
+		}
+		return llm.StreamError(s.provider, code, body.Error.Message)
+	}
+	var ae *llm.APIError
+	if errors.As(err, &ae) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	var syntax *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &syntax) || errors.As(err, &typeErr) {
+		return &llm.APIError{Provider: s.provider, Retryable: true, Message: "malformed stream chunk: " + err.Error()}
+	}
+	return llm.TransportError(s.provider, err)
+}
+
+func (s *stream) emit(ev llm.Event) { s.queue = append(s.queue, ev) }
+
+func (s *stream) handle(chunk openai.ChatCompletionChunk) {
+	if chunk.ID != "" {
+		s.chunkID = chunk.ID
+	}
+	for _, choice := range chunk.Choices {
+		if choice.Index != 0 {
+			continue
+		}
+		d := choice.Delta
+		if text := extraString(d.JSON.ExtraFields, "reasoning_content"); text != "" {
+			s.content = true
+			s.emit(llm.Event{Type: llm.EventReasoningDelta, Text: text})
+		} else if text := extraString(d.JSON.ExtraFields, "reasoning"); text != "" {
+			s.content = true
+			s.emit(llm.Event{Type: llm.EventReasoningDelta, Text: text})
+		}
+		if f, ok := d.JSON.ExtraFields["reasoning_details"]; ok {
+			s.details.add(f.Raw())
+		}
+		if d.Content != "" {
+			s.content = true
+			s.emit(llm.Event{Type: llm.EventTextDelta, Text: d.Content})
+		}
+		if d.Refusal != "" {
+			s.content = true
+			s.emit(llm.Event{Type: llm.EventTextDelta, Text: d.Refusal})
+		}
+		for _, tc := range d.ToolCalls {
+			s.toolCallDelta(tc)
+		}
+		if choice.FinishReason != "" {
+			s.endCalls()
+			s.finish = choice.FinishReason
+			s.finished = true
+			s.emit(llm.Event{Type: llm.EventFinish, FinishReason: choice.FinishReason, Raw: s.takeDetails()})
+		}
+	}
+	if chunk.JSON.Usage.Valid() && chunk.Usage.JSON.PromptTokens.Valid() {
+		s.emit(llm.Event{Type: llm.EventUsage, Usage: usageOf(chunk.Usage)})
+	}
+}
+
+// toolCallDelta tracks calls by their wire index; a new id at a known index
+// (some servers send every call at index 0) starts a new call.
+func (s *stream) toolCallDelta(tc openai.ChatCompletionChunkChoiceDeltaToolCall) {
+	s.content = true
+	st := s.calls[tc.Index]
+	if st == nil || st.ended || (tc.ID != "" && st.id != "" && tc.ID != st.id) {
+		if st != nil && !st.ended {
+			s.endCall(st)
+		}
+		st = &callState{index: len(s.order)}
+		s.calls[tc.Index] = st
+		s.order = append(s.order, st)
+	}
+	if tc.ID != "" {
+		st.id = tc.ID
+	}
+	if tc.Function.Name != "" {
+		st.name += tc.Function.Name
+	}
+	args := tc.Function.Arguments
+	if !st.started && st.name != "" {
+		s.startCall(st)
+	}
+	if args == "" {
+		return
+	}
+	st.args = append(st.args, args...)
+	if st.started {
+		s.emit(llm.Event{Type: llm.EventToolCallDelta, Index: st.index, Text: args})
+	} else {
+		st.pending = append(st.pending, args...)
+	}
+}
+
+func (s *stream) startCall(st *callState) {
+	st.started = true
+	if st.id == "" {
+		st.id = fmt.Sprintf("call_%s_%d", s.chunkID, st.index)
+	}
+	s.emit(llm.Event{Type: llm.EventToolCallStart, Index: st.index, ToolCall: llm.ToolCall{ID: st.id, Name: st.name}})
+	if len(st.pending) > 0 {
+		s.emit(llm.Event{Type: llm.EventToolCallDelta, Index: st.index, Text: string(st.pending)})
+		st.pending = nil
+	}
+}
+
+func (s *stream) endCall(st *callState) {
+	if st.ended {
+		return
+	}
+	if !st.started {
+		s.startCall(st)
+	}
+	st.ended = true
+	s.emit(llm.Event{Type: llm.EventToolCallEnd, Index: st.index,
+		ToolCall: llm.ToolCall{ID: st.id, Name: st.name, Arguments: string(st.args)}})
+}
+
+func (s *stream) endCalls() {
+	for _, st := range s.order {
+		s.endCall(st)
+	}
+}
+
+// flush completes what a stream without a finish chunk left open.
+func (s *stream) flush() {
+	s.endCalls()
+	if raw := s.takeDetails(); len(raw) > 0 {
+		s.emit(llm.Event{Type: llm.EventReasoningDelta, Raw: raw})
+	}
+}
+
+func (s *stream) takeDetails() json.RawMessage {
+	if s.rawIssued {
+		return nil
+	}
+	raw := s.details.merged()
+	if len(raw) > 0 {
+		s.rawIssued = true
+	}
+	return raw
+}
+
+func extraString(fields map[string]respjsonField, key string) string {
+	f, ok := fields[key]
+	if !ok {
+		return ""
+	}
+	var v string
+	if json.Unmarshal([]byte(f.Raw()), &v) != nil {
+		return ""
+	}
+	return v
+}
+
+// usageOf normalizes chat-completions usage: InputTokens excludes cached
+// and cache-write prompt tokens, which are counted separately
+// (prompt_tokens_details.cached_tokens; OpenRouter's cache_write_tokens).
+func usageOf(u openai.CompletionUsage) llm.Usage {
+	cached := int(u.PromptTokensDetails.CachedTokens)
+	write := 0
+	if f, ok := u.PromptTokensDetails.JSON.ExtraFields["cache_write_tokens"]; ok {
+		_ = json.Unmarshal([]byte(f.Raw()), &write)
+	}
+	in := max(int(u.PromptTokens)-cached-write, 0)
+	return llm.Usage{
+		InputTokens:      in,
+		OutputTokens:     int(u.CompletionTokens),
+		CacheReadTokens:  cached,
+		CacheWriteTokens: write,
+		ReasoningTokens:  int(u.CompletionTokensDetails.ReasoningTokens),
+	}
+}

@@ -1,0 +1,312 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/hermes-go/hermes/internal/llm"
+)
+
+// StoredMessage is a message with its place in the store.
+type StoredMessage struct {
+	llm.Message
+	ID        int64 // unique across the store (the search index rowid)
+	SessionID string
+	Seq       int64 // position in the session's conversation
+	Active    bool  // false once archived by context compression
+	CreatedAt time.Time
+}
+
+// messageRow holds a message in the form its columns store it.
+type messageRow struct {
+	role, content                                 string
+	toolCalls, toolCallID, toolName               any
+	isError                                       int
+	reasoning, signature, details, redacted, fini any
+}
+
+func encodeMessage(m llm.Message) (messageRow, error) {
+	switch m.Role {
+	case llm.RoleSystem, llm.RoleUser, llm.RoleAssistant, llm.RoleTool:
+	default:
+		return messageRow{}, fmt.Errorf("message role %q is not one of system, user, assistant, tool", m.Role)
+	}
+	r := messageRow{role: string(m.Role), content: m.Content,
+		toolCallID: nullable(m.ToolCallID), toolName: nullable(m.ToolName),
+		reasoning: nullable(m.Reasoning), signature: nullable(m.ReasoningSignature),
+		fini: nullable(m.FinishReason)}
+	if m.IsError {
+		r.isError = 1
+	}
+	if len(m.ToolCalls) > 0 {
+		b, err := marshalLiteral(m.ToolCalls)
+		if err != nil {
+			return messageRow{}, err
+		}
+		r.toolCalls = b
+	}
+	if len(bytes.TrimSpace(m.ReasoningDetails)) > 0 {
+		if !json.Valid(m.ReasoningDetails) {
+			return messageRow{}, fmt.Errorf("reasoning_details is not valid JSON")
+		}
+		r.details = string(m.ReasoningDetails)
+	}
+	if len(m.RedactedThinking) > 0 {
+		b, err := marshalLiteral(m.RedactedThinking)
+		if err != nil {
+			return messageRow{}, err
+		}
+		r.redacted = b
+	}
+	return r, nil
+}
+
+// marshalLiteral encodes v as compact JSON without HTML escaping, so that
+// <, > and & in tool arguments are indexed as typed.
+func marshalLiteral(v any) (string, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", err
+	}
+	return string(bytes.TrimRight(buf.Bytes(), "\n")), nil
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+const insertMessage = `INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, tool_name,
+	is_error, reasoning, reasoning_signature, reasoning_details, redacted_thinking, finish_reason, created_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+func insertArgs(sessionID string, seq int64, r messageRow, at time.Time) []any {
+	return []any{sessionID, seq, r.role, r.content, r.toolCalls, r.toolCallID, r.toolName,
+		r.isError, r.reasoning, r.signature, r.details, r.redacted, r.fini, millis(at)}
+}
+
+// AppendMessage adds m at the end of a session's conversation and returns
+// its seq (1 for the first message). The message is committed to disk
+// before AppendMessage returns: a crash afterwards cannot lose it.
+func (s *Store) AppendMessage(ctx context.Context, sessionID string, m llm.Message) (int64, error) {
+	row, err := encodeMessage(m)
+	if err != nil {
+		return 0, err
+	}
+	var seq int64
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		now := s.now()
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET message_count = message_count + 1,
+			tool_call_count = tool_call_count + ?, updated_at = ? WHERE id = ?`,
+			len(m.ToolCalls), millis(now), sessionID)
+		if err != nil {
+			return err
+		}
+		if err := mustAffect(res, sessionID); err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE session_id = ?",
+			sessionID).Scan(&seq); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, insertMessage, insertArgs(sessionID, seq, row, now)...)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("append message to session %s: %w", sessionID, err)
+	}
+	return seq, nil
+}
+
+// Messages returns the active conversation of a session in order: what a
+// resumed session sends to the model. A missing session is an error
+// wrapping ErrNotFound.
+func (s *Store) Messages(ctx context.Context, sessionID string) ([]llm.Message, error) {
+	stored, err := s.StoredMessages(ctx, sessionID, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]llm.Message, len(stored))
+	for i, m := range stored {
+		out[i] = m.Message
+	}
+	return out, nil
+}
+
+// StoredMessages returns a session's messages ordered by seq (archived
+// ones before the summary that replaced them when withArchived is set).
+func (s *Store) StoredMessages(ctx context.Context, sessionID string, withArchived bool) ([]StoredMessage, error) {
+	if _, err := s.Session(ctx, sessionID); err != nil {
+		return nil, err
+	}
+	q := `SELECT id, session_id, seq, active, created_at, role, content, coalesce(tool_calls, ''),
+		coalesce(tool_call_id, ''), coalesce(tool_name, ''), is_error, coalesce(reasoning, ''),
+		coalesce(reasoning_signature, ''), coalesce(reasoning_details, ''), coalesce(redacted_thinking, ''),
+		coalesce(finish_reason, '')
+		FROM messages WHERE session_id = ?`
+	if !withArchived {
+		q += " AND active = 1"
+	}
+	q += " ORDER BY seq, active, id"
+	rows, err := s.db.QueryContext(ctx, q, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []StoredMessage
+	for rows.Next() {
+		var m StoredMessage
+		var created int64
+		var active, isError int
+		var role, toolCalls, details, redacted string
+		if err := rows.Scan(&m.ID, &m.SessionID, &m.Seq, &active, &created, &role, &m.Content, &toolCalls,
+			&m.ToolCallID, &m.ToolName, &isError, &m.Reasoning, &m.ReasoningSignature, &details, &redacted,
+			&m.FinishReason); err != nil {
+			return nil, err
+		}
+		m.Role, m.Active, m.IsError, m.CreatedAt = llm.Role(role), active == 1, isError == 1, fromMillis(created)
+		if toolCalls != "" {
+			if err := json.Unmarshal([]byte(toolCalls), &m.ToolCalls); err != nil {
+				return nil, fmt.Errorf("message %d: tool_calls: %w", m.ID, err)
+			}
+		}
+		if details != "" {
+			m.ReasoningDetails = json.RawMessage(details)
+		}
+		if redacted != "" {
+			if err := json.Unmarshal([]byte(redacted), &m.RedactedThinking); err != nil {
+				return nil, fmt.Errorf("message %d: redacted_thinking: %w", m.ID, err)
+			}
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// ArchiveMessages supports context compression: the active messages with
+// fromSeq ≤ seq ≤ toSeq are marked archived (they stay stored and
+// searchable but leave the conversation), and summary takes their place at
+// seq fromSeq. Returns the summary's seq. The caller keeps a tool call and
+// its result on the same side of the range.
+func (s *Store) ArchiveMessages(ctx context.Context, sessionID string, fromSeq, toSeq int64, summary llm.Message) (int64, error) {
+	row, err := encodeMessage(summary)
+	if err != nil {
+		return 0, err
+	}
+	if fromSeq > toSeq {
+		return 0, fmt.Errorf("archive range %d..%d is empty", fromSeq, toSeq)
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		now := s.now()
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET message_count = message_count + 1,
+			tool_call_count = tool_call_count + ?, updated_at = ? WHERE id = ?`, len(summary.ToolCalls), millis(now), sessionID)
+		if err != nil {
+			return err
+		}
+		if err := mustAffect(res, sessionID); err != nil {
+			return err
+		}
+		res, err = tx.ExecContext(ctx, `UPDATE messages SET active = 0
+			WHERE session_id = ? AND active = 1 AND seq BETWEEN ? AND ?`, sessionID, fromSeq, toSeq)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("no active messages with seq %d..%d", fromSeq, toSeq)
+		}
+		_, err = tx.ExecContext(ctx, insertMessage, insertArgs(sessionID, fromSeq, row, now)...)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("archive messages of session %s: %w", sessionID, err)
+	}
+	return fromSeq, nil
+}
+
+// ImportedSession is a whole session written by Import, for importing
+// history from elsewhere (and for generating test corpora).
+type ImportedSession struct {
+	NewSession
+	ID        string // "" = a fresh id from StartedAt
+	Title     string
+	StartedAt time.Time
+	Messages  []ImportedMessage
+}
+
+// ImportedMessage is a message with the time it was written.
+type ImportedMessage struct {
+	llm.Message
+	CreatedAt time.Time
+}
+
+// Import writes whole sessions in one transaction (all or nothing) and
+// returns their ids. It is the fast path for bulk writes; the agent uses
+// AppendMessage.
+func (s *Store) Import(ctx context.Context, sessions []ImportedSession) ([]string, error) {
+	ids := make([]string, 0, len(sessions))
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		insSession, err := tx.PrepareContext(ctx, `INSERT INTO sessions (id, source, model, provider, title,
+			system_prompt, cwd, started_at, updated_at, message_count, tool_call_count, parent_session_id, metadata)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer insSession.Close()
+		insMessage, err := tx.PrepareContext(ctx, insertMessage)
+		if err != nil {
+			return err
+		}
+		defer insMessage.Close()
+		for _, is := range sessions {
+			id := is.ID
+			if id == "" {
+				if id, err = s.newSessionID(is.StartedAt); err != nil {
+					return err
+				}
+			}
+			src := is.Source
+			if src == "" {
+				src = "cli"
+			}
+			meta := "{}"
+			if len(is.Metadata) > 0 {
+				meta = string(is.Metadata)
+			}
+			updated, calls := is.StartedAt, 0
+			rows := make([]messageRow, len(is.Messages))
+			for i, m := range is.Messages {
+				if rows[i], err = encodeMessage(m.Message); err != nil {
+					return fmt.Errorf("session %s message %d: %w", id, i+1, err)
+				}
+				calls += len(m.ToolCalls)
+				if m.CreatedAt.After(updated) {
+					updated = m.CreatedAt
+				}
+			}
+			if _, err := insSession.ExecContext(ctx, id, src, is.Model, is.Provider, nullable(cleanTitle(is.Title)),
+				is.SystemPrompt, is.Cwd, millis(is.StartedAt), millis(updated), len(is.Messages), calls,
+				nullable(is.ParentSessionID), meta); err != nil {
+				return fmt.Errorf("import session %s: %w", id, err)
+			}
+			for i, r := range rows {
+				if _, err := insMessage.ExecContext(ctx, insertArgs(id, int64(i+1), r, is.Messages[i].CreatedAt)...); err != nil {
+					return fmt.Errorf("import session %s message %d: %w", id, i+1, err)
+				}
+			}
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}

@@ -1,0 +1,313 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/hermes-go/hermes/internal/llm"
+)
+
+// Sort orders search hits.
+type Sort string
+
+// Search orders. Relevance is FTS5's bm25 rank; newest and oldest follow
+// message time.
+const (
+	SortRelevance Sort = "relevance"
+	SortNewest    Sort = "newest"
+	SortOldest    Sort = "oldest"
+)
+
+// ParseSort accepts relevance, newest, oldest or "" (relevance).
+func ParseSort(s string) (Sort, error) {
+	switch Sort(strings.ToLower(strings.TrimSpace(s))) {
+	case "", SortRelevance:
+		return SortRelevance, nil
+	case SortNewest:
+		return SortNewest, nil
+	case SortOldest:
+		return SortOldest, nil
+	}
+	return "", fmt.Errorf("sort %q is not one of relevance, newest, oldest", s)
+}
+
+// SearchOptions selects messages for Search.
+type SearchOptions struct {
+	// Query uses SQLite FTS5 syntax: words (all must match), "exact phrase",
+	// OR, NOT, AND, prefix*, NEAR(a b, 5), and column filters content:,
+	// tool_name:, tool_args:. Words are matched after Porter stemming.
+	Query     string
+	Limit     int    // ≤ 0 means 10
+	SessionID string // only this session, when set
+	Sort      Sort   // "" means relevance
+	Roles     []string
+}
+
+// Hit is one matching message.
+type Hit struct {
+	MessageID int64
+	SessionID string
+	Title     string // session title, "" when untitled
+	Seq       int64
+	Role      llm.Role
+	ToolName  string
+	Date      time.Time // when the message was written (UTC)
+	// Snippet is an excerpt around the match with matches marked **like this**.
+	Snippet string
+	Active  bool // false for messages archived by context compression
+	// Index tells which matcher found the hit: "fts" (words), "trigram"
+	// (substrings, CJK) or "scan" (queries shorter than 3 characters).
+	Index string
+}
+
+// QueryError reports a search query that is not valid FTS5 syntax.
+type QueryError struct {
+	Query  string
+	Reason string
+}
+
+func (e *QueryError) Error() string {
+	return fmt.Sprintf("search query %q is not valid FTS5 syntax (%s); put literal text such as file names in double quotes "+
+		`(e.g. "config.yaml"), and combine words with AND, OR, NOT, "exact phrases" and prefix*`, e.Query, e.Reason)
+}
+
+const snippetTokens = 16
+
+// Search finds messages matching o.Query in all sessions (or one),
+// archived messages included. Words go through the FTS5 word index first;
+// when it finds nothing, or the query holds CJK text, the trigram index
+// matches substrings; queries with a word shorter than three characters,
+// which trigrams cannot match, fall back to a scan of message text.
+// Malformed FTS5 syntax returns a *QueryError.
+func (s *Store) Search(ctx context.Context, o SearchOptions) ([]Hit, error) {
+	q := strings.TrimSpace(o.Query)
+	if q == "" {
+		return nil, fmt.Errorf("empty search query")
+	}
+	if o.Limit <= 0 {
+		o.Limit = 10
+	}
+	sort, err := ParseSort(string(o.Sort))
+	if err != nil {
+		return nil, err
+	}
+	o.Sort = sort
+	var roles []string
+	for _, r := range o.Roles {
+		r = strings.ToLower(strings.TrimSpace(r))
+		switch llm.Role(r) {
+		case "":
+		case llm.RoleSystem, llm.RoleUser, llm.RoleAssistant, llm.RoleTool:
+			roles = append(roles, r)
+		default:
+			return nil, fmt.Errorf("role %q is not one of user, assistant, tool, system", r)
+		}
+	}
+	o.Roles = roles
+
+	if !hasCJK(q) {
+		hits, err := s.searchIndex(ctx, "messages_fts", q, o)
+		if err != nil || len(hits) > 0 {
+			return hits, err
+		}
+	}
+	hits, err := s.searchIndex(ctx, "messages_trigram", q, o)
+	if err != nil || len(hits) > 0 {
+		return hits, err
+	}
+	if isPlainText(q) && hasShortWord(q) {
+		return s.searchScan(ctx, q, o)
+	}
+	return nil, nil
+}
+
+func (s *Store) searchIndex(ctx context.Context, table, query string, o SearchOptions) ([]Hit, error) {
+	sqlText := `SELECT m.id, m.session_id, coalesce(s.title, ''), m.seq, m.role, coalesce(m.tool_name, ''),
+		m.created_at, m.active, snippet(` + table + `, -1, '**', '**', '…', ` + fmt.Sprint(snippetTokens) + `)
+		FROM ` + table + `
+		JOIN messages AS m ON m.id = ` + table + `.rowid
+		JOIN sessions AS s ON s.id = m.session_id
+		WHERE ` + table + ` MATCH ?`
+	args := []any{query}
+	where, wargs := filterClause(o)
+	sqlText += where
+	args = append(args, wargs...)
+	switch o.Sort {
+	case SortNewest:
+		sqlText += " ORDER BY " + table + ".rowid DESC"
+	case SortOldest:
+		sqlText += " ORDER BY " + table + ".rowid ASC"
+	default:
+		sqlText += " ORDER BY " + table + ".rank"
+	}
+	sqlText += " LIMIT ?"
+	args = append(args, o.Limit)
+	index := "fts"
+	if table == "messages_trigram" {
+		index = "trigram"
+	}
+	hits, err := s.queryHits(ctx, sqlText, args, index)
+	if err != nil && isQuerySyntaxError(err) {
+		return nil, &QueryError{Query: query, Reason: sqliteReason(err)}
+	}
+	return hits, err
+}
+
+// searchScan matches q as a literal substring of message content, newest
+// first, for queries too short for the trigram index.
+func (s *Store) searchScan(ctx context.Context, q string, o SearchOptions) ([]Hit, error) {
+	sqlText := `SELECT m.id, m.session_id, coalesce(s.title, ''), m.seq, m.role, coalesce(m.tool_name, ''),
+		m.created_at, m.active, m.content
+		FROM messages AS m JOIN sessions AS s ON s.id = m.session_id
+		WHERE m.content LIKE '%' || ? || '%' ESCAPE '\'`
+	args := []any{escapeLike(q)}
+	where, wargs := filterClause(o)
+	sqlText += where
+	args = append(args, wargs...)
+	if o.Sort == SortOldest {
+		sqlText += " ORDER BY m.id ASC"
+	} else {
+		sqlText += " ORDER BY m.id DESC"
+	}
+	sqlText += " LIMIT ?"
+	args = append(args, o.Limit)
+	hits, err := s.queryHits(ctx, sqlText, args, "scan")
+	for i := range hits {
+		hits[i].Snippet = literalSnippet(hits[i].Snippet, q)
+	}
+	return hits, err
+}
+
+func filterClause(o SearchOptions) (string, []any) {
+	var b strings.Builder
+	var args []any
+	if o.SessionID != "" {
+		b.WriteString(" AND m.session_id = ?")
+		args = append(args, o.SessionID)
+	}
+	if len(o.Roles) > 0 {
+		b.WriteString(" AND m.role IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(o.Roles)), ", ") + ")")
+		for _, r := range o.Roles {
+			args = append(args, r)
+		}
+	}
+	return b.String(), args
+}
+
+func (s *Store) queryHits(ctx context.Context, sqlText string, args []any, index string) ([]Hit, error) {
+	rows, err := s.db.QueryContext(ctx, sqlText, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var hits []Hit
+	for rows.Next() {
+		var h Hit
+		var role string
+		var created int64
+		var active int
+		if err := rows.Scan(&h.MessageID, &h.SessionID, &h.Title, &h.Seq, &role, &h.ToolName, &created, &active,
+			&h.Snippet); err != nil {
+			return nil, err
+		}
+		h.Role, h.Date, h.Active, h.Index = llm.Role(role), fromMillis(created), active == 1, index
+		hits = append(hits, h)
+	}
+	return hits, rows.Err()
+}
+
+func isQuerySyntaxError(err error) bool {
+	msg := err.Error()
+	for _, marker := range []string{"fts5", "no such column", "unterminated string", "syntax error", "unknown special query"} {
+		if strings.Contains(msg, marker) {
+			return true
+		}
+	}
+	return false
+}
+
+// sqliteReason strips the driver's decoration ("SQL logic error: … (1)").
+func sqliteReason(err error) string {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "SQL logic error: ")
+	if i := strings.LastIndex(msg, " ("); i > 0 && strings.HasSuffix(msg, ")") {
+		msg = msg[:i]
+	}
+	return msg
+}
+
+func hasCJK(s string) bool {
+	for _, r := range s {
+		if unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul) {
+			return true
+		}
+	}
+	return false
+}
+
+// isPlainText reports whether q uses no FTS5 operators, so it can be
+// matched literally.
+func isPlainText(q string) bool {
+	if strings.ContainsAny(q, `"*():^+{}`) {
+		return false
+	}
+	for _, w := range strings.Fields(q) {
+		switch w {
+		case "AND", "OR", "NOT", "NEAR":
+			return false
+		}
+	}
+	return true
+}
+
+func hasShortWord(q string) bool {
+	for _, w := range strings.Fields(q) {
+		if utf8.RuneCountInString(w) < 3 {
+			return true
+		}
+	}
+	return false
+}
+
+func escapeLike(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(s)
+}
+
+// literalSnippet cuts content around the first case-insensitive occurrence
+// of q and marks it like FTS5 snippets.
+func literalSnippet(content, q string) string {
+	const around = 60 // runes of context either side
+	rc, rq := []rune(content), []rune(q)
+	lc := []rune(strings.ToLower(content))
+	lq := []rune(strings.ToLower(q))
+	at := -1
+	if len(lc) == len(rc) {
+		for i := 0; i+len(lq) <= len(lc); i++ {
+			if string(lc[i:i+len(lq)]) == string(lq) {
+				at = i
+				break
+			}
+		}
+	}
+	if at < 0 {
+		if len(rc) > 2*around {
+			return string(rc[:2*around]) + "…"
+		}
+		return content
+	}
+	start, end := max(0, at-around), min(len(rc), at+len(rq)+around)
+	var b strings.Builder
+	if start > 0 {
+		b.WriteString("…")
+	}
+	b.WriteString(string(rc[start:at]) + "**" + string(rc[at:at+len(rq)]) + "**" + string(rc[at+len(rq):end]))
+	if end < len(rc) {
+		b.WriteString("…")
+	}
+	return strings.Join(strings.Fields(b.String()), " ")
+}

@@ -1,0 +1,198 @@
+// Package store keeps hermes sessions in SQLite: HERMES_HOME/state.db with
+// sessions, their messages (tool calls, tool results, reasoning), token
+// usage, and two full-text indexes for session search.
+//
+// The layout follows Hermes Agent's session storage ("session-storage.md":
+// sessions + messages + messages_fts + messages_fts_trigram, WAL, ids like
+// 20261130_145500_a1b2c3, unique titles); the schema itself is ours and is
+// described in schema.go.
+//
+// Every write is its own transaction, committed with synchronous=FULL before
+// the call returns, so a process killed at any point (kill -9) loses nothing
+// a call already acknowledged. The database runs in WAL mode so that
+// several hermes processes can read while one writes; writers wait up to
+// the busy timeout for each other.
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+)
+
+// FileName is the name of the session database inside HERMES_HOME.
+const FileName = "state.db"
+
+// BusyTimeout is how long a write waits for another process's write
+// transaction before failing with "database is locked".
+const BusyTimeout = 10 * time.Second
+
+// ErrNotFound is returned (wrapped) when a session does not exist.
+var ErrNotFound = errors.New("session not found")
+
+// Store is an open state.db. It is safe for concurrent use.
+type Store struct {
+	db   *sql.DB
+	path string
+	now  func() time.Time
+	rand io.Reader
+}
+
+// Option configures Open.
+type Option func(*Store)
+
+// WithClock sets the clock used for timestamps and session ids (time.Now by
+// default).
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// WithRandom sets the source of the 6 hex digits of session ids
+// (crypto/rand by default).
+func WithRandom(r io.Reader) Option { return func(s *Store) { s.rand = r } }
+
+// Open opens (creating if needed) the session database at path, which is
+// usually filepath.Join(HERMES_HOME, FileName), and brings its schema up to
+// date. The file and its parent directory are created private to the user
+// (0600 / 0700). Errors name the file; a schema newer than this build is an
+// error rather than a silent downgrade.
+func Open(path string, opts ...Option) (*Store, error) {
+	s := &Store{path: path, now: time.Now, rand: rand.Reader}
+	for _, o := range opts {
+		o(s)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("session store: %w", err)
+	}
+	// Create the file ourselves so its mode is 0600 (SQLite gives the -wal
+	// and -shm files the same mode as the database file).
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("session store: %w", err)
+	}
+	f.Close()
+
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "temp_store(MEMORY)")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("session store %s: %w", path, err)
+	}
+	s.db = db
+	if err := s.migrate(context.Background()); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("session store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Path is the database file this store was opened from.
+func (s *Store) Path() string { return s.path }
+
+// Close checkpoints and closes the database.
+func (s *Store) Close() error {
+	_, _ = s.db.Exec("PRAGMA wal_checkpoint(PASSIVE)")
+	return s.db.Close()
+}
+
+// SchemaVersion is the schema version this build writes (PRAGMA user_version).
+func SchemaVersion() int { return len(migrations) }
+
+func (s *Store) migrate(ctx context.Context) error {
+	var version int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		if strings.Contains(err.Error(), "not a database") {
+			return fmt.Errorf("the file is not a SQLite database; move it away and hermes will create a new one")
+		}
+		return err
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("schema version %d is newer than this hermes understands (%d); upgrade hermes", version, len(migrations))
+	}
+	for v := version; v < len(migrations); v++ {
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+				return fmt.Errorf("migration to schema version %d: %w", v+1, err)
+			}
+			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1))
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inTx runs fn in one write transaction (BEGIN IMMEDIATE) and commits it.
+func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// CheckIntegrity runs SQLite's integrity_check and the FTS5 integrity
+// checks of both search indexes against the stored messages. It returns nil
+// when everything is consistent.
+func (s *Store) CheckIntegrity(ctx context.Context) error {
+	rows, err := s.db.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return err
+	}
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			rows.Close()
+			return err
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	rows.Close()
+	if len(problems) > 0 {
+		return fmt.Errorf("integrity_check: %s", strings.Join(problems, "; "))
+	}
+	for _, table := range []string{"messages_fts", "messages_trigram"} {
+		q := fmt.Sprintf("INSERT INTO %s(%s, rank) VALUES('integrity-check', 1)", table, table)
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", table, err)
+		}
+	}
+	return nil
+}
+
+// newSessionID returns an id like 20261130_145500_a1b2c3: the UTC start
+// time and 6 random hex digits (Hermes CLI session ids).
+func (s *Store) newSessionID(t time.Time) (string, error) {
+	var b [3]byte
+	if _, err := io.ReadFull(s.rand, b[:]); err != nil {
+		return "", fmt.Errorf("session id: %w", err)
+	}
+	return t.UTC().Format("20060102_150405") + "_" + hex.EncodeToString(b[:]), nil
+}
+
+func millis(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
