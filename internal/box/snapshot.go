@@ -22,9 +22,9 @@ import (
 // needs few read/write calls per big file).
 const snapshotCopyBufferSize = 1 << 20
 
-// paxXattrPrefix is the PAX record prefix for extended attributes used by
+// snapshotPAXXattrPrefix is the PAX record prefix for extended attributes used by
 // GNU tar, bsdtar and Go's archive/tar ("SCHILY.xattr.<name>").
-const paxXattrPrefix = "SCHILY.xattr."
+const snapshotPAXXattrPrefix = "SCHILY.xattr."
 
 // SnapshotUpper writes the overlayfs upper directory upperDir to w as a
 // tar archive (PAX format) compressed with zstd (RFC 8878).
@@ -49,7 +49,7 @@ func SnapshotUpper(upperDir string, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("snapshot %s: start zstd: %w", upperDir, err)
 	}
-	tw := newTreeArchiver(enc, true)
+	tw := newSnapshotArchiver(enc, true)
 	if err := tw.addTree(upperDir); err != nil {
 		enc.Close()
 		return fmt.Errorf("snapshot %s: %w", upperDir, err)
@@ -76,7 +76,7 @@ func SnapshotUpper(upperDir string, w io.Writer) error {
 // other than whiteouts are rejected. On error upperDir may hold a partial
 // tree; callers remove it.
 func RestoreUpper(r io.Reader, upperDir string) error {
-	if err := ensureEmptyDir(upperDir); err != nil {
+	if err := snapshotEnsureEmptyDir(upperDir); err != nil {
 		return err
 	}
 	dec, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)))
@@ -84,15 +84,15 @@ func RestoreUpper(r io.Reader, upperDir string) error {
 		return fmt.Errorf("restore into %s: start zstd: %w", upperDir, err)
 	}
 	defer dec.Close()
-	if err := extractTree(dec, upperDir, extractPolicy{keepWhiteouts: true}); err != nil {
+	if err := snapshotExtractTree(dec, upperDir, snapshotExtractPolicy{keepWhiteouts: true}); err != nil {
 		return fmt.Errorf("restore into %s: %w", upperDir, err)
 	}
 	return nil
 }
 
-// ensureEmptyDir creates dir (0755, with parents) or checks that it is an
+// snapshotEnsureEmptyDir creates dir (0755, with parents) or checks that it is an
 // empty directory.
-func ensureEmptyDir(dir string) error {
+func snapshotEnsureEmptyDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("restore target %s: %w", dir, err)
 	}
@@ -106,7 +106,7 @@ func ensureEmptyDir(dir string) error {
 		return fmt.Errorf("restore target %s: %w", dir, err)
 	}
 	if len(names) > 0 {
-		return fmt.Errorf("restore target %s is not empty (holds %q); restore needs an empty or new upper dir", dir, names[0])
+		return fmt.Errorf("%w: %s holds %q; restore needs an empty or new upper dir", ErrRestoreTargetNotEmpty, dir, names[0])
 	}
 	return nil
 }
@@ -137,27 +137,27 @@ func snapshotKeepsXattr(name string) bool {
 	return false
 }
 
-// treeArchiver writes a directory tree into a tar stream.
-type treeArchiver struct {
+// snapshotArchiver writes a directory tree into a tar stream.
+type snapshotArchiver struct {
 	tw *tar.Writer
 	// keepWhiteouts keeps character devices 0:0 (overlay whiteouts); when
 	// false every device node is skipped (base images get their /dev
 	// from the box).
 	keepWhiteouts bool
-	links         map[fileID]string
+	links         map[snapshotInodeID]string
 	buf           []byte
 	xattrNames    []byte
 	xattrValue    []byte
 }
 
-// fileID identifies an inode for hardlink detection.
-type fileID struct{ dev, ino uint64 }
+// snapshotInodeID identifies an inode for hardlink detection.
+type snapshotInodeID struct{ dev, ino uint64 }
 
-func newTreeArchiver(w io.Writer, keepWhiteouts bool) *treeArchiver {
-	return &treeArchiver{
+func newSnapshotArchiver(w io.Writer, keepWhiteouts bool) *snapshotArchiver {
+	return &snapshotArchiver{
 		tw:            tar.NewWriter(w),
 		keepWhiteouts: keepWhiteouts,
-		links:         map[fileID]string{},
+		links:         map[snapshotInodeID]string{},
 		buf:           make([]byte, snapshotCopyBufferSize),
 		xattrNames:    make([]byte, 4096),
 		xattrValue:    make([]byte, 4096),
@@ -165,7 +165,7 @@ func newTreeArchiver(w io.Writer, keepWhiteouts bool) *treeArchiver {
 }
 
 // addTree archives root and everything below it in lexical order.
-func (a *treeArchiver) addTree(root string) error {
+func (a *snapshotArchiver) addTree(root string) error {
 	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -184,7 +184,7 @@ func (a *treeArchiver) addTree(root string) error {
 
 // addEntry archives one filesystem object found at path under the archive
 // name name.
-func (a *treeArchiver) addEntry(path, name string) error {
+func (a *snapshotArchiver) addEntry(path, name string) error {
 	var st unix.Stat_t
 	if err := unix.Lstat(path, &st); err != nil {
 		return &os.PathError{Op: "lstat", Path: path, Err: err}
@@ -205,7 +205,7 @@ func (a *treeArchiver) addEntry(path, name string) error {
 			hdr.Name = name + "/"
 		}
 	case unix.S_IFREG:
-		id := fileID{dev: st.Dev, ino: st.Ino}
+		id := snapshotInodeID{dev: st.Dev, ino: st.Ino}
 		if first, seen := a.links[id]; seen && st.Nlink > 1 {
 			hdr.Typeflag = tar.TypeLink
 			hdr.Linkname = first
@@ -247,7 +247,7 @@ func (a *treeArchiver) addEntry(path, name string) error {
 }
 
 // copyFile appends exactly size bytes of the file at path.
-func (a *treeArchiver) copyFile(path string, size int64) error {
+func (a *snapshotArchiver) copyFile(path string, size int64) error {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return err
@@ -267,8 +267,8 @@ func (a *treeArchiver) copyFile(path string, size int64) error {
 
 // addXattrs copies the kept extended attributes of path into hdr's PAX
 // records.
-func (a *treeArchiver) addXattrs(path string, hdr *tar.Header) error {
-	names, err := listXattrs(path, &a.xattrNames)
+func (a *snapshotArchiver) addXattrs(path string, hdr *tar.Header) error {
+	names, err := snapshotListXattrs(path, &a.xattrNames)
 	if err != nil {
 		return err
 	}
@@ -276,7 +276,7 @@ func (a *treeArchiver) addXattrs(path string, hdr *tar.Header) error {
 		if !snapshotKeepsXattr(attr) {
 			continue
 		}
-		value, err := getXattr(path, attr, &a.xattrValue)
+		value, err := snapshotGetXattr(path, attr, &a.xattrValue)
 		if errors.Is(err, unix.ENODATA) {
 			continue
 		}
@@ -286,14 +286,14 @@ func (a *treeArchiver) addXattrs(path string, hdr *tar.Header) error {
 		if hdr.PAXRecords == nil {
 			hdr.PAXRecords = map[string]string{}
 		}
-		hdr.PAXRecords[paxXattrPrefix+attr] = string(value)
+		hdr.PAXRecords[snapshotPAXXattrPrefix+attr] = string(value)
 	}
 	return nil
 }
 
-// listXattrs returns the xattr names of path (not following symlinks),
+// snapshotListXattrs returns the xattr names of path (not following symlinks),
 // growing *buf as needed.
-func listXattrs(path string, buf *[]byte) ([]string, error) {
+func snapshotListXattrs(path string, buf *[]byte) ([]string, error) {
 	for {
 		n, err := unix.Llistxattr(path, *buf)
 		if errors.Is(err, unix.ERANGE) {
@@ -316,9 +316,9 @@ func listXattrs(path string, buf *[]byte) ([]string, error) {
 	}
 }
 
-// getXattr returns the value of attribute attr of path (not following
+// snapshotGetXattr returns the value of attribute attr of path (not following
 // symlinks), growing *buf as needed. The result aliases *buf.
-func getXattr(path, attr string, buf *[]byte) ([]byte, error) {
+func snapshotGetXattr(path, attr string, buf *[]byte) ([]byte, error) {
 	for {
 		n, err := unix.Lgetxattr(path, attr, *buf)
 		if errors.Is(err, unix.ERANGE) {

@@ -7,54 +7,115 @@ import (
 	"io"
 	"os"
 	"path"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
 
-// extractPolicy says which entries an extraction keeps.
-type extractPolicy struct {
+// snapshotExtractPolicy says which entries an extraction keeps.
+type snapshotExtractPolicy struct {
 	// keepWhiteouts recreates character devices 0:0 (overlay whiteouts)
 	// and rejects any other device node. When false (base images) all
 	// device nodes are skipped: the box mounts its own /dev.
 	keepWhiteouts bool
 }
 
-// treeExtractor writes tar entries below one root directory using only
+// snapshotInlineFileLimit is the largest regular file handed to an
+// extraction worker with its contents in memory (4 MiB); bigger files are
+// streamed by the reading goroutine.
+const snapshotInlineFileLimit = 4 << 20
+
+// snapshotExtractor writes tar entries below one root directory using only
 // *at system calls on directory descriptors opened component by component
 // with O_NOFOLLOW, so no entry can write outside the root.
-type treeExtractor struct {
-	root     string
-	rootFD   int
-	policy   extractPolicy
-	chown    bool // false when not root: ownership cannot be given away
-	buf      []byte
-	cacheDir string // relative dir whose descriptor is cacheFD
-	cacheFD  int
-	dirs     []*tar.Header // directory metadata applied at the end
+//
+// Creating inodes dominates restore time on small files, so leaf entries
+// (small files, symlinks, whiteouts, fifos) are created by GOMAXPROCS
+// worker goroutines while the caller's goroutine decompresses, parses and
+// makes directories; hardlinks wait until the workers are done.
+type snapshotExtractor struct {
+	root       string
+	rootFD     int
+	policy     snapshotExtractPolicy
+	chown      bool // false when not root: ownership cannot be given away
+	ownerKnown bool // new inodes get euid/egid, so equal owners need no chown
+	euid, egid int
+	umask      uint32
+	buf        []byte
+	dirFDs     map[string]int // open descriptors of directories by relative path
+	dirs       []*tar.Header  // directory metadata applied at the end
+	links      []*tar.Header  // hardlinks made after the leaves exist
+	jobs       chan snapshotLeafJob
+	workers    sync.WaitGroup
+	pending    sync.WaitGroup  // queued leaves not yet created
+	leaves     map[string]bool // names handed to workers
+	errMu      sync.Mutex
+	err        error
 }
 
-// extractTree extracts the tar stream r below the existing directory root.
-func extractTree(r io.Reader, root string, policy extractPolicy) error {
+// snapshotLeafJob is one leaf entry for a worker; data holds a regular
+// file's contents.
+type snapshotLeafJob struct {
+	parent     int
+	name, base string
+	hdr        *tar.Header
+	data       []byte
+}
+
+// snapshotExtractTree extracts the tar stream r below the existing
+// directory root.
+func snapshotExtractTree(r io.Reader, root string, policy snapshotExtractPolicy) (err error) {
 	rootFD, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return &os.PathError{Op: "open", Path: root, Err: err}
 	}
-	x := &treeExtractor{
-		root:    root,
-		rootFD:  rootFD,
-		policy:  policy,
-		chown:   os.Geteuid() == 0,
-		buf:     make([]byte, snapshotCopyBufferSize),
-		cacheFD: -1,
+	x := &snapshotExtractor{
+		root:   root,
+		rootFD: rootFD,
+		policy: policy,
+		chown:  os.Geteuid() == 0,
+		euid:   os.Geteuid(),
+		egid:   os.Getegid(),
+		umask:  snapshotUmask(),
+		buf:    make([]byte, snapshotCopyBufferSize),
+		dirFDs: map[string]int{},
+		leaves: map[string]bool{},
+		jobs:   make(chan snapshotLeafJob, 64),
+	}
+	var st unix.Stat_t
+	if unix.Fstat(rootFD, &st) == nil && st.Mode&unix.S_ISGID == 0 {
+		x.ownerKnown = true // every other dir is made by us without setgid until finishDirs
 	}
 	defer x.close()
-	tr := tar.NewReader(r)
+	for range runtime.GOMAXPROCS(0) {
+		x.workers.Add(1)
+		go x.work()
+	}
+	err = x.readAll(tar.NewReader(r))
+	close(x.jobs)
+	x.workers.Wait()
+	if err == nil {
+		err = x.firstErr()
+	}
+	if err != nil {
+		return err
+	}
+	for _, hdr := range x.links {
+		if err := x.makeLink(hdr); err != nil {
+			return err
+		}
+	}
+	return x.finishDirs()
+}
+
+func (x *snapshotExtractor) readAll(tr *tar.Reader) error {
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("read archive: %w", err)
@@ -62,22 +123,67 @@ func extractTree(r io.Reader, root string, policy extractPolicy) error {
 		if err := x.extract(hdr, tr); err != nil {
 			return err
 		}
+		if err := x.firstErr(); err != nil {
+			return err
+		}
 	}
-	return x.finishDirs()
 }
 
-func (x *treeExtractor) close() {
-	if x.cacheFD >= 0 {
-		unix.Close(x.cacheFD)
-		x.cacheFD = -1
+func (x *snapshotExtractor) work() {
+	defer x.workers.Done()
+	for job := range x.jobs {
+		if x.firstErr() != nil {
+			x.pending.Done()
+			continue
+		}
+		if err := x.createLeaf(job); err != nil {
+			x.fail(err)
+		}
+		x.pending.Done()
+	}
+}
+
+func (x *snapshotExtractor) fail(err error) {
+	x.errMu.Lock()
+	defer x.errMu.Unlock()
+	if x.err == nil {
+		x.err = err
+	}
+}
+
+func (x *snapshotExtractor) firstErr() error {
+	x.errMu.Lock()
+	defer x.errMu.Unlock()
+	return x.err
+}
+
+func (x *snapshotExtractor) close() {
+	for _, fd := range x.dirFDs {
+		unix.Close(fd)
 	}
 	unix.Close(x.rootFD)
 }
 
-// cleanEntryName validates a tar entry name and returns it relative to the
+// snapshotUmask returns the process umask from /proc/self/status (reading
+// it with umask(2) would change it for every goroutine); 022 if unknown.
+func snapshotUmask() uint32 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+				if m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+					return uint32(m)
+				}
+			}
+		}
+	}
+	return 0o022
+}
+
+// snapshotEntryName validates a tar entry name and returns it relative to the
 // root ("." for the root itself). Absolute names and ".." components are
 // errors.
-func cleanEntryName(name string) (string, error) {
+func snapshotEntryName(name string) (string, error) {
 	if name == "" || strings.ContainsRune(name, 0) {
 		return "", fmt.Errorf("archive entry %q has an invalid name", name)
 	}
@@ -92,9 +198,10 @@ func cleanEntryName(name string) (string, error) {
 	return path.Clean(name), nil
 }
 
-// extract creates one entry.
-func (x *treeExtractor) extract(hdr *tar.Header, body io.Reader) error {
-	name, err := cleanEntryName(hdr.Name)
+// extract creates a directory, queues a leaf for the workers, streams a
+// large file, or records a hardlink for later.
+func (x *snapshotExtractor) extract(hdr *tar.Header, body io.Reader) error {
+	name, err := snapshotEntryName(hdr.Name)
 	if err != nil {
 		return err
 	}
@@ -111,97 +218,113 @@ func (x *treeExtractor) extract(hdr *tar.Header, body io.Reader) error {
 	if err != nil {
 		return err
 	}
+	job := snapshotLeafJob{parent: parent, name: name, base: base, hdr: hdr}
 	switch hdr.Typeflag {
 	case tar.TypeDir:
 		return x.makeDir(parent, name, base, hdr)
 	case tar.TypeReg, tar.TypeGNUSparse:
-		return x.writeFile(parent, name, base, hdr, body)
-	case tar.TypeSymlink:
-		if err := x.replaceable(parent, name, base, func() error {
-			return unix.Symlinkat(hdr.Linkname, parent, base)
-		}); err != nil {
-			return err
+		if hdr.Size > snapshotInlineFileLimit {
+			x.settle(name)
+			return x.writeFile(job, body)
 		}
-		return x.applyMeta(parent, name, base, hdr, false)
+		job.data = make([]byte, hdr.Size)
+		if _, err := io.ReadFull(body, job.data); err != nil {
+			return fmt.Errorf("read archive entry %q: %w", hdr.Name, err)
+		}
 	case tar.TypeLink:
-		return x.makeLink(parent, name, base, hdr)
+		if _, err := snapshotEntryName(hdr.Linkname); err != nil {
+			return fmt.Errorf("hardlink %q: %w", hdr.Name, err)
+		}
+		hdr.Name = name
+		x.links = append(x.links, hdr)
+		return nil
 	case tar.TypeChar, tar.TypeBlock:
-		isWhiteout := hdr.Typeflag == tar.TypeChar && hdr.Devmajor == 0 && hdr.Devminor == 0
 		if !x.policy.keepWhiteouts {
 			return nil
 		}
-		if !isWhiteout {
+		if hdr.Typeflag != tar.TypeChar || hdr.Devmajor != 0 || hdr.Devminor != 0 {
 			return fmt.Errorf("archive entry %q is a device node %d:%d; snapshots only carry overlay whiteouts (0:0)", hdr.Name, hdr.Devmajor, hdr.Devminor)
 		}
-		if err := x.replaceable(parent, name, base, func() error {
-			return unix.Mknodat(parent, base, unix.S_IFCHR|uint32(hdr.Mode&0o7777), 0)
-		}); err != nil {
-			return err
-		}
-		return x.applyMeta(parent, name, base, hdr, false)
-	case tar.TypeFifo:
-		if err := x.replaceable(parent, name, base, func() error {
-			return unix.Mknodat(parent, base, unix.S_IFIFO|uint32(hdr.Mode&0o7777), 0)
-		}); err != nil {
-			return err
-		}
-		return x.applyMeta(parent, name, base, hdr, true)
+	case tar.TypeSymlink, tar.TypeFifo:
 	default:
 		return fmt.Errorf("archive entry %q has unsupported type %q", hdr.Name, hdr.Typeflag)
 	}
+	x.settle(name)
+	x.leaves[name] = true
+	x.pending.Add(1)
+	x.jobs <- job
+	return nil
+}
+
+// settle waits for the workers when name was handed to them, so an entry
+// that reuses a leaf's name (a directory over a symlink, a duplicate)
+// sees it created, exactly as with sequential extraction.
+func (x *snapshotExtractor) settle(name string) {
+	if x.leaves[name] {
+		x.pending.Wait()
+	}
+}
+
+// createLeaf makes one non-directory entry; it runs on a worker.
+func (x *snapshotExtractor) createLeaf(job snapshotLeafJob) error {
+	hdr, parent, base := job.hdr, job.parent, job.base
+	var create func() error
+	switch hdr.Typeflag {
+	case tar.TypeReg, tar.TypeGNUSparse:
+		return x.writeFile(job, nil)
+	case tar.TypeSymlink:
+		create = func() error { return unix.Symlinkat(hdr.Linkname, parent, base) }
+	case tar.TypeChar:
+		create = func() error { return unix.Mknodat(parent, base, unix.S_IFCHR|uint32(hdr.Mode&0o7777), 0) }
+	case tar.TypeFifo:
+		create = func() error { return unix.Mknodat(parent, base, unix.S_IFIFO|uint32(hdr.Mode&0o7777), 0) }
+	}
+	if err := x.replaceable(parent, job.name, base, create); err != nil {
+		return err
+	}
+	return x.applyMeta(parent, job.name, base, hdr, hdr.Typeflag == tar.TypeFifo)
 }
 
 // dirFD returns a descriptor for the directory rel below the root,
 // creating missing components (0755). Every component is opened with
-// O_NOFOLLOW|O_DIRECTORY, so a symlink anywhere on the way is an error.
-// The descriptor stays owned by the extractor.
-func (x *treeExtractor) dirFD(rel string) (int, error) {
+// O_NOFOLLOW|O_DIRECTORY from its already-open parent, so a symlink
+// anywhere on the way is an error. Descriptors stay open (and owned by the
+// extractor) until extraction ends; directories are never replaced, so
+// they stay valid.
+func (x *snapshotExtractor) dirFD(rel string) (int, error) {
 	if rel == "." {
 		return x.rootFD, nil
 	}
-	if x.cacheFD >= 0 && x.cacheDir == rel {
-		return x.cacheFD, nil
+	if fd, ok := x.dirFDs[rel]; ok {
+		return fd, nil
 	}
-	fd, err := x.openDir(rel, true)
+	parentRel, part := path.Split(rel)
+	parent, err := x.dirFD(path.Clean(parentRel))
 	if err != nil {
 		return -1, err
 	}
-	if x.cacheFD >= 0 {
-		unix.Close(x.cacheFD)
+	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	x.settle(rel)
+	fd, err := unix.Openat(parent, part, flags, 0)
+	if errors.Is(err, unix.ENOENT) {
+		if err = unix.Mkdirat(parent, part, 0o755); err == nil || errors.Is(err, unix.EEXIST) {
+			fd, err = unix.Openat(parent, part, flags, 0)
+		}
 	}
-	x.cacheDir, x.cacheFD = rel, fd
-	return fd, nil
-}
-
-// openDir opens rel below the root component by component; the caller
-// closes the result. With create, missing components are made 0755.
-func (x *treeExtractor) openDir(rel string, create bool) (int, error) {
-	fd := x.rootFD
-	for _, part := range strings.Split(rel, "/") {
-		next, err := unix.Openat(fd, part, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if errors.Is(err, unix.ENOENT) && create {
-			if err = unix.Mkdirat(fd, part, 0o755); err == nil || errors.Is(err, unix.EEXIST) {
-				next, err = unix.Openat(fd, part, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-			}
-		}
-		if fd != x.rootFD {
-			unix.Close(fd)
-		}
-		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-			return -1, fmt.Errorf("archive path %q goes through %q, which is not a directory (a symlink or file); refusing to write through it", rel, part)
-		}
-		if err != nil {
-			return -1, fmt.Errorf("open %s/%s: %w", x.root, rel, err)
-		}
-		fd = next
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+		return -1, fmt.Errorf("archive path %q goes through %q, which is not a directory (a symlink or file); refusing to write through it", rel, part)
 	}
+	if err != nil {
+		return -1, fmt.Errorf("open %s/%s: %w", x.root, rel, err)
+	}
+	x.dirFDs[rel] = fd
 	return fd, nil
 }
 
 // replaceable runs create; if the name already exists as a non-directory
 // it is unlinked (never followed) and create runs again, so a later entry
 // wins as in tar(1).
-func (x *treeExtractor) replaceable(parent int, name, base string, create func() error) error {
+func (x *snapshotExtractor) replaceable(parent int, name, base string, create func() error) error {
 	err := create()
 	if errors.Is(err, unix.EEXIST) {
 		if err = unix.Unlinkat(parent, base, 0); err != nil {
@@ -215,7 +338,8 @@ func (x *treeExtractor) replaceable(parent int, name, base string, create func()
 	return nil
 }
 
-func (x *treeExtractor) makeDir(parent int, name, base string, hdr *tar.Header) error {
+func (x *snapshotExtractor) makeDir(parent int, name, base string, hdr *tar.Header) error {
+	x.settle(name)
 	err := unix.Mkdirat(parent, base, 0o700)
 	if errors.Is(err, unix.EEXIST) {
 		var st unix.Stat_t
@@ -231,39 +355,53 @@ func (x *treeExtractor) makeDir(parent int, name, base string, hdr *tar.Header) 
 	return nil
 }
 
-func (x *treeExtractor) writeFile(parent int, name, base string, hdr *tar.Header, body io.Reader) error {
+// writeFile creates a regular file with job.data, or with the contents
+// read from body when job.data is nil (large files).
+func (x *snapshotExtractor) writeFile(job snapshotLeafJob, body io.Reader) error {
+	hdr, parent, base := job.hdr, job.parent, job.base
+	mode := uint32(hdr.Mode & 0o7777)
 	var fd int
-	if err := x.replaceable(parent, name, base, func() (err error) {
-		fd, err = unix.Openat(parent, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err := x.replaceable(parent, job.name, base, func() (err error) {
+		fd, err = unix.Openat(parent, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode&0o777)
 		return err
 	}); err != nil {
 		return err
 	}
-	f := os.NewFile(uintptr(fd), x.root+"/"+name)
-	_, err := io.CopyBuffer(struct{ io.Writer }{f}, struct{ io.Reader }{body}, x.buf)
-	if err == nil && x.chown {
+	f := os.NewFile(uintptr(fd), x.root+"/"+job.name)
+	var err error
+	if body != nil {
+		_, err = io.CopyBuffer(struct{ io.Writer }{f}, struct{ io.Reader }{body}, x.buf)
+	} else if len(job.data) > 0 {
+		_, err = f.Write(job.data)
+	}
+	if err == nil && x.chown && !(x.ownerKnown && hdr.Uid == x.euid && hdr.Gid == x.egid) {
 		err = f.Chown(hdr.Uid, hdr.Gid)
 	}
-	if err == nil {
-		err = f.Chmod(os.FileMode(hdr.Mode & 0o777))
-		if hdr.Mode&0o7000 != 0 && err == nil {
-			err = unix.Fchmod(fd, uint32(hdr.Mode&0o7777))
-		}
+	// After chown, which clears setuid/setgid bits; skipped when open(2)
+	// already gave the exact mode.
+	if err == nil && (mode&0o7000 != 0 || mode&x.umask != 0) {
+		err = unix.Fchmod(fd, mode)
 	}
 	if err == nil {
-		err = setXattrs(hdr, func(attr string, value []byte) error { return unix.Fsetxattr(fd, attr, value, 0) })
+		err = snapshotSetXattrs(hdr, func(attr string, value []byte) error { return unix.Fsetxattr(fd, attr, value, 0) })
+	}
+	if err == nil {
+		ts := unix.NsecToTimespec(hdr.ModTime.UnixNano())
+		err = unix.UtimesNanoAt(fd, "", []unix.Timespec{ts, ts}, unix.AT_EMPTY_PATH)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("write %s/%s: %w", x.root, name, err)
+		return fmt.Errorf("write %s/%s: %w", x.root, job.name, err)
 	}
-	return setTimes(parent, base, hdr)
+	return nil
 }
 
-func (x *treeExtractor) makeLink(parent int, name, base string, hdr *tar.Header) error {
-	target, err := cleanEntryName(hdr.Linkname)
+// makeLink creates the hardlink hdr.Name to hdr.Linkname, both resolved
+// below the root without following symlinks.
+func (x *snapshotExtractor) makeLink(hdr *tar.Header) error {
+	target, err := snapshotEntryName(hdr.Linkname)
 	if err != nil {
 		return fmt.Errorf("hardlink %q: %w", hdr.Name, err)
 	}
@@ -271,21 +409,23 @@ func (x *treeExtractor) makeLink(parent int, name, base string, hdr *tar.Header)
 		return fmt.Errorf("hardlink %q points at the target root", hdr.Name)
 	}
 	tdir, tbase := path.Split(target)
-	tparent := x.rootFD
-	if rel := path.Clean(tdir); rel != "." {
-		if tparent, err = x.openDir(rel, false); err != nil {
-			return fmt.Errorf("hardlink %q: %w", hdr.Name, err)
-		}
-		defer unix.Close(tparent)
+	tparent, err := x.dirFD(path.Clean(tdir))
+	if err != nil {
+		return fmt.Errorf("hardlink %q: %w", hdr.Name, err)
 	}
-	return x.replaceable(parent, name, base, func() error {
+	dir, base := path.Split(hdr.Name)
+	parent, err := x.dirFD(path.Clean(dir))
+	if err != nil {
+		return err
+	}
+	return x.replaceable(parent, hdr.Name, base, func() error {
 		return unix.Linkat(tparent, tbase, parent, base, 0)
 	})
 }
 
 // applyMeta sets owner, xattrs, mode (when chmod) and times of a
 // non-regular entry without following it.
-func (x *treeExtractor) applyMeta(parent int, name, base string, hdr *tar.Header, chmod bool) error {
+func (x *snapshotExtractor) applyMeta(parent int, name, base string, hdr *tar.Header, chmod bool) error {
 	if x.chown {
 		if err := unix.Fchownat(parent, base, hdr.Uid, hdr.Gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return fmt.Errorf("chown %s/%s: %w", x.root, name, err)
@@ -299,40 +439,29 @@ func (x *treeExtractor) applyMeta(parent int, name, base string, hdr *tar.Header
 	// The parent descriptor's /proc magic link plus a single component
 	// lets lsetxattr act on the entry itself, never on a symlink target.
 	procPath := "/proc/self/fd/" + strconv.Itoa(parent) + "/" + base
-	if err := setXattrs(hdr, func(attr string, value []byte) error { return unix.Lsetxattr(procPath, attr, value, 0) }); err != nil {
+	if err := snapshotSetXattrs(hdr, func(attr string, value []byte) error { return unix.Lsetxattr(procPath, attr, value, 0) }); err != nil {
 		return fmt.Errorf("xattrs of %s/%s: %w", x.root, name, err)
 	}
-	return setTimes(parent, base, hdr)
+	return snapshotSetTimes(parent, base, hdr)
 }
 
 // finishDirs applies directory metadata deepest first, after all children
 // exist, so mtimes stick and read-only dirs did not block extraction.
-func (x *treeExtractor) finishDirs() error {
-	if x.cacheFD >= 0 {
-		unix.Close(x.cacheFD)
-		x.cacheFD = -1
-	}
+func (x *snapshotExtractor) finishDirs() error {
 	for i := len(x.dirs) - 1; i >= 0; i-- {
 		hdr := x.dirs[i]
-		fd := x.rootFD
-		if hdr.Name != "." {
-			var err error
-			if fd, err = x.openDir(hdr.Name, false); err != nil {
-				return err
-			}
-		}
-		err := x.finishDir(fd, hdr)
-		if fd != x.rootFD {
-			unix.Close(fd)
-		}
+		fd, err := x.dirFD(hdr.Name)
 		if err != nil {
+			return err
+		}
+		if err := x.finishDir(fd, hdr); err != nil {
 			return fmt.Errorf("directory %s/%s: %w", x.root, hdr.Name, err)
 		}
 	}
 	return nil
 }
 
-func (x *treeExtractor) finishDir(fd int, hdr *tar.Header) error {
+func (x *snapshotExtractor) finishDir(fd int, hdr *tar.Header) error {
 	if x.chown {
 		if err := unix.Fchown(fd, hdr.Uid, hdr.Gid); err != nil {
 			return err
@@ -341,17 +470,17 @@ func (x *treeExtractor) finishDir(fd int, hdr *tar.Header) error {
 	if err := unix.Fchmod(fd, uint32(hdr.Mode&0o7777)); err != nil {
 		return err
 	}
-	if err := setXattrs(hdr, func(attr string, value []byte) error { return unix.Fsetxattr(fd, attr, value, 0) }); err != nil {
+	if err := snapshotSetXattrs(hdr, func(attr string, value []byte) error { return unix.Fsetxattr(fd, attr, value, 0) }); err != nil {
 		return err
 	}
 	ts := unix.NsecToTimespec(hdr.ModTime.UnixNano())
 	return unix.UtimesNanoAt(fd, "", []unix.Timespec{ts, ts}, unix.AT_EMPTY_PATH)
 }
 
-// setXattrs applies the kept "SCHILY.xattr.*" PAX records of hdr with set.
-func setXattrs(hdr *tar.Header, set func(attr string, value []byte) error) error {
+// snapshotSetXattrs applies the kept "SCHILY.xattr.*" PAX records of hdr with set.
+func snapshotSetXattrs(hdr *tar.Header, set func(attr string, value []byte) error) error {
 	for key, value := range hdr.PAXRecords {
-		attr, ok := strings.CutPrefix(key, paxXattrPrefix)
+		attr, ok := strings.CutPrefix(key, snapshotPAXXattrPrefix)
 		if !ok || !snapshotKeepsXattr(attr) {
 			continue
 		}
@@ -362,9 +491,9 @@ func setXattrs(hdr *tar.Header, set func(attr string, value []byte) error) error
 	return nil
 }
 
-// setTimes sets atime and mtime of base in parent to hdr.ModTime without
+// snapshotSetTimes sets atime and mtime of base in parent to hdr.ModTime without
 // following symlinks.
-func setTimes(parent int, base string, hdr *tar.Header) error {
+func snapshotSetTimes(parent int, base string, hdr *tar.Header) error {
 	ts := unix.NsecToTimespec(hdr.ModTime.UnixNano())
 	if err := unix.UtimesNanoAt(parent, base, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fmt.Errorf("set times of %s: %w", base, err)

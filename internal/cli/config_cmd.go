@@ -1,8 +1,259 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
 
-// TODO(owner of this subcommand): replace this placeholder.
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v4"
+
+	"github.com/hermes-go/hermes/internal/config"
+)
+
+// newConfigCmd is `hermes config show|get|set|unset|path|env-path|check`
+// (Hermes "cli-commands.md" `hermes config`). Bare `hermes config` shows the
+// effective configuration. Secret values are always masked.
 func (a *App) newConfigCmd() *cobra.Command {
-	return &cobra.Command{Use: "config", Short: "show and edit config.yaml and .env"}
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "show and edit config.yaml and .env",
+		Args:  cobra.NoArgs,
+		RunE:  func(*cobra.Command, []string) error { return a.configShow() },
+	}
+	cmd.AddCommand(
+		&cobra.Command{
+			Use:   "show",
+			Short: "print the effective configuration (secrets masked) and where values come from",
+			Args:  cobra.NoArgs,
+			RunE:  func(*cobra.Command, []string) error { return a.configShow() },
+		},
+		&cobra.Command{
+			Use:   "get KEY",
+			Short: "print one value: a dotted key (terminal.timeout) or a variable (OPENAI_API_KEY, masked)",
+			Args:  cobra.ExactArgs(1),
+			RunE:  func(_ *cobra.Command, args []string) error { return a.configGet(args[0]) },
+		},
+		&cobra.Command{
+			Use:   "set KEY [VALUE]",
+			Short: "save a value: API keys and other variables to .env, the rest to config.yaml",
+			Long: "Save a value. KEY is a dotted config key (terminal.timeout) or an environment variable\n" +
+				"(OPENAI_API_KEY). Variables and secrets go to HERMES_HOME/.env (mode 0600), everything else\n" +
+				"to config.yaml, keeping its comments. VALUE is parsed as YAML: 300 is a number, [a, b] a list.\n" +
+				"Leave VALUE out for a secret to type it without echo.",
+			Args: cobra.MinimumNArgs(1),
+			RunE: func(_ *cobra.Command, args []string) error { return a.configSet(args[0], args[1:]) },
+		},
+		&cobra.Command{
+			Use:   "unset KEY",
+			Short: "remove a key from config.yaml (or a variable from .env) so the default applies",
+			Args:  cobra.ExactArgs(1),
+			RunE:  func(_ *cobra.Command, args []string) error { return a.configUnset(args[0]) },
+		},
+		&cobra.Command{
+			Use:   "path",
+			Short: "print the path of config.yaml",
+			Args:  cobra.NoArgs,
+			RunE: func(*cobra.Command, []string) error {
+				_, err := fmt.Fprintln(a.Stdout, config.ConfigPath(a.Home()))
+				return err
+			},
+		},
+		&cobra.Command{
+			Use:   "env-path",
+			Short: "print the path of .env",
+			Args:  cobra.NoArgs,
+			RunE: func(*cobra.Command, []string) error {
+				_, err := fmt.Fprintln(a.Stdout, config.DotEnvPath(a.Home()))
+				return err
+			},
+		},
+		&cobra.Command{
+			Use:   "check",
+			Short: "validate config.yaml and .env; exit 1 when something must be fixed",
+			Args:  cobra.NoArgs,
+			RunE:  func(*cobra.Command, []string) error { return a.configCheck() },
+		},
+	)
+	return cmd
+}
+
+// loadConfig loads HERMES_HOME's configuration and prints its warnings to
+// stderr.
+func (a *App) loadConfig() (*config.Loaded, error) {
+	l, err := config.Load(a.Home(), config.LoadOptions{Getenv: a.Getenv})
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range l.Warnings {
+		fmt.Fprintln(a.Stderr, "hermes: warning:", w)
+	}
+	return l, nil
+}
+
+func (a *App) configShow() error {
+	l, err := a.loadConfig()
+	if err != nil {
+		return err
+	}
+	out, err := yaml.Dump(l.Masked(), yaml.WithIndent(2))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.Stdout, "# %s (defaults < environment and .env < config.yaml; secrets masked)\n", l.Path)
+	a.Stdout.Write(out)
+	var overridden []string
+	for _, k := range config.Keys() {
+		if src := l.Source(k); src != config.SourceDefault && src != config.SourceConfig {
+			overridden = append(overridden, fmt.Sprintf("#   %s from %s", k, src))
+		}
+	}
+	if len(overridden) > 0 {
+		fmt.Fprintln(a.Stdout, "# set by the environment:")
+		fmt.Fprintln(a.Stdout, strings.Join(overridden, "\n"))
+	}
+	vars := a.knownVariables(l)
+	if len(vars) > 0 {
+		fmt.Fprintf(a.Stdout, "\n# variables (%s and the process environment)\n", l.DotEnvPath)
+		for _, v := range vars {
+			fmt.Fprintln(a.Stdout, v)
+		}
+	}
+	return nil
+}
+
+// knownVariables lists the .env variables and the provider key variables
+// of the process environment as "NAME=value  # source", secrets masked.
+func (a *App) knownVariables(l *config.Loaded) []string {
+	names := map[string]bool{}
+	for k := range l.DotEnv {
+		names[k] = true
+	}
+	for _, p := range config.Providers() {
+		for _, k := range config.ProviderKeyEnv(p) {
+			if a.Getenv(k) != "" {
+				names[k] = true
+			}
+		}
+	}
+	sorted := make([]string, 0, len(names))
+	for k := range names {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	var out []string
+	for _, k := range sorted {
+		src := ".env"
+		if a.Getenv(k) != "" {
+			src = "environment"
+		}
+		out = append(out, fmt.Sprintf("%s=%s  # %s", k, displayValue(k, l.Getenv(k)), src))
+	}
+	return out
+}
+
+// displayValue masks v when key names a secret.
+func displayValue(key, v string) string {
+	if config.IsSecretKey(key) {
+		return config.MaskSecret(v)
+	}
+	return v
+}
+
+func (a *App) configGet(key string) error {
+	l, err := a.loadConfig()
+	if err != nil {
+		return err
+	}
+	v, err := config.Get(l, key)
+	if err != nil {
+		return err
+	}
+	if config.IsEnvKey(key) && v == "" {
+		return &ExitError{Code: 1, Err: fmt.Errorf("%s is not set in the environment or %s", key, l.DotEnvPath)}
+	}
+	switch x := v.(type) {
+	case nil:
+		fmt.Fprintln(a.Stdout, "null")
+	case string:
+		fmt.Fprintln(a.Stdout, displayValue(key, x))
+	default:
+		rv := reflect.ValueOf(v)
+		if rv.Kind() == reflect.Struct || rv.Kind() == reflect.Slice || rv.Kind() == reflect.Map {
+			if rv.Kind() == reflect.Struct {
+				// Mask secrets inside a section (e.g. `config get model`).
+				m := l.Masked()
+				v, _ = config.Get(&config.Loaded{Config: m}, key)
+			}
+			out, err := yaml.Dump(v, yaml.WithIndent(2))
+			if err != nil {
+				return err
+			}
+			a.Stdout.Write(out)
+			return nil
+		}
+		fmt.Fprintln(a.Stdout, v)
+	}
+	return nil
+}
+
+func (a *App) configSet(key string, rest []string) error {
+	home := a.Home()
+	var value string
+	if len(rest) == 0 {
+		if !config.IsSecretKey(key) {
+			return fmt.Errorf("missing VALUE: hermes config set %s VALUE", key)
+		}
+		v, err := a.readSecret(newLineReader(a.Stdin), key+" (input hidden): ")
+		if err != nil {
+			return err
+		}
+		value = v
+	} else {
+		value = strings.Join(rest, " ")
+	}
+	if err := config.Set(home, key, value); err != nil {
+		return err
+	}
+	switch {
+	case config.IsEnvKey(key):
+		fmt.Fprintf(a.Stdout, "Saved %s=%s to %s\n", key, displayValue(key, value), config.DotEnvPath(home))
+	case config.IsSecretKey(key) && value != "" && !strings.HasPrefix(value, "${"):
+		name := config.SecretEnvName(key)
+		fmt.Fprintf(a.Stdout, "Saved %s (%s) to %s as %s; %s refers to ${%s}\n", key, config.MaskSecret(value),
+			config.DotEnvPath(home), name, config.ConfigPath(home), name)
+	default:
+		fmt.Fprintf(a.Stdout, "Set %s = %s in %s\n", key, value, config.ConfigPath(home))
+	}
+	return nil
+}
+
+func (a *App) configUnset(key string) error {
+	home := a.Home()
+	if err := config.Unset(home, key); err != nil {
+		return err
+	}
+	file := config.ConfigPath(home)
+	if config.IsEnvKey(key) {
+		file = config.DotEnvPath(home)
+	}
+	fmt.Fprintf(a.Stdout, "Removed %s from %s\n", key, file)
+	return nil
+}
+
+func (a *App) configCheck() error {
+	l, err := a.loadConfig()
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
+	problems := l.Problems()
+	for _, p := range problems {
+		fmt.Fprintln(a.Stdout, "problem:", p)
+	}
+	if len(problems) > 0 {
+		return &ExitError{Code: 1, Err: fmt.Errorf("%d problem(s) in the configuration", len(problems))}
+	}
+	fmt.Fprintf(a.Stdout, "config OK: %s\n", l.Path)
+	return nil
 }

@@ -41,6 +41,8 @@ func Accumulate(s Stream, onEvent func(Event)) (Response, error) {
 			reasoning.WriteString(ev.Text)
 		case EventReasoningSignature:
 			resp.Message.ReasoningSignature += ev.Text
+		case EventRedactedThinking:
+			resp.Message.RedactedThinking = append(resp.Message.RedactedThinking, ev.Text)
 		case EventToolCallStart:
 			calls[ev.Index] = &ToolCall{ID: ev.ToolCall.ID, Name: ev.ToolCall.Name}
 			args[ev.Index] = &strings.Builder{}

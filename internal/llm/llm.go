@@ -100,6 +100,9 @@ const (
 	EventUsage
 	// EventFinish: FinishReason is set (stop, tool_calls, length, content_filter...).
 	EventFinish
+	// EventRedactedThinking: Text holds the data of an Anthropic
+	// redacted_thinking block, to be sent back verbatim.
+	EventRedactedThinking
 )
 
 // Event is one normalized piece of a model stream.

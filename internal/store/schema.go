@@ -15,9 +15,12 @@ package store
 //     rows; archived rows stay stored and searchable.
 //   - messages_search is a view exposing what is indexed: content, tool
 //     names (the result's tool_name or the names of the calls an assistant
-//     made) and the raw tool-call arguments. Both FTS5 tables are
-//     external-content tables over that view, so the text is stored once;
-//     the triggers read the same view, so index and content cannot drift.
+//     made) and the raw tool-call arguments. It walks the tool_calls array
+//     with a recursive CTE rather than json_each, because FTS5's content
+//     integrity check fails on table-valued functions inside the view.
+//     Both FTS5 tables are external-content tables over that view, so the
+//     text is stored once; the triggers read the same view, so index and
+//     content cannot drift.
 //   - Nothing here stores request headers, API keys or tokens; a test checks
 //     the column names.
 var migrations = []string{
@@ -76,9 +79,13 @@ CREATE VIEW messages_search(id, content, tool_name, tool_args) AS
 SELECT m.id,
        m.content,
        trim(coalesce(m.tool_name, '') || ' ' || coalesce(
-           (SELECT group_concat(json_extract(c.value, '$.name'), ' ') FROM json_each(m.tool_calls) AS c), '')),
+           (WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i + 1 < json_array_length(m.tool_calls))
+            SELECT group_concat(json_extract(m.tool_calls, '$[' || i || '].name'), ' ') FROM k
+            WHERE m.tool_calls IS NOT NULL), '')),
        coalesce(
-           (SELECT group_concat(json_extract(c.value, '$.arguments'), ' ') FROM json_each(m.tool_calls) AS c), '')
+           (WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i + 1 < json_array_length(m.tool_calls))
+            SELECT group_concat(json_extract(m.tool_calls, '$[' || i || '].arguments'), ' ') FROM k
+            WHERE m.tool_calls IS NOT NULL), '')
 FROM messages AS m;
 
 CREATE VIRTUAL TABLE messages_fts USING fts5(

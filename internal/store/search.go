@@ -109,13 +109,14 @@ func (s *Store) Search(ctx context.Context, o SearchOptions) ([]Hit, error) {
 	}
 	o.Roles = roles
 
+	match := quoteBarewords(q)
 	if !hasCJK(q) {
-		hits, err := s.searchIndex(ctx, "messages_fts", q, o)
+		hits, err := s.searchIndex(ctx, "messages_fts", q, match, o)
 		if err != nil || len(hits) > 0 {
 			return hits, err
 		}
 	}
-	hits, err := s.searchIndex(ctx, "messages_trigram", q, o)
+	hits, err := s.searchIndex(ctx, "messages_trigram", q, match, o)
 	if err != nil || len(hits) > 0 {
 		return hits, err
 	}
@@ -125,14 +126,14 @@ func (s *Store) Search(ctx context.Context, o SearchOptions) ([]Hit, error) {
 	return nil, nil
 }
 
-func (s *Store) searchIndex(ctx context.Context, table, query string, o SearchOptions) ([]Hit, error) {
+func (s *Store) searchIndex(ctx context.Context, table, query, match string, o SearchOptions) ([]Hit, error) {
 	sqlText := `SELECT m.id, m.session_id, coalesce(s.title, ''), m.seq, m.role, coalesce(m.tool_name, ''),
 		m.created_at, m.active, snippet(` + table + `, -1, '**', '**', '…', ` + fmt.Sprint(snippetTokens) + `)
 		FROM ` + table + `
 		JOIN messages AS m ON m.id = ` + table + `.rowid
 		JOIN sessions AS s ON s.id = m.session_id
 		WHERE ` + table + ` MATCH ?`
-	args := []any{query}
+	args := []any{match}
 	where, wargs := filterClause(o)
 	sqlText += where
 	args = append(args, wargs...)
@@ -238,6 +239,66 @@ func sqliteReason(err error) string {
 		msg = msg[:i]
 	}
 	return msg
+}
+
+// quoteBarewords puts double quotes around words FTS5 would misread:
+// those holding punctuation, such as payments-api, config.yaml or
+// 10.0.0.1 (FTS5 reads "-" and "." as syntax). The result matches them as
+// phrases of their parts. Quoted text, operators, parentheses, prefix
+// stars and column filters (tool_name:terminal) are left as typed.
+func quoteBarewords(q string) string {
+	var b strings.Builder
+	i := 0
+	for i < len(q) {
+		c := q[i]
+		switch {
+		case c == '"':
+			end := strings.IndexByte(q[i+1:], '"')
+			if end < 0 {
+				b.WriteString(q[i:]) // unterminated: FTS5 reports it
+				return b.String()
+			}
+			b.WriteString(q[i : i+end+2])
+			i += end + 2
+		case c == ' ' || c == '\t' || c == '\n' || c == '(' || c == ')':
+			b.WriteByte(c)
+			i++
+		default:
+			j := i
+			for j < len(q) && !strings.ContainsRune(" \t\n()\"", rune(q[j])) {
+				j++
+			}
+			b.WriteString(quoteWord(q[i:j]))
+			i = j
+		}
+	}
+	return b.String()
+}
+
+func quoteWord(w string) string {
+	prefix := ""
+	if k := strings.IndexByte(w, ':'); k > 0 && isBareword(w[:k]) {
+		prefix, w = w[:k+1], w[k+1:] // column filter
+	}
+	star := ""
+	if strings.HasSuffix(w, "*") {
+		star, w = "*", strings.TrimSuffix(w, "*")
+	}
+	if w == "" || isBareword(w) || strings.HasPrefix(w, "^") || strings.HasPrefix(w, "+") {
+		return prefix + w + star
+	}
+	return prefix + `"` + w + `"` + star
+}
+
+// isBareword reports whether FTS5 reads w as one bareword: letters,
+// digits, underscore and any non-ASCII character.
+func isBareword(w string) bool {
+	for _, r := range w {
+		if !(r >= 0x80 || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return false
+		}
+	}
+	return true
 }
 
 func hasCJK(s string) bool {

@@ -1,0 +1,389 @@
+// Package box is hermes's own Linux sandbox, the "box" terminal backend
+// (issue 3; design in shared/reference/sandbox.md §D2). A box is an
+// overlay root (a read-only base: the host's "/" or a rootfs, plus a
+// per-task writable layer) with the workspace mounted at its own path, run
+// in fresh mount, pid, uts, ipc and net namespaces under a cgroup with
+// memory, pids and cpu limits. Its PID 1 is this same binary (InitMain): it
+// reaps children and serves commands and file operations for the host over
+// an inherited socket, so no nsenter is needed per command. Commands run
+// with no capabilities, no_new_privs, a seccomp filter and Landlock. The
+// network namespace has only loopback; the init relays 127.0.0.1:3128 to
+// the host's egress proxy.
+package box
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/egress"
+)
+
+// Kind is the terminal.backend name of this backend.
+const Kind = "box"
+
+// Hostname is the box's host name.
+const Hostname = "hermes-box"
+
+// Options configure a Manager.
+type Options struct {
+	// Terminal is the terminal: config section (limits in cores and MiB,
+	// box_image, box_workspace, cwd, container_persistent, lifetime_seconds).
+	Terminal config.TerminalConfig
+	// Home is HERMES_HOME; boxes keep state in Home/boxes/<task>, and Home
+	// is hidden inside every box.
+	Home string
+	// Executable is the hermes binary re-executed as the box init
+	// (os.Executable in production; a test binary in tests).
+	Executable string
+	// InitArgs follow Executable on the init's command line (default
+	// [InitArg]).
+	InitArgs []string
+	// NewEgress creates the egress session of a box; nil = no egress at all
+	// (connections from the box to 127.0.0.1:3128 are refused).
+	NewEgress func(taskID string) (*egress.BoxSession, error)
+	// Env is added to every command's environment (e.g. secret
+	// placeholders). The agent's own provider keys must never be put here.
+	Env map[string]string
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Manager is the box backend: one box per task id, started on first Open
+// and reused, stopped after Terminal.LifetimeSeconds idle, all stopped by
+// Close.
+type Manager struct {
+	opts Options
+	now  func() time.Time
+
+	mu      sync.Mutex
+	boxes   map[string]*Box
+	starts  map[string]*sync.Mutex
+	closed  bool
+	stopIdl chan struct{}
+	idleWG  sync.WaitGroup
+}
+
+var _ backend.Backend = (*Manager)(nil)
+
+// taskIDPattern is what a task id may look like (it names a directory and
+// a cgroup).
+var taskIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// NewManager checks that boxes can run on this machine and returns a
+// Manager. The error names the missing piece (Linux, root or user
+// namespaces, overlayfs, cgroup controllers) and how to fix it.
+func NewManager(opts Options) (*Manager, error) {
+	if opts.Home == "" {
+		return nil, errors.New("box: HERMES_HOME is not set")
+	}
+	if opts.Executable == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("box: find the hermes binary to run as box init: %w", err)
+		}
+		opts.Executable = exe
+	}
+	if len(opts.InitArgs) == 0 {
+		opts.InitArgs = []string{InitArg}
+	}
+	if err := Preflight(); err != nil {
+		return nil, err
+	}
+	t := &opts.Terminal
+	d := config.Defaults().Terminal
+	if t.ContainerCPU == 0 {
+		t.ContainerCPU = d.ContainerCPU
+	}
+	if t.ContainerMemory == 0 {
+		t.ContainerMemory = d.ContainerMemory
+	}
+	if t.ContainerDisk == 0 {
+		t.ContainerDisk = d.ContainerDisk
+	}
+	if t.BoxPids == 0 {
+		t.BoxPids = d.BoxPids
+	}
+	if t.ContainerPersistent == nil {
+		t.ContainerPersistent = d.ContainerPersistent
+	}
+	if t.BoxWorkspace == "" {
+		t.BoxWorkspace = "bind"
+	}
+	if t.BoxWorkspace != "bind" && t.BoxWorkspace != "overlay" {
+		return nil, fmt.Errorf("terminal.box_workspace: %q is not bind or overlay", t.BoxWorkspace)
+	}
+	if t.ContainerCPU < 0 || t.ContainerMemory < 0 || t.ContainerDisk < 0 || t.BoxPids < 0 {
+		return nil, errors.New("terminal.container_cpu, container_memory, container_disk and box_pids must not be negative")
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	m := &Manager{opts: opts, now: now, boxes: map[string]*Box{}, starts: map[string]*sync.Mutex{},
+		stopIdl: make(chan struct{})}
+	if t.LifetimeSeconds > 0 {
+		m.idleWG.Add(1)
+		go m.stopIdle(time.Duration(t.LifetimeSeconds) * time.Second)
+	}
+	return m, nil
+}
+
+// Kind returns "box".
+func (m *Manager) Kind() string { return Kind }
+
+// StateDir is where the box of taskID keeps its state.
+func (m *Manager) StateDir(taskID string) string {
+	return filepath.Join(m.opts.Home, "boxes", taskID)
+}
+
+// Open returns the environment of taskID. The box starts on the first
+// operation (or now, to report start errors early) and is restarted
+// transparently if it was stopped for being idle.
+func (m *Manager) Open(ctx context.Context, taskID string) (backend.Environment, error) {
+	if _, err := m.Box(ctx, taskID); err != nil {
+		return nil, err
+	}
+	return &taskEnv{m: m, task: taskID}, nil
+}
+
+// Box returns the running box of taskID, starting it if needed.
+func (m *Manager) Box(ctx context.Context, taskID string) (*Box, error) {
+	if !taskIDPattern.MatchString(taskID) {
+		return nil, fmt.Errorf("box: task id %q: use letters, digits, '.', '_' and '-' (at most 128)", taskID)
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, errors.New("box: the box backend is closed")
+	}
+	sl := m.starts[taskID]
+	if sl == nil {
+		sl = &sync.Mutex{}
+		m.starts[taskID] = sl
+	}
+	m.mu.Unlock()
+	sl.Lock()
+	defer sl.Unlock()
+	m.mu.Lock()
+	b := m.boxes[taskID]
+	m.mu.Unlock()
+	if b != nil {
+		select {
+		case <-b.died:
+			b.Close() // the init died (e.g. killed): start afresh
+		default:
+			return b, nil
+		}
+	}
+	b, err := m.startBox(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	closed := m.closed
+	if !closed {
+		m.boxes[taskID] = b
+	}
+	m.mu.Unlock()
+	if closed {
+		b.Close()
+		return nil, errors.New("box: the box backend is closed")
+	}
+	return b, nil
+}
+
+// Running lists the task ids of the boxes running in this Manager.
+func (m *Manager) Running() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.boxes))
+	for t := range m.boxes {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Stop stops the box of taskID if it runs (its persistent layer is kept).
+func (m *Manager) Stop(taskID string) error {
+	m.mu.Lock()
+	b := m.boxes[taskID]
+	delete(m.boxes, taskID)
+	m.mu.Unlock()
+	if b == nil {
+		return nil
+	}
+	return b.Close()
+}
+
+// Remove stops the box of taskID and deletes its state, persistent layer
+// included. Removing a box that does not exist is an error wrapping
+// fs.ErrNotExist.
+func (m *Manager) Remove(taskID string) error {
+	if !taskIDPattern.MatchString(taskID) {
+		return fmt.Errorf("box: task id %q is not valid", taskID)
+	}
+	if err := m.Stop(taskID); err != nil {
+		return err
+	}
+	dir := m.StateDir(taskID)
+	if _, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("box %s: %w", taskID, fs.ErrNotExist)
+	}
+	lock, err := lockState(dir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	return os.RemoveAll(dir)
+}
+
+// Close stops every box (persistent layers are kept).
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	boxes := m.boxes
+	m.boxes = map[string]*Box{}
+	m.mu.Unlock()
+	close(m.stopIdl)
+	m.idleWG.Wait()
+	var errs []error
+	for _, b := range boxes {
+		if err := b.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stopIdle stops boxes unused for lifetime, checking a few times per
+// lifetime.
+func (m *Manager) stopIdle(lifetime time.Duration) {
+	defer m.idleWG.Done()
+	tick := time.NewTicker(min(max(lifetime/4, 10*time.Millisecond), 10*time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.stopIdl:
+			return
+		case <-tick.C:
+		}
+		now := m.now()
+		m.mu.Lock()
+		var idle []string
+		for t, b := range m.boxes {
+			if last, busy := b.idleSince(); !busy && now.Sub(last) >= lifetime {
+				idle = append(idle, t)
+			}
+		}
+		m.mu.Unlock()
+		for _, t := range idle {
+			m.stopIfIdle(t, lifetime)
+		}
+	}
+}
+
+func (m *Manager) stopIfIdle(taskID string, lifetime time.Duration) {
+	m.mu.Lock()
+	sl := m.starts[taskID]
+	m.mu.Unlock()
+	if sl == nil {
+		return
+	}
+	sl.Lock()
+	defer sl.Unlock()
+	m.mu.Lock()
+	b := m.boxes[taskID]
+	if b != nil {
+		if last, busy := b.idleSince(); busy || m.now().Sub(last) < lifetime {
+			b = nil
+		} else {
+			delete(m.boxes, taskID)
+		}
+	}
+	m.mu.Unlock()
+	if b != nil {
+		b.Close()
+	}
+}
+
+// taskEnv is the backend.Environment handed out by Open: every call goes
+// to the task's live box, restarting it if it was stopped when idle.
+type taskEnv struct {
+	m    *Manager
+	task string
+}
+
+func (e *taskEnv) box(ctx context.Context) (*Box, error) { return e.m.Box(ctx, e.task) }
+
+func (e *taskEnv) Workdir() string {
+	if b, err := e.box(context.Background()); err == nil {
+		return b.Workdir()
+	}
+	return e.m.workspace()
+}
+
+func (e *taskEnv) Exec(ctx context.Context, req backend.ExecRequest) (backend.ExecResult, error) {
+	b, err := e.box(ctx)
+	if err != nil {
+		return backend.ExecResult{}, err
+	}
+	return b.Exec(ctx, req)
+}
+
+func (e *taskEnv) Start(ctx context.Context, req backend.ExecRequest) (backend.Process, error) {
+	b, err := e.box(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return b.Start(ctx, req)
+}
+
+func (e *taskEnv) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	b, err := e.box(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return b.ReadFile(ctx, path)
+}
+
+func (e *taskEnv) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
+	b, err := e.box(ctx)
+	if err != nil {
+		return err
+	}
+	return b.WriteFile(ctx, path, data, perm)
+}
+
+func (e *taskEnv) Stat(ctx context.Context, path string) (backend.FileInfo, error) {
+	b, err := e.box(ctx)
+	if err != nil {
+		return backend.FileInfo{}, err
+	}
+	return b.Stat(ctx, path)
+}
+
+func (e *taskEnv) ReadDir(ctx context.Context, path string) ([]backend.FileInfo, error) {
+	b, err := e.box(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return b.ReadDir(ctx, path)
+}
+
+// Close stops the task's box (its persistent layer is kept).
+func (e *taskEnv) Close() error { return e.m.Stop(e.task) }

@@ -1,0 +1,380 @@
+package box
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Limits are a box's resource limits.
+type Limits struct {
+	MemoryBytes int64   // hard limit, swap off; 0 = none
+	PIDs        int     // max tasks; 0 = none
+	CPUs        float64 // CFS quota in cores; 0 = none
+}
+
+// cpuPeriodMicros is the CFS period used for the CPU quota (100 ms, the
+// kernel default).
+const cpuPeriodMicros = 100_000
+
+// Stats are a box's resource counters.
+type Stats struct {
+	MemoryBytes     int64 // current usage
+	MemoryMaxBytes  int64 // peak usage (v1 max_usage_in_bytes, v2 memory.peak; 0 if unknown)
+	PIDs            int   // current tasks
+	CPUUsage        time.Duration
+	ThrottledPeriod int64 // CFS periods in which the box was throttled (cpu.stat nr_throttled)
+	OOMKills        int64 // processes killed by the OOM killer in this box
+}
+
+// cgroup is the box's control group on one cgroup version.
+type cgroup interface {
+	// Add moves process pid (all its threads) into the group.
+	Add(pid int) error
+	// Stats reads the counters.
+	Stats() (Stats, error)
+	// KillAll SIGKILLs every process in the group.
+	KillAll()
+	// Remove deletes the group, waiting up to 2 s for its processes to go.
+	Remove() error
+}
+
+// cgroupMounts lists the cgroup hierarchies of /proc/self/mountinfo: v1
+// controller name → mount point, and the v2 mount point ("" if none).
+func cgroupMounts(mountinfo string) (v1 map[string]string, v2 string, err error) {
+	f, err := os.Open(mountinfo)
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	v1 = map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// id parent major:minor root mountpoint opts [optional...] - fstype source superopts
+		fields := strings.Fields(sc.Text())
+		sep := -1
+		for i, f := range fields {
+			if f == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 0 || sep+3 >= len(fields) || len(fields) < 5 {
+			continue
+		}
+		fstype, mnt := fields[sep+1], fields[4]
+		switch fstype {
+		case "cgroup2":
+			if v2 == "" {
+				v2 = mnt
+			}
+		case "cgroup":
+			for _, o := range strings.Split(fields[sep+3], ",") {
+				switch o {
+				case "memory", "pids", "cpu", "cpuacct", "freezer":
+					if _, ok := v1[o]; !ok {
+						v1[o] = mnt
+					}
+				}
+			}
+		}
+	}
+	return v1, v2, sc.Err()
+}
+
+// newCgroup creates group name (e.g. "hermes/task-1") with limits, on
+// cgroup v1 when its memory, pids and cpu controllers are mounted, else on
+// cgroup v2 at v2root. The error names the missing controller.
+func newCgroup(name string, lim Limits) (cgroup, error) {
+	v1, v2, err := cgroupMounts("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("read cgroup mounts: %w", err)
+	}
+	if v1["memory"] != "" || v1["pids"] != "" || v1["cpu"] != "" {
+		var missing []string
+		for _, c := range []string{"memory", "pids", "cpu"} {
+			if v1[c] == "" {
+				missing = append(missing, c)
+			}
+		}
+		if len(missing) > 0 {
+			return nil, fmt.Errorf("box limits need the cgroup v1 controllers %s, which are not mounted: mount them under /sys/fs/cgroup or boot with cgroup v2 (systemd.unified_cgroup_hierarchy=1)", strings.Join(missing, ", "))
+		}
+		return newCgroupV1(v1, name, lim)
+	}
+	if v2 == "" {
+		return nil, errors.New("no cgroup filesystem is mounted: mount cgroup2 at /sys/fs/cgroup (box limits need memory, pids and cpu controllers)")
+	}
+	return newCgroupV2(v2, name, lim)
+}
+
+// writeCgroupFile writes value to dir/file, naming both in the error.
+func writeCgroupFile(dir, file, value string) error {
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(value), 0o644); err != nil {
+		return fmt.Errorf("cgroup %s: write %q: %w", filepath.Join(dir, file), value, err)
+	}
+	return nil
+}
+
+func readCgroupInt(path string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "max" {
+		return -1
+	}
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
+
+// readKeyed returns key's value from a "key value" per line file
+// (memory.oom_control, memory.events, cpu.stat).
+func readKeyed(path, key string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[0] == key {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func killProcsIn(procsFile string) int {
+	b, err := os.ReadFile(procsFile)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			unix.Kill(pid, unix.SIGKILL)
+			n++
+		}
+	}
+	return n
+}
+
+// removeDirs rmdirs each group dir, retrying while processes exit.
+func removeDirs(dirs []string, procs func(dir string) string) error {
+	deadline := time.Now().Add(2 * time.Second)
+	var last error
+	for _, d := range dirs {
+		for {
+			err := unix.Rmdir(d)
+			if err == nil || errors.Is(err, unix.ENOENT) {
+				break
+			}
+			last = fmt.Errorf("remove cgroup %s: %w", d, err)
+			if time.Now().After(deadline) {
+				return last
+			}
+			killProcsIn(procs(d))
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// cgroupV1 is a group in each v1 hierarchy (memory, pids, cpu, cpuacct, freezer).
+type cgroupV1 struct {
+	dirs map[string]string // controller → group dir
+}
+
+func newCgroupV1(mounts map[string]string, name string, lim Limits) (*cgroupV1, error) {
+	g := &cgroupV1{dirs: map[string]string{}}
+	for _, c := range []string{"memory", "pids", "cpu", "cpuacct", "freezer"} {
+		if mounts[c] == "" {
+			continue
+		}
+		if _, dup := g.dirs[c]; dup {
+			continue
+		}
+		dir := filepath.Join(mounts[c], name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			g.Remove()
+			return nil, fmt.Errorf("create cgroup %s: %w (box limits need root or a delegated cgroup)", dir, err)
+		}
+		g.dirs[c] = dir
+	}
+	mem, pids, cpu := g.dirs["memory"], g.dirs["pids"], g.dirs["cpu"]
+	var err error
+	set := func(dir, file, value string) {
+		if err == nil {
+			err = writeCgroupFile(dir, file, value)
+		}
+	}
+	if lim.MemoryBytes > 0 {
+		v := strconv.FormatInt(lim.MemoryBytes, 10)
+		set(mem, "memory.limit_in_bytes", v)
+		if _, serr := os.Stat(filepath.Join(mem, "memory.memsw.limit_in_bytes")); serr == nil {
+			set(mem, "memory.memsw.limit_in_bytes", v) // memory+swap = memory: no swap
+		}
+		if _, serr := os.Stat(filepath.Join(mem, "memory.swappiness")); serr == nil && err == nil {
+			writeCgroupFile(mem, "memory.swappiness", "0") // refused under some parents; best effort
+		}
+	}
+	if lim.PIDs > 0 {
+		set(pids, "pids.max", strconv.Itoa(lim.PIDs))
+	}
+	if lim.CPUs > 0 {
+		set(cpu, "cpu.cfs_period_us", strconv.Itoa(cpuPeriodMicros))
+		set(cpu, "cpu.cfs_quota_us", strconv.FormatInt(int64(lim.CPUs*cpuPeriodMicros), 10))
+	}
+	if err != nil {
+		g.Remove()
+		return nil, err
+	}
+	return g, nil
+}
+
+func (g *cgroupV1) Add(pid int) error {
+	for _, d := range g.dirs {
+		if err := writeCgroupFile(d, "cgroup.procs", strconv.Itoa(pid)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (g *cgroupV1) Stats() (Stats, error) {
+	mem, pids := g.dirs["memory"], g.dirs["pids"]
+	st := Stats{
+		MemoryBytes:     readCgroupInt(filepath.Join(mem, "memory.usage_in_bytes")),
+		MemoryMaxBytes:  readCgroupInt(filepath.Join(mem, "memory.max_usage_in_bytes")),
+		PIDs:            int(readCgroupInt(filepath.Join(pids, "pids.current"))),
+		ThrottledPeriod: readKeyed(filepath.Join(g.dirs["cpu"], "cpu.stat"), "nr_throttled"),
+		OOMKills:        readKeyed(filepath.Join(mem, "memory.oom_control"), "oom_kill"),
+	}
+	if d := g.dirs["cpuacct"]; d != "" {
+		st.CPUUsage = time.Duration(readCgroupInt(filepath.Join(d, "cpuacct.usage")))
+	}
+	return st, nil
+}
+
+// KillAll freezes the group (so nothing forks meanwhile), kills every
+// member and thaws it so the kills are delivered.
+func (g *cgroupV1) KillAll() {
+	fz := g.dirs["freezer"]
+	if fz != "" {
+		writeCgroupFile(fz, "freezer.state", "FROZEN")
+	}
+	for _, d := range g.dirs {
+		killProcsIn(filepath.Join(d, "cgroup.procs"))
+	}
+	if fz != "" {
+		writeCgroupFile(fz, "freezer.state", "THAWED")
+	}
+}
+
+func (g *cgroupV1) Remove() error {
+	var dirs []string
+	for _, d := range g.dirs {
+		dirs = append(dirs, d)
+	}
+	return removeDirs(dirs, func(d string) string { return filepath.Join(d, "cgroup.procs") })
+}
+
+// cgroupV2 is a group in the unified hierarchy.
+type cgroupV2 struct {
+	dir string
+}
+
+// newCgroupV2 creates root/name, enabling the memory, pids and cpu
+// controllers in every parent's cgroup.subtree_control on the way.
+func newCgroupV2(root, name string, lim Limits) (*cgroupV2, error) {
+	dir := filepath.Join(root, name)
+	parts := strings.Split(filepath.Clean(name), string(filepath.Separator))
+	cur := root
+	for _, p := range parts {
+		enable := make([]string, 0, 3)
+		avail, err := os.ReadFile(filepath.Join(cur, "cgroup.controllers"))
+		if err != nil {
+			return nil, fmt.Errorf("cgroup v2 at %s: %w", cur, err)
+		}
+		have := strings.Fields(string(avail))
+		for _, c := range []string{"memory", "pids", "cpu"} {
+			if !contains(have, c) {
+				return nil, fmt.Errorf("cgroup v2 controller %q is not available in %s: enable it in the parent's cgroup.subtree_control (or run hermes in a cgroup delegated with memory, pids and cpu)", c, cur)
+			}
+			enable = append(enable, "+"+c)
+		}
+		if err := writeCgroupFile(cur, "cgroup.subtree_control", strings.Join(enable, " ")); err != nil {
+			return nil, err
+		}
+		cur = filepath.Join(cur, p)
+		if err := os.Mkdir(cur, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("create cgroup %s: %w", cur, err)
+		}
+	}
+	g := &cgroupV2{dir: dir}
+	var err error
+	set := func(file, value string) {
+		if err == nil {
+			err = writeCgroupFile(dir, file, value)
+		}
+	}
+	if lim.MemoryBytes > 0 {
+		set("memory.max", strconv.FormatInt(lim.MemoryBytes, 10))
+		set("memory.swap.max", "0")
+	}
+	if lim.PIDs > 0 {
+		set("pids.max", strconv.Itoa(lim.PIDs))
+	}
+	if lim.CPUs > 0 {
+		set("cpu.max", fmt.Sprintf("%d %d", int64(lim.CPUs*cpuPeriodMicros), cpuPeriodMicros))
+	}
+	if err != nil {
+		g.Remove()
+		return nil, err
+	}
+	return g, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *cgroupV2) Add(pid int) error {
+	return writeCgroupFile(g.dir, "cgroup.procs", strconv.Itoa(pid))
+}
+
+func (g *cgroupV2) Stats() (Stats, error) {
+	return Stats{
+		MemoryBytes:     readCgroupInt(filepath.Join(g.dir, "memory.current")),
+		MemoryMaxBytes:  readCgroupInt(filepath.Join(g.dir, "memory.peak")),
+		PIDs:            int(readCgroupInt(filepath.Join(g.dir, "pids.current"))),
+		CPUUsage:        time.Duration(readKeyed(filepath.Join(g.dir, "cpu.stat"), "usage_usec")) * time.Microsecond,
+		ThrottledPeriod: readKeyed(filepath.Join(g.dir, "cpu.stat"), "nr_throttled"),
+		OOMKills:        readKeyed(filepath.Join(g.dir, "memory.events"), "oom_kill"),
+	}, nil
+}
+
+// KillAll writes cgroup.kill (Linux 5.14+), else kills each member.
+func (g *cgroupV2) KillAll() {
+	if writeCgroupFile(g.dir, "cgroup.kill", "1") != nil {
+		killProcsIn(filepath.Join(g.dir, "cgroup.procs"))
+	}
+}
+
+func (g *cgroupV2) Remove() error {
+	return removeDirs([]string{g.dir}, func(d string) string { return filepath.Join(d, "cgroup.procs") })
+}

@@ -1,0 +1,232 @@
+package box
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes-go/hermes/internal/backend"
+)
+
+// The escape battery: one test per attempt, each in its own box.
+
+// visibleHome makes a HERMES_HOME on the host root filesystem (so that it
+// would be visible through the box's host-mode base if it were not
+// hidden), with a .env and a state.db holding a marker.
+func visibleHome(t *testing.T) string {
+	t.Helper()
+	home, err := os.MkdirTemp("/", "hermes-test-home-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	os.WriteFile(filepath.Join(home, ".env"), []byte("ANTHROPIC_API_KEY=sk-ant-host-only-marker\n"), 0o600)
+	os.WriteFile(filepath.Join(home, "state.db"), []byte("SQLite format 3\x00host-only-marker"), 0o600)
+	return home
+}
+
+func TestEscapeReadHermesHome(t *testing.T) {
+	home := visibleHome(t)
+	e := startTestBox(t, func(o *Options) { o.Home = home })
+	res := e.run(t, fmt.Sprintf("cat %s/.env %s/state.db; ls -a %s", home, home, home))
+	if strings.Contains(string(res.Output), "host-only-marker") {
+		t.Fatalf("box read HERMES_HOME secrets: %s", res.Output)
+	}
+	ctx := context.Background()
+	for _, f := range []string{".env", "state.db"} {
+		if data, err := e.env.ReadFile(ctx, filepath.Join(home, f)); err == nil {
+			t.Fatalf("ReadFile of HERMES_HOME/%s succeeded: %q", f, data)
+		}
+	}
+}
+
+func TestEscapeReadHermesHomeInsideWorkspace(t *testing.T) {
+	needBoxes(t)
+	ws, err := os.MkdirTemp("/", "hermes-test-ws-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(ws) })
+	home := filepath.Join(ws, ".hermes")
+	os.MkdirAll(home, 0o700)
+	os.WriteFile(filepath.Join(home, ".env"), []byte("KEY=host-only-marker\n"), 0o600)
+	e := startTestBox(t, func(o *Options) { o.Home = home; o.Terminal.Cwd = ws })
+	res := e.run(t, "cat .hermes/.env; ls .hermes")
+	if strings.Contains(string(res.Output), "host-only-marker") || res.ExitCode == 0 {
+		t.Fatalf("box read HERMES_HOME inside the workspace (exit %d): %s", res.ExitCode, res.Output)
+	}
+}
+
+func TestEscapeWriteOutsideWorkspace(t *testing.T) {
+	e := startTestBox(t, nil)
+	name := fmt.Sprintf("hermes-escape-%d", time.Now().UnixNano())
+	targets := []string{"/etc/" + name, "/root/" + name, "/usr/local/" + name}
+	var cmd strings.Builder
+	for _, p := range targets {
+		fmt.Fprintf(&cmd, "echo escaped > %s; ", p)
+		t.Cleanup(func() { os.Remove(p) })
+	}
+	cmd.WriteString("cat /etc/" + name)
+	res := e.run(t, cmd.String())
+	if !strings.Contains(string(res.Output), "escaped") {
+		t.Fatalf("writes inside the box's own root should work: %s", res.Output)
+	}
+	if err := e.env.WriteFile(context.Background(), "/opt/"+name, []byte("escaped"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove("/opt/" + name) })
+	for _, p := range append(targets, "/opt/"+name) {
+		if _, err := os.Stat(p); err == nil {
+			t.Fatalf("a write inside the box appeared on the host at %s", p)
+		}
+	}
+}
+
+func TestEscapeReachHostLoopback(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	e := startTestBox(t, nil)
+	res := e.run(t, fmt.Sprintf("echo hi > /dev/tcp/127.0.0.1/%d && echo CONNECTED", port))
+	if strings.Contains(string(res.Output), "CONNECTED") || res.ExitCode == 0 {
+		t.Fatalf("box reached the host loopback listener: %s", res.Output)
+	}
+	select {
+	case <-accepted:
+		t.Fatal("host listener accepted a connection from the box")
+	default:
+	}
+}
+
+func TestEscapeSeeProviderKey(t *testing.T) {
+	const key = "sk-ant-provider-key-marker-1234567890"
+	t.Setenv("ANTHROPIC_API_KEY", key)
+	t.Setenv("OPENAI_API_KEY", key)
+	e := startTestBox(t, nil)
+	res := e.run(t, "env; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'")
+	if strings.Contains(string(res.Output), key) {
+		t.Fatalf("provider key visible inside the box")
+	}
+	if !strings.Contains(string(res.Output), "HERMES_SESSION_ID=test-task") {
+		t.Fatalf("box environment misses HERMES_SESSION_ID: %s", res.Output)
+	}
+}
+
+func TestEscapeForkBomb(t *testing.T) {
+	e := startTestBox(t, func(o *Options) { o.Terminal.BoxPids = 64 })
+	ctx := context.Background()
+	res, err := e.env.Exec(ctx, backend.ExecRequest{Command: "bomb() { bomb | bomb & }; bomb; sleep 30", Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.TimedOut {
+		t.Fatalf("fork bomb should run into its timeout: %+v", res)
+	}
+	b, _ := e.m.Box(ctx, "test-task")
+	st, _ := b.Stats()
+	if st.PIDs > 64 {
+		t.Fatalf("box has %d tasks, limit 64", st.PIDs)
+	}
+	// the host can still start processes, and the box recovers once the tree is gone
+	if out, err := runHost(t, "/bin/true"); err != nil {
+		t.Fatalf("host cannot fork after the box's fork bomb: %v %s", err, out)
+	}
+	if r := e.run(t, "echo alive"); trimmed(r) != "alive" {
+		t.Fatalf("box did not recover: %s", r.Output)
+	}
+}
+
+func TestEscapeMemoryHog(t *testing.T) {
+	e := startTestBox(t, func(o *Options) { o.Terminal.ContainerMemory = 64 })
+	res := e.run(t, "head -c 512m /dev/zero | tail > /dev/null; echo done")
+	if !res.OOMKilled {
+		t.Fatalf("memory hog not reported as OOM: exit %d signal %q output %s", res.ExitCode, res.Signal, res.Output)
+	}
+	if r := e.run(t, "echo alive"); trimmed(r) != "alive" {
+		t.Fatalf("box did not survive the OOM kill: %s", r.Output)
+	}
+}
+
+func TestEscapeKillAll(t *testing.T) {
+	host, err := startHostSleeper(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startTestBox(t, nil)
+	e.run(t, "kill -9 -1; echo after")
+	if err := host.Signal(syscallZero); err != nil {
+		t.Fatalf("host process died from the box's kill -9 -1: %v", err)
+	}
+	if r := e.run(t, "echo alive"); trimmed(r) != "alive" {
+		t.Fatalf("box init did not survive kill -9 -1: %s", r.Output)
+	}
+}
+
+func TestEscapePtrace(t *testing.T) {
+	host, err := startHostSleeper(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startTestBox(t, nil)
+	// PTRACE_ATTACH (16) via ptrace(2) = syscall 101 on x86_64: first a
+	// host pid (not even visible), then a sibling inside the box.
+	script := fmt.Sprintf(`sleep 30 & p=$!; perl -e 'for $pid (%d, $ARGV[0]) { $r = syscall(101, 16, $pid, 0, 0); print "pid $pid: ", ($r == -1 ? "denied $!" : "ATTACHED"), "\n" }' $p; kill $p`, host.Pid)
+	res := e.run(t, script)
+	if strings.Contains(string(res.Output), "ATTACHED") || !strings.Contains(string(res.Output), "denied") {
+		t.Fatalf("ptrace not denied: %s", res.Output)
+	}
+}
+
+func TestEscapeMount(t *testing.T) {
+	e := startTestBox(t, nil)
+	res := e.run(t, "mount -t tmpfs none /mnt && echo MOUNTED; unshare -m true && echo UNSHARED; unshare -U -r true && echo USERNS")
+	for _, bad := range []string{"MOUNTED", "UNSHARED", "USERNS"} {
+		if strings.Contains(string(res.Output), bad) {
+			t.Fatalf("box could %s: %s", bad, res.Output)
+		}
+	}
+}
+
+func TestEscapeSethostname(t *testing.T) {
+	before, _ := os.Hostname()
+	e := startTestBox(t, nil)
+	res := e.run(t, "hostname evil-box; hostname")
+	after, _ := os.Hostname()
+	if after != before {
+		t.Fatalf("host name changed from %q to %q", before, after)
+	}
+	if strings.Contains(string(res.Output), "evil-box") {
+		t.Fatalf("box could change its own host name: %s", res.Output)
+	}
+}
+
+func TestEscapeProcessSurvivesClose(t *testing.T) {
+	e := startTestBox(t, nil)
+	marker := strconv.Itoa(900000 + time.Now().Nanosecond()%99999)
+	e.run(t, fmt.Sprintf("setsid sleep %s >/dev/null 2>&1 < /dev/null & nohup sleep %s >/dev/null 2>&1 &", marker, marker))
+	if len(hostProcessesWith(marker)) == 0 {
+		t.Fatal("background sleeper did not start")
+	}
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if pids := hostProcessesWith(marker); len(pids) > 0 {
+		t.Fatalf("processes %v survived the box's Close", pids)
+	}
+}

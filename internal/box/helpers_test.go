@@ -1,0 +1,79 @@
+package box
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/config"
+)
+
+// testBoxEnv is a started box for one test, with its HERMES_HOME and
+// workspace on the host.
+type testBoxEnv struct {
+	m         *Manager
+	env       backend.Environment
+	home      string
+	workspace string
+}
+
+// needBoxes skips the test when this machine cannot run boxes (not root,
+// not Linux, no overlayfs).
+func needBoxes(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("box tests need root (cgroups, loop devices, namespaces)")
+	}
+	if err := Preflight(); err != nil {
+		t.Skip(err)
+	}
+}
+
+// testTerminal is a small box configuration for tests.
+func testTerminal(workspace string) config.TerminalConfig {
+	f := false
+	return config.TerminalConfig{Cwd: workspace, ContainerCPU: 1, ContainerMemory: 256,
+		ContainerDisk: 64, BoxPids: 128, ContainerPersistent: &f, BoxImage: "host", BoxWorkspace: "bind"}
+}
+
+// startTestBox starts a box with opts adjusted by edit; everything is
+// stopped in t.Cleanup.
+func startTestBox(t testing.TB, edit func(*Options)) *testBoxEnv {
+	t.Helper()
+	needBoxes(t)
+	home := t.TempDir()
+	ws := t.TempDir()
+	opts := Options{Terminal: testTerminal(ws), Home: home}
+	if edit != nil {
+		edit(&opts)
+	}
+	m, err := NewManager(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	env, err := m.Open(ctx, "test-task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testBoxEnv{m: m, env: env, home: home, workspace: ws}
+}
+
+// run executes command in the box and fails the test on box errors.
+func (e *testBoxEnv) run(t testing.TB, command string) backend.ExecResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := e.env.Exec(ctx, backend.ExecRequest{Command: command, Timeout: time.Minute})
+	if err != nil {
+		t.Fatalf("exec %q: %v", command, err)
+	}
+	return res
+}
+
+func trimmed(res backend.ExecResult) string { return strings.TrimSpace(string(res.Output)) }

@@ -1,0 +1,363 @@
+package box
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// InitArg is the hidden first argument that makes the hermes binary run as
+// a box's init (cmd/hermes dispatches it to InitMain before the CLI).
+const InitArg = "box-init"
+
+// Inherited descriptors of the init (see protocol.go).
+const (
+	initControlFD = 3
+	initConnFD    = 4
+)
+
+// InitMain is the entry point of a box's PID 1. It is started by the
+// Manager in fresh mount, pid, uts, ipc and net namespaces, with the
+// control socket on fd 3 and the connection socket on fd 4. It reads the
+// setup frame, builds the box's root (overlay, /proc, /dev, tmpfs, the
+// workspace, hidden paths), pivots into it, drops every privilege it can
+// (Landlock, capabilities, seccomp with no_new_privs) and then serves
+// requests until the host closes the control socket. It returns the
+// process exit code.
+func InitMain() int {
+	ctrlFile := os.NewFile(initControlFD, "box-control")
+	connFile := os.NewFile(initConnFD, "box-conns")
+	if ctrlFile == nil || connFile == nil {
+		fmt.Fprintln(os.Stderr, "hermes box-init: must be started by hermes (missing control sockets)")
+		return 2
+	}
+	ctrl, err := net.FileConn(ctrlFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hermes box-init: control socket:", err)
+		return 2
+	}
+	cc, err := net.FileConn(connFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hermes box-init: connection socket:", err)
+		return 2
+	}
+	ctrlFile.Close()
+	connFile.Close()
+	conns, ok := cc.(*net.UnixConn)
+	if !ok {
+		fmt.Fprintln(os.Stderr, "hermes box-init: connection socket is not a unix socket")
+		return 2
+	}
+	fc := newFrameConn(ctrl)
+	var req request
+	if err := fc.dec.Decode(&req); err != nil || req.Op != opSetup || req.Setup == nil {
+		fmt.Fprintln(os.Stderr, "hermes box-init: no setup frame:", err)
+		return 2
+	}
+	spec := req.Setup
+	if err := setupRoot(spec); err != nil {
+		fc.send(response{ID: req.ID, Kind: kindError, Err: err.Error()})
+		return 1
+	}
+	srv := newInitServer(fc, conns, spec)
+	if spec.Egress {
+		if err := srv.listenEgress(); err != nil {
+			fc.send(response{ID: req.ID, Kind: kindError, Err: "egress relay: " + err.Error()})
+			return 1
+		}
+	}
+	if err := restrictSelf(spec); err != nil {
+		fc.send(response{ID: req.ID, Kind: kindError, Err: err.Error()})
+		return 1
+	}
+	if err := fc.send(response{ID: req.ID, Kind: kindReady, PID: os.Getpid()}); err != nil {
+		return 1
+	}
+	srv.serve()
+	return 0
+}
+
+// setupRoot builds the box's filesystem in the init's own mount namespace
+// and pivots into it. Every mount lives only in that namespace, so the
+// kernel removes them all when the box's last process exits.
+func setupRoot(s *initSpec) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make / private: %w", err)
+	}
+	if err := mountLayer(s); err != nil {
+		return err
+	}
+	for _, d := range []string{"upper", "work", "ws-upper", "ws-work"} {
+		if err := os.MkdirAll(filepath.Join(s.LayerDir, d), 0o755); err != nil {
+			return fmt.Errorf("writable layer: %w", err)
+		}
+	}
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", strings.Join(s.Lower, ":"),
+		filepath.Join(s.LayerDir, "upper"), filepath.Join(s.LayerDir, "work"))
+	if s.UserNS {
+		opts += ",userxattr"
+	}
+	if err := unix.Mount("overlay", s.Merged, "overlay", 0, opts); err != nil {
+		return fmt.Errorf("mount overlay root at %s (%s): %w; the kernel needs overlayfs (CONFIG_OVERLAY_FS)", s.Merged, opts, err)
+	}
+	root := s.Merged
+	if err := mountProc(root); err != nil {
+		return err
+	}
+	if err := mountDev(root); err != nil {
+		return err
+	}
+	size := fmt.Sprintf("size=%dm", max(s.DiskMiB, 1))
+	for _, m := range []struct{ dir, opts string }{
+		{"tmp", "mode=1777," + size}, {"run", "mode=755,size=64m"}, {"var/tmp", "mode=1777," + size},
+	} {
+		if err := mountAt(root, m.dir, "tmpfs", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, m.opts); err != nil {
+			return err
+		}
+	}
+	if s.Workspace != "" {
+		if err := mountWorkspace(s); err != nil {
+			return err
+		}
+	}
+	for _, h := range s.Hide {
+		if err := hidePath(root, h); err != nil {
+			return err
+		}
+	}
+	if err := unix.Sethostname([]byte(s.Hostname)); err != nil {
+		return fmt.Errorf("sethostname: %w", err)
+	}
+	if len(s.CACertPEM) > 0 {
+		if err := installCA(root, s.CACertPEM); err != nil {
+			return err
+		}
+	}
+	if err := os.Chdir(root); err != nil {
+		return err
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root into %s: %w", root, err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach old root: %w", err)
+	}
+	if err := os.Chdir("/"); err != nil {
+		return err
+	}
+	unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
+	return nil
+}
+
+// mountLayer mounts the writable layer: an ext4 image through a loop
+// device that detaches itself on unmount (persistent boxes), or a tmpfs
+// of DiskMiB. Either way the size is the box's disk limit.
+func mountLayer(s *initSpec) error {
+	if s.LayerImage == "" {
+		opts := fmt.Sprintf("mode=755,size=%dm", max(s.DiskMiB, 1))
+		if err := unix.Mount("tmpfs", s.LayerDir, "tmpfs", 0, opts); err != nil {
+			return fmt.Errorf("mount tmpfs writable layer at %s: %w", s.LayerDir, err)
+		}
+		return nil
+	}
+	dev, lf, err := attachLoop(s.LayerImage)
+	if err != nil {
+		return err
+	}
+	defer lf.Close() // after the mount: an autoclear device detaches on its last close
+	if err := unix.Mount(dev, s.LayerDir, "ext4", unix.MS_NOATIME, ""); err != nil {
+		return fmt.Errorf("mount %s (%s) at %s: %w", s.LayerImage, dev, s.LayerDir, err)
+	}
+	return nil
+}
+
+// attachLoop binds image to a free loop device with LO_FLAGS_AUTOCLEAR
+// (loop(4)) and returns the device path and an open handle on it, which the
+// caller closes once the device is mounted.
+func attachLoop(image string) (string, *os.File, error) {
+	img, err := os.OpenFile(image, os.O_RDWR, 0)
+	if err != nil {
+		return "", nil, fmt.Errorf("open disk image: %w", err)
+	}
+	defer img.Close()
+	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
+	if err != nil {
+		return "", nil, fmt.Errorf("open /dev/loop-control: %w (persistent boxes need loop devices; set terminal.container_persistent: false to use a tmpfs layer)", err)
+	}
+	defer ctl.Close()
+	for range 20 {
+		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
+		if err != nil {
+			return "", nil, fmt.Errorf("find a free loop device: %w", err)
+		}
+		dev := fmt.Sprintf("/dev/loop%d", n)
+		lf, err := os.OpenFile(dev, os.O_RDWR, 0)
+		if err != nil {
+			return "", nil, fmt.Errorf("open %s: %w", dev, err)
+		}
+		cfg := unix.LoopConfig{Fd: uint32(img.Fd())}
+		cfg.Info.Flags = unix.LO_FLAGS_AUTOCLEAR
+		err = unix.IoctlLoopConfigure(int(lf.Fd()), &cfg)
+		if errors.Is(err, unix.EBUSY) {
+			lf.Close()
+			continue // another process took it first
+		}
+		if err != nil {
+			lf.Close()
+			return "", nil, fmt.Errorf("configure %s: %w", dev, err)
+		}
+		return dev, lf, nil
+	}
+	return "", nil, errors.New("no free loop device after 20 attempts")
+}
+
+// mountAt mounts fstype at root/dir, creating the directory.
+func mountAt(root, dir, source, fstype string, flags uintptr, data string) error {
+	target := filepath.Join(root, dir)
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		return fmt.Errorf("create /%s in the box: %w", dir, err)
+	}
+	if err := unix.Mount(source, target, fstype, flags, data); err != nil {
+		return fmt.Errorf("mount %s on /%s: %w", fstype, dir, err)
+	}
+	return nil
+}
+
+// mountProc mounts a fresh /proc (it shows only the box's pid namespace)
+// and makes the kernel-tuning parts of it read-only.
+func mountProc(root string) error {
+	if err := mountAt(root, "proc", "proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return err
+	}
+	for _, p := range []string{"sys", "sysrq-trigger", "irq", "bus", "fs"} {
+		target := filepath.Join(root, "proc", p)
+		if _, err := os.Lstat(target); err != nil {
+			continue
+		}
+		if err := unix.Mount(target, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind /proc/%s: %w", p, err)
+		}
+		if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("make /proc/%s read-only: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// mountDev builds a minimal /dev: a tmpfs with the host's null, zero,
+// full, random, urandom and tty nodes bound in, a private devpts, /dev/shm
+// and the usual symlinks.
+func mountDev(root string) error {
+	if err := mountAt(root, "dev", "tmpfs", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=755,size=1m"); err != nil {
+		return err
+	}
+	dev := filepath.Join(root, "dev")
+	for _, n := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
+		target := filepath.Join(dev, n)
+		f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY, 0o666)
+		if err != nil {
+			return fmt.Errorf("create /dev/%s: %w", n, err)
+		}
+		f.Close()
+		if err := unix.Mount("/dev/"+n, target, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind /dev/%s: %w", n, err)
+		}
+	}
+	if err := mountAt(root, "dev/pts", "devpts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+		return err
+	}
+	if err := mountAt(root, "dev/shm", "tmpfs", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=64m"); err != nil {
+		return err
+	}
+	for name, target := range map[string]string{
+		"ptmx": "pts/ptmx", "fd": "/proc/self/fd", "stdin": "/proc/self/fd/0",
+		"stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2",
+	} {
+		if err := os.Symlink(target, filepath.Join(dev, name)); err != nil {
+			return fmt.Errorf("link /dev/%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// mountWorkspace puts the workspace at the same path inside the box:
+// bind-mounted read-write, or as its own overlay whose upper layer lives
+// in the box's writable layer (the host tree stays untouched).
+func mountWorkspace(s *initSpec) error {
+	target := filepath.Join(s.Merged, s.Workspace)
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		return fmt.Errorf("create workspace %s in the box: %w", s.Workspace, err)
+	}
+	if s.WorkspaceOverlay {
+		opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", s.Workspace,
+			filepath.Join(s.LayerDir, "ws-upper"), filepath.Join(s.LayerDir, "ws-work"))
+		if s.UserNS {
+			opts += ",userxattr"
+		}
+		if err := unix.Mount("overlay", target, "overlay", 0, opts); err != nil {
+			return fmt.Errorf("mount workspace overlay for %s: %w", s.Workspace, err)
+		}
+		return nil
+	}
+	if err := unix.Mount(s.Workspace, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind workspace %s: %w", s.Workspace, err)
+	}
+	return nil
+}
+
+// hidePath covers host path p inside the box with an empty read-only
+// tmpfs (directories) or /dev/null (files), when it is visible there.
+func hidePath(root, p string) error {
+	target := filepath.Join(root, p)
+	st, err := os.Lstat(target)
+	if err != nil {
+		return nil // not visible in the box: nothing to hide
+	}
+	if st.IsDir() {
+		if err := unix.Mount("tmpfs", target, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0"); err != nil {
+			return fmt.Errorf("hide %s: %w", p, err)
+		}
+		return nil
+	}
+	if err := unix.Mount(filepath.Join(root, "dev/null"), target, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("hide %s: %w", p, err)
+	}
+	return nil
+}
+
+// installCA writes the egress CA to egress.CACertPath and appends it to the
+// box's CA bundle (once: a persistent layer keeps it).
+func installCA(root string, pem []byte) error {
+	caPath := filepath.Join(root, "etc/hermes/box-ca.crt")
+	if err := os.MkdirAll(filepath.Dir(caPath), 0o755); err != nil {
+		return fmt.Errorf("install box CA: %w", err)
+	}
+	if err := os.WriteFile(caPath, pem, 0o644); err != nil {
+		return fmt.Errorf("install box CA: %w", err)
+	}
+	bundle := filepath.Join(root, "etc/ssl/certs/ca-certificates.crt")
+	old, _ := os.ReadFile(bundle)
+	if i := bytes.Index(old, []byte(caMarker)); i >= 0 {
+		old = old[:i] // the CA of an earlier run of this persistent box
+	}
+	if len(old) > 0 && !bytes.HasSuffix(old, []byte("\n")) {
+		old = append(old, '\n')
+	}
+	if err := os.MkdirAll(filepath.Dir(bundle), 0o755); err != nil {
+		return fmt.Errorf("install box CA: %w", err)
+	}
+	data := append(append(old, caMarker...), pem...)
+	if err := os.WriteFile(bundle, data, 0o644); err != nil {
+		return fmt.Errorf("append box CA to %s: %w", bundle, err)
+	}
+	return nil
+}
+
+// caMarker precedes the box CA in the box's CA bundle.
+const caMarker = "# hermes box egress CA\n"

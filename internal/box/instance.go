@@ -1,0 +1,635 @@
+package box
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/egress"
+)
+
+// maxCapturedOutput caps ExecResult.Output (the Output writer still sees
+// everything).
+const maxCapturedOutput = 16 << 20
+
+// startTimeout bounds how long a box may take to build its root.
+const startTimeout = 30 * time.Second
+
+// ErrBoxStopped is returned by operations on a box whose init has ended
+// (it was closed, or it died).
+var ErrBoxStopped = errors.New("box stopped")
+
+// Box is one running box: its init process, control connection, cgroup
+// and egress session. All methods are safe for concurrent use.
+type Box struct {
+	task      string
+	stateDir  string
+	workdir   string
+	shell     string
+	env       []string
+	spec      initSpec
+	persist   bool
+	initPID   int
+	cmd       *exec.Cmd
+	fc        *frameConn
+	conns     *net.UnixConn
+	cg        cgroup
+	egress    *egress.BoxSession
+	lock      *os.File
+	ctx       context.Context
+	cancel    context.CancelFunc
+	nextID    atomic.Uint64
+	died      chan struct{} // closed when the control connection ends
+	closeOnce sync.Once
+	closeErr  error
+
+	mu        sync.Mutex
+	handlers  map[uint64]func(response)
+	dials     map[uint64]chan net.Conn
+	listeners []net.Listener
+	busy      int
+	lastUsed  time.Time
+	now       func() time.Time
+}
+
+// Task is the task id of the box.
+func (b *Box) Task() string { return b.task }
+
+// InitPID is the host pid of the box's init (PID 1 inside).
+func (b *Box) InitPID() int { return b.initPID }
+
+// Workdir is the default working directory of commands.
+func (b *Box) Workdir() string { return b.workdir }
+
+// Stats reads the box's cgroup counters.
+func (b *Box) Stats() (Stats, error) { return b.cg.Stats() }
+
+// run reads response frames until the control socket closes, then fails
+// every outstanding request with ErrBoxStopped.
+func (b *Box) run() {
+	defer func() {
+		close(b.died)
+		b.mu.Lock()
+		hs := b.handlers
+		b.handlers = map[uint64]func(response){}
+		b.mu.Unlock()
+		for id, h := range hs {
+			h(response{ID: id, Kind: kindError, Err: ErrBoxStopped.Error()})
+		}
+	}()
+	for {
+		var r response
+		if err := b.fc.dec.Decode(&r); err != nil {
+			return
+		}
+		b.mu.Lock()
+		h := b.handlers[r.ID]
+		if r.Kind == kindExit || r.Kind == kindError || r.Kind == kindOK {
+			delete(b.handlers, r.ID)
+		}
+		b.mu.Unlock()
+		if h != nil {
+			h(r)
+		}
+	}
+}
+
+// runConns receives the sockets the init hands over: egress connections
+// (id 0) go to the egress session, dialled ones to their waiter.
+func (b *Box) runConns() {
+	for {
+		id, c, err := recvConnFD(b.conns)
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			select {
+			case <-b.died:
+				return
+			default:
+				continue
+			}
+		}
+		if id == 0 {
+			if b.egress == nil {
+				c.Close()
+				continue
+			}
+			go b.egress.ServeConn(b.ctx, c)
+			continue
+		}
+		b.mu.Lock()
+		ch := b.dials[id]
+		delete(b.dials, id)
+		b.mu.Unlock()
+		if ch == nil {
+			c.Close()
+			continue
+		}
+		ch <- c
+	}
+}
+
+// call registers h for a new request id, then sends the request.
+func (b *Box) call(req request, h func(response)) (uint64, error) {
+	req.ID = b.nextID.Add(1)
+	b.mu.Lock()
+	select {
+	case <-b.died:
+		b.mu.Unlock()
+		return 0, ErrBoxStopped
+	default:
+	}
+	b.handlers[req.ID] = h
+	b.mu.Unlock()
+	if err := b.fc.send(req); err != nil {
+		b.mu.Lock()
+		delete(b.handlers, req.ID)
+		b.mu.Unlock()
+		return 0, fmt.Errorf("box %s: %w (%v)", b.task, ErrBoxStopped, err)
+	}
+	return req.ID, nil
+}
+
+// roundTrip sends one request and waits for its single reply.
+func (b *Box) roundTrip(ctx context.Context, req request) (response, error) {
+	ch := make(chan response, 1)
+	if _, err := b.call(req, func(r response) { ch <- r }); err != nil {
+		return response{}, err
+	}
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-ctx.Done():
+		return response{}, ctx.Err()
+	}
+}
+
+func (b *Box) touch(delta int) {
+	b.mu.Lock()
+	b.busy += delta
+	b.lastUsed = b.now()
+	b.mu.Unlock()
+}
+
+// idleSince reports when the box was last used, and whether it is busy.
+func (b *Box) idleSince() (time.Time, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lastUsed, b.busy > 0
+}
+
+func (b *Box) abs(p string) string {
+	if p == "" {
+		return b.workdir
+	}
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(b.workdir, p)
+}
+
+// commandEnv is the box's base environment plus extra, as KEY=VALUE
+// lines, sorted.
+func (b *Box) commandEnv(extra map[string]string) []string {
+	if len(extra) == 0 {
+		return b.env
+	}
+	m := map[string]string{}
+	for _, kv := range b.env {
+		if i := bytes.IndexByte([]byte(kv), '='); i > 0 {
+			m[kv[:i]] = kv[i+1:]
+		}
+	}
+	for k, v := range extra {
+		m[k] = v
+	}
+	return sortedEnv(m)
+}
+
+func sortedEnv(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Exec runs req to completion. A non-zero exit, a timeout or an OOM kill is
+// a result; errors mean the box itself failed. When ctx ends first the
+// command's tree is killed and ctx.Err() is returned with the output so far.
+func (b *Box) Exec(ctx context.Context, req backend.ExecRequest) (backend.ExecResult, error) {
+	p, err := b.start(ctx, req)
+	if err != nil {
+		return backend.ExecResult{}, err
+	}
+	return p.Wait(ctx)
+}
+
+// Start runs req in the background.
+func (b *Box) Start(ctx context.Context, req backend.ExecRequest) (backend.Process, error) {
+	return b.start(ctx, req)
+}
+
+func (b *Box) start(ctx context.Context, req backend.ExecRequest) (*boxProcess, error) {
+	b.touch(1)
+	p := &boxProcess{box: b, out: req.Output, done: make(chan struct{}), started: make(chan struct{}), began: time.Now()}
+	if st, err := b.cg.Stats(); err == nil {
+		p.oomBefore = st.OOMKills
+	}
+	spec := &execSpec{Argv: []string{b.shell, "-c", req.Command}, Dir: b.abs(req.Workdir),
+		Env: b.commandEnv(req.Env), Timeout: req.Timeout, Stdin: req.Stdin != nil}
+	id, err := b.call(request{Op: opExec, Exec: spec}, p.handle)
+	if err != nil {
+		b.touch(-1)
+		return nil, err
+	}
+	p.id = id
+	select {
+	case <-p.started:
+	case <-p.done:
+	case <-ctx.Done():
+		b.fc.send(request{ID: id, Op: opKill})
+	}
+	if p.startErr != nil {
+		return nil, p.startErr
+	}
+	if req.Stdin != nil {
+		go p.feed(req.Stdin)
+	}
+	return p, nil
+}
+
+// boxProcess is a command running in a box (backend.Process).
+type boxProcess struct {
+	box       *Box
+	id        uint64
+	out       io.Writer
+	began     time.Time
+	oomBefore int64
+	started   chan struct{}
+	done      chan struct{}
+
+	mu       sync.Mutex
+	pid      int
+	buf      bytes.Buffer
+	result   backend.ExecResult
+	startErr error
+}
+
+func (p *boxProcess) handle(r response) {
+	switch r.Kind {
+	case kindStarted:
+		p.mu.Lock()
+		p.pid = r.PID
+		p.mu.Unlock()
+		close(p.started)
+	case kindOutput:
+		p.mu.Lock()
+		if room := maxCapturedOutput - p.buf.Len(); room > 0 {
+			p.buf.Write(r.Data[:min(room, len(r.Data))])
+		}
+		p.mu.Unlock()
+		if p.out != nil {
+			p.out.Write(r.Data)
+		}
+	case kindExit, kindError:
+		p.mu.Lock()
+		if r.Kind == kindError {
+			err := fmt.Errorf("box %s: %s", p.box.task, r.Err)
+			if r.Err == ErrBoxStopped.Error() {
+				err = fmt.Errorf("box %s: %w", p.box.task, ErrBoxStopped)
+			}
+			select {
+			case <-p.started:
+				p.result.ExitCode, p.result.Signal = -1, "SIGKILL"
+			default:
+				p.startErr = err
+			}
+		} else {
+			p.result.ExitCode, p.result.Signal, p.result.TimedOut = r.Exit.Code, r.Exit.Signal, r.Exit.TimedOut
+		}
+		p.result.Duration = time.Since(p.began)
+		if st, err := p.box.cg.Stats(); err == nil && st.OOMKills > p.oomBefore {
+			p.result.OOMKilled = true
+		}
+		p.mu.Unlock()
+		p.box.touch(-1)
+		close(p.done)
+	}
+}
+
+func (p *boxProcess) feed(r io.Reader) {
+	buf := make([]byte, outputChunk)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if p.box.fc.send(request{ID: p.id, Op: opStdin, Data: append([]byte(nil), buf[:n]...)}) != nil {
+				return
+			}
+		}
+		if err != nil {
+			p.box.fc.send(request{ID: p.id, Op: opCloseStdin})
+			return
+		}
+	}
+}
+
+// PID is the process id inside the box.
+func (p *boxProcess) PID() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pid
+}
+
+func (p *boxProcess) Write(data []byte) (int, error) {
+	if p.Done() {
+		return 0, os.ErrClosed
+	}
+	if err := p.box.fc.send(request{ID: p.id, Op: opStdin, Data: append([]byte(nil), data...)}); err != nil {
+		return 0, err
+	}
+	return len(data), nil
+}
+
+func (p *boxProcess) CloseStdin() error {
+	return p.box.fc.send(request{ID: p.id, Op: opCloseStdin})
+}
+
+// Kill SIGKILLs the command, its session, process group and descendants.
+func (p *boxProcess) Kill() error {
+	if p.Done() {
+		return nil
+	}
+	return p.box.fc.send(request{ID: p.id, Op: opKill})
+}
+
+func (p *boxProcess) Wait(ctx context.Context) (backend.ExecResult, error) {
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		p.Kill()
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+		}
+		res := p.snapshot()
+		return res, ctx.Err()
+	}
+	return p.snapshot(), nil
+}
+
+func (p *boxProcess) snapshot() backend.ExecResult {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.result
+	r.Output = append([]byte(nil), p.buf.Bytes()...)
+	return r
+}
+
+func (p *boxProcess) Output() []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]byte(nil), p.buf.Bytes()...)
+}
+
+func (p *boxProcess) Done() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (b *Box) fileCall(ctx context.Context, req request, op string) (response, error) {
+	b.touch(1)
+	defer b.touch(-1)
+	r, err := b.roundTrip(ctx, req)
+	if err != nil {
+		return r, err
+	}
+	if r.Kind == kindError {
+		return r, responseError(r, op, req.Path)
+	}
+	return r, nil
+}
+
+// ReadFile returns the contents of path inside the box.
+func (b *Box) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	r, err := b.fileCall(ctx, request{Op: opReadFile, Path: b.abs(path)}, "read")
+	return r.Data, err
+}
+
+// WriteFile replaces path inside the box atomically, creating parents.
+func (b *Box) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
+	_, err := b.fileCall(ctx, request{Op: opWriteFile, Path: b.abs(path), Data: data, Perm: uint32(perm.Perm())}, "write")
+	return err
+}
+
+func fromWire(w wireFileInfo) backend.FileInfo {
+	return backend.FileInfo{Name: w.Name, Size: w.Size, Mode: fs.FileMode(w.Mode), ModTime: w.ModTime, IsDir: w.IsDir}
+}
+
+// Stat describes path inside the box (following symlinks).
+func (b *Box) Stat(ctx context.Context, path string) (backend.FileInfo, error) {
+	r, err := b.fileCall(ctx, request{Op: opStat, Path: b.abs(path)}, "stat")
+	if err != nil || r.Info == nil {
+		return backend.FileInfo{}, err
+	}
+	return fromWire(*r.Info), nil
+}
+
+// ReadDir lists path inside the box, sorted by name.
+func (b *Box) ReadDir(ctx context.Context, path string) ([]backend.FileInfo, error) {
+	r, err := b.fileCall(ctx, request{Op: opReadDir, Path: b.abs(path)}, "readdir")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]backend.FileInfo, 0, len(r.Infos))
+	for _, w := range r.Infos {
+		out = append(out, fromWire(w))
+	}
+	return out, nil
+}
+
+// DialBox opens a TCP connection to 127.0.0.1:port inside the box (the
+// socket is created by the init in the box's network namespace).
+func (b *Box) DialBox(ctx context.Context, port int) (net.Conn, error) {
+	ch := make(chan net.Conn, 1)
+	errc := make(chan error, 1)
+	id := b.nextID.Add(1)
+	b.mu.Lock()
+	b.dials[id] = ch
+	b.handlers[id] = func(r response) {
+		if r.Kind == kindError {
+			errc <- fmt.Errorf("box %s: dial port %d: %s", b.task, port, r.Err)
+		}
+	}
+	b.mu.Unlock()
+	cleanup := func() {
+		b.mu.Lock()
+		delete(b.dials, id)
+		delete(b.handlers, id)
+		b.mu.Unlock()
+	}
+	if err := b.fc.send(request{ID: id, Op: opDial, Port: port}); err != nil {
+		cleanup()
+		return nil, ErrBoxStopped
+	}
+	select {
+	case c := <-ch:
+		return c, nil
+	case err := <-errc:
+		cleanup()
+		return nil, err
+	case <-b.died:
+		cleanup()
+		return nil, ErrBoxStopped
+	case <-ctx.Done():
+		cleanup()
+		return nil, ctx.Err()
+	}
+}
+
+// Publish forwards host address hostAddr (e.g. "127.0.0.1:8080"; port 0
+// picks one) to 127.0.0.1:boxPort inside the box, like BoxLite's ports=.
+// It returns the listening address; the listener closes with the box.
+func (b *Box) Publish(hostAddr string, boxPort int) (net.Addr, error) {
+	if boxPort <= 0 || boxPort > 65535 {
+		return nil, fmt.Errorf("box port %d out of range 1-65535", boxPort)
+	}
+	ln, err := net.Listen("tcp", hostAddr)
+	if err != nil {
+		return nil, fmt.Errorf("publish %s → box port %d: %w", hostAddr, boxPort, err)
+	}
+	b.mu.Lock()
+	b.listeners = append(b.listeners, ln)
+	b.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				bc, err := b.DialBox(b.ctx, boxPort)
+				if err != nil {
+					return
+				}
+				defer bc.Close()
+				pipeConns(c, bc)
+			}()
+		}
+	}()
+	return ln.Addr(), nil
+}
+
+// pipeConns copies both ways until both directions end.
+func pipeConns(a, b net.Conn) {
+	done := make(chan struct{}, 2)
+	cp := func(dst, src net.Conn) {
+		io.Copy(dst, src)
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
+		done <- struct{}{}
+	}
+	go cp(a, b)
+	go cp(b, a)
+	<-done
+	<-done
+}
+
+// Close stops the box: every process in it is killed (SIGKILL to PID 1
+// ends the pid namespace; the cgroup is swept too), its mounts vanish with
+// its mount namespace, and its writable layer is kept (persistent) or
+// deleted.
+func (b *Box) Close() error {
+	b.closeOnce.Do(func() { b.closeErr = b.stop() })
+	return b.closeErr
+}
+
+func (b *Box) stop() error {
+	b.mu.Lock()
+	lns := b.listeners
+	b.listeners = nil
+	b.mu.Unlock()
+	for _, ln := range lns {
+		ln.Close()
+	}
+	if b.cmd.Process != nil {
+		b.cmd.Process.Signal(syscall.SIGKILL)
+	}
+	b.cg.KillAll()
+	b.cmd.Wait()
+	b.fc.c.Close()
+	b.conns.Close()
+	b.cancel()
+	var errs []error
+	if err := b.cg.Remove(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := b.egress.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("egress session: %w", err))
+	}
+	if b.spec.LayerImage != "" {
+		waitLoopReleased(b.spec.LayerImage, 3*time.Second)
+	}
+	if !b.persist {
+		if err := os.RemoveAll(b.stateDir); err != nil {
+			errs = append(errs, fmt.Errorf("remove box state %s: %w", b.stateDir, err))
+		}
+	}
+	unix.Flock(int(b.lock.Fd()), unix.LOCK_UN)
+	b.lock.Close()
+	return errors.Join(errs...)
+}
+
+// waitLoopReleased waits until no loop device is backed by image (the
+// kernel detaches an autoclear loop device once its last mount is gone,
+// which may lag the namespace teardown a little).
+func waitLoopReleased(image string, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for {
+		if loopDeviceFor(image) == "" {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// loopDeviceFor returns the loop device backed by image, or "".
+func loopDeviceFor(image string) string {
+	matches, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, m := range matches {
+		b, err := os.ReadFile(m)
+		if err != nil {
+			continue
+		}
+		if string(bytes.TrimSpace(b)) == image || string(bytes.TrimSuffix(bytes.TrimSpace(b), []byte(" (deleted)"))) == image {
+			return "/dev/" + filepath.Base(filepath.Dir(filepath.Dir(m)))
+		}
+	}
+	return ""
+}

@@ -1,0 +1,227 @@
+package box
+
+import (
+	"encoding/binary"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The host and the box's init talk over two inherited sockets:
+//
+//   - fd 3, the control socket (SOCK_STREAM): a gob stream of request frames
+//     from the host and response frames from the init. Every request carries
+//     an id; responses name the id they answer, so many commands and file
+//     operations run at the same time.
+//   - fd 4, the connection socket (SOCK_SEQPACKET): the init hands the host
+//     TCP sockets that live in the box's network namespace, one per message,
+//     with SCM_RIGHTS (unix(7)). The 8-byte payload is the request id of a
+//     dial (port forwarding), or 0 for a connection accepted by the egress
+//     relay on 127.0.0.1:egress.ProxyPort inside the box.
+
+// Request operations.
+const (
+	opSetup      = "setup"
+	opExec       = "exec"
+	opStdin      = "stdin"
+	opCloseStdin = "closestdin"
+	opKill       = "kill"
+	opReadFile   = "read"
+	opWriteFile  = "write"
+	opStat       = "stat"
+	opReadDir    = "readdir"
+	opDial       = "dial"
+)
+
+// Response kinds.
+const (
+	kindReady   = "ready"
+	kindStarted = "started"
+	kindOutput  = "out"
+	kindExit    = "exit"
+	kindOK      = "ok"
+	kindError   = "error"
+)
+
+// Error kinds carried in responses, mapped back to fs errors on the host.
+const (
+	errKindNotExist   = "notexist"
+	errKindPermission = "permission"
+	errKindExist      = "exist"
+)
+
+// request is one host→init frame.
+type request struct {
+	ID    uint64
+	Op    string
+	Setup *initSpec
+	Exec  *execSpec
+	Path  string
+	Data  []byte
+	Perm  uint32
+	Port  int
+}
+
+// execSpec is a command to run inside the box.
+type execSpec struct {
+	Argv    []string
+	Dir     string
+	Env     []string
+	Timeout time.Duration // 0 = none; on expiry the init kills the command's tree
+	Stdin   bool          // stdin frames follow; false = /dev/null
+}
+
+// exitInfo is how a command ended.
+type exitInfo struct {
+	Code     int    // exit status, -1 when killed by a signal
+	Signal   string // "SIGKILL"... or ""
+	TimedOut bool
+}
+
+// wireFileInfo is backend.FileInfo on the wire.
+type wireFileInfo struct {
+	Name    string
+	Size    int64
+	Mode    uint32
+	ModTime time.Time
+	IsDir   bool
+}
+
+// response is one init→host frame.
+type response struct {
+	ID      uint64
+	Kind    string
+	Data    []byte
+	PID     int
+	Exit    exitInfo
+	Err     string
+	ErrKind string
+	Info    *wireFileInfo
+	Infos   []wireFileInfo
+}
+
+// initSpec tells the init how to build the box (the first frame, opSetup).
+type initSpec struct {
+	Task     string
+	Lower    []string // read-only base layers, topmost first
+	LayerDir string   // host path where the writable layer filesystem is mounted
+	// LayerImage is an ext4 image holding the writable layer (persistent
+	// boxes); "" = a tmpfs of DiskMiB (the layer vanishes with the box).
+	LayerImage       string
+	DiskMiB          int
+	Merged           string // host path of the overlay mount point
+	Workspace        string // absolute path, the same inside and outside
+	WorkspaceOverlay bool   // copy-on-write workspace instead of a bind mount
+	Hide             []string
+	Hostname         string
+	CACertPEM        []byte
+	Egress           bool // listen on 127.0.0.1:egress.ProxyPort and relay
+	UserNS           bool
+	Landlock         bool
+}
+
+// frameConn serialises frames in one direction and decodes the other.
+type frameConn struct {
+	wmu sync.Mutex
+	enc *gob.Encoder
+	dec *gob.Decoder
+	c   io.Closer
+}
+
+func newFrameConn(rw io.ReadWriteCloser) *frameConn {
+	return &frameConn{enc: gob.NewEncoder(rw), dec: gob.NewDecoder(rw), c: rw}
+}
+
+func (f *frameConn) send(v any) error {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	return f.enc.Encode(v)
+}
+
+// errorResponse turns err into an error frame for request id.
+func errorResponse(id uint64, err error) response {
+	r := response{ID: id, Kind: kindError, Err: err.Error()}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		r.ErrKind = errKindNotExist
+	case errors.Is(err, fs.ErrPermission):
+		r.ErrKind = errKindPermission
+	case errors.Is(err, fs.ErrExist):
+		r.ErrKind = errKindExist
+	}
+	return r
+}
+
+// responseError turns an error frame back into a Go error wrapping the
+// matching fs sentinel, as a *fs.PathError for op on path.
+func responseError(r response, op, path string) error {
+	var base error
+	switch r.ErrKind {
+	case errKindNotExist:
+		base = fs.ErrNotExist
+	case errKindPermission:
+		base = fs.ErrPermission
+	case errKindExist:
+		base = fs.ErrExist
+	default:
+		return fmt.Errorf("box %s %s: %s", op, path, r.Err)
+	}
+	return &fs.PathError{Op: op, Path: path, Err: fmt.Errorf("%s (%w)", r.Err, base)}
+}
+
+// sendConnFD passes the socket of c over the connection socket with
+// SCM_RIGHTS, tagged with id, then closes c.
+func sendConnFD(sock *net.UnixConn, mu *sync.Mutex, id uint64, c net.Conn) error {
+	defer c.Close()
+	sc, ok := c.(interface{ File() (*os.File, error) })
+	if !ok {
+		return fmt.Errorf("connection %T has no file", c)
+	}
+	f, err := sc.File()
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var tag [8]byte
+	binary.BigEndian.PutUint64(tag[:], id)
+	mu.Lock()
+	defer mu.Unlock()
+	_, _, err = sock.WriteMsgUnix(tag[:], unix.UnixRights(int(f.Fd())), nil)
+	return err
+}
+
+// recvConnFD receives one passed socket and its id.
+func recvConnFD(sock *net.UnixConn) (uint64, net.Conn, error) {
+	var tag [8]byte
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := sock.ReadMsgUnix(tag[:], oob)
+	if err != nil {
+		return 0, nil, err
+	}
+	if n == 0 && oobn == 0 {
+		return 0, nil, io.EOF
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return 0, nil, fmt.Errorf("bad connection message: %v", err)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		return 0, nil, fmt.Errorf("bad connection rights: %v", err)
+	}
+	f := os.NewFile(uintptr(fds[0]), "box-conn")
+	defer f.Close()
+	c, err := net.FileConn(f)
+	if err != nil {
+		return 0, nil, err
+	}
+	return binary.BigEndian.Uint64(tag[:]), c, nil
+}

@@ -1,0 +1,124 @@
+package box
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	seccomp "github.com/elastic/go-seccomp-bpf"
+	"github.com/landlock-lsm/go-landlock/landlock"
+	"golang.org/x/sys/unix"
+	"kernel.org/pub/linux/libs/security/libcap/psx"
+)
+
+// deniedSyscalls fail with EPERM inside the box: mounting (old and new
+// mount API), namespace changes, tracing other processes, kernel keyrings,
+// BPF, io_uring, perf, kernel modules and kexec, reboot, swap and
+// file-handle opens (the "shocker" escape). The list follows Docker's
+// default seccomp profile and sandbox.md §D2.
+var deniedSyscalls = []string{
+	"mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsconfig",
+	"fsmount", "fspick", "mount_setattr", "unshare", "setns", "ptrace", "process_vm_readv",
+	"process_vm_writev", "bpf", "kexec_load", "kexec_file_load", "keyctl", "add_key",
+	"request_key", "io_uring_setup", "io_uring_enter", "io_uring_register", "perf_event_open",
+	"init_module", "finit_module", "delete_module", "reboot", "swapon", "swapoff",
+	"open_by_handle_at", "name_to_handle_at", "userfaultfd", "acct", "quotactl", "chroot",
+}
+
+// newNamespaceFlags are the clone(2) flags that create namespaces.
+const newNamespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUSER | unix.CLONE_NEWPID |
+	unix.CLONE_NEWNET | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWCGROUP
+
+// seccompFilter is the box's filter: deniedSyscalls and namespace-creating
+// clone(2) fail with EPERM; clone3(2), whose flags a filter cannot read,
+// fails with ENOSYS so that libc falls back to clone(2) (as Docker does).
+func seccompFilter() seccomp.Filter {
+	return seccomp.Filter{
+		NoNewPrivs: true,
+		Flag:       seccomp.FilterFlagTSync,
+		Policy: seccomp.Policy{
+			DefaultAction: seccomp.ActionAllow,
+			Syscalls: []seccomp.SyscallGroup{
+				{Action: seccomp.ActionErrno, Names: deniedSyscalls},
+				{Action: seccomp.ActionErrno, NamesWithCondtions: []seccomp.NameWithConditions{{
+					Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: newNamespaceFlags}},
+				}}},
+				{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"clone3"}},
+			},
+		},
+	}
+}
+
+// restrictSelf drops the init's privileges for good; every command it
+// starts inherits the result. Order: Landlock (needs no_new_privs, which
+// go-landlock sets), then capabilities (bounding set, ambient, then
+// effective/permitted/inheritable, on every thread through psx), then
+// seccomp on all threads (TSYNC).
+func restrictSelf(s *initSpec) error {
+	if s.Landlock {
+		if err := landlockBox(s); err != nil {
+			return fmt.Errorf("landlock: %w", err)
+		}
+	}
+	if err := dropCapabilities(); err != nil {
+		return fmt.Errorf("drop capabilities: %w", err)
+	}
+	if err := seccomp.LoadFilter(seccompFilter()); err != nil {
+		return fmt.Errorf("load seccomp filter: %w (the kernel needs CONFIG_SECCOMP_FILTER)", err)
+	}
+	return nil
+}
+
+// landlockWritable are the directories of the box root that commands may
+// write to (the writes land in the box's upper layer or a tmpfs); /proc,
+// /sys and everything else are read-only. Best effort: older kernels get
+// what their Landlock ABI supports, kernels without Landlock get nothing.
+var landlockWritable = []string{"/tmp", "/var", "/run", "/dev", "/root", "/home", "/usr", "/etc",
+	"/opt", "/srv", "/mnt", "/media", "/workspace"}
+
+func landlockBox(s *initSpec) error {
+	rw := append([]string{}, landlockWritable...)
+	if s.Workspace != "" {
+		rw = append(rw, s.Workspace)
+	}
+	return landlock.V7.BestEffort().RestrictPaths(
+		landlock.RODirs("/"),
+		landlock.RWDirs(rw...).IgnoreIfMissing().WithIoctlDev(),
+	)
+}
+
+// capHeader and capData are the capget(2)/capset(2) structures
+// (_LINUX_CAPABILITY_VERSION_3: two 32-bit words per set).
+type capHeader struct {
+	version uint32
+	pid     int32
+}
+
+type capData struct {
+	effective, permitted, inheritable uint32
+}
+
+func dropCapabilities() error {
+	last := 40
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			last = n
+		}
+	}
+	for c := 0; c <= last; c++ {
+		if _, _, e := psx.Syscall6(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0, 0); e != 0 && e != unix.EINVAL {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, e)
+		}
+	}
+	if _, _, e := psx.Syscall6(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0); e != 0 && e != unix.EINVAL {
+		return fmt.Errorf("clear ambient capabilities: %w", e)
+	}
+	hdr := capHeader{version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]capData
+	if _, _, e := psx.Syscall3(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
+		return fmt.Errorf("capset: %w", e)
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package box
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// snapBenchUpper builds a ~50 MB upper layer shaped like a task's
+// changes: 2000 small source-like files (4–12 KiB, compressible) in 40
+// dirs, 20 build outputs of 512 KiB (semi-compressible) and two 12 MiB
+// incompressible blobs (archives, model files), plus symlinks.
+func snapBenchUpper(b *testing.B, dir string) int64 {
+	b.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var total int64
+	write := func(path string, data []byte) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		total += int64(len(data))
+	}
+	words := strings.Fields("func return if err != nil package import type struct string int for range go defer")
+	for i := range 2000 {
+		var sb strings.Builder
+		size := 4096 + rng.IntN(8192)
+		for sb.Len() < size {
+			sb.WriteString(words[rng.IntN(len(words))])
+			sb.WriteByte(" \n\t"[rng.IntN(3)])
+		}
+		write(filepath.Join(dir, "src", fmt.Sprintf("pkg%02d", i%40), fmt.Sprintf("file%04d.go", i)), []byte(sb.String()))
+	}
+	for i := range 20 {
+		data := make([]byte, 512<<10)
+		for j := range data {
+			data[j] = byte(rng.IntN(16))
+		}
+		write(filepath.Join(dir, "build", fmt.Sprintf("obj%02d.o", i)), data)
+	}
+	for i := range 2 {
+		data := make([]byte, 12<<20)
+		for j := 0; j < len(data); j += 8 {
+			v := rng.Uint64()
+			for k := range 8 {
+				data[j+k] = byte(v >> (8 * k))
+			}
+		}
+		write(filepath.Join(dir, "blobs", fmt.Sprintf("blob%d.bin", i)), data)
+	}
+	for i := range 40 {
+		if err := os.Symlink(fmt.Sprintf("../src/pkg%02d", i), filepath.Join(dir, "build", fmt.Sprintf("link%02d", i))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return total
+}
+
+// BenchmarkSnapshot50MB measures SnapshotUpper of a ~50 MB upper into a
+// file (page cache, no fsync). Target (issue 3): ≤ 150 ms.
+func BenchmarkSnapshot50MB(b *testing.B) {
+	dir := b.TempDir()
+	upper := filepath.Join(dir, "upper")
+	total := snapBenchUpper(b, upper)
+	out := filepath.Join(dir, "snap.tar.zst")
+	b.SetBytes(total)
+	b.ResetTimer()
+	for b.Loop() {
+		f, err := os.Create(out)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := SnapshotUpper(upper, f); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
+	b.StopTimer()
+	if fi, err := os.Stat(out); err == nil {
+		b.ReportMetric(float64(fi.Size())/float64(total), "ratio")
+	}
+}
+
+// BenchmarkRestore50MB measures RestoreUpper of the same upper from an
+// in-memory archive into a fresh directory.
+func BenchmarkRestore50MB(b *testing.B) {
+	dir := b.TempDir()
+	upper := filepath.Join(dir, "upper")
+	total := snapBenchUpper(b, upper)
+	var archive bytes.Buffer
+	if err := SnapshotUpper(upper, &archive); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(total)
+	i := 0
+	b.ResetTimer()
+	for b.Loop() {
+		target := filepath.Join(dir, fmt.Sprintf("restore%d", i))
+		i++
+		if err := RestoreUpper(bytes.NewReader(archive.Bytes()), target); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		os.RemoveAll(target)
+		b.StartTimer()
+	}
+}

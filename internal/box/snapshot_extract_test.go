@@ -1,0 +1,153 @@
+package box
+
+import (
+	"archive/tar"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// snapEntry is one entry of a hand-made archive.
+type snapEntry struct {
+	name, link, body string
+	typ              byte
+	major, minor     int64
+}
+
+// snapArchive builds a tar.zst archive from entries, as an attacker could.
+func snapArchive(t *testing.T, entries ...snapEntry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc, err := zstd.NewWriter(&buf)
+	snapMust(t, err)
+	tw := tar.NewWriter(enc)
+	for _, e := range entries {
+		hdr := &tar.Header{Name: e.name, Linkname: e.link, Typeflag: e.typ, Mode: 0o644, Size: int64(len(e.body)), Devmajor: e.major, Devminor: e.minor}
+		if e.typ != tar.TypeReg {
+			hdr.Size = 0
+		}
+		snapMust(t, tw.WriteHeader(hdr))
+		if hdr.Size > 0 {
+			_, err := tw.Write([]byte(e.body))
+			snapMust(t, err)
+		}
+	}
+	snapMust(t, tw.Close())
+	snapMust(t, enc.Close())
+	return buf.Bytes()
+}
+
+// TestRestoreUpperRejectsTraversal feeds archives that try to write
+// outside the target and checks each is refused and nothing lands outside.
+func TestRestoreUpperRejectsTraversal(t *testing.T) {
+	cases := []struct {
+		name    string
+		entries func(outside string) []snapEntry
+		errLike string
+	}{
+		{"dotdot", func(string) []snapEntry {
+			return []snapEntry{{name: "../escaped", typ: tar.TypeReg, body: "x"}}
+		}, `climbs out`},
+		{"dotdot in the middle", func(string) []snapEntry {
+			return []snapEntry{{name: "a/../../escaped", typ: tar.TypeReg, body: "x"}}
+		}, `climbs out`},
+		{"absolute name", func(outside string) []snapEntry {
+			return []snapEntry{{name: outside + "/escaped", typ: tar.TypeReg, body: "x"}}
+		}, `absolute path`},
+		{"write through symlink to outside dir", func(outside string) []snapEntry {
+			return []snapEntry{
+				{name: "link", typ: tar.TypeSymlink, link: outside},
+				{name: "link/escaped", typ: tar.TypeReg, body: "x"},
+			}
+		}, `not a directory`},
+		{"directory entry through symlink", func(outside string) []snapEntry {
+			return []snapEntry{
+				{name: "link", typ: tar.TypeSymlink, link: outside},
+				{name: "link/", typ: tar.TypeDir},
+				{name: "link/escaped", typ: tar.TypeReg, body: "x"},
+			}
+		}, `non-directory`},
+		{"nested symlink parent", func(outside string) []snapEntry {
+			return []snapEntry{
+				{name: "d/", typ: tar.TypeDir},
+				{name: "d/up", typ: tar.TypeSymlink, link: "../../" + filepath.Base(outside)},
+				{name: "d/up/escaped", typ: tar.TypeReg, body: "x"},
+			}
+		}, `not a directory`},
+		{"hardlink to outside file", func(outside string) []snapEntry {
+			return []snapEntry{{name: "stolen", typ: tar.TypeLink, link: "../outside/victim"}}
+		}, `climbs out`},
+		{"hardlink through symlink", func(outside string) []snapEntry {
+			return []snapEntry{
+				{name: "link", typ: tar.TypeSymlink, link: outside},
+				{name: "stolen", typ: tar.TypeLink, link: "link/victim"},
+			}
+		}, `not a directory`},
+		{"device node", func(string) []snapEntry {
+			return []snapEntry{{name: "null", typ: tar.TypeChar, major: 1, minor: 3}}
+		}, `device node 1:3`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			outside := filepath.Join(dir, "outside")
+			snapWrite(t, filepath.Join(outside, "victim"), "host file", 0o644)
+			target := filepath.Join(dir, "target")
+			err := RestoreUpper(bytes.NewReader(snapArchive(t, tc.entries(outside)...)), target)
+			if err == nil || !strings.Contains(err.Error(), tc.errLike) {
+				t.Fatalf("RestoreUpper: err %v, want one mentioning %q", err, tc.errLike)
+			}
+			entries, _ := os.ReadDir(outside)
+			if len(entries) != 1 {
+				t.Errorf("outside dir now holds %d entries, want only victim", len(entries))
+			}
+			if _, err := os.Lstat(filepath.Join(dir, "escaped")); err == nil {
+				t.Errorf("archive wrote %s outside the target", filepath.Join(dir, "escaped"))
+			}
+			if data, _ := os.ReadFile(filepath.Join(outside, "victim")); string(data) != "host file" {
+				t.Errorf("outside victim changed to %q", data)
+			}
+		})
+	}
+}
+
+// TestRestoreUpperSymlinkTargetsStayInert checks that symlinks pointing
+// outside are restored as links (the box resolves them against its own
+// root) and later entries replace, never follow, them.
+func TestRestoreUpperSymlinkTargetsStayInert(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(dir, "outside")
+	snapWrite(t, filepath.Join(outside, "victim"), "host file", 0o644)
+	target := filepath.Join(dir, "target")
+	archive := snapArchive(t,
+		snapEntry{name: "etc-link", typ: tar.TypeSymlink, link: filepath.Join(outside, "victim")},
+		snapEntry{name: "etc-link", typ: tar.TypeReg, body: "replaced the link, not its target"},
+	)
+	snapMust(t, RestoreUpper(bytes.NewReader(archive), target))
+	if data, _ := os.ReadFile(filepath.Join(outside, "victim")); string(data) != "host file" {
+		t.Errorf("write followed a symlink: outside victim is %q", data)
+	}
+	fi, err := os.Lstat(filepath.Join(target, "etc-link"))
+	snapMust(t, err)
+	if !fi.Mode().IsRegular() {
+		t.Errorf("etc-link is %v, want the regular file from the later entry", fi.Mode())
+	}
+}
+
+func TestSnapshotEntryName(t *testing.T) {
+	for in, want := range map[string]string{"./": ".", "./a/b/": "a/b", "a//b": "a/b", "a/./b": "a/b", "dir/": "dir"} {
+		got, err := snapshotEntryName(in)
+		if err != nil || got != want {
+			t.Errorf("snapshotEntryName(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "/etc/passwd", "..", "a/..", "../a", "a/../b", "a\x00b"} {
+		if _, err := snapshotEntryName(bad); err == nil {
+			t.Errorf("snapshotEntryName(%q) accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testApp is an App on a temporary HERMES_HOME with the given environment
+// and stdin.
+type testApp struct {
+	*App
+	home   string
+	stdout *bytes.Buffer
+	stderr *bytes.Buffer
+}
+
+func newTestApp(t *testing.T, env map[string]string, stdin string, terminal bool) *testApp {
+	t.Helper()
+	home := t.TempDir()
+	e := map[string]string{"HERMES_HOME": home}
+	for k, v := range env {
+		e[k] = v
+	}
+	var out, errb bytes.Buffer
+	app := &App{
+		Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb,
+		Getenv:     func(k string) string { return e[k] },
+		Environ:    func() []string { return nil },
+		Now:        func() time.Time { return time.Date(2026, 11, 30, 14, 55, 0, 0, time.UTC) },
+		IsTerminal: terminal,
+	}
+	return &testApp{App: app, home: home, stdout: &out, stderr: &errb}
+}
+
+func (ta *testApp) run(args ...string) int {
+	ta.stdout.Reset()
+	ta.stderr.Reset()
+	return ta.Run(context.Background(), args)
+}
+
+func TestConfigSetGetShowMasksSecrets(t *testing.T) {
+	ta := newTestApp(t, nil, "", false)
+	if code := ta.run("config", "set", "OPENROUTER_API_KEY", "sk-or-v1-secretvalue9876"); code != 0 {
+		t.Fatalf("set key: %d %s", code, ta.stderr)
+	}
+	if strings.Contains(ta.stdout.String(), "secretvalue") || !strings.Contains(ta.stdout.String(), "****9876") {
+		t.Errorf("set printed the secret: %s", ta.stdout)
+	}
+	if code := ta.run("config", "set", "terminal.timeout", "300"); code != 0 {
+		t.Fatalf("set timeout: %d %s", code, ta.stderr)
+	}
+	if code := ta.run("config", "get", "terminal.timeout"); code != 0 || ta.stdout.String() != "300\n" {
+		t.Errorf("get timeout = %d %q", code, ta.stdout)
+	}
+	if code := ta.run("config", "get", "OPENROUTER_API_KEY"); code != 0 || ta.stdout.String() != "****9876\n" {
+		t.Errorf("get key = %d %q", code, ta.stdout)
+	}
+	if code := ta.run("config", "set", "model.api_key", "sk-custom-key-5555"); code != 0 {
+		t.Fatalf("set model.api_key: %d %s", code, ta.stderr)
+	}
+	if code := ta.run("config", "show"); code != 0 {
+		t.Fatalf("show: %d %s", code, ta.stderr)
+	}
+	show := ta.stdout.String()
+	if strings.Contains(show, "secretvalue") || strings.Contains(show, "sk-custom") {
+		t.Errorf("show leaked a secret:\n%s", show)
+	}
+	for _, want := range []string{"timeout: 300", "api_key: '****5555'", "OPENROUTER_API_KEY=****9876  # .env"} {
+		if !strings.Contains(show, want) {
+			t.Errorf("show lacks %q:\n%s", want, show)
+		}
+	}
+	if code := ta.run("config", "get", "model"); code != 0 || strings.Contains(ta.stdout.String(), "sk-custom") {
+		t.Errorf("get model section leaked: %s", ta.stdout)
+	}
+	st, err := os.Stat(filepath.Join(ta.home, ".env"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf(".env mode: %v %v", st, err)
+	}
+}
+
+func TestConfigErrorsNameKeyAndFile(t *testing.T) {
+	ta := newTestApp(t, nil, "", false)
+	if code := ta.run("config", "set", "terminal.timeout", "abc"); code != 1 ||
+		!strings.Contains(ta.stderr.String(), `terminal.timeout: expected an integer`) {
+		t.Errorf("bad value: %d %s", code, ta.stderr)
+	}
+	if code := ta.run("config", "get", "terminal.timout"); code != 1 || !strings.Contains(ta.stderr.String(), `did you mean "terminal.timeout"`) {
+		t.Errorf("unknown key: %d %s", code, ta.stderr)
+	}
+	path := filepath.Join(ta.home, "config.yaml")
+	os.WriteFile(path, []byte("model:\n  default: x\n  provider: [oops\n"), 0o600)
+	for _, args := range [][]string{{"config", "show"}, {"config", "check"}} {
+		code := ta.run(args...)
+		msg := ta.stderr.String()
+		if code != 1 || !strings.Contains(msg, path+":") || !strings.Contains(msg, "invalid YAML") || strings.Contains(msg, "goroutine") {
+			t.Errorf("%v on broken YAML: %d %s", args, code, msg)
+		}
+	}
+	os.WriteFile(path, []byte("terminal:\n  timout: 5\n"), 0o600)
+	if code := ta.run("config", "check"); code != 0 || !strings.Contains(ta.stderr.String(), `warning: `+path+`:2: terminal.timout: unknown key (did you mean "terminal.timeout"?)`) {
+		t.Errorf("unknown key warning: %d %s", code, ta.stderr)
+	}
+}
+
+func TestConfigPathsAndCheck(t *testing.T) {
+	ta := newTestApp(t, map[string]string{"OPENAI_API_KEY": "sk-x"}, "", false)
+	if ta.run("config", "path"); ta.stdout.String() != filepath.Join(ta.home, "config.yaml")+"\n" {
+		t.Errorf("path = %q", ta.stdout)
+	}
+	if ta.run("config", "env-path"); ta.stdout.String() != filepath.Join(ta.home, ".env")+"\n" {
+		t.Errorf("env-path = %q", ta.stdout)
+	}
+	ta.run("config", "set", "model.provider", "openai")
+	if code := ta.run("config", "check"); code != 0 || !strings.Contains(ta.stdout.String(), "config OK") {
+		t.Errorf("check: %d %s %s", code, ta.stdout, ta.stderr)
+	}
+	ta.run("config", "set", "model.provider", "anthropic")
+	if code := ta.run("config", "check"); code != 1 || !strings.Contains(ta.stdout.String(), "ANTHROPIC_API_KEY is not set") {
+		t.Errorf("check without key: %d %s", code, ta.stdout)
+	}
+	if code := ta.run("config", "unset", "model.provider"); code != 0 {
+		t.Errorf("unset: %d %s", code, ta.stderr)
+	}
+	if code := ta.run("config", "get", "model.provider"); code != 0 || ta.stdout.String() != "\n" {
+		t.Errorf("after unset: %q", ta.stdout)
+	}
+}
+
+func TestConfigSetSecretFromStdin(t *testing.T) {
+	ta := newTestApp(t, nil, "sk-typed-secret-4321\n", true)
+	if code := ta.run("config", "set", "OPENAI_API_KEY"); code != 0 {
+		t.Fatalf("%d %s", code, ta.stderr)
+	}
+	if strings.Contains(ta.stdout.String(), "typed-secret") {
+		t.Errorf("secret echoed: %s", ta.stdout)
+	}
+	b, _ := os.ReadFile(filepath.Join(ta.home, ".env"))
+	if string(b) != "OPENAI_API_KEY=sk-typed-secret-4321\n" {
+		t.Errorf(".env = %q", b)
+	}
+}

@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hermes-go/hermes/internal/config"
+)
+
+func loadTestConfig(t *testing.T, ta *testApp) *config.Loaded {
+	t.Helper()
+	l, err := config.Load(ta.home, config.LoadOptions{Getenv: ta.Getenv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestModelFlagsWithoutTerminal(t *testing.T) {
+	ta := newTestApp(t, nil, "", false)
+	if code := ta.run("model"); code != 1 || !strings.Contains(ta.stderr.String(), "--provider and --model") {
+		t.Errorf("no flags, no terminal: %d %s", code, ta.stderr)
+	}
+	if code := ta.run("model", "--provider", "openrouter", "--model", "anthropic/claude-sonnet-4", "--api-key", "sk-or-secret-abcd"); code != 0 {
+		t.Fatalf("%d %s", code, ta.stderr)
+	}
+	if strings.Contains(ta.stdout.String(), "secret") {
+		t.Errorf("key echoed: %s", ta.stdout)
+	}
+	l := loadTestConfig(t, ta)
+	if l.Config.Model.Provider != "openrouter" || l.Config.Model.Default != "anthropic/claude-sonnet-4" {
+		t.Errorf("model = %+v", l.Config.Model)
+	}
+	if l.DotEnv["OPENROUTER_API_KEY"] != "sk-or-secret-abcd" {
+		t.Errorf(".env = %v", l.DotEnv)
+	}
+	cfg, _ := os.ReadFile(filepath.Join(ta.home, "config.yaml"))
+	if strings.Contains(string(cfg), "sk-or") {
+		t.Errorf("key in config.yaml: %s", cfg)
+	}
+	if code := ta.run("model", "--provider", "bogus", "--model", "x"); code != 1 || !strings.Contains(ta.stderr.String(), `"bogus"`) {
+		t.Errorf("bad provider: %d %s", code, ta.stderr)
+	}
+	if code := ta.run("model", "--provider", "custom", "--model", "llama3"); code != 1 || !strings.Contains(ta.stderr.String(), "--base-url") {
+		t.Errorf("custom without url: %d %s", code, ta.stderr)
+	}
+	if code := ta.run("model", "--provider", "custom", "--model", "llama3", "--base-url", "localhost:11434"); code != 1 || !strings.Contains(ta.stderr.String(), "http(s) URL") {
+		t.Errorf("custom with bad url: %d %s", code, ta.stderr)
+	}
+	if l := loadTestConfig(t, ta); l.Config.Model.Provider != "openrouter" {
+		t.Errorf("failed runs changed the config: %+v", l.Config.Model)
+	}
+}
+
+func TestModelInteractiveCustom(t *testing.T) {
+	// provider 4 (custom), model id, a bad URL then a good one, the key.
+	stdin := "4\nqwen2.5-coder\nnot a url\nhttp://127.0.0.1:11434/v1\nsk-local-key-7777\n"
+	ta := newTestApp(t, nil, stdin, true)
+	if code := ta.run("model"); code != 0 {
+		t.Fatalf("%d %s\n%s", code, ta.stderr, ta.stdout)
+	}
+	out := ta.stdout.String()
+	if !strings.Contains(out, "1) openrouter") || !strings.Contains(out, "4) custom") || strings.Contains(out, "sk-local-key") {
+		t.Errorf("prompt output:\n%s", out)
+	}
+	l := loadTestConfig(t, ta)
+	m := l.Config.Model
+	if m.Provider != "custom" || m.Default != "qwen2.5-coder" || m.BaseURL != "http://127.0.0.1:11434/v1" || m.APIKey != "sk-local-key-7777" {
+		t.Errorf("model = %+v", m)
+	}
+	if l.DotEnv["MODEL_API_KEY"] != "sk-local-key-7777" {
+		t.Errorf("key not in .env: %v", l.DotEnv)
+	}
+
+	// Switching to a built-in provider keeps nothing of the custom endpoint;
+	// Enter keeps the default answer, an existing key is not asked for.
+	ta.Getenv = func(k string) string {
+		if k == "OPENAI_API_KEY" {
+			return "sk-env"
+		}
+		if k == "HERMES_HOME" {
+			return ta.home
+		}
+		return ""
+	}
+	ta.Stdin = strings.NewReader("openai\ngpt-4.1\n")
+	if code := ta.run("model"); code != 0 {
+		t.Fatalf("%d %s", code, ta.stderr)
+	}
+	if strings.Contains(ta.stdout.String(), "OPENAI_API_KEY (input hidden") {
+		t.Errorf("asked for a key that is set:\n%s", ta.stdout)
+	}
+	m = loadTestConfig(t, ta).Config.Model
+	if m.Provider != "openai" || m.Default != "gpt-4.1" || m.BaseURL != "" {
+		t.Errorf("after switch: %+v", m)
+	}
+	ta.Stdin = strings.NewReader("\n\n")
+	if code := ta.run("model"); code != 0 {
+		t.Fatalf("%d %s", code, ta.stderr)
+	}
+	if m = loadTestConfig(t, ta).Config.Model; m.Provider != "openai" || m.Default != "gpt-4.1" {
+		t.Errorf("Enter must keep current choices: %+v", m)
+	}
+	ta.Stdin = strings.NewReader("")
+	if code := ta.run("model"); code != 1 || !strings.Contains(ta.stderr.String(), "input ended") {
+		t.Errorf("EOF: %d %s", code, ta.stderr)
+	}
+}

@@ -1,0 +1,63 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Providers returns the model providers this build knows, in menu order
+// (issue 2 "Providers"; replay plays back a --record file).
+func Providers() []string { return []string{"openrouter", "openai", "anthropic", "custom", "replay"} }
+
+// Problems checks values that parse but cannot work: an unknown provider,
+// backend or approvals mode, a custom provider without model.base_url, a
+// base URL that is not http(s), a built-in provider whose API key variable
+// is unset. Each problem names the key and the fix. It returns nil when
+// all is well.
+func (l *Loaded) Problems() []string {
+	var out []string
+	c := l.Config
+	where := func(key string) string { return fmt.Sprintf("%s (from %s)", key, l.Source(key)) }
+	if p := c.Model.Provider; p != "" && !slices.Contains(Providers(), p) {
+		out = append(out, fmt.Sprintf("%s: unknown provider %q; use one of %s (hermes model)", where("model.provider"), p, strings.Join(Providers(), ", ")))
+	}
+	if c.Model.Provider == "custom" && c.Model.BaseURL == "" {
+		out = append(out, "model.base_url: the custom provider needs the endpoint URL, e.g. hermes config set model.base_url http://localhost:11434/v1")
+	}
+	if u := c.Model.BaseURL; u != "" {
+		if err := CheckBaseURL(u); err != nil {
+			out = append(out, fmt.Sprintf("%s: %v", where("model.base_url"), err))
+		}
+	}
+	if names := ProviderKeyEnv(c.Model.Provider); len(names) > 0 {
+		found := false
+		for _, n := range names {
+			found = found || l.Getenv(n) != ""
+		}
+		if !found && c.Model.APIKey == "" {
+			out = append(out, fmt.Sprintf("%s is not set for provider %s; run: hermes config set %s", names[0], c.Model.Provider, names[0]))
+		}
+	}
+	if b := c.Terminal.Backend; b != "local" && b != "box" {
+		out = append(out, fmt.Sprintf("%s: backend %q is not supported by this build; use local or box", where("terminal.backend"), b))
+	}
+	if m := c.Approvals.Mode; m != "manual" && m != "smart" && m != "off" {
+		out = append(out, fmt.Sprintf("%s: mode %q is not one of manual, smart, off", where("approvals.mode"), m))
+	}
+	if c.Terminal.Timeout < 0 || c.Agent.MaxTurns < 0 {
+		out = append(out, "terminal.timeout and agent.max_turns must not be negative")
+	}
+	return out
+}
+
+// CheckBaseURL reports whether u is an absolute http or https URL with a
+// host, as a provider base URL must be.
+func CheckBaseURL(u string) error {
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL like http://localhost:11434/v1", u)
+	}
+	return nil
+}

@@ -1,0 +1,213 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+)
+
+// field is one key of Config: a leaf value or a section (a nested struct).
+type field struct {
+	key     string       // dotted key, e.g. "terminal.timeout"
+	index   []int        // reflect field index path from Config
+	typ     reflect.Type // Go type of the field
+	section bool         // a struct: holds keys, takes no value itself
+}
+
+// schema maps every dotted key of Config (from its yaml tags) to its field.
+// It is derived by reflection so that fields added to Config are picked up.
+type schema map[string]field
+
+func newSchema() schema {
+	s := schema{}
+	var walk func(t reflect.Type, prefix string, index []int)
+	walk = func(t reflect.Type, prefix string, index []int) {
+		for i := 0; i < t.NumField(); i++ {
+			sf := t.Field(i)
+			name, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+			if name == "" || name == "-" || !sf.IsExported() {
+				continue
+			}
+			key := prefix + name
+			idx := append(append([]int(nil), index...), i)
+			f := field{key: key, index: idx, typ: sf.Type, section: sf.Type.Kind() == reflect.Struct}
+			s[key] = f
+			if f.section {
+				walk(sf.Type, key+".", idx)
+			}
+		}
+	}
+	walk(reflect.TypeOf(Config{}), "", nil)
+	return s
+}
+
+// keyAliases maps keys Hermes accepts under another name to ours:
+// "model.model" is the documented alias of model.default, and Hermes keeps
+// command_allowlist at the top level.
+var keyAliases = map[string]string{
+	"model.model":       "model.default",
+	"command_allowlist": "approvals.command_allowlist",
+}
+
+// hermesOnlyKeys are keys of Hermes Agent's config.yaml ("configuration.md")
+// that this build does not use. They load silently so that a real Hermes
+// config produces no noise; a key is covered when it or one of its parent
+// sections is listed.
+var hermesOnlyKeys = map[string]bool{
+	"_config_version": true, "model_aliases": true, "providers": true, "custom_providers": true,
+	"credential_pool_strategies": true, "fallback_providers": true, "fallback_model": true,
+	"auxiliary": true, "delegation": true, "security": true, "checkpoints": true, "code_execution": true,
+	"web": true, "browser": true, "tts": true, "stt": true, "voice": true, "display": true,
+	"streaming": true, "privacy": true, "tool_output": true, "file_read_max_chars": true,
+	"tool_budget": true, "context_file_read_timeout": true, "tool_loop_guardrails": true,
+	"prompt_caching": true, "timezone": true, "network": true, "worktree": true, "worktree_sync": true,
+	"max_concurrent_sessions": true, "group_sessions_per_user": true, "unauthorized_dm_behavior": true,
+	"quick_commands": true, "human_delay": true, "mcp_servers": true, "platform_toolsets": true,
+	"custom_toolsets": true, "hooks": true, "cron": true, "proxy": true, "secrets": true,
+	"database": true, "updates": true, "runtime": true, "dashboard": true, "platforms": true,
+	"tools": true, "goals": true, "onboarding": true, "context": true, "personalities": true,
+	"smart_model_routing": true, "session_reset": true, "honcho": true, "kanban": true,
+	"model.streaming": true, "model.persist_switch_by_default": true, "model.aliases": true,
+	"model.openai_runtime":       true,
+	"agent.budget_warning_ratio": true, "agent.api_max_retries": true, "agent.run_budget_seconds": true,
+	"agent.reasoning_overrides": true, "agent.service_tier": true, "agent.fast_auto_seconds": true,
+	"agent.tool_use_enforcement": true, "agent.execution_guidance": true, "agent.verify_on_stop": true,
+	"agent.max_verify_nudges": true, "agent.disabled_toolsets": true, "agent.stall_guards": true,
+	"agent.turn_liveness": true, "agent.clarify_timeout": true, "agent.gateway_turn_lease_timeout": true,
+	"agent.session_stall_timeout": true, "agent.reconnect_attention_after": true, "agent.agent_cache": true,
+	"agent.local_stream_stale_timeout": true, "agent.image_input_mode": true, "agent.personalities": true,
+	"terminal.temp_dir": true, "terminal.home_mode": true, "terminal.persistent_shell": true,
+	"terminal.docker_image": true, "terminal.modal_image": true, "terminal.daytona_image": true,
+	"terminal.singularity_image": true, "terminal.docker_mount_cwd_to_workspace": true,
+	"terminal.docker_run_as_host_user": true, "terminal.docker_snap_compat": true,
+	"terminal.docker_forward_env": true, "terminal.docker_env": true, "terminal.docker_volumes": true,
+	"terminal.docker_extra_args": true, "terminal.docker_network": true,
+	"terminal.docker_persist_across_processes": true, "terminal.docker_shared_container_key": true,
+	"terminal.docker_orphan_reaper": true, "terminal.vercel_runtime": true, "terminal.credential_files": true,
+	"terminal.ssh_host": true, "terminal.ssh_user": true, "terminal.ssh_port": true, "terminal.ssh_key": true,
+	"terminal.modal_mode":          true,
+	"compression.threshold_tokens": true, "compression.tail_mode": true, "compression.in_place": true,
+	"compression.idle_compact_after_seconds": true, "compression.hygiene_hard_message_limit": true,
+	"compression.context_timeout_seconds": true, "compression.context_total_ceiling_seconds": true,
+	"compression.proactive_prune_tokens": true, "compression.model_thresholds": true,
+	"compression.progress_notices": true, "compression.summary_model": true,
+	"compression.summary_provider": true, "compression.summary_base_url": true,
+	"approvals.cron_mode": true, "approvals.single_query_mode": true, "approvals.unattended_mode": true,
+	"approvals.smart_policy": true, "approvals.denial_breaker_threshold": true,
+	"approvals.mcp_reload_confirm": true, "approvals.destructive_slash_confirm": true,
+	"memory.write_approval": true, "memory.provider": true,
+	"skills.create_dir": true, "skills.write_approval": true, "skills.guard_agent_created": true,
+	"skills.config": true, "skills.trusted_project_dirs": true, "skills.project_discovery": true,
+	"skills.tier1_advisory": true, "skills.disabled": true, "skills.platform_disabled": true,
+}
+
+// isHermesOnly reports whether key (or a parent section of it) is a Hermes
+// key this build ignores.
+func isHermesOnly(key string) bool {
+	for k := key; ; {
+		if hermesOnlyKeys[k] {
+			return true
+		}
+		i := strings.LastIndexByte(k, '.')
+		if i < 0 {
+			return false
+		}
+		k = k[:i]
+	}
+}
+
+// resolve returns the field for key, following keyAliases.
+func (s schema) resolve(key string) (field, bool) {
+	if target, ok := keyAliases[key]; ok {
+		key = target
+	}
+	f, ok := s[key]
+	return f, ok
+}
+
+// suggest returns the known key closest to an unknown one, or "": a sibling
+// within a small edit distance, else a key elsewhere with the same last
+// segment (e.g. "max_turns" → "agent.max_turns").
+func (s schema) suggest(key string) string {
+	parent, leaf := "", key
+	if i := strings.LastIndexByte(key, '.'); i >= 0 {
+		parent, leaf = key[:i+1], key[i+1:]
+	}
+	var candidates []string
+	for k := range s {
+		candidates = append(candidates, k)
+	}
+	sort.Strings(candidates)
+	best, bestDist := "", len(leaf)/3+2
+	for _, k := range candidates {
+		if !strings.HasPrefix(k, parent) || strings.Contains(k[len(parent):], ".") {
+			continue
+		}
+		if d := editDistance(leaf, k[len(parent):]); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	if best != "" {
+		return best
+	}
+	for _, k := range candidates {
+		if strings.HasSuffix(k, "."+leaf) || (k == leaf && parent != "") {
+			return k
+		}
+	}
+	return ""
+}
+
+// unknownKeyMsg is the message for an unknown key, with a suggestion when
+// one is close.
+func (s schema) unknownKeyMsg(key string) string {
+	if sug := s.suggest(key); sug != "" {
+		return fmt.Sprintf("unknown key (did you mean %q?)", sug)
+	}
+	return "unknown key (see `hermes config show` for the keys this build uses)"
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// typeName describes what a key of type t accepts, for error messages.
+func typeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return "an integer (e.g. 180)"
+	case reflect.Float64, reflect.Float32:
+		return "a number (e.g. 0.5)"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Pointer:
+		return typeName(t.Elem())
+	case reflect.Slice:
+		return "a list, e.g. [a, b]"
+	case reflect.Map:
+		return "a mapping of keys to values"
+	case reflect.Struct:
+		return "a section (a mapping of keys)"
+	}
+	return t.String()
+}

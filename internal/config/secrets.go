@@ -1,0 +1,224 @@
+package config
+
+import (
+	"fmt"
+	"golang.org/x/sys/unix"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+)
+
+// secretNames are provider and tool variables that hold credentials but do
+// not end in one of the secret suffixes (Hermes "environment-variables.md").
+var secretNames = map[string]bool{
+	"FAL_KEY": true, "MODAL_TOKEN_ID": true, "AWS_ACCESS_KEY_ID": true,
+	"AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true, "GH_TOKEN": true,
+}
+
+// IsSecretKey reports whether a key or variable name holds a secret: names
+// ending in _API_KEY, _TOKEN, _SECRET or _PASSWORD (any case, dots counted
+// as underscores, so "model.api_key" is one), plus a few listed provider
+// variables such as FAL_KEY.
+func IsSecretKey(key string) bool {
+	k := strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+	if secretNames[k] {
+		return true
+	}
+	for _, suffix := range []string{"API_KEY", "_TOKEN", "_SECRET", "_PASSWORD"} {
+		if strings.HasSuffix(k, suffix) || k == strings.TrimPrefix(suffix, "_") {
+			return true
+		}
+	}
+	return false
+}
+
+// MaskSecret hides a secret for display: "****" plus its last 4 characters
+// when it is at least 12 long (so "sk-...abcd" shows as "****abcd"), else
+// just "****". An empty value stays empty.
+func MaskSecret(v string) string {
+	if v == "" {
+		return ""
+	}
+	if len(v) >= 12 {
+		return "****" + v[len(v)-4:]
+	}
+	return "****"
+}
+
+// envName matches an environment variable name as written in .env.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// IsEnvKey reports whether key is an environment variable name (all
+// upper case, no dots, e.g. OPENAI_API_KEY); Set and Unset store such keys
+// in .env.
+func IsEnvKey(key string) bool {
+	return envName.MatchString(key) && strings.ToUpper(key) == key
+}
+
+// dotEnvLine matches "NAME=..." or "export NAME=..." and captures NAME.
+var dotEnvLine = regexp.MustCompile(`^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=`)
+
+// setDotEnv sets (value != nil) or removes (value == nil) NAME in the .env
+// file at path, keeping every other line as it was. It reports whether the
+// file changed. The file is rewritten atomically with mode 0600.
+func setDotEnv(path, name string, value *string) (bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return false, fmt.Errorf("read %s: %w", path, err)
+	}
+	text := string(b)
+	var lines []string
+	if text != "" {
+		lines = strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	}
+	var out []string
+	found := false
+	for _, line := range lines {
+		m := dotEnvLine.FindStringSubmatch(line)
+		if m == nil || m[1] != name {
+			out = append(out, line)
+			continue
+		}
+		if value != nil && !found {
+			out = append(out, name+"="+quoteDotEnv(*value))
+		}
+		found = true
+	}
+	if !found {
+		if value == nil {
+			return false, nil
+		}
+		out = append(out, name+"="+quoteDotEnv(*value))
+	}
+	content := strings.Join(out, "\n")
+	if content != "" {
+		content += "\n"
+	}
+	if err := writeFileAtomic(path, []byte(content), 0o600); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// plainDotEnv matches values that need no quotes in .env.
+var plainDotEnv = regexp.MustCompile(`^[A-Za-z0-9_./:@+,%=-]*$`)
+
+// quoteDotEnv writes value so that godotenv reads it back unchanged:
+// unquoted when safe, else single-quoted (literal), else double-quoted with
+// \\, \", \$ and \n escapes.
+func quoteDotEnv(value string) string {
+	if plainDotEnv.MatchString(value) {
+		return value
+	}
+	if !strings.ContainsAny(value, "'\n\r") {
+		return "'" + value + "'"
+	}
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, `$`, `\$`, "\n", `\n`, "\r", `\r`)
+	return `"` + r.Replace(value) + `"`
+}
+
+// writeFileAtomic replaces path with data: a temporary file in the same
+// directory is written, fsynced and renamed over path, then the directory
+// is fsynced, so a crash leaves either the old or the new file. An existing
+// file keeps its permissions; a new one gets perm. The directory is created
+// (0700) when missing.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	if st, err := os.Stat(path); err == nil {
+		perm = st.Mode().Perm()
+		if filepath.Base(path) == ".env" {
+			perm &= 0o600
+		}
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := tmp.Chmod(perm); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	done = true
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// ProviderKeyEnv lists, per built-in provider, the environment variables
+// that can hold its API key, in order of preference (Hermes
+// "environment-variables.md"). The custom provider uses model.api_key.
+func ProviderKeyEnv(provider string) []string {
+	switch provider {
+	case "openrouter":
+		return []string{"OPENROUTER_API_KEY"}
+	case "openai":
+		return []string{"OPENAI_API_KEY"}
+	case "anthropic":
+		return []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_TOKEN"}
+	}
+	return nil
+}
+
+// Masked returns a copy of the effective config with every secret key
+// (IsSecretKey, e.g. model.api_key) replaced by MaskSecret of its value,
+// for display.
+func (l *Loaded) Masked() Config {
+	c := l.Config
+	s := l.schema
+	if s == nil {
+		s = newSchema()
+	}
+	v := reflect.ValueOf(&c).Elem()
+	for k, f := range s {
+		if f.section || f.typ.Kind() != reflect.String || !IsSecretKey(k) {
+			continue
+		}
+		fv := v.FieldByIndex(f.index)
+		fv.SetString(MaskSecret(fv.String()))
+	}
+	return c
+}
+
+// withLock runs fn while holding an exclusive flock(2) on
+// HERMES_HOME/.config.lock, so that two `hermes config set` processes
+// editing the same file do not lose each other's change.
+func withLock(home string, fn func() error) error {
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", home, err)
+	}
+	f, err := os.OpenFile(filepath.Join(home, ".config.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", home, err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		return fmt.Errorf("lock %s: %w", home, err)
+	}
+	defer unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return fn()
+}

@@ -1,0 +1,353 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// serve handles one connection from the box: the first byte 0x05 selects
+// SOCKS5 (RFC 1928), anything else HTTP/1.1 proxy requests (absolute-URI
+// requests are forwarded, CONNECT opens a tunnel; RFC 9110 §9.3.6).
+func (b *box) serve(ctx context.Context, c net.Conn) {
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	br := bufio.NewReader(c)
+	first, err := br.Peek(1)
+	if err != nil {
+		return
+	}
+	bc := &bufferedConn{Conn: c, r: br}
+	if first[0] == 0x05 {
+		b.serveSOCKS(ctx, bc)
+		return
+	}
+	serveHTTPConn(ctx, bc, &proxyHandler{box: b})
+}
+
+// bufferedConn is a net.Conn whose reads go through a bufio.Reader that may
+// already hold peeked bytes.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// CloseWrite half-closes the underlying connection when it supports it.
+func (c *bufferedConn) CloseWrite() error { return closeWrite(c.Conn) }
+
+func closeWrite(c net.Conn) error {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// serveHTTPConn runs an HTTP/1.1 server on exactly one connection and
+// returns when the connection is closed or its hijacking handler returns.
+func serveHTTPConn(ctx context.Context, c net.Conn, h http.Handler) {
+	done := make(chan struct{})
+	var once sync.Once
+	finish := func() { once.Do(func() { close(done) }) }
+	var hijacked atomic.Bool
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r)
+			if hijacked.Load() {
+				finish()
+			}
+		}),
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          log.New(io.Discard, "", 0),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			switch st {
+			case http.StateHijacked:
+				hijacked.Store(true)
+			case http.StateClosed:
+				finish()
+			}
+		},
+	}
+	l := &oneConnListener{conn: c, done: done}
+	go srv.Serve(l)
+	<-done
+	l.Close()
+}
+
+// oneConnListener hands out one connection, then blocks until done.
+type oneConnListener struct {
+	mu   sync.Mutex
+	conn net.Conn
+	done chan struct{}
+}
+
+func (l *oneConnListener) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	c := l.conn
+	l.conn = nil
+	l.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	<-l.done
+	return nil, net.ErrClosed
+}
+
+func (l *oneConnListener) Close() error { return nil }
+
+func (l *oneConnListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+
+// proxyHandler serves proxy requests from the box.
+type proxyHandler struct{ box *box }
+
+func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodConnect {
+		h.box.handleConnect(w, r)
+		return
+	}
+	h.box.handleForward(w, r)
+}
+
+// splitHostPort parses an authority; defPort applies when it has no port.
+func splitHostPort(authority string, defPort int) (string, int, error) {
+	host, portStr, err := net.SplitHostPort(authority)
+	if err != nil {
+		if defPort == 0 {
+			return "", 0, fmt.Errorf("%q has no port", authority)
+		}
+		return strings.Trim(authority, "[]"), defPort, nil
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port <= 0 || port > 65535 {
+		return "", 0, fmt.Errorf("bad port in %q", authority)
+	}
+	return host, port, nil
+}
+
+// deny answers 403 with the one-line reason and logs the decision.
+func (b *box) deny(w http.ResponseWriter, rec AuditRecord, d decision) {
+	rec.Decision, rec.Reason = "deny", d.reason
+	b.record(rec)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Connection", "close")
+	w.WriteHeader(http.StatusForbidden)
+	fmt.Fprintln(w, d.denyLine())
+}
+
+// record stamps and appends an audit record; the path is scrubbed of
+// secret values and placeholders.
+func (b *box) record(rec AuditRecord) {
+	rec.Time = b.gate.opts.Now().UTC()
+	rec.Box = b.task
+	rec.Path = b.scrub(rec.Path)
+	rec.Reason = b.scrub(rec.Reason)
+	b.gate.audit.write(rec) // a failing audit log must not stop traffic
+}
+
+// scrub replaces every secret value of the box by "[secret NAME]".
+func (b *box) scrub(s string) string {
+	for _, sec := range b.secrets {
+		s = strings.ReplaceAll(s, sec.value, "[secret "+sec.name+"]")
+	}
+	return s
+}
+
+func (b *box) handleConnect(w http.ResponseWriter, r *http.Request) {
+	rec := AuditRecord{Proto: "connect", Method: "CONNECT"}
+	host, port, err := splitHostPort(r.Host, 0)
+	if err != nil {
+		rec.Host = r.Host
+		b.deny(w, rec, decision{host: r.Host, reason: "CONNECT needs host:port"})
+		return
+	}
+	rec.Host, rec.Port = strings.ToLower(host), port
+	d := b.decide(r.Context(), host, port)
+	rec.Host = d.host
+	if !d.allowed {
+		b.deny(w, rec, d)
+		return
+	}
+	if len(d.secrets) > 0 {
+		b.intercept(w, r, d)
+		return
+	}
+	up, err := b.dialPinned(r.Context(), d)
+	if err != nil {
+		rec.Decision, rec.Reason, rec.Error = "allow", d.reason, err.Error()
+		b.record(rec)
+		http.Error(w, "hermes egress: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer up.Close()
+	rec.Addr = up.RemoteAddr().String()
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
+		return
+	}
+	client := &bufferedConn{Conn: conn, r: rw.Reader}
+	rec.BytesOut, rec.BytesIn = pipe(client, up)
+	rec.Decision, rec.Reason = "allow", d.reason+"; blind tunnel"
+	b.record(rec)
+}
+
+// pipe copies both ways until both directions end, half-closing each side
+// when its source ends; it returns the bytes client→upstream and back.
+func pipe(client, up net.Conn) (out, in int64) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		out, _ = io.Copy(up, client)
+		closeWrite(up)
+	}()
+	in, _ = io.Copy(client, up)
+	closeWrite(client)
+	wg.Wait()
+	return out, in
+}
+
+// handleForward forwards an absolute-URI request (plain HTTP proxying).
+// Placeholders are never substituted here: secrets go only over TLS.
+func (b *box) handleForward(w http.ResponseWriter, r *http.Request) {
+	rec := AuditRecord{Proto: "http", Method: r.Method, Path: r.URL.Path}
+	if !r.URL.IsAbs() || (r.URL.Scheme != "http" && r.URL.Scheme != "https") {
+		rec.Host = r.Host
+		b.deny(w, rec, decision{host: r.Host, port: 80, reason: "not a proxy request (absolute http:// URI or CONNECT expected)"})
+		return
+	}
+	defPort := 80
+	if r.URL.Scheme == "https" {
+		defPort = 443
+	}
+	host, port, err := splitHostPort(r.URL.Host, defPort)
+	if err != nil {
+		rec.Host = r.URL.Host
+		b.deny(w, rec, decision{host: r.URL.Host, reason: err.Error()})
+		return
+	}
+	d := b.decide(r.Context(), host, port)
+	rec.Host, rec.Port = d.host, port
+	if !d.allowed {
+		b.deny(w, rec, d)
+		return
+	}
+	counted := &countingBody{ReadCloser: r.Body}
+	r.Body = counted
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL = r.URL
+			pr.Out.Host = r.URL.Host
+			pr.Out.RequestURI = ""
+		},
+		Transport:    b.transport,
+		ErrorLog:     log.New(io.Discard, "", 0),
+		ErrorHandler: b.upstreamError(&rec),
+		ModifyResponse: func(resp *http.Response) error {
+			rec.Status = resp.StatusCode
+			return nil
+		},
+	}
+	cw := &countingWriter{ResponseWriter: w}
+	rp.ServeHTTP(cw, r.WithContext(withPinned(r.Context(), d)))
+	rec.Decision, rec.Reason = "allow", d.reason
+	rec.BytesOut, rec.BytesIn = counted.n.Load(), cw.n
+	b.record(rec)
+}
+
+func (b *box) upstreamError(rec *AuditRecord) func(http.ResponseWriter, *http.Request, error) {
+	return func(w http.ResponseWriter, _ *http.Request, err error) {
+		rec.Error = b.scrub(err.Error())
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusBadGateway)
+		fmt.Fprintln(w, "hermes egress: upstream error:", rec.Error)
+	}
+}
+
+// pinnedKey carries a decision to the transport's dialer.
+type pinnedKey struct{}
+
+func withPinned(ctx context.Context, d decision) context.Context {
+	return context.WithValue(ctx, pinnedKey{}, d)
+}
+
+// newTransport returns the box's upstream transport: it dials only the
+// addresses of the decision in the request context (never resolving again)
+// and verifies upstream TLS against Options.RootCAs (or the system roots).
+func (b *box) newTransport() *http.Transport {
+	return &http.Transport{
+		Proxy: nil, // never the host's own proxy variables
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			d, ok := ctx.Value(pinnedKey{}).(decision)
+			if !ok || !d.allowed {
+				return nil, errors.New("egress: dial without an allow decision")
+			}
+			host, port, err := splitHostPort(addr, 0)
+			if err != nil || !sameHost(host, d.host) || port != d.port {
+				return nil, fmt.Errorf("egress: dial %s does not match the decision for %s", addr, d.host)
+			}
+			return b.dialPinned(ctx, d)
+		},
+		TLSClientConfig:       &tls.Config{RootCAs: b.gate.opts.RootCAs},
+		ForceAttemptHTTP2:     true,
+		MaxIdleConnsPerHost:   4,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   15 * time.Second,
+		ResponseHeaderTimeout: 5 * time.Minute,
+	}
+}
+
+func sameHost(a, b string) bool {
+	a = strings.ToLower(strings.TrimSuffix(strings.Trim(a, "[]"), "."))
+	if ip, err := netip.ParseAddr(a); err == nil {
+		a = ip.Unmap().WithZone("").String()
+	}
+	return a == b
+}
+
+// countingBody counts bytes read from a request body.
+type countingBody struct {
+	io.ReadCloser
+	n atomic.Int64
+}
+
+func (c *countingBody) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// countingWriter counts response body bytes; it keeps Flush working.
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach Flush and Hijack.
+func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }

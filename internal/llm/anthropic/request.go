@@ -1,0 +1,159 @@
+package anthropic
+
+import (
+	"encoding/json"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+
+	"github.com/hermes-go/hermes/internal/llm"
+)
+
+// DefaultMaxTokens is max_tokens when the request sets none (the Messages
+// API requires it).
+const DefaultMaxTokens = 8192
+
+// ThinkingBudget maps a reasoning effort to an extended-thinking
+// budget_tokens (Anthropic "extended thinking" doc: minimum 1024):
+// minimal 1024, low 2048, medium 8192, high 16384, xhigh 32768; 0 for "",
+// "none" or an unknown value (thinking off).
+func ThinkingBudget(effort string) int {
+	switch effort {
+	case "minimal":
+		return 1024
+	case "low":
+		return 2048
+	case "medium":
+		return 8192
+	case "high":
+		return 16384
+	case "xhigh":
+		return 32768
+	}
+	return 0
+}
+
+// buildParams converts req to Messages API parameters: the system prompt as
+// one text block with cache_control ephemeral, tools with cache_control on
+// the last one, and the history converted by convertMessages.
+func buildParams(req llm.Request) anthropic.MessageNewParams {
+	maxTokens := req.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = DefaultMaxTokens
+	}
+	params := anthropic.MessageNewParams{
+		Model:    anthropic.Model(req.Model),
+		Messages: convertMessages(req.Messages),
+	}
+	if req.System != "" {
+		params.System = []anthropic.TextBlockParam{{Text: req.System, CacheControl: anthropic.NewCacheControlEphemeralParam()}}
+	}
+	for i, t := range req.Tools {
+		tool := &anthropic.ToolParam{Name: t.Name, InputSchema: inputSchema(t.Parameters)}
+		if t.Description != "" {
+			tool.Description = anthropic.String(t.Description)
+		}
+		if i == len(req.Tools)-1 {
+			tool.CacheControl = anthropic.NewCacheControlEphemeralParam()
+		}
+		params.Tools = append(params.Tools, anthropic.ToolUnionParam{OfTool: tool})
+	}
+	if budget := ThinkingBudget(req.ReasoningEffort); budget > 0 {
+		params.Thinking = anthropic.ThinkingConfigParamUnion{OfEnabled: &anthropic.ThinkingConfigEnabledParam{BudgetTokens: int64(budget)}}
+		maxTokens = max(maxTokens, budget+4096)
+	}
+	params.MaxTokens = int64(maxTokens)
+	return params
+}
+
+// inputSchema splits a JSON Schema object into the SDK's properties and
+// required fields, keeping any other keywords as extra fields.
+func inputSchema(raw json.RawMessage) anthropic.ToolInputSchemaParam {
+	var schema map[string]any
+	_ = json.Unmarshal(raw, &schema)
+	out := anthropic.ToolInputSchemaParam{Properties: map[string]any{}}
+	for k, v := range schema {
+		switch k {
+		case "type":
+		case "properties":
+			out.Properties = v
+		case "required":
+			if list, ok := v.([]any); ok {
+				for _, r := range list {
+					if s, ok := r.(string); ok {
+						out.Required = append(out.Required, s)
+					}
+				}
+			}
+		default:
+			if out.ExtraFields == nil {
+				out.ExtraFields = map[string]any{}
+			}
+			out.ExtraFields[k] = v
+		}
+	}
+	return out
+}
+
+// convertMessages maps the history to Messages API turns: assistant
+// messages become thinking (with signature) or redacted_thinking blocks
+// first, then text, then tool_use; tool results become tool_result blocks
+// in a user message, consecutive results merged into one message, is_error
+// kept. System messages inside the history are sent as user text.
+func convertMessages(msgs []llm.Message) []anthropic.MessageParam {
+	var out []anthropic.MessageParam
+	var results []anthropic.ContentBlockParamUnion
+	flush := func() {
+		if len(results) > 0 {
+			out = append(out, anthropic.NewUserMessage(results...))
+			results = nil
+		}
+	}
+	for _, m := range msgs {
+		switch m.Role {
+		case llm.RoleTool:
+			results = append(results, anthropic.NewToolResultBlock(m.ToolCallID, nonEmpty(m.Content), m.IsError))
+		case llm.RoleAssistant:
+			flush()
+			var blocks []anthropic.ContentBlockParamUnion
+			if m.Reasoning != "" && m.ReasoningSignature != "" {
+				blocks = append(blocks, anthropic.NewThinkingBlock(m.ReasoningSignature, m.Reasoning))
+			}
+			for _, data := range m.RedactedThinking {
+				blocks = append(blocks, anthropic.NewRedactedThinkingBlock(data))
+			}
+			if m.Content != "" {
+				blocks = append(blocks, anthropic.NewTextBlock(m.Content))
+			}
+			for _, tc := range m.ToolCalls {
+				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, toolInput(tc.Arguments), tc.Name))
+			}
+			if len(blocks) == 0 {
+				blocks = append(blocks, anthropic.NewTextBlock("(no answer)"))
+			}
+			out = append(out, anthropic.NewAssistantMessage(blocks...))
+		default:
+			flush()
+			out = append(out, anthropic.NewUserMessage(anthropic.NewTextBlock(nonEmpty(m.Content))))
+		}
+	}
+	flush()
+	return out
+}
+
+// toolInput is the call's arguments as a JSON object; empty or malformed
+// arguments (which the agent refused to run) are sent as {}.
+func toolInput(args string) json.RawMessage {
+	var obj map[string]any
+	if json.Unmarshal([]byte(args), &obj) != nil || obj == nil {
+		return json.RawMessage(`{}`)
+	}
+	return json.RawMessage(args)
+}
+
+// nonEmpty replaces empty text, which the Messages API rejects.
+func nonEmpty(s string) string {
+	if s == "" {
+		return "(empty)"
+	}
+	return s
+}

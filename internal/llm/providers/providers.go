@@ -1,0 +1,188 @@
+// Package providers builds the llm.Provider a run uses from the provider
+// name, model, base URL and key that flags, config.yaml and the environment
+// give (Hermes Agent providers: openrouter, openai, anthropic, custom; plus
+// replay). It applies the retry policy and, when asked, recording.
+package providers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/hermes-go/hermes/internal/llm"
+	"github.com/hermes-go/hermes/internal/llm/anthropic"
+	"github.com/hermes-go/hermes/internal/llm/openai"
+	"github.com/hermes-go/hermes/internal/llm/replay"
+)
+
+// Default base URLs of the built-in providers.
+const (
+	OpenRouterBaseURL = "https://openrouter.ai/api/v1"
+	OpenAIBaseURL     = "https://api.openai.com/v1"
+	AnthropicBaseURL  = "https://api.anthropic.com"
+)
+
+// Names returns the accepted provider names ("" and "auto" infer one).
+func Names() []string { return []string{"openrouter", "openai", "anthropic", "custom", "replay"} }
+
+// Options selects and configures a provider.
+type Options struct {
+	// Provider is openrouter, openai, anthropic, custom or replay; "" or
+	// "auto" infers: replay when ReplayPath is set, else openrouter when
+	// OPENROUTER_API_KEY is set, else anthropic when ANTHROPIC_API_KEY or
+	// ANTHROPIC_AUTH_TOKEN is, else openai when OPENAI_API_KEY is, else
+	// custom when BaseURL is set.
+	Provider string
+	// Model is the model id (model.default or --model); required except for replay.
+	Model string
+	// BaseURL (model.base_url or a flag) overrides <PROVIDER>_BASE_URL,
+	// which overrides the default. Required for custom.
+	BaseURL string
+	// APIKey (model.api_key) overrides the provider's env var. Optional for custom.
+	APIKey string
+	// Getenv reads the environment (including HERMES_HOME/.env values); nil reads nothing.
+	Getenv func(string) string
+	// HTTPClient is used for requests (default http.DefaultClient).
+	HTTPClient *http.Client
+	// RecordPath, when set, records every model call to this JSONL file
+	// (--record); the returned provider then implements io.Closer.
+	RecordPath string
+	// ReplayPath is the file played back by the replay provider (--replay).
+	ReplayPath string
+	// Retry bounds retries of 429, 5xx, overload and connection errors
+	// (zero value: 3 retries, 2s doubling backoff, 60s cap).
+	Retry llm.RetryPolicy
+}
+
+// Resolve returns the provider name Options selects, applying the "auto"
+// inference described on Options.Provider.
+func Resolve(o Options) (string, error) {
+	name := strings.ToLower(strings.TrimSpace(o.Provider))
+	getenv := getenvOf(o)
+	if name != "" && name != "auto" {
+		for _, n := range Names() {
+			if n == name {
+				return name, nil
+			}
+		}
+		return "", fmt.Errorf("unknown provider %q: use one of %s (model.provider in config.yaml or --provider)", o.Provider, strings.Join(Names(), ", "))
+	}
+	switch {
+	case o.ReplayPath != "":
+		return "replay", nil
+	case getenv("OPENROUTER_API_KEY") != "":
+		return "openrouter", nil
+	case getenv("ANTHROPIC_API_KEY") != "" || getenv("ANTHROPIC_AUTH_TOKEN") != "":
+		return "anthropic", nil
+	case getenv("OPENAI_API_KEY") != "":
+		return "openai", nil
+	case o.BaseURL != "":
+		return "custom", nil
+	}
+	return "", errors.New("no model provider configured: set an API key, e.g. `hermes config set OPENROUTER_API_KEY sk-or-...`, " +
+		"or choose a provider and model with `hermes model`")
+}
+
+// New builds the provider for o, wrapped with retries (and recording when
+// o.RecordPath is set). Errors name the env var or config key to set.
+func New(o Options) (llm.Provider, error) {
+	name, err := Resolve(o)
+	if err != nil {
+		return nil, err
+	}
+	getenv := getenvOf(o)
+	if name == "replay" {
+		if o.ReplayPath == "" {
+			return nil, errors.New("provider replay needs a recording: pass --replay FILE")
+		}
+		p, err := replay.Open(o.ReplayPath)
+		if err != nil {
+			return nil, err
+		}
+		return record(p, o)
+	}
+	if strings.TrimSpace(o.Model) == "" {
+		return nil, fmt.Errorf("no model set for provider %s: set model.default in config.yaml or pass --model", name)
+	}
+	var base llm.Provider
+	switch name {
+	case "openrouter", "openai":
+		env := strings.ToUpper(name)
+		key := firstNonEmpty(o.APIKey, getenv(env+"_API_KEY"))
+		if key == "" {
+			return nil, missingKey(name, env+"_API_KEY")
+		}
+		cfg := openai.Config{
+			Name:       name,
+			BaseURL:    firstNonEmpty(o.BaseURL, getenv(env+"_BASE_URL"), defaultURL(name)),
+			APIKey:     key,
+			HTTPClient: o.HTTPClient,
+			Hints:      llm.ErrorHints{KeyFix: keyFix(env + "_API_KEY")},
+		}
+		if name == "openrouter" {
+			cfg.Headers = map[string]string{"HTTP-Referer": "https://github.com/hermes-go/hermes", "X-Title": "Hermes Agent"}
+		}
+		base = openai.New(cfg)
+	case "custom":
+		if o.BaseURL == "" {
+			return nil, errors.New("provider custom needs an endpoint: set model.base_url in config.yaml " +
+				"(e.g. `hermes config set model.base_url http://localhost:11434/v1`) or pass --base-url")
+		}
+		base = openai.New(openai.Config{
+			Name: "custom", BaseURL: o.BaseURL, APIKey: o.APIKey, HTTPClient: o.HTTPClient,
+			Hints: llm.ErrorHints{KeyFix: "set model.api_key in config.yaml (`hermes config set model.api_key ...`)"},
+		})
+	case "anthropic":
+		key, token := firstNonEmpty(o.APIKey, getenv("ANTHROPIC_API_KEY")), getenv("ANTHROPIC_AUTH_TOKEN")
+		if key == "" && token == "" {
+			return nil, missingKey(name, "ANTHROPIC_API_KEY")
+		}
+		base = anthropic.New(anthropic.Config{
+			BaseURL:    strings.TrimSuffix(strings.TrimSuffix(firstNonEmpty(o.BaseURL, getenv("ANTHROPIC_BASE_URL"), AnthropicBaseURL), "/"), "/v1"),
+			APIKey:     key,
+			AuthToken:  token,
+			HTTPClient: o.HTTPClient,
+			Hints:      llm.ErrorHints{KeyFix: "set ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN (or model.api_key in config.yaml)"},
+		})
+	}
+	return record(llm.WithRetry(base, o.Retry), o)
+}
+
+func record(p llm.Provider, o Options) (llm.Provider, error) {
+	if o.RecordPath == "" {
+		return p, nil
+	}
+	return replay.NewRecorder(p, o.RecordPath)
+}
+
+func defaultURL(name string) string {
+	if name == "openrouter" {
+		return OpenRouterBaseURL
+	}
+	return OpenAIBaseURL
+}
+
+func keyFix(env string) string {
+	return "set " + env + " (or model.api_key in config.yaml)"
+}
+
+func missingKey(provider, env string) error {
+	return fmt.Errorf("provider %s needs an API key: set %s, e.g. `hermes config set %s ...`, or model.api_key in config.yaml", provider, env, env)
+}
+
+func getenvOf(o Options) func(string) string {
+	if o.Getenv != nil {
+		return o.Getenv
+	}
+	return func(string) string { return "" }
+}
+
+func firstNonEmpty(v ...string) string {
+	for _, s := range v {
+		if strings.TrimSpace(s) != "" {
+			return strings.TrimSpace(s)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,160 @@
+package tool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/hermes-go/hermes/internal/backend"
+)
+
+// FileToolOptions are the dependencies of read_file, write_file, patch and
+// search_files.
+type FileToolOptions struct {
+	Backend backend.Backend
+	// Home is the user's home directory and HermesHome is HERMES_HOME, in
+	// the environment's view; they spell the paths writes may never touch.
+	Home, HermesHome string
+	// MaxReadChars is file_read_max_chars; 0 means 100,000.
+	MaxReadChars int
+}
+
+// DefaultFileReadMaxChars is file_read_max_chars' default.
+const DefaultFileReadMaxChars = 100_000
+
+// openEnv opens the session's environment, or returns an error result.
+func openEnv(ctx context.Context, b backend.Backend, sessionID, toolName string) (backend.Environment, *Result) {
+	env, err := b.Open(ctx, sessionID)
+	if err != nil {
+		r := Errorf("%s: the %s backend is not available: %v", toolName, b.Kind(), err)
+		return nil, &r
+	}
+	return env, nil
+}
+
+// absPath resolves p as the environment does: "~" from home, relative paths
+// against the workdir.
+func absPath(env backend.Environment, home, p string) string {
+	if home != "" {
+		if p == "~" {
+			p = home
+		} else if rest, ok := strings.CutPrefix(p, "~/"); ok {
+			p = path.Join(home, rest)
+		}
+	}
+	if !path.IsAbs(p) {
+		p = path.Join(env.Workdir(), p)
+	}
+	return path.Clean(p)
+}
+
+// writeBlocked returns why writes to abs are refused, or "". The list is
+// Hermes' always-blocked set ("security.md", file-write safety): ~/.ssh,
+// ~/.aws, ~/.kube, ~/.gnupg, ~/.netrc, /etc/sudoers, HERMES_HOME/.env,
+// auth.json, secrets/, mcp-tokens/, pairing/, and any .env / .env.* /
+// .envrc file.
+func (o FileToolOptions) writeBlocked(abs string) string {
+	base := path.Base(abs)
+	if base == ".env" || strings.HasPrefix(base, ".env.") || base == ".envrc" {
+		return "it is an environment file that holds secrets (" + base + ")"
+	}
+	if abs == "/etc/sudoers" || strings.HasPrefix(abs, "/etc/sudoers.d/") {
+		return "it controls sudo"
+	}
+	under := func(dir string) bool { return abs == dir || strings.HasPrefix(abs, dir+"/") }
+	if o.Home != "" {
+		for _, d := range []string{".ssh", ".aws", ".kube", ".gnupg", ".docker", ".config/gh"} {
+			if under(path.Join(o.Home, d)) {
+				return "it is in ~/" + d + ", which holds credentials"
+			}
+		}
+		if abs == path.Join(o.Home, ".netrc") || abs == path.Join(o.Home, ".git-credentials") {
+			return "it holds credentials"
+		}
+	}
+	if o.HermesHome != "" {
+		for _, d := range []string{"auth.json", "secrets", "mcp-tokens", "pairing"} {
+			if under(path.Join(o.HermesHome, d)) {
+				return "it is hermes' own credential store (" + d + ")"
+			}
+		}
+	}
+	return ""
+}
+
+// notFound builds the error for a missing file, suggesting similar names
+// in its directory.
+func notFound(ctx context.Context, env backend.Environment, toolName, p, abs string) Result {
+	msg := fmt.Sprintf("%s: file not found: %s", toolName, p)
+	dir := path.Dir(abs)
+	entries, err := env.ReadDir(ctx, dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Errorf("%s (directory %s does not exist either)", msg, dir)
+		}
+		return Errorf("%s", msg)
+	}
+	if s := similarNames(path.Base(abs), entries); len(s) > 0 {
+		for i := range s {
+			s[i] = path.Join(dir, s[i])
+		}
+		return Errorf("%s. Did you mean: %s", msg, strings.Join(s, ", "))
+	}
+	return Errorf("%s (use search_files with target \"files\" to find it)", msg)
+}
+
+// similarNames returns up to 5 entry names close to name: same name in
+// another case, a shared prefix or infix, or an edit distance of at most a
+// third of the name.
+func similarNames(name string, entries []backend.FileInfo) []string {
+	type scored struct {
+		name  string
+		score int
+	}
+	lower := strings.ToLower(name)
+	stem := strings.TrimSuffix(lower, path.Ext(lower))
+	var found []scored
+	for _, e := range entries {
+		n := strings.ToLower(e.Name)
+		d := editDistance(lower, n)
+		switch {
+		case n == lower:
+			found = append(found, scored{e.Name, 0})
+		case stem != "" && (strings.HasPrefix(n, stem) || strings.Contains(n, stem)):
+			found = append(found, scored{e.Name, 1 + d})
+		case d <= max(1, len(lower)/3):
+			found = append(found, scored{e.Name, 1 + d})
+		}
+	}
+	sort.SliceStable(found, func(i, j int) bool { return found[i].score < found[j].score })
+	out := []string{}
+	for i := 0; i < len(found) && i < 5; i++ {
+		out = append(out, found[i].name)
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance of a and b in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,224 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/hermes-go/hermes/internal/llm"
+)
+
+// maxPreviewLines bounds the diff preview in a patch result.
+const maxPreviewLines = 40
+
+// PatchTool is the `patch` tool (toolset file) in Hermes' replace mode:
+// old_string is found exactly and replaced by new_string.
+type PatchTool struct{ opts FileToolOptions }
+
+// NewPatchTool returns the patch tool.
+func NewPatchTool(opts FileToolOptions) *PatchTool { return &PatchTool{opts: opts} }
+
+// Toolset is "file".
+func (t *PatchTool) Toolset() string { return "file" }
+
+// Parallel is false: edits to one file must not race.
+func (t *PatchTool) Parallel() bool { return false }
+
+// Spec describes the tool.
+func (t *PatchTool) Spec() llm.ToolSpec {
+	return llm.ToolSpec{
+		Name: "patch",
+		Description: "Edit a file by replacing old_string with new_string. old_string must match the file exactly (whitespace, indentation and line endings) " +
+			"and only once, unless replace_all is true; include surrounding lines to make it unique. Returns a diff preview.",
+		Parameters: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string", "description": "File to edit."},
+    "old_string": {"type": "string", "description": "Exact text to find."},
+    "new_string": {"type": "string", "description": "Replacement text."},
+    "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."}
+  },
+  "required": ["path", "old_string", "new_string"]
+}`),
+	}
+}
+
+type patchArgs struct {
+	Path       string  `json:"path"`
+	OldString  *string `json:"old_string"`
+	NewString  *string `json:"new_string"`
+	ReplaceAll bool    `json:"replace_all"`
+}
+
+// Run applies the edit atomically.
+func (t *PatchTool) Run(ctx context.Context, call Call) Result {
+	var args patchArgs
+	if err := Decode(call.Args, &args); err != nil {
+		return Errorf("%v", err)
+	}
+	switch {
+	case strings.TrimSpace(args.Path) == "":
+		return Errorf("patch: path is required")
+	case args.OldString == nil || *args.OldString == "":
+		return Errorf("patch: old_string is required and must not be empty; to create a file use write_file")
+	case args.NewString == nil:
+		return Errorf("patch: new_string is required (use \"\" to delete old_string)")
+	case *args.OldString == *args.NewString:
+		return Errorf("patch: old_string and new_string are identical; nothing to change")
+	}
+	oldS, newS := *args.OldString, *args.NewString
+	env, errRes := openEnv(ctx, t.opts.Backend, call.SessionID, "patch")
+	if errRes != nil {
+		return *errRes
+	}
+	abs := absPath(env, t.opts.Home, args.Path)
+	if why := t.opts.writeBlocked(abs); why != "" {
+		return Errorf("patch: refused to edit %s: %s. Writes there are always blocked; ask the user to make this change", args.Path, why)
+	}
+	data, err := env.ReadFile(ctx, abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return notFound(ctx, env, "patch", args.Path, abs)
+	}
+	if err != nil {
+		return Errorf("patch: %v", err)
+	}
+	content := string(data)
+	if looksBinary(data) {
+		return Errorf("patch: %s looks like a binary file; patch edits text only", args.Path)
+	}
+	count := strings.Count(content, oldS)
+	var note string
+	// A model often sends "\n" for a file with "\r\n" line endings; match
+	// with the file's endings so every byte it keeps stays as it was.
+	if count == 0 && strings.Contains(content, "\r\n") && strings.Contains(oldS, "\n") && !strings.Contains(oldS, "\r\n") {
+		crlfOld := strings.ReplaceAll(oldS, "\n", "\r\n")
+		if c := strings.Count(content, crlfOld); c > 0 {
+			oldS, newS, count = crlfOld, strings.ReplaceAll(strings.ReplaceAll(newS, "\r\n", "\n"), "\n", "\r\n"), c
+			note = " (matched with the file's CRLF line endings)"
+		}
+	}
+	if count == 0 {
+		return Errorf("patch: old_string not found in %s.%s", args.Path, closestHint(content, oldS))
+	}
+	if count > 1 && !args.ReplaceAll {
+		return Errorf("patch: old_string occurs %d times in %s (at lines %s); add surrounding lines to make it unique, or set replace_all: true",
+			count, args.Path, joinInts(matchLines(content, oldS, 10)))
+	}
+	lines := matchLines(content, oldS, 3)
+	updated := strings.ReplaceAll(content, oldS, newS)
+	if !args.ReplaceAll {
+		updated = strings.Replace(content, oldS, newS, 1)
+		count = 1
+	}
+	if err := env.WriteFile(ctx, abs, []byte(updated), 0o644); err != nil {
+		return Errorf("patch: could not write %s: %v", args.Path, err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Patched %s: %d replacement(s)%s\n", abs, count, note)
+	b.WriteString(diffPreview(args.Path, lines, oldS, newS, count))
+	return Result{Content: b.String()}
+}
+
+// matchLines returns the 1-based line numbers where the first n matches of
+// sub start.
+func matchLines(s, sub string, n int) []int {
+	var out []int
+	pos := 0
+	for len(out) < n {
+		i := strings.Index(s[pos:], sub)
+		if i < 0 {
+			break
+		}
+		out = append(out, strings.Count(s[:pos+i], "\n")+1)
+		pos += i + max(1, len(sub))
+	}
+	return out
+}
+
+func joinInts(v []int) string {
+	parts := make([]string, len(v))
+	for i, n := range v {
+		parts[i] = fmt.Sprint(n)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// closestHint points at the file line most like old_string's first
+// non-blank line, and names a whitespace or line-ending mismatch.
+func closestHint(content, old string) string {
+	var hint strings.Builder
+	squash := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	if strings.Contains(squash(content), squash(old)) {
+		hint.WriteString(" The text exists with different whitespace or indentation; copy it exactly from read_file output (without the LINE| prefix).")
+	}
+	want := ""
+	for _, l := range strings.Split(old, "\n") {
+		if strings.TrimSpace(l) != "" {
+			want = strings.TrimSpace(l)
+			break
+		}
+	}
+	if want == "" {
+		return hint.String()
+	}
+	lines := strings.Split(content, "\n")
+	best, bestScore := -1, -1.0
+	for i, l := range lines {
+		t := strings.TrimSpace(l)
+		if t == "" {
+			continue
+		}
+		if len(t) > 4*len(want)+50 || len(want) > 4*len(t)+50 {
+			continue
+		}
+		d := editDistance(want, t)
+		score := 1 - float64(d)/float64(max(len(want), len(t)))
+		if score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	if best >= 0 && bestScore >= 0.5 {
+		fmt.Fprintf(&hint, " Closest line:\n%6d|%s", best+1, strings.TrimRight(lines[best], "\r"))
+	} else {
+		hint.WriteString(" Read the file again to see its current content.")
+	}
+	return hint.String()
+}
+
+// diffPreview shows the first replacements as -/+ lines with line numbers.
+func diffPreview(path string, lines []int, oldS, newS string, count int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "--- %s\n+++ %s\n", path, path)
+	oldLines := strings.Split(strings.TrimSuffix(oldS, "\n"), "\n")
+	newLines := strings.Split(strings.TrimSuffix(newS, "\n"), "\n")
+	if newS == "" {
+		newLines = nil
+	}
+	shown := 0
+	for _, at := range lines {
+		fmt.Fprintf(&b, "@@ -%d,%d +%d,%d @@\n", at, len(oldLines), at, len(newLines))
+		for _, l := range oldLines {
+			if shown++; shown > maxPreviewLines {
+				break
+			}
+			b.WriteString("-" + strings.TrimRight(l, "\r") + "\n")
+		}
+		for _, l := range newLines {
+			if shown++; shown > maxPreviewLines {
+				break
+			}
+			b.WriteString("+" + strings.TrimRight(l, "\r") + "\n")
+		}
+		if shown > maxPreviewLines {
+			b.WriteString("... (preview cut)\n")
+			break
+		}
+	}
+	if count > len(lines) {
+		fmt.Fprintf(&b, "... and %d more replacement(s)\n", count-len(lines))
+	}
+	return b.String()
+}

@@ -1,0 +1,257 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hermes-go/hermes/internal/approval"
+	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/llm"
+)
+
+// Terminal defaults (Hermes "tools-reference.md": terminal.timeout 180 s;
+// foreground commands are capped, longer work goes to background: true).
+const (
+	DefaultTerminalTimeout = 180 * time.Second
+	MaxForegroundTimeout   = 600 * time.Second
+)
+
+// TerminalOptions are the dependencies of the terminal tool.
+type TerminalOptions struct {
+	Backend backend.Backend
+	// Approvals checks every command first; nil runs every command (only
+	// for tests and trusted embedders).
+	Approvals *approval.Service
+	// OutputDir receives the full output of commands whose output was
+	// truncated for the model (HERMES_HOME/cache/terminal). "" keeps no file.
+	OutputDir string
+	// Timeout is terminal.timeout; 0 means 180 s.
+	Timeout time.Duration
+	// MaxTimeout caps foreground timeouts; 0 means 600 s.
+	MaxTimeout time.Duration
+	// Secrets are values redacted from output (the scrubbed env values).
+	Secrets []string
+	// Processes records background processes for the process tool.
+	Processes *ProcessTable
+}
+
+// TerminalTool is the `terminal` tool (toolset terminal).
+type TerminalTool struct{ opts TerminalOptions }
+
+// NewTerminalTool returns the terminal tool. A nil opts.Processes gets a
+// fresh table (background processes are then invisible to a process tool).
+func NewTerminalTool(opts TerminalOptions) *TerminalTool {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTerminalTimeout
+	}
+	if opts.MaxTimeout <= 0 {
+		opts.MaxTimeout = MaxForegroundTimeout
+	}
+	if opts.Processes == nil {
+		opts.Processes = NewProcessTable()
+	}
+	return &TerminalTool{opts: opts}
+}
+
+// Toolset is "terminal".
+func (t *TerminalTool) Toolset() string { return "terminal" }
+
+// Parallel is false: commands may depend on each other's side effects.
+func (t *TerminalTool) Parallel() bool { return false }
+
+// Spec describes the tool.
+func (t *TerminalTool) Spec() llm.ToolSpec {
+	return llm.ToolSpec{
+		Name: "terminal",
+		Description: "Run a shell command (bash) in the task's working directory and return its combined stdout/stderr and exit code. " +
+			"Output over 50,000 characters is cut in the middle; the full output is saved to a file named in the result. " +
+			"Use background: true for servers and long jobs, then the process tool to poll, read logs, wait, write to stdin or kill. " +
+			"Dangerous commands may need the user's approval; some never run.",
+		Parameters: json.RawMessage(fmt.Sprintf(`{
+  "type": "object",
+  "properties": {
+    "command": {"type": "string", "description": "The shell command to run."},
+    "timeout": {"type": "integer", "description": "Seconds before the command and its children are killed (default %d, at most %d for foreground commands)."},
+    "workdir": {"type": "string", "description": "Directory to run in, absolute or relative to the working directory."},
+    "background": {"type": "boolean", "description": "Start the command in the background and return a process id at once."}
+  },
+  "required": ["command"]
+}`, int(t.opts.Timeout.Seconds()), int(t.opts.MaxTimeout.Seconds()))),
+	}
+}
+
+type terminalArgs struct {
+	Command    string   `json:"command"`
+	Timeout    *float64 `json:"timeout"`
+	Workdir    string   `json:"workdir"`
+	Background bool     `json:"background"`
+}
+
+// terminalResult is the JSON the model sees (Hermes returns output,
+// exit_code and error).
+type terminalResult struct {
+	Output         string `json:"output"`
+	ExitCode       int    `json:"exit_code"`
+	Signal         string `json:"signal,omitempty"`
+	Error          string `json:"error,omitempty"`
+	Truncated      bool   `json:"truncated,omitempty"`
+	FullOutputPath string `json:"full_output_path,omitempty"`
+	Note           string `json:"note,omitempty"`
+}
+
+// Run executes one command.
+func (t *TerminalTool) Run(ctx context.Context, call Call) Result {
+	var args terminalArgs
+	if err := Decode(call.Args, &args); err != nil {
+		return Errorf("%v", err)
+	}
+	if strings.TrimSpace(args.Command) == "" {
+		return Errorf("terminal: command is required, e.g. {\"command\": \"ls -la\"}")
+	}
+	timeout := t.opts.Timeout
+	var note string
+	if args.Timeout != nil {
+		if *args.Timeout <= 0 {
+			return Errorf("terminal: timeout must be a positive number of seconds, got %v", *args.Timeout)
+		}
+		timeout = time.Duration(*args.Timeout * float64(time.Second))
+	}
+	if !args.Background && timeout > t.opts.MaxTimeout {
+		note = fmt.Sprintf("timeout %s capped to %s for a foreground command; use background: true for longer work", timeout, t.opts.MaxTimeout)
+		timeout = t.opts.MaxTimeout
+	}
+	if t.opts.Approvals != nil {
+		d, err := t.opts.Approvals.Request(ctx, approval.Request{SessionID: call.SessionID, Command: args.Command})
+		if err != nil {
+			return Errorf("terminal: command not run: %v", err)
+		}
+		if !d.Allowed {
+			return Errorf("terminal: command not run: %s", d.Reason)
+		}
+		if d.Warning != "" {
+			note = strings.TrimPrefix(note+"; "+d.Warning, "; ")
+		}
+	}
+	env, err := t.opts.Backend.Open(ctx, call.SessionID)
+	if err != nil {
+		return Errorf("terminal: the %s backend is not available: %v", t.opts.Backend.Kind(), err)
+	}
+	if args.Background {
+		return t.startBackground(ctx, env, call.SessionID, args)
+	}
+
+	var raw *os.File
+	if t.opts.OutputDir != "" {
+		if err := os.MkdirAll(t.opts.OutputDir, 0o700); err == nil {
+			raw, _ = os.CreateTemp(t.opts.OutputDir, "terminal-*.log")
+		}
+	}
+	req := backend.ExecRequest{Command: args.Command, Workdir: args.Workdir, Timeout: timeout}
+	if raw != nil {
+		req.Output = raw
+	}
+	res, err := env.Exec(ctx, req)
+	if raw != nil {
+		raw.Close()
+	}
+	if err != nil {
+		if raw != nil {
+			os.Remove(raw.Name())
+		}
+		if errors.Is(err, context.Canceled) {
+			return Errorf("terminal: cancelled")
+		}
+		return Errorf("terminal: could not run the command: %v", err)
+	}
+	out := cleanOutput(res.Output, t.opts.Secrets)
+	var fullPath string
+	if raw != nil {
+		fullPath = raw.Name()
+	}
+	shown, truncated := capOutput(out, MaxOutputChars, fullPath)
+	if truncated && raw != nil {
+		if err := saveRedacted(raw.Name(), t.opts.Secrets); err != nil {
+			os.Remove(raw.Name())
+			shown, _ = capOutput(out, MaxOutputChars, "")
+			fullPath = ""
+		}
+	} else if raw != nil {
+		os.Remove(raw.Name())
+		fullPath = ""
+	}
+	r := terminalResult{Output: shown, ExitCode: res.ExitCode, Signal: res.Signal, Truncated: truncated, FullOutputPath: fullPath, Note: note}
+	r.Error = explainExit(res, timeout)
+	return jsonResult(r)
+}
+
+func (t *TerminalTool) startBackground(ctx context.Context, env backend.Environment, sessionID string, args terminalArgs) Result {
+	req := backend.ExecRequest{Command: args.Command, Workdir: args.Workdir}
+	if args.Timeout != nil {
+		req.Timeout = time.Duration(*args.Timeout * float64(time.Second))
+	}
+	p, err := env.Start(ctx, req)
+	if err != nil {
+		return Errorf("terminal: could not start the command: %v", err)
+	}
+	id := t.opts.Processes.add(sessionID, args.Command, p)
+	return jsonResult(map[string]any{
+		"process_id": id,
+		"pid":        p.PID(),
+		"status":     "running",
+		"note":       "started in the background; use the process tool with id " + id + " (actions: poll, log, wait, write, kill)",
+	})
+}
+
+// signalMeanings explains common signal deaths.
+var signalMeanings = map[string]string{
+	"SIGKILL": "killed by SIGKILL (possibly out of memory)",
+	"SIGSEGV": "killed by SIGSEGV (segmentation fault: the program crashed)",
+	"SIGABRT": "killed by SIGABRT (the program aborted itself)",
+	"SIGTERM": "killed by SIGTERM (terminated)",
+	"SIGINT":  "killed by SIGINT (interrupted)",
+	"SIGPIPE": "killed by SIGPIPE (wrote to a closed pipe)",
+	"SIGBUS":  "killed by SIGBUS (bad memory access)",
+	"SIGFPE":  "killed by SIGFPE (arithmetic error such as division by zero)",
+	"SIGHUP":  "killed by SIGHUP (hang-up)",
+}
+
+// signalByNumber maps 128+N exit codes of a shell back to signal names.
+var signalByNumber = map[int]string{1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
+
+// explainExit says in words why a command ended unsuccessfully; "" for exit 0.
+func explainExit(res backend.ExecResult, timeout time.Duration) string {
+	switch {
+	case res.TimedOut:
+		return fmt.Sprintf("timed out after %s; the command and its child processes were killed. Use a larger timeout or background: true for long-running commands", formatSeconds(timeout))
+	case res.OOMKilled:
+		return "killed by the kernel OOM killer (out of memory)"
+	case res.Signal != "":
+		if m, ok := signalMeanings[res.Signal]; ok {
+			return m
+		}
+		return "killed by " + res.Signal
+	case res.ExitCode == 0:
+		return ""
+	case res.ExitCode == 126:
+		return "exit code 126: the command was found but could not be executed (permission denied or not a program)"
+	case res.ExitCode == 127:
+		return "exit code 127: command not found"
+	case res.ExitCode > 128 && res.ExitCode < 160:
+		if name, ok := signalByNumber[res.ExitCode-128]; ok {
+			return fmt.Sprintf("exit code %d: a process was %s", res.ExitCode, signalMeanings[name])
+		}
+	}
+	return fmt.Sprintf("exit code %d", res.ExitCode)
+}
+
+func formatSeconds(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	}
+	return d.String()
+}
