@@ -114,4 +114,3 @@ func (e *Environment) ReadDir(ctx context.Context, path string) ([]backend.FileI
 func fileInfo(st fs.FileInfo) backend.FileInfo {
 	return backend.FileInfo{Name: st.Name(), Size: st.Size(), Mode: st.Mode(), ModTime: st.ModTime(), IsDir: st.IsDir()}
 }
-

@@ -158,4 +158,3 @@ func (p *process) Done() bool {
 		return false
 	}
 }
-
