@@ -79,6 +79,16 @@ var _ backend.Backend = (*Manager)(nil)
 // a cgroup).
 var taskIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
+// reservedTaskIDs name directories of HERMES_HOME/boxes that are not boxes.
+var reservedTaskIDs = map[string]bool{"snapshots": true, "images": true}
+
+func checkTaskID(taskID string) error {
+	if !taskIDPattern.MatchString(taskID) || reservedTaskIDs[taskID] {
+		return fmt.Errorf("box: task id %q: use letters, digits, '.', '_' and '-' (at most 128; not snapshots or images)", taskID)
+	}
+	return nil
+}
+
 // NewManager checks that boxes can run on this machine and returns a
 // Manager. The error names the missing piece (Linux, root or user
 // namespaces, overlayfs, cgroup controllers) and how to fix it.
@@ -158,8 +168,8 @@ func (m *Manager) Open(ctx context.Context, taskID string) (backend.Environment,
 
 // Box returns the running box of taskID, starting it if needed.
 func (m *Manager) Box(ctx context.Context, taskID string) (*Box, error) {
-	if !taskIDPattern.MatchString(taskID) {
-		return nil, fmt.Errorf("box: task id %q: use letters, digits, '.', '_' and '-' (at most 128)", taskID)
+	if err := checkTaskID(taskID); err != nil {
+		return nil, err
 	}
 	m.mu.Lock()
 	if m.closed {
@@ -230,8 +240,8 @@ func (m *Manager) Stop(taskID string) error {
 // included. Removing a box that does not exist is an error wrapping
 // fs.ErrNotExist.
 func (m *Manager) Remove(taskID string) error {
-	if !taskIDPattern.MatchString(taskID) {
-		return fmt.Errorf("box: task id %q is not valid", taskID)
+	if err := checkTaskID(taskID); err != nil {
+		return err
 	}
 	if err := m.Stop(taskID); err != nil {
 		return err

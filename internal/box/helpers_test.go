@@ -77,3 +77,5 @@ func (e *testBoxEnv) run(t testing.TB, command string) backend.ExecResult {
 }
 
 func trimmed(res backend.ExecResult) string { return strings.TrimSpace(string(res.Output)) }
+
+func backendReq(command string) backend.ExecRequest { return backend.ExecRequest{Command: command} }

@@ -131,6 +131,9 @@ func setupRoot(s *initSpec) error {
 			return err
 		}
 	}
+	if err := loopbackUp(); err != nil {
+		return err
+	}
 	if err := unix.Sethostname([]byte(s.Hostname)); err != nil {
 		return fmt.Errorf("sethostname: %w", err)
 	}
@@ -361,3 +364,25 @@ func installCA(root string, pem []byte) error {
 
 // caMarker precedes the box CA in the box's CA bundle.
 const caMarker = "# hermes box egress CA\n"
+
+// loopbackUp brings up "lo", the only interface of the box's network
+// namespace (netdevice(7) SIOCSIFFLAGS).
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("loopback flags: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("bring up loopback: %w", err)
+	}
+	return nil
+}

@@ -2,11 +2,8 @@ package box
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -91,58 +88,14 @@ func lockState(dir string) (*os.File, error) {
 	return f, nil
 }
 
-// resolveBase returns the read-only lower layers for terminal.box_image:
-// "host" (or empty) is the host's "/", a directory is used as is, and a
-// tarball is extracted once into HERMES_HOME/images/<sha256>/rootfs.
+// resolveBase returns the read-only lower layers for terminal.box_image
+// (see ResolveImage: host "/", a built image, a rootfs dir or a tarball).
 func (m *Manager) resolveBase() ([]string, error) {
-	img := m.opts.Terminal.BoxImage
-	if img == "" || img == "host" {
-		return []string{"/"}, nil
-	}
-	st, err := os.Stat(img)
-	if err != nil {
-		return nil, fmt.Errorf("terminal.box_image: %w (use host, a rootfs directory or a rootfs tarball; `hermes box image build` makes one)", err)
-	}
-	abs, _ := filepath.Abs(img)
-	if st.IsDir() {
-		return []string{abs}, nil
-	}
-	return m.extractTarball(abs)
-}
-
-func (m *Manager) extractTarball(path string) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("terminal.box_image: %w", err)
-	}
-	h := sha256.New()
-	_, err = io.Copy(h, f)
-	f.Close()
-	if err != nil {
-		return nil, fmt.Errorf("terminal.box_image %s: %w", path, err)
-	}
-	dir := filepath.Join(m.opts.Home, "images", hex.EncodeToString(h.Sum(nil))[:32])
-	rootfs := filepath.Join(dir, "rootfs")
-	if st, err := os.Stat(rootfs); err == nil && st.IsDir() {
-		return []string{rootfs}, nil
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	tmp, err := os.MkdirTemp(dir, "extract-")
+	dir, err := ResolveImage(m.opts.Home, m.opts.Terminal.BoxImage)
 	if err != nil {
 		return nil, err
 	}
-	out, err := exec.Command("tar", "-x", "-p", "--numeric-owner", "-f", path, "-C", tmp).CombinedOutput()
-	if err != nil {
-		os.RemoveAll(tmp)
-		return nil, fmt.Errorf("terminal.box_image: extract %s: %v: %s", path, err, strings.TrimSpace(string(out)))
-	}
-	if err := os.Rename(tmp, rootfs); err != nil {
-		os.RemoveAll(tmp)
-		return nil, err
-	}
-	return []string{rootfs}, nil
+	return []string{dir}, nil
 }
 
 // ensureDiskImage creates the sparse ext4 image of a persistent box's

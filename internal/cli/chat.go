@@ -1,8 +1,16 @@
 package cli
 
 import (
+	"errors"
+	"io"
+	"os"
+	"strings"
+
 	"context"
 	"fmt"
+	"github.com/hermes-go/hermes/internal/agent"
+	"github.com/hermes-go/hermes/internal/skills"
+	"github.com/hermes-go/hermes/internal/tool"
 	"runtime"
 
 	"github.com/spf13/cobra"
@@ -80,6 +88,156 @@ func (a *App) printVersion() {
 	fmt.Fprintf(a.Stdout, "Go: %s\n", runtime.Version())
 }
 
-func (a *App) runChat(ctx context.Context, o *chatOptions) error {
-	return fmt.Errorf("chat is not wired yet")
+// runChat is `hermes chat` and bare `hermes`: one turn for -z, -q with
+// -Q/--oneshot or a non-terminal, else the REPL.
+func (a *App) runChat(ctx context.Context, o *chatOptions) (err error) {
+	text, err := a.resolvePrompt(o)
+	if err != nil {
+		return err
+	}
+	quiet := o.quiet || o.oneshotPrompt != ""
+	r := &renderer{out: a.Stdout, diag: a.Stderr, quiet: quiet, verbose: o.verbose}
+
+	var (
+		rt     *chatRuntime
+		result agent.TurnResult
+	)
+	if o.usageFile != "" {
+		defer func() {
+			var model, prov, sid string
+			if rt != nil {
+				model, prov = rt.model, rt.provName
+				if rt.session != nil {
+					sid = rt.session.ID
+				}
+			}
+			rep := newUsageReport(result.Usage, result.APICalls, model, prov, sid, err, errors.Is(err, agent.ErrCancelled))
+			if werr := writeJSONFile(o.usageFile, rep); werr != nil {
+				fmt.Fprintf(a.Stderr, "hermes: writing --usage-file %s: %v\n", o.usageFile, werr)
+			}
+		}()
+	}
+
+	rt, err = a.newRuntime(o, r)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+
+	interactive := text == "" && o.oneshotPrompt == ""
+	if interactive && !a.IsTerminal {
+		return errors.New("no prompt: pass -q \"...\", -z \"...\" or --query-file PATH (stdin is not a terminal, so no REPL)")
+	}
+	source := "cli"
+	if !interactive {
+		source = "oneshot"
+	}
+	if err := rt.openSession(ctx, source); err != nil {
+		return err
+	}
+	if interactive {
+		return a.repl(ctx, rt)
+	}
+	if text, err = rt.withPreloadedSkills(text); err != nil {
+		return err
+	}
+	result, err = rt.agent.RunTurn(ctx, rt.session, text)
+	if err != nil {
+		return a.turnError(err)
+	}
+	r.finish(result.Text)
+	rt.review(ctx, result)
+	return nil
+}
+
+// resolvePrompt returns the prompt of -z, -q or --query-file ("" = none).
+func (a *App) resolvePrompt(o *chatOptions) (string, error) {
+	set := 0
+	for _, v := range []string{o.oneshotPrompt, o.query, o.queryFile} {
+		if v != "" {
+			set++
+		}
+	}
+	if set > 1 {
+		return "", errors.New("-z, -q/--query and --query-file are mutually exclusive: pass only one")
+	}
+	switch {
+	case o.oneshotPrompt != "":
+		return o.oneshotPrompt, nil
+	case o.query != "":
+		return o.query, nil
+	case o.queryFile == "-":
+		b, err := io.ReadAll(a.Stdin)
+		if err != nil {
+			return "", fmt.Errorf("reading the prompt from stdin: %w", err)
+		}
+		return nonEmptyPrompt(string(b), "stdin")
+	case o.queryFile != "":
+		b, err := os.ReadFile(o.queryFile)
+		if err != nil {
+			return "", fmt.Errorf("--query-file: %w", err)
+		}
+		return nonEmptyPrompt(string(b), o.queryFile)
+	}
+	return "", nil
+}
+
+func nonEmptyPrompt(s, from string) (string, error) {
+	if strings.TrimSpace(s) == "" {
+		return "", fmt.Errorf("the prompt read from %s is empty", from)
+	}
+	return s, nil
+}
+
+// turnError maps a failed turn to the process exit: 130 for an interrupt,
+// 1 with the provider's message otherwise.
+func (a *App) turnError(err error) error {
+	if errors.Is(err, agent.ErrCancelled) {
+		fmt.Fprintln(a.Stderr, "hermes: interrupted; the session is saved and can be resumed with -c")
+		return &ExitError{Code: 130, Err: err, Silent: true}
+	}
+	return &ExitError{Code: 1, Err: err}
+}
+
+// withPreloadedSkills prepends the skills named by -s/--skills to the
+// first user message of the run (cache-safe: the system prompt is unchanged).
+func (rt *chatRuntime) withPreloadedSkills(text string) (string, error) {
+	if len(rt.opts.skills) == 0 || rt.opts.ignoreRules {
+		return text, nil
+	}
+	loaded, err := rt.skills.Load(rt.opts.skills)
+	if err != nil {
+		return "", err
+	}
+	return skills.FormatPreload(loaded) + "\n\n" + text, nil
+}
+
+// review runs the self-improvement review after a busy turn when
+// memory.nudge_interval or skills.creation_nudge_interval asks for it.
+func (rt *chatRuntime) review(ctx context.Context, res agent.TurnResult) {
+	c := &rt.cfg.Config
+	threshold := 0
+	var names []string
+	if n := c.Memory.NudgeInterval; n > 0 && res.ToolCalls >= n {
+		threshold, names = n, append(names, "memory")
+	}
+	if n := c.Skills.CreationNudgeInterval; n > 0 && res.ToolCalls >= n {
+		threshold, names = n, append(names, "skills_list", "skill_view", "skill_manage")
+	}
+	if threshold == 0 {
+		return
+	}
+	reg := tool.NewRegistry()
+	for _, n := range names {
+		if t, ok := rt.tools.Get(n); ok {
+			reg.Add(t)
+		}
+	}
+	changes, err := agent.Review(ctx, agent.ReviewOptions{Provider: rt.provider, Model: rt.model, Tools: reg}, rt.session)
+	if err != nil {
+		fmt.Fprintf(rt.app.Stderr, "hermes: background review failed: %v\n", err)
+	}
+	for _, c := range changes {
+		fmt.Fprintln(rt.app.Stderr, c)
+	}
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -14,8 +15,9 @@ import (
 // Sort orders search hits.
 type Sort string
 
-// Search orders. Relevance is FTS5's bm25 rank; newest and oldest follow
-// message time.
+// Search orders. Relevance is FTS5's bm25 rank (among the newest 2,000
+// matches, so that common words stay fast); newest and oldest follow
+// message order.
 const (
 	SortRelevance Sort = "relevance"
 	SortNewest    Sort = "newest"
@@ -126,7 +128,32 @@ func (s *Store) Search(ctx context.Context, o SearchOptions) ([]Hit, error) {
 	return nil, nil
 }
 
+// relevanceWindow bounds relevance ranking: bm25 scores the most recent
+// relevanceWindow matches, so a word found in half a million messages costs
+// the same as one found in a few thousand.
+const relevanceWindow = 2000
+
 func (s *Store) searchIndex(ctx context.Context, table, query, match string, o SearchOptions) ([]Hit, error) {
+	index := "fts"
+	if table == "messages_trigram" {
+		index = "trigram"
+	}
+	where, wargs := filterClause(o)
+	var ids []int64
+	if o.Sort != SortNewest && o.Sort != SortOldest {
+		// Phase 1 of relevance: rank the newest candidates, keep the best ids.
+		var err error
+		ids, err = s.rankedIDs(ctx, table, match, where, wargs, o.Limit)
+		if err != nil {
+			if isQuerySyntaxError(err) {
+				return nil, &QueryError{Query: query, Reason: sqliteReason(err)}
+			}
+			return nil, err
+		}
+		if len(ids) == 0 {
+			return nil, nil
+		}
+	}
 	sqlText := `SELECT m.id, m.session_id, coalesce(s.title, ''), m.seq, m.role, coalesce(m.tool_name, ''),
 		m.created_at, m.active, snippet(` + table + `, -1, '**', '**', '…', ` + fmt.Sprint(snippetTokens) + `)
 		FROM ` + table + `
@@ -134,28 +161,63 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 		JOIN sessions AS s ON s.id = m.session_id
 		WHERE ` + table + ` MATCH ?`
 	args := []any{match}
-	where, wargs := filterClause(o)
-	sqlText += where
-	args = append(args, wargs...)
-	switch o.Sort {
-	case SortNewest:
-		sqlText += " ORDER BY " + table + ".rowid DESC"
-	case SortOldest:
-		sqlText += " ORDER BY " + table + ".rowid ASC"
-	default:
-		sqlText += " ORDER BY " + table + ".rank"
-	}
-	sqlText += " LIMIT ?"
-	args = append(args, o.Limit)
-	index := "fts"
-	if table == "messages_trigram" {
-		index = "trigram"
+	if ids != nil {
+		sqlText += " AND " + table + ".rowid IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ") + ")"
+		for _, id := range ids {
+			args = append(args, id)
+		}
+	} else {
+		sqlText += where
+		args = append(args, wargs...)
+		if o.Sort == SortOldest {
+			sqlText += " ORDER BY " + table + ".rowid ASC"
+		} else {
+			sqlText += " ORDER BY " + table + ".rowid DESC"
+		}
+		sqlText += " LIMIT ?"
+		args = append(args, o.Limit)
 	}
 	hits, err := s.queryHits(ctx, sqlText, args, index)
-	if err != nil && isQuerySyntaxError(err) {
-		return nil, &QueryError{Query: query, Reason: sqliteReason(err)}
+	if err != nil {
+		if isQuerySyntaxError(err) {
+			return nil, &QueryError{Query: query, Reason: sqliteReason(err)}
+		}
+		return nil, err
 	}
-	return hits, err
+	if ids != nil { // phase 2 fetched snippets in rowid order; restore rank order
+		pos := make(map[int64]int, len(ids))
+		for i, id := range ids {
+			pos[id] = i
+		}
+		slices.SortFunc(hits, func(a, b Hit) int { return pos[a.MessageID] - pos[b.MessageID] })
+	}
+	return hits, nil
+}
+
+// rankedIDs returns the ids of the best limit matches by bm25 among the
+// newest relevanceWindow matches, best first.
+func (s *Store) rankedIDs(ctx context.Context, table, match, where string, wargs []any, limit int) ([]int64, error) {
+	sqlText := `SELECT id FROM (
+		SELECT ` + table + `.rowid AS id, ` + table + `.rank AS score
+		FROM ` + table + ` JOIN messages AS m ON m.id = ` + table + `.rowid
+		WHERE ` + table + ` MATCH ?` + where + `
+		ORDER BY ` + table + `.rowid DESC LIMIT ?)
+		ORDER BY score, id DESC LIMIT ?`
+	args := append(append([]any{match}, wargs...), relevanceWindow, limit)
+	rows, err := s.db.QueryContext(ctx, sqlText, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ids := []int64{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // searchScan matches q as a literal substring of message content, newest

@@ -57,7 +57,7 @@ func TestSearchFTSSyntax(t *testing.T) {
 		{"tool_name:terminal", []string{"Checking the rollout.", "Waiting for deployment"}},
 		{`tool_args:kubectl`, []string{"Checking the rollout."}},
 		{`"config.yaml"`, []string{"Also look at config.yaml"}},
-		{`config.yaml`, []string{"Also look at config.yaml"}},                                   // quoted for the user
+		{`config.yaml`, []string{"Also look at config.yaml"}},                                 // quoted for the user
 		{`payments-api rollout`, []string{"Checking the rollout.", "Waiting for deployment"}}, // hyphenated name
 		{`tool_args:payments-api`, []string{"Checking the rollout."}},
 	}
@@ -171,5 +171,19 @@ func TestSearchIndexFollowsUpdates(t *testing.T) {
 	}
 	if err := st.CheckIntegrity(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestSearchRelevanceRanksDenseMatchesFirst(t *testing.T) {
+	st := openTestStore(t, "")
+	s := mustCreate(t, st, NewSession{})
+	mustAppend(t, st, s.ID,
+		llm.Message{Role: llm.RoleUser, Content: "canary canary canary failed"},
+		llm.Message{Role: llm.RoleUser, Content: "a long note about many things " + strings.Repeat("other words here ", 30) + "and one canary"},
+	)
+	rel := search(t, st, SearchOptions{Query: "canary"})
+	newest := search(t, st, SearchOptions{Query: "canary", Sort: SortNewest})
+	if len(rel) != 2 || rel[0].Seq != 1 || newest[0].Seq != 2 {
+		t.Fatalf("relevance = %+v, newest = %+v", rel, newest)
 	}
 }

@@ -67,6 +67,9 @@ func WithRandom(r io.Reader) Option { return func(s *Store) { s.rand = r } }
 // error rather than a silent downgrade.
 func Open(path string, opts ...Option) (*Store, error) {
 	s := &Store{path: path, now: time.Now, rand: rand.Reader}
+	if strings.Contains(path, "?") {
+		return nil, fmt.Errorf("session store %s: the path must not contain '?'; set HERMES_HOME to another directory", path)
+	}
 	for _, o := range opts {
 		o(s)
 	}
@@ -88,7 +91,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	// A plain file name (not a file: URI) keeps %, # and spaces literal; the
+	// driver cuts the name at the first '?', refused above.
+	db, err := sql.Open("sqlite", path+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("session store %s: %w", path, err)
 	}

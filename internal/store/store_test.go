@@ -422,7 +422,7 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestDatabaseFileIsPrivate(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "home", FileName)
+	path := filepath.Join(t.TempDir(), "my home #1 %20", FileName)
 	st := openTestStore(t, path)
 	mustCreate(t, st, NewSession{})
 	for _, p := range []string{path, path + "-wal", filepath.Dir(path)} {

@@ -1,0 +1,117 @@
+package box
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"golang.org/x/sys/unix"
+)
+
+// BoxInfo describes a box's state on disk.
+type BoxInfo struct {
+	Task       string
+	Persistent bool  // has an ext4 layer image
+	DiskBytes  int64 // bytes the layer image uses on the host (sparse)
+	InUse      bool  // a hermes process runs (or snapshots) it now
+}
+
+// ListBoxes lists the boxes with state under HERMES_HOME/boxes, by task id.
+func ListBoxes(home string) ([]BoxInfo, error) {
+	entries, err := os.ReadDir(filepath.Join(home, "boxes"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []BoxInfo
+	for _, e := range entries {
+		if !e.IsDir() || checkTaskID(e.Name()) != nil {
+			continue
+		}
+		dir := filepath.Join(home, "boxes", e.Name())
+		info := BoxInfo{Task: e.Name()}
+		var st unix.Stat_t
+		if unix.Stat(filepath.Join(dir, "disk.img"), &st) == nil {
+			info.Persistent, info.DiskBytes = true, st.Blocks*512
+		}
+		if lock, err := lockState(dir); err != nil {
+			info.InUse = true
+		} else {
+			lock.Close()
+		}
+		out = append(out, info)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Task < out[j].Task })
+	return out, nil
+}
+
+// WithUpper mounts the writable layer of the stopped persistent box
+// taskID on the host and calls fn with its overlay upper directory (for
+// snapshots and restores), then unmounts it. With create, a missing layer
+// is made first (terminal.container_disk MiB). The box must not be running
+// anywhere: its state lock is held meanwhile.
+func (m *Manager) WithUpper(taskID string, create bool, fn func(upperDir string) error) error {
+	if err := checkTaskID(taskID); err != nil {
+		return err
+	}
+	if err := m.Stop(taskID); err != nil {
+		return err
+	}
+	dir := m.StateDir(taskID)
+	image := filepath.Join(dir, "disk.img")
+	if _, err := os.Stat(image); err != nil {
+		if !create {
+			return fmt.Errorf("box %s has no persistent layer (%s): %w", taskID, image, fs.ErrNotExist)
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+	}
+	lock, err := lockState(dir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := ensureDiskImage(image, m.opts.Terminal.ContainerDisk); err != nil {
+		return err
+	}
+	waitLoopReleased(image, 3e9)
+	layer := filepath.Join(dir, "layer")
+	if err := os.MkdirAll(layer, 0o700); err != nil {
+		return err
+	}
+	dev, lf, err := attachLoop(image)
+	if err != nil {
+		return err
+	}
+	err = unix.Mount(dev, layer, "ext4", unix.MS_NOATIME, "")
+	lf.Close()
+	if err != nil {
+		return fmt.Errorf("mount %s at %s: %w", image, layer, err)
+	}
+	defer func() {
+		unix.Unmount(layer, 0)
+		waitLoopReleased(image, 3e9)
+	}()
+	upper := filepath.Join(layer, "upper")
+	if err := os.MkdirAll(upper, 0o755); err != nil {
+		return err
+	}
+	return fn(upper)
+}
+
+// ResetUpper empties upperDir (and its sibling overlay work dir) so that a
+// snapshot can be restored into it.
+func ResetUpper(upperDir string) error {
+	for _, d := range []string{upperDir, filepath.Join(filepath.Dir(upperDir), "work")} {
+		if err := os.RemoveAll(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/hermes-go/hermes/internal/agent"
+	"github.com/hermes-go/hermes/internal/approval"
+)
+
+// repl is the plain line-based interactive chat: it streams answers, shows
+// tool calls as they run and asks approvals inline. Ctrl-C interrupts the
+// running turn; Ctrl-D or /exit leaves.
+func (a *App) repl(ctx context.Context, rt *chatRuntime) error {
+	in := bufio.NewReader(a.Stdin)
+	lines := make(chan string)
+	readErr := make(chan error, 1)
+	go func() {
+		for {
+			line, err := in.ReadString('\n')
+			if line != "" || err == nil {
+				lines <- strings.TrimRight(line, "\r\n")
+			}
+			if err != nil {
+				readErr <- err
+				return
+			}
+		}
+	}()
+
+	detach := rt.approvals.Attach(approval.PrompterFunc(func(pctx context.Context, p approval.Prompt) (approval.Answer, error) {
+		rt.render.mu.Lock()
+		rt.render.endLine()
+		rt.render.mu.Unlock()
+		fmt.Fprintf(a.Stderr, "\n⚠ %s\n  %s\n  approve? [o]nce [s]ession [a]lways [d]eny: ", p.Danger, p.Command)
+		select {
+		case l := <-lines:
+			return approval.ParseAnswer(strings.TrimSpace(l)), nil
+		case <-pctx.Done():
+			return approval.Deny, pctx.Err()
+		}
+	}))
+	defer detach()
+
+	// Ctrl-C interrupts the turn, not the REPL.
+	signal.Reset(os.Interrupt)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt)
+	defer signal.Stop(sigs)
+
+	fmt.Fprintf(a.Stdout, "Hermes Agent v%s · %s via %s · session %s\nType /help for commands, Ctrl-D to quit.\n",
+		Version, rt.model, rt.provName, rt.session.ID)
+	first := true
+	for {
+		fmt.Fprint(a.Stdout, "› ")
+		var line string
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-sigs:
+			fmt.Fprintln(a.Stdout, "\n(Ctrl-D or /exit to quit)")
+			continue
+		case err := <-readErr:
+			fmt.Fprintln(a.Stdout)
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		case line = <-lines:
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if strings.HasPrefix(line, "/") {
+			quit, err := a.slashCommand(ctx, rt, line)
+			if err != nil {
+				fmt.Fprintln(a.Stderr, "hermes:", err)
+			}
+			if quit {
+				return nil
+			}
+			continue
+		}
+		text := line
+		if first {
+			var err error
+			if text, err = rt.withPreloadedSkills(text); err != nil {
+				fmt.Fprintln(a.Stderr, "hermes:", err)
+				continue
+			}
+			first = false
+		}
+		turnCtx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-sigs:
+				cancel()
+			case <-turnCtx.Done():
+			}
+		}()
+		res, err := rt.agent.RunTurn(turnCtx, rt.session, text)
+		cancel()
+		switch {
+		case errors.Is(err, agent.ErrCancelled):
+			rt.render.finish("")
+			fmt.Fprintln(a.Stderr, "hermes: interrupted")
+		case err != nil:
+			rt.render.finish("")
+			fmt.Fprintln(a.Stderr, "hermes:", err)
+		default:
+			rt.render.finish(res.Text)
+			rt.review(ctx, res)
+		}
+	}
+}
+
+// slashCommand runs one REPL command and reports whether to quit.
+func (a *App) slashCommand(ctx context.Context, rt *chatRuntime, line string) (bool, error) {
+	fields := strings.Fields(line)
+	switch strings.ToLower(fields[0]) {
+	case "/exit", "/quit", "/q":
+		return true, nil
+	case "/help":
+		fmt.Fprintln(a.Stdout, "/new  start a new session   /title TEXT  name this session   /usage  token usage\n"+
+			"/yolo  toggle approvals   /exit  quit")
+	case "/new", "/reset":
+		if err := rt.newSession(ctx, "cli"); err != nil {
+			return false, err
+		}
+		fmt.Fprintln(a.Stdout, "new session", rt.session.ID)
+	case "/title":
+		if len(fields) < 2 {
+			return false, errors.New("usage: /title TEXT")
+		}
+		return false, rt.store.SetTitle(ctx, rt.session.ID, strings.Join(fields[1:], " "))
+	case "/usage":
+		s, err := rt.store.Session(ctx, rt.session.ID)
+		if err != nil {
+			return false, err
+		}
+		fmt.Fprintf(a.Stdout, "input %d · output %d · cache read %d · api calls %d\n",
+			s.Usage.InputTokens, s.Usage.OutputTokens, s.Usage.CacheReadTokens, s.APICallCount)
+	case "/yolo":
+		rt.opts.yolo = !rt.opts.yolo
+		rt.approvals.SetYolo(rt.opts.yolo)
+		fmt.Fprintln(a.Stdout, "yolo:", rt.opts.yolo)
+	default:
+		return false, fmt.Errorf("unknown command %s (try /help)", fields[0])
+	}
+	return false, nil
+}
