@@ -8,10 +8,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/cli"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == box.InitArg {
+		os.Exit(box.InitMain()) // hidden: this process is a box's PID 1
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.NewApp().Run(ctx, os.Args[1:])
 	stop()

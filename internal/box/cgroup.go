@@ -378,3 +378,35 @@ func (g *cgroupV2) KillAll() {
 func (g *cgroupV2) Remove() error {
 	return removeDirs([]string{g.dir}, func(d string) string { return filepath.Join(d, "cgroup.procs") })
 }
+
+// CgroupStats reads the counters of the running box taskID from its
+// cgroup (hermes/<task>), from any process. The error wraps
+// fs.ErrNotExist when the box does not run.
+func CgroupStats(taskID string) (Stats, error) {
+	if err := checkTaskID(taskID); err != nil {
+		return Stats{}, err
+	}
+	v1, v2, err := cgroupMounts("/proc/self/mountinfo")
+	if err != nil {
+		return Stats{}, err
+	}
+	name := filepath.Join("hermes", taskID)
+	if v1["memory"] != "" {
+		g := &cgroupV1{dirs: map[string]string{}}
+		for c, mnt := range v1 {
+			g.dirs[c] = filepath.Join(mnt, name)
+		}
+		if _, err := os.Stat(g.dirs["memory"]); err != nil {
+			return Stats{}, err
+		}
+		return g.Stats()
+	}
+	if v2 == "" {
+		return Stats{}, fmt.Errorf("no cgroup filesystem: %w", os.ErrNotExist)
+	}
+	g := &cgroupV2{dir: filepath.Join(v2, name)}
+	if _, err := os.Stat(g.dir); err != nil {
+		return Stats{}, err
+	}
+	return g.Stats()
+}

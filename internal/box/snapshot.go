@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -164,32 +163,39 @@ func newSnapshotArchiver(w io.Writer, keepWhiteouts bool) *snapshotArchiver {
 	}
 }
 
-// addTree archives root and everything below it in lexical order.
+// addTree archives root and everything below it in lexical order. The
+// walk never follows a symlink: each directory is opened with
+// openat(O_NOFOLLOW|O_DIRECTORY) from its already-open parent and each
+// file with openat(O_NOFOLLOW), so a box that swaps a directory for a
+// symlink to a host path cannot pull host files into its snapshot.
 func (a *snapshotArchiver) addTree(root string) error {
-	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := "./"
-		if path != root {
-			rel, err := filepath.Rel(root, path)
-			if err != nil {
-				return err
-			}
-			name = filepath.ToSlash(rel)
-		}
-		return a.addEntry(path, name)
-	})
+	dir, err := os.Open(root)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(dir.Fd()), &st); err != nil {
+		return &os.PathError{Op: "fstat", Path: root, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("%s is not a directory", root)
+	}
+	hdr := snapshotHeader("./", &st)
+	hdr.Typeflag = tar.TypeDir
+	if err := a.addXattrs(snapshotXattrSource{fd: int(dir.Fd()), path: root}, hdr); err != nil {
+		return err
+	}
+	if err := a.tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	return a.addDir(dir, root, "")
 }
 
-// addEntry archives one filesystem object found at path under the archive
-// name name.
-func (a *snapshotArchiver) addEntry(path, name string) error {
-	var st unix.Stat_t
-	if err := unix.Lstat(path, &st); err != nil {
-		return &os.PathError{Op: "lstat", Path: path, Err: err}
-	}
-	hdr := &tar.Header{
+// snapshotHeader starts a PAX header for an inode: name, permission bits
+// with setuid/setgid/sticky, numeric owner and mtime to the nanosecond.
+func snapshotHeader(name string, st *unix.Stat_t) *tar.Header {
+	return &tar.Header{
 		Name:    name,
 		Mode:    int64(st.Mode & 0o7777),
 		Uid:     int(st.Uid),
@@ -197,13 +203,54 @@ func (a *snapshotArchiver) addEntry(path, name string) error {
 		ModTime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec),
 		Format:  tar.FormatPAX,
 	}
-	regular := false
+}
+
+// addDir archives the entries of the open directory dir (host path
+// dirPath, archive prefix prefix) and recurses into subdirectories.
+func (a *snapshotArchiver) addDir(dir *os.File, dirPath, prefix string) error {
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("read directory %s: %w", dirPath, err)
+	}
+	slices.Sort(names)
+	dirFD := int(dir.Fd())
+	for _, base := range names {
+		if err := a.addEntry(dirFD, dirPath, prefix, base); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addEntry archives the entry base of the directory open as dirFD.
+func (a *snapshotArchiver) addEntry(dirFD int, dirPath, prefix, base string) error {
+	path := dirPath + "/" + base
+	name := prefix + base
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirFD, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fmt.Errorf("%s: %w (did it change during the snapshot? stop or freeze the box first)", path, err)
+	}
+	hdr := snapshotHeader(name, &st)
+	// Entries that cannot be opened take their xattrs through the
+	// parent's /proc magic link plus one component (never followed).
+	byPath := snapshotXattrSource{path: "/proc/self/fd/" + strconv.Itoa(dirFD) + "/" + base}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
-		hdr.Typeflag = tar.TypeDir
-		if name != "./" {
-			hdr.Name = name + "/"
+		fd, err := unix.Openat(dirFD, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("%s: %w (did it change during the snapshot? stop or freeze the box first)", path, err)
 		}
+		child := os.NewFile(uintptr(fd), path)
+		defer child.Close()
+		hdr.Typeflag = tar.TypeDir
+		hdr.Name = name + "/"
+		if err := a.addXattrs(snapshotXattrSource{fd: fd}, hdr); err != nil {
+			return err
+		}
+		if err := a.tw.WriteHeader(hdr); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return a.addDir(child, path, name+"/")
 	case unix.S_IFREG:
 		id := snapshotInodeID{dev: st.Dev, ino: st.Ino}
 		if first, seen := a.links[id]; seen && st.Nlink > 1 {
@@ -214,13 +261,11 @@ func (a *snapshotArchiver) addEntry(path, name string) error {
 		if st.Nlink > 1 {
 			a.links[id] = name
 		}
-		hdr.Typeflag = tar.TypeReg
-		hdr.Size = st.Size
-		regular = true
+		return a.addFile(dirFD, base, path, hdr, &st)
 	case unix.S_IFLNK:
-		target, err := os.Readlink(path)
+		target, err := snapshotReadlinkat(dirFD, base)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", path, err)
 		}
 		hdr.Typeflag = tar.TypeSymlink
 		hdr.Linkname = target
@@ -234,54 +279,91 @@ func (a *snapshotArchiver) addEntry(path, name string) error {
 	default: // block devices, sockets
 		return nil
 	}
-	if err := a.addXattrs(path, hdr); err != nil {
+	if hdr.Typeflag != tar.TypeLink {
+		if err := a.addXattrs(byPath, hdr); err != nil {
+			return err
+		}
+	}
+	if err := a.tw.WriteHeader(hdr); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// addFile archives a regular file, checking that the inode opened is the
+// one listed.
+func (a *snapshotArchiver) addFile(dirFD int, base, path string, hdr *tar.Header, st *unix.Stat_t) error {
+	fd, err := unix.Openat(dirFD, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("%s: %w (did it change during the snapshot? stop or freeze the box first)", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	var opened unix.Stat_t
+	if err := unix.Fstat(fd, &opened); err != nil || opened.Ino != st.Ino || opened.Dev != st.Dev {
+		return fmt.Errorf("%s changed during the snapshot; stop or freeze the box first", path)
+	}
+	hdr.Typeflag = tar.TypeReg
+	hdr.Size = st.Size
+	if err := a.addXattrs(snapshotXattrSource{fd: fd}, hdr); err != nil {
 		return err
 	}
 	if err := a.tw.WriteHeader(hdr); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if regular && hdr.Size > 0 {
-		return a.copyFile(path, hdr.Size)
+	if hdr.Size == 0 {
+		return nil
 	}
-	return nil
-}
-
-// copyFile appends exactly size bytes of the file at path.
-func (a *snapshotArchiver) copyFile(path string, size int64) error {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
 	// The anonymous wrappers hide WriterTo/ReaderFrom so the large buffer
 	// is used instead of io.Copy's 32 KiB one.
-	n, err := io.CopyBuffer(struct{ io.Writer }{a.tw}, struct{ io.Reader }{io.LimitReader(f, size)}, a.buf)
+	n, err := io.CopyBuffer(struct{ io.Writer }{a.tw}, struct{ io.Reader }{io.LimitReader(f, hdr.Size)}, a.buf)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if n != size {
-		return fmt.Errorf("%s: file shrank from %d to %d bytes while snapshotting; stop or freeze the box first", path, size, n)
+	if n != hdr.Size {
+		return fmt.Errorf("%s: file shrank from %d to %d bytes while snapshotting; stop or freeze the box first", path, hdr.Size, n)
 	}
 	return nil
 }
 
-// addXattrs copies the kept extended attributes of path into hdr's PAX
+// snapshotReadlinkat returns the target of the symlink base in dirFD.
+func snapshotReadlinkat(dirFD int, base string) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(dirFD, base, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
+}
+
+// snapshotXattrSource names an inode for xattr calls: an open descriptor,
+// or when path is set a path whose last component is not followed.
+type snapshotXattrSource struct {
+	fd   int
+	path string
+}
+
+// addXattrs copies the kept extended attributes of src into hdr's PAX
 // records.
-func (a *snapshotArchiver) addXattrs(path string, hdr *tar.Header) error {
-	names, err := snapshotListXattrs(path, &a.xattrNames)
+func (a *snapshotArchiver) addXattrs(src snapshotXattrSource, hdr *tar.Header) error {
+	names, err := src.list(&a.xattrNames)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", hdr.Name, err)
 	}
 	for _, attr := range names {
 		if !snapshotKeepsXattr(attr) {
 			continue
 		}
-		value, err := snapshotGetXattr(path, attr, &a.xattrValue)
+		value, err := src.get(attr, &a.xattrValue)
 		if errors.Is(err, unix.ENODATA) {
 			continue
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", hdr.Name, err)
 		}
 		if hdr.PAXRecords == nil {
 			hdr.PAXRecords = map[string]string{}
@@ -291,11 +373,16 @@ func (a *snapshotArchiver) addXattrs(path string, hdr *tar.Header) error {
 	return nil
 }
 
-// snapshotListXattrs returns the xattr names of path (not following symlinks),
-// growing *buf as needed.
-func snapshotListXattrs(path string, buf *[]byte) ([]string, error) {
+// list returns the xattr names of the source, growing *buf as needed.
+func (s snapshotXattrSource) list(buf *[]byte) ([]string, error) {
 	for {
-		n, err := unix.Llistxattr(path, *buf)
+		var n int
+		var err error
+		if s.path != "" {
+			n, err = unix.Llistxattr(s.path, *buf)
+		} else {
+			n, err = unix.Flistxattr(s.fd, *buf)
+		}
 		if errors.Is(err, unix.ERANGE) {
 			*buf = make([]byte, 2*len(*buf))
 			continue
@@ -304,7 +391,7 @@ func snapshotListXattrs(path string, buf *[]byte) ([]string, error) {
 			return nil, nil
 		}
 		if err != nil {
-			return nil, &os.PathError{Op: "llistxattr", Path: path, Err: err}
+			return nil, fmt.Errorf("listxattr: %w", err)
 		}
 		var names []string
 		for _, name := range strings.Split(string((*buf)[:n]), "\x00") {
@@ -316,18 +403,36 @@ func snapshotListXattrs(path string, buf *[]byte) ([]string, error) {
 	}
 }
 
-// snapshotGetXattr returns the value of attribute attr of path (not following
-// symlinks), growing *buf as needed. The result aliases *buf.
-func snapshotGetXattr(path, attr string, buf *[]byte) ([]byte, error) {
+// get returns the value of attr, growing *buf as needed; the result
+// aliases *buf.
+func (s snapshotXattrSource) get(attr string, buf *[]byte) ([]byte, error) {
 	for {
-		n, err := unix.Lgetxattr(path, attr, *buf)
+		var n int
+		var err error
+		if s.path != "" {
+			n, err = unix.Lgetxattr(s.path, attr, *buf)
+		} else {
+			n, err = unix.Fgetxattr(s.fd, attr, *buf)
+		}
 		if errors.Is(err, unix.ERANGE) {
 			*buf = make([]byte, 2*len(*buf))
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("lgetxattr %s %s: %w", path, attr, err)
+			return nil, fmt.Errorf("getxattr %s: %w", attr, err)
 		}
 		return (*buf)[:n], nil
 	}
+}
+
+// snapshotListXattrs returns the xattr names of path (not following a
+// final symlink), growing *buf as needed.
+func snapshotListXattrs(path string, buf *[]byte) ([]string, error) {
+	return snapshotXattrSource{path: path}.list(buf)
+}
+
+// snapshotGetXattr returns attribute attr of path (not following a final
+// symlink); the result aliases *buf.
+func snapshotGetXattr(path, attr string, buf *[]byte) ([]byte, error) {
+	return snapshotXattrSource{path: path}.get(attr, buf)
 }

@@ -1,8 +1,354 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
 
-// TODO(owner of this subcommand): replace this placeholder.
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/box"
+	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/egress"
+)
+
+// newBoxManager builds the box backend for terminal config t with the
+// egress gate of terminal.box_network, for workspace cwd ("" = t.Cwd).
+func (a *App) newBoxManager(t config.TerminalConfig, cwd string) (*box.Manager, error) {
+	if cwd != "" {
+		t.Cwd = cwd
+	}
+	gate, err := egress.New(egress.Options{Home: a.Home(), Allow: t.BoxNetwork.Allow, Deny: t.BoxNetwork.Deny})
+	if err != nil {
+		return nil, fmt.Errorf("terminal.box_network: %w", err)
+	}
+	return box.NewManager(box.Options{Terminal: t, Home: a.Home(), Executable: a.Executable, NewEgress: gate.NewBox})
+}
+
+// boxTerminalConfig loads config.yaml's terminal section.
+func (a *App) boxTerminalConfig() (config.TerminalConfig, error) {
+	l, err := config.Load(a.Home(), config.LoadOptions{Getenv: a.Getenv})
+	if err != nil {
+		return config.TerminalConfig{}, err
+	}
+	return l.Config.Terminal, nil
+}
+
 func (a *App) newBoxCmd() *cobra.Command {
-	return &cobra.Command{Use: "box", Short: "manage hermes boxes (sandboxes)"}
+	cmd := &cobra.Command{Use: "box", Short: "manage hermes boxes (sandboxes): ls, exec, shell, port, rm, stats, snapshot, restore, fork"}
+	cmd.AddCommand(a.newBoxLsCmd(), a.newBoxExecCmd(), a.newBoxShellCmd(), a.newBoxPortCmd(), a.newBoxRmCmd(),
+		a.newBoxStatsCmd(), a.newBoxSnapshotCmd(), a.newBoxRestoreCmd(), a.newBoxForkCmd())
+	return cmd
+}
+
+func (a *App) newBoxLsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use: "ls", Short: "list boxes and their persistent layers", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			boxes, err := box.ListBoxes(a.Home())
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "TASK\tPERSISTENT\tDISK\tSTATE")
+			for _, b := range boxes {
+				state := "stopped"
+				if b.InUse {
+					state = "running"
+				}
+				fmt.Fprintf(w, "%s\t%v\t%.1f MiB\t%s\n", b.Task, b.Persistent, float64(b.DiskBytes)/(1<<20), state)
+			}
+			return w.Flush()
+		},
+	}
+}
+
+// parsePublish parses HOSTPORT:BOXPORT.
+func parsePublish(s string) (host string, boxPort int, err error) {
+	h, b, ok := strings.Cut(s, ":")
+	hp, err1 := strconv.Atoi(h)
+	bp, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || hp < 0 || hp > 65535 || bp < 1 || bp > 65535 {
+		return "", 0, fmt.Errorf("--publish %q: want HOSTPORT:BOXPORT, e.g. 8080:3000", s)
+	}
+	return "127.0.0.1:" + h, bp, nil
+}
+
+// shellQuote quotes argv for /bin/sh -c.
+func shellQuote(argv []string) string {
+	q := make([]string, len(argv))
+	for i, s := range argv {
+		q[i] = "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+// withBox opens the box of task with the configured terminal section and
+// calls fn, stopping the box afterwards (its persistent layer is kept).
+func (a *App) withBox(ctx context.Context, task string, publish []string, fn func(b *box.Box) error) error {
+	t, err := a.boxTerminalConfig()
+	if err != nil {
+		return err
+	}
+	m, err := a.newBoxManager(t, "")
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	b, err := m.Box(ctx, task)
+	if err != nil {
+		return err
+	}
+	for _, p := range publish {
+		host, boxPort, err := parsePublish(p)
+		if err != nil {
+			return err
+		}
+		addr, err := b.Publish(host, boxPort)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.Stderr, "hermes: %s → box port %d\n", addr, boxPort)
+	}
+	return fn(b)
+}
+
+func (a *App) newBoxExecCmd() *cobra.Command {
+	var publish []string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use: "exec TASK -- CMD [ARG...]", Short: "run a command in the box of TASK (started if needed)",
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withBox(cmd.Context(), args[0], publish, func(b *box.Box) error {
+				res, err := b.Exec(cmd.Context(), backend.ExecRequest{Command: shellQuote(args[1:]), Timeout: timeout, Output: a.Stdout})
+				if err != nil {
+					return err
+				}
+				return boxExitError(res)
+			})
+		},
+	}
+	cmd.Flags().StringArrayVarP(&publish, "publish", "p", nil, "forward host port to box port, HOSTPORT:BOXPORT (repeatable)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill the command's tree after this long (0 = none)")
+	return cmd
+}
+
+// boxExitError turns a command result into the process exit code.
+func boxExitError(res backend.ExecResult) error {
+	switch {
+	case res.OOMKilled:
+		return &ExitError{Code: 137, Err: errors.New("the command was killed by the box's OOM killer (raise terminal.container_memory)")}
+	case res.TimedOut:
+		return &ExitError{Code: 124, Err: errors.New("the command timed out")}
+	case res.ExitCode < 0:
+		return &ExitError{Code: 128 + 9, Err: fmt.Errorf("the command was killed by %s", res.Signal)}
+	case res.ExitCode != 0:
+		return &ExitError{Code: res.ExitCode, Silent: true}
+	}
+	return nil
+}
+
+func (a *App) newBoxShellCmd() *cobra.Command {
+	var publish []string
+	cmd := &cobra.Command{
+		Use: "shell TASK", Short: "run a shell in the box of TASK reading commands from stdin (no terminal emulation)",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withBox(cmd.Context(), args[0], publish, func(b *box.Box) error {
+				if a.IsTerminal {
+					fmt.Fprintf(a.Stderr, "hermes: shell in box %s (no prompt; end with Ctrl-D)\n", args[0])
+				}
+				res, err := b.Exec(cmd.Context(), backend.ExecRequest{Command: "exec /bin/sh", Stdin: a.Stdin, Output: a.Stdout})
+				if err != nil {
+					return err
+				}
+				return boxExitError(res)
+			})
+		},
+	}
+	cmd.Flags().StringArrayVarP(&publish, "publish", "p", nil, "forward host port to box port, HOSTPORT:BOXPORT (repeatable)")
+	return cmd
+}
+
+func (a *App) newBoxPortCmd() *cobra.Command {
+	return &cobra.Command{
+		Use: "port TASK HOSTPORT:BOXPORT...", Short: "forward host ports to ports inside the box of TASK until interrupted",
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withBox(cmd.Context(), args[0], args[1:], func(b *box.Box) error {
+				<-cmd.Context().Done()
+				return nil
+			})
+		},
+	}
+}
+
+func (a *App) newBoxRmCmd() *cobra.Command {
+	return &cobra.Command{
+		Use: "rm TASK...", Short: "delete boxes and their persistent layers", Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := a.boxTerminalConfig()
+			if err != nil {
+				return err
+			}
+			m, err := box.NewManager(box.Options{Terminal: t, Home: a.Home(), Executable: a.Executable})
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			for _, task := range args {
+				if err := m.Remove(task); err != nil {
+					if errors.Is(err, fs.ErrNotExist) {
+						return fmt.Errorf("no box %q (see hermes box ls)", task)
+					}
+					return err
+				}
+				fmt.Fprintln(a.Stdout, "removed", task)
+			}
+			return nil
+		},
+	}
+}
+
+func (a *App) newBoxStatsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use: "stats [TASK]", Short: "show memory, pids, cpu and OOM counters of running boxes", Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			boxes, err := box.ListBoxes(a.Home())
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "TASK\tMEMORY\tPEAK\tPIDS\tCPU\tTHROTTLED\tOOM KILLS")
+			found := false
+			for _, b := range boxes {
+				if len(args) == 1 && b.Task != args[0] {
+					continue
+				}
+				st, err := box.CgroupStats(b.Task)
+				if err != nil {
+					if len(args) == 1 {
+						return fmt.Errorf("box %s is not running", b.Task)
+					}
+					continue
+				}
+				found = true
+				fmt.Fprintf(w, "%s\t%.1f MiB\t%.1f MiB\t%d\t%s\t%d\t%d\n", b.Task, float64(st.MemoryBytes)/(1<<20),
+					float64(st.MemoryMaxBytes)/(1<<20), st.PIDs, st.CPUUsage.Round(time.Millisecond), st.ThrottledPeriod, st.OOMKills)
+			}
+			if len(args) == 1 && !found {
+				return fmt.Errorf("no box %q (see hermes box ls)", args[0])
+			}
+			return w.Flush()
+		},
+	}
+}
+
+// boxManagerForLayers is a Manager used only to reach stopped boxes' layers.
+func (a *App) boxManagerForLayers() (*box.Manager, error) {
+	t, err := a.boxTerminalConfig()
+	if err != nil {
+		return nil, err
+	}
+	return box.NewManager(box.Options{Terminal: t, Home: a.Home(), Executable: a.Executable})
+}
+
+func (a *App) newBoxSnapshotCmd() *cobra.Command {
+	return &cobra.Command{
+		Use: "snapshot TASK", Short: "save the writable layer of the stopped box TASK as a snapshot", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := a.boxManagerForLayers()
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			t, _ := a.boxTerminalConfig()
+			store := box.NewSnapshotStore(a.Home())
+			var man box.SnapshotManifest
+			err = m.WithUpper(args[0], false, func(upper string) error {
+				man, err = store.Create(args[0], upper, box.SnapshotOrigin{BaseImage: t.BoxImage})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.Stdout, "%s\t%.1f MiB\n", man.ID, float64(man.Size)/(1<<20))
+			return nil
+		},
+	}
+}
+
+// restoreSnapshot replaces the layer of task with snapshot id.
+func (a *App) restoreSnapshot(id, task string) error {
+	m, err := a.boxManagerForLayers()
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	store := box.NewSnapshotStore(a.Home())
+	if _, err := store.Get(id); err != nil {
+		return err
+	}
+	return m.WithUpper(task, true, func(upper string) error {
+		if err := box.ResetUpper(upper); err != nil {
+			return err
+		}
+		_, err := store.RestoreInto(id, upper)
+		return err
+	})
+}
+
+func (a *App) newBoxRestoreCmd() *cobra.Command {
+	var task string
+	cmd := &cobra.Command{
+		Use: "restore SNAPSHOT", Short: "restore a snapshot into its task's box (or --task NEW); the box must be stopped", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			man, err := box.NewSnapshotStore(a.Home()).Get(args[0])
+			if err != nil {
+				return err
+			}
+			if task == "" {
+				task = man.Task
+			}
+			if err := a.restoreSnapshot(args[0], task); err != nil {
+				return err
+			}
+			fmt.Fprintln(a.Stdout, task)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&task, "task", "", "restore into this task's box instead of the snapshot's own")
+	return cmd
+}
+
+func (a *App) newBoxForkCmd() *cobra.Command {
+	return &cobra.Command{
+		Use: "fork SNAPSHOT", Short: "make a new box from a snapshot and print its task id", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			man, err := box.NewSnapshotStore(a.Home()).Get(args[0])
+			if err != nil {
+				return err
+			}
+			var suffix [3]byte
+			rand.Read(suffix[:])
+			task := man.Task + "-fork-" + hex.EncodeToString(suffix[:])
+			if len(task) > 120 {
+				task = "fork-" + hex.EncodeToString(suffix[:])
+			}
+			if err := a.restoreSnapshot(args[0], task); err != nil {
+				return err
+			}
+			fmt.Fprintln(a.Stdout, task)
+			return nil
+		},
+	}
 }

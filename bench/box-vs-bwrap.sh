@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# box-vs-bwrap.sh: run the same loop through Debian's bubblewrap and through
+# hermes's own box, print medians (ms) and ratios (hermes / bwrap), plus the
+# snapshot/restore figures from `go test -bench`.
+#
+# Targets (issue 3): box create + first command within 1.5x of a bare
+# bubblewrap run; a command in a warm box <= 2 ms; a 50 MB snapshot <= 150 ms.
+#
+# Usage: bench/box-vs-bwrap.sh            (as root, from anywhere in the repo)
+# Environment:
+#   RUNS=30          timed runs per row (create rows)
+#   WARM_RUNS=100    timed runs of the warm-command row
+#   HERMES_BIN=path  use this binary instead of building ./cmd/hermes
+#   GO_BENCH=regex   extra `go test -bench` regex for ./internal/box (e.g. the
+#                    runtime's in-process warm-exec benchmark); empty = none
+#   SKIP_GO_BENCH=1  skip the go benchmark rows
+#   TIMER=loop       use the bash loop even when hyperfine is installed
+# Needs: bash, go, bubblewrap (apt-get install bubblewrap); hyperfine is used
+# when installed (apt-get install hyperfine), else a date +%s%N loop.
+set -euo pipefail
+
+RUNS=${RUNS:-30}
+WARM_RUNS=${WARM_RUNS:-100}
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+work=$(mktemp -d /tmp/hermes-bench.XXXXXX)
+export HERMES_HOME="$work/home" # never touch the user's real state
+mkdir -p "$HERMES_HOME"
+
+die() { echo "box-vs-bwrap: $*" >&2; exit 1; }
+
+hermes=""
+cleanup() {
+	if [[ -n $hermes && -x $hermes ]]; then
+		"$hermes" box rm bench-create >/dev/null 2>&1 || true
+		"$hermes" box rm bench-warm >/dev/null 2>&1 || true
+	fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+command -v bwrap >/dev/null || die "bwrap not found; install it with: apt-get install bubblewrap"
+command -v go >/dev/null || die "go not found in PATH"
+
+if [[ -n ${HERMES_BIN:-} ]]; then
+	hermes=$HERMES_BIN
+else
+	echo "building hermes..." >&2
+	(cd "$repo" && go build -o "$work/hermes" ./cmd/hermes) || die "go build ./cmd/hermes failed"
+	hermes="$work/hermes"
+fi
+
+# The box CLI (`hermes box exec TASK -- CMD`, `hermes box rm TASK`) is
+# written by the box runtime; refuse clearly until it exists.
+if ! "$hermes" box exec --help >/dev/null 2>&1 || ! "$hermes" box rm --help >/dev/null 2>&1; then
+	die "this hermes binary has no 'hermes box exec TASK -- CMD' / 'hermes box rm TASK' subcommands yet (internal/cli/box.go); wire them, then rerun"
+fi
+
+timer=loop
+[[ ${TIMER:-} != loop ]] && command -v hyperfine >/dev/null && timer=hyperfine
+
+BWRAP=(bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp)
+
+# median_ms NAME PREPARE CMD...: median wall time of CMD in ms over RUNS
+# runs (PREPARE, a shell string, runs untimed before each run).
+median_ms() {
+	local runs=$1 prepare=$2
+	shift 2
+	if [[ $timer == hyperfine ]]; then
+		local json="$work/hf.json"
+		local args=(--runs "$runs" --warmup 3 -N --export-json "$json" --style none)
+		[[ -n $prepare ]] && args+=(--prepare "$prepare")
+		hyperfine "${args[@]}" "$(printf '%q ' "$@")" >/dev/null 2>&1 || die "command failed: $*"
+		grep -o '"median": *[0-9.e+-]*' "$json" | head -1 | awk -F': *' '{printf "%.2f", $2 * 1000}'
+	else
+		local times=() i t0 t1
+		for ((i = 0; i < runs + 3; i++)); do
+			[[ -n $prepare ]] && bash -c "$prepare" >/dev/null 2>&1
+			t0=$(date +%s%N)
+			"$@" >/dev/null 2>&1 || die "command failed: $*"
+			t1=$(date +%s%N)
+			((i >= 3)) && times+=($(((t1 - t0) / 1000)))
+		done
+		printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {m = (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2; printf "%.2f", m/1000}'
+	fi
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "n/a" }'; }
+
+echo "timer: $([[ $timer == hyperfine ]] && hyperfine --version || echo 'bash date +%s%N loop'); runs: $RUNS (warm: $WARM_RUNS); $(nproc) CPUs; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+plain=$(median_ms "$RUNS" "" true)
+bwrap_ms=$(median_ms "$RUNS" "" "${BWRAP[@]}" true)
+bwrap_echo=$(median_ms "$RUNS" "" "${BWRAP[@]}" echo hi)
+
+# Create + first command: the prepare step removes the task, so every
+# timed run starts a new box with an empty upper layer.
+rm_create="$(printf '%q' "$hermes") box rm bench-create"
+"$hermes" box exec bench-create -- true >/dev/null || die "hermes box exec bench-create -- true failed; run it by hand to see why"
+create_ms=$(median_ms "$RUNS" "$rm_create" "$hermes" box exec bench-create -- true)
+create_echo=$(median_ms "$RUNS" "$rm_create" "$hermes" box exec bench-create -- echo hi)
+
+# Warm: the task's box already exists; each run is one more command.
+"$hermes" box exec bench-warm -- true >/dev/null || die "hermes box exec bench-warm -- true failed"
+warm_ms=$(median_ms "$WARM_RUNS" "" "$hermes" box exec bench-warm -- true)
+
+printf '\n%-44s %10s %10s\n' "row" "median ms" "vs bwrap"
+printf '%-44s %10s %10s\n' "plain /bin/true (process spawn floor)" "$plain" ""
+printf '%-44s %10s %10s\n' "bwrap --unshare-all ... true" "$bwrap_ms" "1.00x"
+printf '%-44s %10s %10s\n' "bwrap --unshare-all ... echo hi" "$bwrap_echo" "1.00x"
+printf '%-44s %10s %10s\n' "hermes box exec NEW -- true (create+first)" "$create_ms" "$(ratio "$create_ms" "$bwrap_ms")"
+printf '%-44s %10s %10s\n' "hermes box exec NEW -- echo hi" "$create_echo" "$(ratio "$create_echo" "$bwrap_echo")"
+printf '%-44s %10s %10s\n' "hermes box exec WARM -- true (CLI, warm box)" "$warm_ms" "$(ratio "$warm_ms" "$bwrap_ms")"
+echo "targets: create+first <= 1.50x bwrap; warm command <= 2 ms (in-process; the CLI row adds hermes start-up)"
+
+if [[ -z ${SKIP_GO_BENCH:-} ]]; then
+	regex='Snapshot50MB|Restore50MB'
+	[[ -n ${GO_BENCH:-} ]] && regex="$regex|$GO_BENCH"
+	echo
+	echo "go test -bench '$regex' ./internal/box (target: Snapshot50MB <= 150 ms)"
+	(cd "$repo" && go test -run '^$' -bench "$regex" -benchtime 10x ./internal/box) |
+		awk '/^Benchmark/ { printf "%-44s %10.1f ms\n", $1, $3 / 1e6 }'
+fi
