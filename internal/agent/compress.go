@@ -126,6 +126,9 @@ func (c *Compressor) Compact(ctx context.Context, s *Session, last llm.Usage, fo
 		c.until = c.opts.Now().Add(wait)
 		c.mu.Unlock()
 		c.notice(fmt.Sprintf("context compression failed (%v); history kept as it was, next try in %s", err, wait))
+		if c.opts.Notice != nil {
+			return false, noticedError{err}
+		}
 		return false, err
 	}
 	c.mu.Lock()
@@ -149,6 +152,12 @@ func (c *Compressor) Compact(ctx context.Context, s *Session, last llm.Usage, fo
 	s.History = next
 	return true, nil
 }
+
+// noticedError is a compaction error the Compressor has already shown to
+// the person through its Notice, so the agent does not report it twice.
+type noticedError struct{ error }
+
+func (e noticedError) Unwrap() error { return e.error }
 
 func (c *Compressor) notice(s string) {
 	if c.opts.Notice != nil {

@@ -58,7 +58,7 @@ func (m wireMessage) text() string {
 
 // wireRequest is the decoded body of one chat-completions request.
 type wireRequest struct {
-	Messages []wireMessage   `json:"messages"`
+	Messages []wireMessage     `json:"messages"`
 	Tools    []json.RawMessage `json:"tools"`
 }
 
@@ -120,4 +120,14 @@ func (l *eventLog) notices() []string {
 		}
 	}
 	return out
+}
+
+// jsonString encodes v as JSON text for scripted tool-call arguments.
+func jsonString(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

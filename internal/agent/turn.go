@@ -32,6 +32,7 @@ func (a *Agent) RunTurn(ctx context.Context, s *Session, userText string) (TurnR
 		return res, err
 	}
 	failures := map[string]int{}
+	var lastUsage llm.Usage // usage of the latest model call: the size of the last prompt
 	for iteration := 0; ; iteration++ {
 		if err := ctx.Err(); err != nil {
 			return res, ErrCancelled
@@ -43,13 +44,14 @@ func (a *Agent) RunTurn(ctx context.Context, s *Session, userText string) (TurnR
 				return res, err
 			}
 		}
-		resp, err := a.call(ctx, s, withTools, &res)
+		resp, err := a.call(ctx, s, withTools, lastUsage, &res)
 		if err != nil {
 			if ctx.Err() != nil {
 				return res, ErrCancelled
 			}
 			return res, err
 		}
+		lastUsage = resp.Usage
 		msg := resp.Message
 		if len(msg.ToolCalls) == 0 && withTools && a.opts.ParseTextToolCalls != nil && msg.Content != "" {
 			known := func(name string) bool { _, ok := a.opts.Tools.Get(name); return ok }
@@ -94,10 +96,13 @@ func (a *Agent) RunTurn(ctx context.Context, s *Session, userText string) (TurnR
 }
 
 // call makes one model call, compacting the history first when needed and
-// once more if the provider reports a context overflow.
-func (a *Agent) call(ctx context.Context, s *Session, withTools bool, res *TurnResult) (llm.Response, error) {
+// once more if the provider reports a context overflow. last is the usage of
+// the previous model call of the turn (the size of the last prompt; zero at
+// the start of a turn): the compaction threshold is compared with it, never
+// with the turn's summed usage.
+func (a *Agent) call(ctx context.Context, s *Session, withTools bool, last llm.Usage, res *TurnResult) (llm.Response, error) {
 	if a.opts.Compactor != nil {
-		if _, err := a.opts.Compactor.Compact(ctx, s, res.Usage, false); err != nil {
+		if _, err := a.opts.Compactor.Compact(ctx, s, last, false); err != nil && !errors.As(err, new(noticedError)) {
 			a.notice("context compression failed, keeping the full history: %v", err)
 		}
 	}
@@ -105,7 +110,7 @@ func (a *Agent) call(ctx context.Context, s *Session, withTools bool, res *TurnR
 	var apiErr *llm.APIError
 	if err != nil && errors.As(err, &apiErr) && apiErr.ContextOverflow && a.opts.Compactor != nil {
 		a.notice("the provider says the prompt is too long; compressing and retrying once")
-		if changed, cerr := a.opts.Compactor.Compact(ctx, s, res.Usage, true); cerr == nil && changed {
+		if changed, cerr := a.opts.Compactor.Compact(ctx, s, last, true); cerr == nil && changed {
 			resp, err = a.stream(ctx, s, withTools)
 		}
 	}

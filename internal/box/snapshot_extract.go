@@ -34,8 +34,9 @@ const snapshotInlineFileLimit = 4 << 20
 //
 // Creating inodes dominates restore time on small files, so leaf entries
 // (small files, symlinks, whiteouts, fifos) are created by GOMAXPROCS
-// worker goroutines while the caller's goroutine decompresses, parses and
-// makes directories; hardlinks wait until the workers are done.
+// worker goroutines, one per directory at a time, while the caller's
+// goroutine decompresses, parses and makes directories; hardlinks wait
+// until the workers are done.
 type snapshotExtractor struct {
 	root       string
 	rootFD     int
@@ -48,7 +49,7 @@ type snapshotExtractor struct {
 	dirFDs     map[string]int // open descriptors of directories by relative path
 	dirs       []*tar.Header  // directory metadata applied at the end
 	links      []*tar.Header  // hardlinks made after the leaves exist
-	jobs       chan snapshotLeafJob
+	jobs       []chan snapshotLeafJob // one queue per worker, chosen by parent directory
 	workers    sync.WaitGroup
 	pending    sync.WaitGroup  // queued leaves not yet created
 	leaves     map[string]bool // names handed to workers
@@ -83,7 +84,6 @@ func snapshotExtractTree(r io.Reader, root string, policy snapshotExtractPolicy)
 		buf:    make([]byte, snapshotCopyBufferSize),
 		dirFDs: map[string]int{},
 		leaves: map[string]bool{},
-		jobs:   make(chan snapshotLeafJob, 64),
 	}
 	var st unix.Stat_t
 	if unix.Fstat(rootFD, &st) == nil && st.Mode&unix.S_ISGID == 0 {
@@ -91,11 +91,15 @@ func snapshotExtractTree(r io.Reader, root string, policy snapshotExtractPolicy)
 	}
 	defer x.close()
 	for range runtime.GOMAXPROCS(0) {
+		queue := make(chan snapshotLeafJob, 256)
+		x.jobs = append(x.jobs, queue)
 		x.workers.Add(1)
-		go x.work()
+		go x.work(queue)
 	}
 	err = x.readAll(tar.NewReader(r))
-	close(x.jobs)
+	for _, queue := range x.jobs {
+		close(queue)
+	}
 	x.workers.Wait()
 	if err == nil {
 		err = x.firstErr()
@@ -129,9 +133,9 @@ func (x *snapshotExtractor) readAll(tr *tar.Reader) error {
 	}
 }
 
-func (x *snapshotExtractor) work() {
+func (x *snapshotExtractor) work(queue <-chan snapshotLeafJob) {
 	defer x.workers.Done()
-	for job := range x.jobs {
+	for job := range queue {
 		if x.firstErr() != nil {
 			x.pending.Done()
 			continue
@@ -252,7 +256,10 @@ func (x *snapshotExtractor) extract(hdr *tar.Header, body io.Reader) error {
 	x.settle(name)
 	x.leaves[name] = true
 	x.pending.Add(1)
-	x.jobs <- job
+	// All leaves of one directory go to the same worker: creations in
+	// one directory serialize on its inode lock, and contending for it
+	// costs more than it gains.
+	x.jobs[parent%len(x.jobs)] <- job
 	return nil
 }
 

@@ -5,7 +5,7 @@
 // tests can assert what hermes sent.
 //
 // The Nth request (of either wire) gets the Nth Turn; a request past the
-// script gets HTTP 500 with a message saying how many turns were scripted.
+// script gets HTTP 400 (not retried, so a run fails fast) with a message saying how many turns were scripted.
 package llmtest
 
 import (
@@ -181,7 +181,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if turn == nil {
-		writeError(w, anthropic, http.StatusInternalServerError, "api_error",
+		writeError(w, anthropic, http.StatusBadRequest, "invalid_request_error",
 			fmt.Sprintf("llmtest: request %d has no scripted turn (the script has %d turns)", n+1, total))
 		return
 	}

@@ -34,7 +34,7 @@ func TestScriptOrderAndExhaustion(t *testing.T) {
 		t.Fatalf("%d %s", code, body)
 	}
 	code, body = post(t, s.URL+"/chat/completions", `{}`)
-	if code != 500 || !strings.Contains(body, "request 3 has no scripted turn (the script has 2 turns)") {
+	if code != 400 || !strings.Contains(body, "request 3 has no scripted turn (the script has 2 turns)") {
 		t.Fatalf("%d %s", code, body)
 	}
 	reqs := s.Requests()

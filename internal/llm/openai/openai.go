@@ -73,6 +73,7 @@ func New(cfg Config) *Provider {
 			if res.StatusCode >= 400 {
 				return nil, llm.ErrorResponse(cfg.Name, res, cfg.Hints, cfg.Now())
 			}
+			res.Body = newNullErrorFilter(res.Body)
 			return res, nil
 		}),
 	}

@@ -259,3 +259,12 @@ func TestConnectionRefusedIsRetryable(t *testing.T) {
 		t.Fatalf("err = %v, want retryable", err)
 	}
 }
+
+func TestNullErrorFieldIsNotAnError(t *testing.T) {
+	body := `data: {"id":"x","error":null,"choices":[{"index":0,"delta":{"content":"fine"}}]}` + "\n\n" +
+		`data: {"id":"x","error":null,"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n"
+	resp, err := run(t, newProvider(rawServer(t, body)), userHi)
+	if err != nil || resp.Message.Content != "fine" {
+		t.Fatalf("resp %q err %v", resp.Message.Content, err)
+	}
+}
