@@ -55,7 +55,7 @@ func TestRateLimitRetryAfterThenSuccess(t *testing.T) {
 // the run's error, never an empty answer.
 func TestErrorInsideStreamIsReported(t *testing.T) {
 	const msg = "upstream model failed: context assembly fault 7731"
-	e := newE2E(t, llmtest.Turn{ErrorInStream: msg, ErrorType: "invalid_request_error"})
+	e := newE2E(t, llmtest.Turn{ErrorInStream: msg})
 	res := e.chatQ("hi", "--yolo")
 	if res.code == 0 {
 		t.Fatalf("want a non-zero exit for an error inside the stream\n%s", res)

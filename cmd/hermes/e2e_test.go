@@ -391,3 +391,12 @@ func TestIncidentTriageExample(t *testing.T) {
 		t.Errorf("report names the release of the original incident, not the one read:\n%s", report)
 	}
 }
+
+// configureModel saves OpenRouter and its model to config.yaml with
+// `hermes config set`, as a user does once, so later runs need no
+// --provider/--model.
+func (e *e2e) configureModel() {
+	e.t.Helper()
+	e.mustRun("config", "set", "model.provider", "openrouter")
+	e.mustRun("config", "set", "model.default", "anthropic/claude-sonnet-4.6")
+}

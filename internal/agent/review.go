@@ -70,6 +70,7 @@ func describeChange(tc llm.ToolCall) string {
 		Target  string `json:"target"`
 		Name    string `json:"name"`
 		Content string `json:"content"`
+		OldText string `json:"old_text"`
 	}
 	_ = json.Unmarshal([]byte(tc.Arguments), &a)
 	switch tc.Name {
@@ -78,7 +79,11 @@ func describeChange(tc llm.ToolCall) string {
 		if target == "" {
 			target = "memory"
 		}
-		return fmt.Sprintf("💾 %s %s: %s", target, a.Action, preview(a.Content, 80))
+		what := a.Content
+		if what == "" { // remove names the entry by old_text only
+			what = a.OldText
+		}
+		return fmt.Sprintf("💾 %s %s: %s", target, a.Action, preview(what, 80))
 	case "skill_manage":
 		return fmt.Sprintf("📝 skill %s %s", a.Name, a.Action)
 	}

@@ -116,3 +116,29 @@ func TestReviewNothingWorthKeeping(t *testing.T) {
 		t.Fatalf("changes = %q, err = %v", changes, err)
 	}
 }
+
+// A memory remove (which has no content, only old_text) is reported with
+// the text of the removed entry.
+func TestReviewMemoryRemoveNamesTheEntry(t *testing.T) {
+	home := t.TempDir()
+	mem := memory.NewStore(filepath.Join(home, "memories"), 2200, 1375, time.Now)
+	if _, err := mem.Add(memory.TargetUser, "User works on the staging cluster"); err != nil {
+		t.Fatal(err)
+	}
+	_, prov := newFakeModel(t,
+		llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "memory", Args: `{"action":"remove","target":"user","old_text":"staging cluster"}`}}},
+		llmtest.Turn{Text: "Removed a stale entry."},
+	)
+	changes, err := Review(context.Background(), ReviewOptions{Provider: prov, Model: "fake", Tools: tool.NewRegistry(tool.NewMemory(mem))},
+		&Session{ID: "s", History: busyTurn()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) != 1 || changes[0] != "💾 user remove: staging cluster" {
+		t.Fatalf("changes = %q", changes)
+	}
+	st, err := mem.State(memory.TargetUser)
+	if err != nil || len(st.Entries) != 0 {
+		t.Fatalf("USER.md entries = %q, %v", st.Entries, err)
+	}
+}

@@ -163,8 +163,8 @@ func (a *Agent) runTools(ctx context.Context, sessionID string, calls []llm.Tool
 		}
 		a.emit(Event{Kind: EventToolStart, Call: tc})
 		results[i] = a.runTool(ctx, sessionID, tc)
-		if ctx.Err() != nil && results[i].Content == "" {
-			results[i] = tool.Result{Content: CancelledResult, IsError: true}
+		if ctx.Err() != nil {
+			results[i] = cancelled(results[i])
 		}
 		a.emit(Event{Kind: EventToolResult, Call: tc, Result: results[i]})
 	}
@@ -181,6 +181,17 @@ func (a *Agent) runTools(ctx context.Context, sessionID string, calls []llm.Tool
 	}
 	wg.Wait()
 	return results
+}
+
+// cancelled marks the result of a call interrupted while it ran: the
+// synthetic CancelledResult, followed by whatever the tool returned (for
+// example a command's partial output), so the model reads it as an
+// interruption and not as the tool's own failure.
+func cancelled(r tool.Result) tool.Result {
+	if r.Content == "" {
+		return tool.Result{Content: CancelledResult, IsError: true}
+	}
+	return tool.Result{Content: CancelledResult + "\nWhat the tool returned when it was stopped:\n" + r.Content, IsError: true}
 }
 
 // runTool validates one call's arguments and runs it. Problems the model can

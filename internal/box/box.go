@@ -51,6 +51,10 @@ type Options struct {
 	// NewEgress creates the egress session of a box; nil = no egress at all
 	// (connections from the box to 127.0.0.1:3128 are refused).
 	NewEgress func(taskID string) (*egress.BoxSession, error)
+	// UserHome is the invoking user's home directory, shown empty inside
+	// host-mode boxes (default $HOME); /root, /home and the homes of login
+	// users are emptied too (hide.go).
+	UserHome string
 	// Env is added to every command's environment (e.g. secret
 	// placeholders). The agent's own provider keys must never be put here.
 	Env map[string]string

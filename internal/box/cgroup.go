@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -40,6 +41,13 @@ type cgroup interface {
 	Add(pid int) error
 	// Stats reads the counters.
 	Stats() (Stats, error)
+	// OOMKills returns the group's OOM-kill counter. On v1 it reads the
+	// counter only after the kernel signalled an OOM event (an eventfd
+	// registered through cgroup.event_control, memcg v1 docs §9), so a
+	// command that ran without memory trouble costs one non-blocking read
+	// of that eventfd and no file access; otherwise it returns the last
+	// value read.
+	OOMKills() int64
 	// KillAll SIGKILLs every process in the group.
 	KillAll()
 	// Remove deletes the group, waiting up to 2 s for its processes to go.
@@ -192,10 +200,73 @@ func removeDirs(dirs []string, procs func(dir string) string) error {
 // cgroupV1 is a group in each v1 hierarchy (memory, pids, cpu, cpuacct, freezer).
 type cgroupV1 struct {
 	dirs map[string]string // controller → group dir
+
+	oomMu     sync.Mutex
+	oomEvent  int   // eventfd signalled on each OOM in the group; -1 = none (read the counter every time)
+	oomRecent bool  // an event was consumed by the last call: read once more (the counter lags the event)
+	oomKills  int64 // last counter value read
+}
+
+// procsDirs are the distinct group dirs to write cgroup.procs into (two
+// controllers may share one hierarchy, e.g. cpu,cpuacct).
+func (g *cgroupV1) procsDirs() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range []string{"memory", "pids", "cpu", "cpuacct", "freezer"} {
+		if d := g.dirs[c]; d != "" && !seen[d] {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// watchOOM registers an eventfd for the memory group's OOM notifications
+// (cgroup.event_control with memory.oom_control); on failure OOMKills
+// falls back to reading the counter on every call.
+func (g *cgroupV1) watchOOM() {
+	g.oomEvent = -1
+	mem := g.dirs["memory"]
+	if mem == "" {
+		return
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return
+	}
+	ctl, err := os.Open(filepath.Join(mem, "memory.oom_control"))
+	if err != nil {
+		unix.Close(efd)
+		return
+	}
+	defer ctl.Close() // the kernel keeps its own reference once registered
+	if writeCgroupFile(mem, "cgroup.event_control", fmt.Sprintf("%d %d", efd, ctl.Fd())) != nil {
+		unix.Close(efd)
+		return
+	}
+	g.oomEvent = efd
+}
+
+func (g *cgroupV1) OOMKills() int64 {
+	g.oomMu.Lock()
+	defer g.oomMu.Unlock()
+	if g.oomEvent >= 0 {
+		var buf [8]byte
+		_, err := unix.Read(g.oomEvent, buf[:])
+		signalled := err == nil
+		if !signalled && !g.oomRecent {
+			return g.oomKills
+		}
+		g.oomRecent = signalled
+	}
+	if n := readKeyed(filepath.Join(g.dirs["memory"], "memory.oom_control"), "oom_kill"); n > g.oomKills {
+		g.oomKills = n
+	}
+	return g.oomKills
 }
 
 func newCgroupV1(mounts map[string]string, name string, lim Limits) (*cgroupV1, error) {
-	g := &cgroupV1{dirs: map[string]string{}}
+	g := &cgroupV1{dirs: map[string]string{}, oomEvent: -1}
 	for _, c := range []string{"memory", "pids", "cpu", "cpuacct", "freezer"} {
 		if mounts[c] == "" {
 			continue
@@ -238,11 +309,12 @@ func newCgroupV1(mounts map[string]string, name string, lim Limits) (*cgroupV1, 
 		g.Remove()
 		return nil, err
 	}
+	g.watchOOM()
 	return g, nil
 }
 
 func (g *cgroupV1) Add(pid int) error {
-	for _, d := range g.dirs {
+	for _, d := range g.procsDirs() {
 		if err := writeCgroupFile(d, "cgroup.procs", strconv.Itoa(pid)); err != nil {
 			return err
 		}
@@ -272,7 +344,7 @@ func (g *cgroupV1) KillAll() {
 	if fz != "" {
 		writeCgroupFile(fz, "freezer.state", "FROZEN")
 	}
-	for _, d := range g.dirs {
+	for _, d := range g.procsDirs() {
 		killProcsIn(filepath.Join(d, "cgroup.procs"))
 	}
 	if fz != "" {
@@ -281,11 +353,13 @@ func (g *cgroupV1) KillAll() {
 }
 
 func (g *cgroupV1) Remove() error {
-	var dirs []string
-	for _, d := range g.dirs {
-		dirs = append(dirs, d)
+	g.oomMu.Lock()
+	if g.oomEvent >= 0 {
+		unix.Close(g.oomEvent)
+		g.oomEvent = -1
 	}
-	return removeDirs(dirs, func(d string) string { return filepath.Join(d, "cgroup.procs") })
+	g.oomMu.Unlock()
+	return removeDirs(g.procsDirs(), func(d string) string { return filepath.Join(d, "cgroup.procs") })
 }
 
 // cgroupV2 is a group in the unified hierarchy.
@@ -353,6 +427,12 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// OOMKills reads memory.events (v2 has no OOM eventfd; its file
+// notifications are delivered late, after the victim's exit).
+func (g *cgroupV2) OOMKills() int64 {
+	return readKeyed(filepath.Join(g.dir, "memory.events"), "oom_kill")
+}
+
 func (g *cgroupV2) Add(pid int) error {
 	return writeCgroupFile(g.dir, "cgroup.procs", strconv.Itoa(pid))
 }
@@ -392,7 +472,7 @@ func CgroupStats(taskID string) (Stats, error) {
 	}
 	name := filepath.Join("hermes", taskID)
 	if v1["memory"] != "" {
-		g := &cgroupV1{dirs: map[string]string{}}
+		g := &cgroupV1{dirs: map[string]string{}, oomEvent: -1}
 		for c, mnt := range v1 {
 			g.dirs[c] = filepath.Join(mnt, name)
 		}

@@ -7,7 +7,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -54,6 +56,14 @@ func InitMain() int {
 		fmt.Fprintln(os.Stderr, "hermes box-init: connection socket is not a unix socket")
 		return 2
 	}
+	// Commands are forked only by the request loop, which stays on this
+	// thread; its bounding set is emptied here, without a psx broadcast
+	// (restrict.go).
+	runtime.LockOSThread()
+	if err := dropBoundingSet(); err != nil {
+		fmt.Fprintln(os.Stderr, "hermes box-init:", err)
+		return 1
+	}
 	fc := newFrameConn(ctrl)
 	var req request
 	if err := fc.dec.Decode(&req); err != nil || req.Op != opSetup || req.Setup == nil {
@@ -61,11 +71,17 @@ func InitMain() int {
 		return 2
 	}
 	spec := req.Setup
+	began := time.Now()
 	if err := setupRoot(spec); err != nil {
 		fc.send(response{ID: req.ID, Kind: kindError, Err: err.Error()})
 		return 1
 	}
-	srv := newInitServer(fc, conns, spec)
+	rooted := time.Now()
+	srv, err := newInitServer(fc, conns, spec)
+	if err != nil {
+		fc.send(response{ID: req.ID, Kind: kindError, Err: err.Error()})
+		return 1
+	}
 	if spec.Egress {
 		if err := srv.listenEgress(); err != nil {
 			fc.send(response{ID: req.ID, Kind: kindError, Err: "egress relay: " + err.Error()})
@@ -76,7 +92,12 @@ func InitMain() int {
 		fc.send(response{ID: req.ID, Kind: kindError, Err: err.Error()})
 		return 1
 	}
-	if err := fc.send(response{ID: req.ID, Kind: kindReady, PID: os.Getpid()}); err != nil {
+	phases := &initPhases{Root: rooted.Sub(began), Restrict: time.Since(rooted)}
+	shell := "/bin/sh"
+	if st, err := os.Stat("/bin/bash"); err == nil && !st.IsDir() {
+		shell = "/bin/bash"
+	}
+	if err := fc.send(response{ID: req.ID, Kind: kindReady, PID: os.Getpid(), Phases: phases, Shell: shell}); err != nil {
 		return 1
 	}
 	srv.serve()
@@ -96,6 +117,11 @@ func setupRoot(s *initSpec) error {
 	for _, d := range []string{"upper", "work", "ws-upper", "ws-work"} {
 		if err := os.MkdirAll(filepath.Join(s.LayerDir, d), 0o755); err != nil {
 			return fmt.Errorf("writable layer: %w", err)
+		}
+	}
+	for _, p := range s.Empty {
+		if err := emptyInUpper(filepath.Join(s.LayerDir, "upper"), p, s.UserNS); err != nil {
+			return err
 		}
 	}
 	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", strings.Join(s.Lower, ":"),
@@ -319,8 +345,8 @@ func mountWorkspace(s *initSpec) error {
 func hidePath(root, p string) error {
 	target := filepath.Join(root, p)
 	st, err := os.Lstat(target)
-	if err != nil {
-		return nil // not visible in the box: nothing to hide
+	if err != nil || st.Mode()&os.ModeSymlink != 0 {
+		return nil // not visible in the box (a symlink's target is hidden on its own)
 	}
 	if st.IsDir() {
 		if err := unix.Mount("tmpfs", target, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0"); err != nil {

@@ -32,6 +32,8 @@ type initServer struct {
 	connsMu sync.Mutex
 	spec    *initSpec
 
+	devNull int // /dev/null of the box, the stdin of commands without one
+
 	mu    sync.Mutex
 	procs map[int]*initProc    // by pid
 	byID  map[uint64]*initProc // by request id
@@ -48,9 +50,15 @@ type initProc struct {
 	timedOut bool
 }
 
-func newInitServer(fc *frameConn, conns *net.UnixConn, spec *initSpec) *initServer {
-	return &initServer{fc: fc, conns: conns, spec: spec, procs: map[int]*initProc{},
-		byID: map[uint64]*initProc{}, kick: make(chan struct{}, 1)}
+// newInitServer returns the server of a box whose root is built (its
+// /dev/null is opened once here, for every command's stdin).
+func newInitServer(fc *frameConn, conns *net.UnixConn, spec *initSpec) (*initServer, error) {
+	null, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open /dev/null: %w", err)
+	}
+	return &initServer{fc: fc, conns: conns, spec: spec, devNull: null, procs: map[int]*initProc{},
+		byID: map[uint64]*initProc{}, kick: make(chan struct{}, 1)}, nil
 }
 
 // serve handles requests until the control socket closes, then kills
@@ -131,45 +139,44 @@ func (s *initServer) reap() {
 }
 
 // start runs one command: a new session (and process group), output on one
-// pipe for stdout and stderr, the box environment.
+// pipe for stdout and stderr, the box environment. It forks with
+// syscall.ForkExec (clone(CLONE_VFORK|CLONE_VM), as os/exec does) and no
+// os.Process or pidfd: the reaper owns the child's exit status.
 func (s *initServer) start(id uint64, e *execSpec) error {
 	if len(e.Argv) == 0 {
 		return errors.New("empty command")
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
+	var pipes [2]int
+	if err := unix.Pipe2(pipes[:], unix.O_CLOEXEC); err != nil {
 		return err
 	}
-	defer outW.Close()
-	var stdinR, stdinW *os.File
+	outR := os.NewFile(uintptr(pipes[0]), "box-command-output")
+	defer unix.Close(pipes[1])
+	stdinFD := s.devNull
+	var stdinW *os.File
 	if e.Stdin {
-		if stdinR, stdinW, err = os.Pipe(); err != nil {
+		var in [2]int
+		if err := unix.Pipe2(in[:], unix.O_CLOEXEC); err != nil {
 			outR.Close()
 			return err
 		}
-		defer stdinR.Close()
-	} else if stdinR, err = os.Open(os.DevNull); err != nil {
-		outR.Close()
-		return err
-	} else {
-		defer stdinR.Close()
+		defer unix.Close(in[0])
+		stdinFD, stdinW = in[0], os.NewFile(uintptr(in[1]), "box-command-stdin")
 	}
-	path := e.Argv[0]
-	attr := &os.ProcAttr{Dir: e.Dir, Env: e.Env, Files: []*os.File{stdinR, outW, outW},
+	attr := &syscall.ProcAttr{Dir: e.Dir, Env: e.Env, Files: []uintptr{uintptr(stdinFD), uintptr(pipes[1]), uintptr(pipes[1])},
 		Sys: &syscall.SysProcAttr{Setsid: true}}
 	p := &initProc{id: id, stdin: stdinW, status: make(chan unix.WaitStatus, 1)}
 	s.mu.Lock()
-	proc, err := os.StartProcess(path, e.Argv, attr)
+	pid, err := syscall.ForkExec(e.Argv[0], e.Argv, attr)
 	if err != nil {
 		s.mu.Unlock()
 		outR.Close()
 		if stdinW != nil {
 			stdinW.Close()
 		}
-		return err
+		return &os.PathError{Op: "fork/exec", Path: e.Argv[0], Err: err}
 	}
-	p.pid = proc.Pid
-	proc.Release()
+	p.pid = pid
 	s.procs[p.pid] = p
 	s.byID[id] = p
 	s.mu.Unlock()

@@ -54,7 +54,9 @@ type Box struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 	nextID    atomic.Uint64
+	oomKnown  atomic.Int64  // the box's OOM-kill counter when last read
 	died      chan struct{} // closed when the control connection ends
+	phases    StartPhases
 	closeOnce sync.Once
 	closeErr  error
 
@@ -75,6 +77,9 @@ func (b *Box) InitPID() int { return b.initPID }
 
 // Workdir is the default working directory of commands.
 func (b *Box) Workdir() string { return b.workdir }
+
+// StartPhases reports how long the phases of this box's start took.
+func (b *Box) StartPhases() StartPhases { return b.phases }
 
 // Stats reads the box's cgroup counters.
 func (b *Box) Stats() (Stats, error) { return b.cg.Stats() }
@@ -248,12 +253,16 @@ func (b *Box) Start(ctx context.Context, req backend.ExecRequest) (backend.Proce
 }
 
 func (b *Box) start(ctx context.Context, req backend.ExecRequest) (*boxProcess, error) {
+	return b.startArgv(ctx, []string{b.shell, "-c", req.Command}, req)
+}
+
+// startArgv runs argv (no shell) with the workdir, environment, timeout,
+// stdin and output of req.
+func (b *Box) startArgv(ctx context.Context, argv []string, req backend.ExecRequest) (*boxProcess, error) {
 	b.touch(1)
 	p := &boxProcess{box: b, out: req.Output, done: make(chan struct{}), started: make(chan struct{}), began: time.Now()}
-	if st, err := b.cg.Stats(); err == nil {
-		p.oomBefore = st.OOMKills
-	}
-	spec := &execSpec{Argv: []string{b.shell, "-c", req.Command}, Dir: b.abs(req.Workdir),
+	p.oomBefore = b.oomKnown.Load()
+	spec := &execSpec{Argv: argv, Dir: b.abs(req.Workdir),
 		Env: b.commandEnv(req.Env), Timeout: req.Timeout, Stdin: req.Stdin != nil}
 	id, err := b.call(request{Op: opExec, Exec: spec}, p.handle)
 	if err != nil {
@@ -326,12 +335,26 @@ func (p *boxProcess) handle(r response) {
 			p.result.ExitCode, p.result.Signal, p.result.TimedOut = r.Exit.Code, r.Exit.Signal, r.Exit.TimedOut
 		}
 		p.result.Duration = time.Since(p.began)
-		if st, err := p.box.cg.Stats(); err == nil && st.OOMKills > p.oomBefore {
+		if p.box.noteOOMKills() > p.oomBefore {
 			p.result.OOMKilled = true
 		}
 		p.mu.Unlock()
 		p.box.touch(-1)
 		close(p.done)
+	}
+}
+
+// noteOOMKills reads the cgroup's OOM-kill counter (cheaply: see
+// cgroup.OOMKills), records it as the box's known count and returns it.
+// A command whose start saw a lower count was running during an OOM kill;
+// like the counter, that is per box, not per process.
+func (b *Box) noteOOMKills() int64 {
+	n := b.cg.OOMKills()
+	for {
+		old := b.oomKnown.Load()
+		if n <= old || b.oomKnown.CompareAndSwap(old, n) {
+			return max(n, old)
+		}
 	}
 }
 

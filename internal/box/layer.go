@@ -77,7 +77,7 @@ func (m *Manager) WithUpper(taskID string, create bool, fn func(upperDir string)
 		return err
 	}
 	defer lock.Close()
-	if err := ensureDiskImage(image, m.opts.Terminal.ContainerDisk); err != nil {
+	if err := m.ensureDiskImage(image, m.opts.Terminal.ContainerDisk); err != nil {
 		return err
 	}
 	waitLoopReleased(image, 3e9)

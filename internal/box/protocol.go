@@ -106,6 +106,14 @@ type response struct {
 	ErrKind string
 	Info    *wireFileInfo
 	Infos   []wireFileInfo
+	Phases  *initPhases // with kindReady: how long the init's setup took
+	Shell   string      // with kindReady: the box's shell, /bin/bash or /bin/sh
+}
+
+// initPhases are the durations of the init's own start phases.
+type initPhases struct {
+	Root     time.Duration // mounts and pivot_root
+	Restrict time.Duration // Landlock, capabilities, seccomp
 }
 
 // initSpec tells the init how to build the box (the first frame, opSetup).
@@ -120,7 +128,8 @@ type initSpec struct {
 	Merged           string // host path of the overlay mount point
 	Workspace        string // absolute path, the same inside and outside
 	WorkspaceOverlay bool   // copy-on-write workspace instead of a bind mount
-	Hide             []string
+	Empty            []string // host dirs shown empty (opaque in the upper layer), before the workspace mount
+	Hide             []string // host paths covered (tmpfs or /dev/null), after the workspace mount
 	Hostname         string
 	CACertPEM        []byte
 	Egress           bool // listen on 127.0.0.1:egress.ProxyPort and relay

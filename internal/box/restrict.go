@@ -53,16 +53,17 @@ func seccompFilter() seccomp.Filter {
 
 // restrictSelf drops the init's privileges for good; every command it
 // starts inherits the result. Order: Landlock (needs no_new_privs, which
-// go-landlock sets), then capabilities (bounding set, ambient, then
-// effective/permitted/inheritable, on every thread through psx), then
-// seccomp on all threads (TSYNC).
+// go-landlock sets), then the effective, permitted and inheritable
+// capabilities of every thread (psx), then seccomp on all threads (TSYNC).
+// The bounding and ambient sets of the forking thread were emptied at the
+// init's start (dropBoundingSet).
 func restrictSelf(s *initSpec) error {
 	if s.Landlock {
 		if err := landlockBox(s); err != nil {
 			return fmt.Errorf("landlock: %w", err)
 		}
 	}
-	if err := dropCapabilities(); err != nil {
+	if err := clearCapabilities(); err != nil {
 		return fmt.Errorf("drop capabilities: %w", err)
 	}
 	if err := seccomp.LoadFilter(seccompFilter()); err != nil {
@@ -100,7 +101,15 @@ type capData struct {
 	effective, permitted, inheritable uint32
 }
 
-func dropCapabilities() error {
+// dropBoundingSet empties the capability bounding set and the ambient set
+// of the calling thread (capabilities(7)); the init calls it on the locked
+// thread that forks every command, so each command starts with empty sets.
+// The other threads of the init never execve(2), and with no_new_privs and
+// empty permitted sets they could not gain capabilities anyway. The
+// bounding set does not limit the caller's effective capabilities, so the
+// root can still be mounted afterwards. Per thread, this costs 41 prctl(2)
+// calls instead of 41 psx broadcasts to every thread (about 1.5 ms).
+func dropBoundingSet() error {
 	last := 40
 	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
 		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
@@ -108,13 +117,19 @@ func dropCapabilities() error {
 		}
 	}
 	for c := 0; c <= last; c++ {
-		if _, _, e := psx.Syscall6(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0, 0); e != 0 && e != unix.EINVAL {
+		if _, _, e := unix.RawSyscall6(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0, 0); e != 0 && e != unix.EINVAL {
 			return fmt.Errorf("drop capability %d from the bounding set: %w", c, e)
 		}
 	}
-	if _, _, e := psx.Syscall6(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0); e != 0 && e != unix.EINVAL {
+	if _, _, e := unix.RawSyscall6(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0); e != 0 && e != unix.EINVAL {
 		return fmt.Errorf("clear ambient capabilities: %w", e)
 	}
+	return nil
+}
+
+// clearCapabilities empties the effective, permitted and inheritable sets
+// of every thread (capset(2)).
+func clearCapabilities() error {
 	hdr := capHeader{version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]capData
 	if _, _, e := psx.Syscall3(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {

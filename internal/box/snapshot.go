@@ -21,12 +21,15 @@ import (
 // needs few read/write calls per big file).
 const snapshotCopyBufferSize = 1 << 20
 
-// snapshotPAXXattrPrefix is the PAX record prefix for extended attributes used by
-// GNU tar, bsdtar and Go's archive/tar ("SCHILY.xattr.<name>").
+// snapshotPAXXattrPrefix is the PAX record prefix for extended attributes
+// used by GNU tar, bsdtar and Go's archive/tar ("SCHILY.xattr.<name>").
 const snapshotPAXXattrPrefix = "SCHILY.xattr."
 
 // SnapshotUpper writes the overlayfs upper directory upperDir to w as a
-// tar archive (PAX format) compressed with zstd (RFC 8878).
+// tar archive (PAX format) compressed with zstd (RFC 8878) at the fastest
+// level; files of 256 KiB or more whose first 64 KiB do not compress are
+// stored in raw zstd frames instead. The output is one standard zstd
+// stream: `zstd -dc SNAP.tar.zst | tar -tvf -` lists it.
 //
 // Kept per entry: regular files, directories, symlinks, hardlinks (as tar
 // link entries to the first path seen), fifos, permission bits including
@@ -38,17 +41,18 @@ const snapshotPAXXattrPrefix = "SCHILY.xattr."
 // as tar character-device entries. Other device nodes and sockets cannot
 // be created in a box and are skipped.
 //
-// The box must be stopped or frozen while the snapshot runs; a file that
-// changes size meanwhile makes SnapshotUpper fail. The root of the archive
-// is the entry "./" carrying upperDir's own metadata.
+// The walk never follows symlinks (see addTree), so the box cannot make
+// the host read files outside upperDir into a snapshot. The box must
+// still be stopped or frozen while the snapshot runs; an entry that
+// changes meanwhile makes SnapshotUpper fail. The root of the archive is
+// the entry "./" carrying upperDir's own metadata.
 func SnapshotUpper(upperDir string, w io.Writer) error {
-	enc, err := zstd.NewWriter(w,
-		zstd.WithEncoderLevel(zstd.SpeedFastest),
-		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)))
+	enc, err := newSnapshotZstdWriter(w)
 	if err != nil {
 		return fmt.Errorf("snapshot %s: start zstd: %w", upperDir, err)
 	}
 	tw := newSnapshotArchiver(enc, true)
+	tw.zw = enc
 	if err := tw.addTree(upperDir); err != nil {
 		enc.Close()
 		return fmt.Errorf("snapshot %s: %w", upperDir, err)
@@ -89,8 +93,8 @@ func RestoreUpper(r io.Reader, upperDir string) error {
 	return nil
 }
 
-// snapshotEnsureEmptyDir creates dir (0755, with parents) or checks that it is an
-// empty directory.
+// snapshotEnsureEmptyDir creates dir (0755, with parents) or checks that
+// it is an empty directory.
 func snapshotEnsureEmptyDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("restore target %s: %w", dir, err)
@@ -144,9 +148,12 @@ type snapshotArchiver struct {
 	// from the box).
 	keepWhiteouts bool
 	links         map[snapshotInodeID]string
-	buf           []byte
-	xattrNames    []byte
-	xattrValue    []byte
+	// zw, when set, lets large incompressible files bypass compression.
+	zw         *snapshotZstdWriter
+	probe      snapshotProbe
+	buf        []byte
+	xattrNames []byte
+	xattrValue []byte
 }
 
 // snapshotInodeID identifies an inode for hardlink detection.
@@ -183,7 +190,7 @@ func (a *snapshotArchiver) addTree(root string) error {
 	}
 	hdr := snapshotHeader("./", &st)
 	hdr.Typeflag = tar.TypeDir
-	if err := a.addXattrs(snapshotXattrSource{fd: int(dir.Fd()), path: root}, hdr); err != nil {
+	if err := a.addXattrs(snapshotXattrSource{fd: int(dir.Fd())}, hdr); err != nil {
 		return err
 	}
 	if err := a.tw.WriteHeader(hdr); err != nil {
@@ -208,38 +215,67 @@ func snapshotHeader(name string, st *unix.Stat_t) *tar.Header {
 // addDir archives the entries of the open directory dir (host path
 // dirPath, archive prefix prefix) and recurses into subdirectories.
 func (a *snapshotArchiver) addDir(dir *os.File, dirPath, prefix string) error {
-	names, err := dir.Readdirnames(-1)
+	entries, err := dir.ReadDir(-1)
 	if err != nil {
 		return fmt.Errorf("read directory %s: %w", dirPath, err)
 	}
-	slices.Sort(names)
+	slices.SortFunc(entries, func(x, y os.DirEntry) int { return strings.Compare(x.Name(), y.Name()) })
 	dirFD := int(dir.Fd())
-	for _, base := range names {
-		if err := a.addEntry(dirFD, dirPath, prefix, base); err != nil {
+	for _, e := range entries {
+		if err := a.addEntry(dirFD, dirPath, prefix, e.Name(), e.Type()); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// addEntry archives the entry base of the directory open as dirFD.
-func (a *snapshotArchiver) addEntry(dirFD int, dirPath, prefix, base string) error {
+// snapshotChanged describes an entry that changed under the walk.
+func snapshotChanged(path string, err error) error {
+	return fmt.Errorf("%s: %v (did it change during the snapshot? stop or freeze the box first)", path, err)
+}
+
+// addEntry archives the entry base (of type typ as listed) of the
+// directory open as dirFD. Directories and regular files are opened first
+// (O_NOFOLLOW) and described by fstat of what was opened, so the inode
+// archived is the inode read.
+func (a *snapshotArchiver) addEntry(dirFD int, dirPath, prefix, base string, typ os.FileMode) error {
 	path := dirPath + "/" + base
 	name := prefix + base
 	var st unix.Stat_t
-	if err := unix.Fstatat(dirFD, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return fmt.Errorf("%s: %w (did it change during the snapshot? stop or freeze the box first)", path, err)
+	fd := -1
+	switch typ {
+	case os.ModeDir, 0:
+		flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+		if typ == os.ModeDir {
+			flags |= unix.O_DIRECTORY
+		}
+		var err error
+		if fd, err = unix.Openat(dirFD, base, flags, 0); err != nil {
+			return snapshotChanged(path, err)
+		}
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return snapshotChanged(path, err)
+		}
+		want := uint32(unix.S_IFREG)
+		if typ == os.ModeDir {
+			want = unix.S_IFDIR
+		}
+		if st.Mode&unix.S_IFMT != want {
+			unix.Close(fd)
+			return snapshotChanged(path, errors.New("type changed"))
+		}
+	default:
+		if err := unix.Fstatat(dirFD, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return snapshotChanged(path, err)
+		}
 	}
 	hdr := snapshotHeader(name, &st)
-	// Entries that cannot be opened take their xattrs through the
-	// parent's /proc magic link plus one component (never followed).
-	byPath := snapshotXattrSource{path: "/proc/self/fd/" + strconv.Itoa(dirFD) + "/" + base}
+	if kind := st.Mode & unix.S_IFMT; fd < 0 && (kind == unix.S_IFDIR || kind == unix.S_IFREG) {
+		return snapshotChanged(path, errors.New("type changed"))
+	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
-		fd, err := unix.Openat(dirFD, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("%s: %w (did it change during the snapshot? stop or freeze the box first)", path, err)
-		}
 		child := os.NewFile(uintptr(fd), path)
 		defer child.Close()
 		hdr.Typeflag = tar.TypeDir
@@ -252,20 +288,22 @@ func (a *snapshotArchiver) addEntry(dirFD int, dirPath, prefix, base string) err
 		}
 		return a.addDir(child, path, name+"/")
 	case unix.S_IFREG:
+		f := os.NewFile(uintptr(fd), path)
+		defer f.Close()
 		id := snapshotInodeID{dev: st.Dev, ino: st.Ino}
 		if first, seen := a.links[id]; seen && st.Nlink > 1 {
 			hdr.Typeflag = tar.TypeLink
 			hdr.Linkname = first
-			break
+			return a.tw.WriteHeader(hdr)
 		}
 		if st.Nlink > 1 {
 			a.links[id] = name
 		}
-		return a.addFile(dirFD, base, path, hdr, &st)
+		return a.addFile(f, hdr, st.Size)
 	case unix.S_IFLNK:
 		target, err := snapshotReadlinkat(dirFD, base)
 		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return snapshotChanged(path, err)
 		}
 		hdr.Typeflag = tar.TypeSymlink
 		hdr.Linkname = target
@@ -279,10 +317,11 @@ func (a *snapshotArchiver) addEntry(dirFD int, dirPath, prefix, base string) err
 	default: // block devices, sockets
 		return nil
 	}
-	if hdr.Typeflag != tar.TypeLink {
-		if err := a.addXattrs(byPath, hdr); err != nil {
-			return err
-		}
+	// Entries that are not opened take their xattrs through the parent's
+	// /proc magic link plus one component (never followed).
+	byPath := snapshotXattrSource{path: "/proc/self/fd/" + strconv.Itoa(dirFD) + "/" + base}
+	if err := a.addXattrs(byPath, hdr); err != nil {
+		return err
 	}
 	if err := a.tw.WriteHeader(hdr); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -290,33 +329,32 @@ func (a *snapshotArchiver) addEntry(dirFD int, dirPath, prefix, base string) err
 	return nil
 }
 
-// addFile archives a regular file, checking that the inode opened is the
-// one listed.
-func (a *snapshotArchiver) addFile(dirFD int, base, path string, hdr *tar.Header, st *unix.Stat_t) error {
-	fd, err := unix.Openat(dirFD, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("%s: %w (did it change during the snapshot? stop or freeze the box first)", path, err)
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	var opened unix.Stat_t
-	if err := unix.Fstat(fd, &opened); err != nil || opened.Ino != st.Ino || opened.Dev != st.Dev {
-		return fmt.Errorf("%s changed during the snapshot; stop or freeze the box first", path)
-	}
+// addFile archives the open regular file f of size bytes.
+func (a *snapshotArchiver) addFile(f *os.File, hdr *tar.Header, size int64) error {
+	path := f.Name()
 	hdr.Typeflag = tar.TypeReg
-	hdr.Size = st.Size
-	if err := a.addXattrs(snapshotXattrSource{fd: fd}, hdr); err != nil {
+	hdr.Size = size
+	if err := a.addXattrs(snapshotXattrSource{fd: int(f.Fd())}, hdr); err != nil {
 		return err
 	}
 	if err := a.tw.WriteHeader(hdr); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if hdr.Size == 0 {
+	if size == 0 {
 		return nil
+	}
+	raw := a.zw != nil && hdr.Size >= snapshotRawMinSize && a.probe.incompressible(f)
+	if raw {
+		if err := a.zw.SetRaw(true); err != nil {
+			return err
+		}
 	}
 	// The anonymous wrappers hide WriterTo/ReaderFrom so the large buffer
 	// is used instead of io.Copy's 32 KiB one.
 	n, err := io.CopyBuffer(struct{ io.Writer }{a.tw}, struct{ io.Reader }{io.LimitReader(f, hdr.Size)}, a.buf)
+	if raw && err == nil {
+		err = a.zw.SetRaw(false)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

@@ -28,6 +28,10 @@ type snapshotExtractPolicy struct {
 // streamed by the reading goroutine.
 const snapshotInlineFileLimit = 4 << 20
 
+// snapshotDirFDLimit caps the directory descriptors an extraction keeps
+// open; past it the cache is emptied once the workers are idle.
+const snapshotDirFDLimit = 512
+
 // snapshotExtractor writes tar entries below one root directory using only
 // *at system calls on directory descriptors opened component by component
 // with O_NOFOLLOW, so no entry can write outside the root.
@@ -46,9 +50,9 @@ type snapshotExtractor struct {
 	euid, egid int
 	umask      uint32
 	buf        []byte
-	dirFDs     map[string]int // open descriptors of directories by relative path
-	dirs       []*tar.Header  // directory metadata applied at the end
-	links      []*tar.Header  // hardlinks made after the leaves exist
+	dirFDs     map[string]int         // open descriptors of directories by relative path
+	dirs       []*tar.Header          // directory metadata applied at the end
+	links      []*tar.Header          // hardlinks made after the leaves exist
 	jobs       []chan snapshotLeafJob // one queue per worker, chosen by parent directory
 	workers    sync.WaitGroup
 	pending    sync.WaitGroup  // queued leaves not yet created
@@ -168,6 +172,20 @@ func (x *snapshotExtractor) close() {
 	unix.Close(x.rootFD)
 }
 
+// trimDirFDs closes every cached directory descriptor once there are
+// snapshotDirFDLimit of them, after waiting for the workers that may use
+// them. It runs only between entries, never while a caller holds one.
+func (x *snapshotExtractor) trimDirFDs() {
+	if len(x.dirFDs) < snapshotDirFDLimit {
+		return
+	}
+	x.pending.Wait()
+	for rel, fd := range x.dirFDs {
+		unix.Close(fd)
+		delete(x.dirFDs, rel)
+	}
+}
+
 // snapshotUmask returns the process umask from /proc/self/status (reading
 // it with umask(2) would change it for every goroutine); 022 if unknown.
 func snapshotUmask() uint32 {
@@ -217,6 +235,7 @@ func (x *snapshotExtractor) extract(hdr *tar.Header, body io.Reader) error {
 		x.dirs = append(x.dirs, hdr)
 		return nil
 	}
+	x.trimDirFDs()
 	dir, base := path.Split(name)
 	parent, err := x.dirFD(path.Clean(dir))
 	if err != nil {
@@ -415,6 +434,7 @@ func (x *snapshotExtractor) makeLink(hdr *tar.Header) error {
 	if target == "." {
 		return fmt.Errorf("hardlink %q points at the target root", hdr.Name)
 	}
+	x.trimDirFDs()
 	tdir, tbase := path.Split(target)
 	tparent, err := x.dirFD(path.Clean(tdir))
 	if err != nil {
@@ -457,6 +477,7 @@ func (x *snapshotExtractor) applyMeta(parent int, name, base string, hdr *tar.He
 func (x *snapshotExtractor) finishDirs() error {
 	for i := len(x.dirs) - 1; i >= 0; i-- {
 		hdr := x.dirs[i]
+		x.trimDirFDs()
 		fd, err := x.dirFD(hdr.Name)
 		if err != nil {
 			return err

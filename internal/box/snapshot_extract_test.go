@@ -3,6 +3,7 @@ package box
 import (
 	"archive/tar"
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,4 +151,18 @@ func TestSnapshotEntryName(t *testing.T) {
 			t.Errorf("snapshotEntryName(%q) accepted", bad)
 		}
 	}
+}
+
+// TestRestoreUpperManyDirectories crosses the cached-descriptor limit
+// (snapshotDirFDLimit) with files and hardlinks spread over many dirs.
+func TestRestoreUpperManyDirectories(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	for i := range snapshotDirFDLimit + 100 {
+		snapWrite(t, filepath.Join(src, fmt.Sprintf("d%04d", i), "sub", "f"), fmt.Sprint(i), 0o644)
+	}
+	snapMust(t, os.Link(filepath.Join(src, "d0000", "sub", "f"), filepath.Join(src, fmt.Sprintf("d%04d", snapshotDirFDLimit+99), "link")))
+	restored := filepath.Join(dir, "restored")
+	snapRoundTrip(t, src, restored)
+	snapDiff(t, "restored tree", snapDescribe(t, src), snapDescribe(t, restored))
 }

@@ -148,7 +148,7 @@ func (s *SnapshotStore) Get(id string) (SnapshotManifest, error) {
 	}
 	var m SnapshotManifest
 	if err := json.Unmarshal(data, &m); err != nil {
-		return SnapshotManifest{}, fmt.Errorf("snapshot manifest %s is damaged: %w; remove it with `hermes box rm %s`", s.manifestPath(id), err, id)
+		return SnapshotManifest{}, fmt.Errorf("snapshot manifest %s is damaged: %w; delete it and %s to drop the snapshot", s.manifestPath(id), err, s.ArchivePath(id))
 	}
 	return m, nil
 }
@@ -185,16 +185,23 @@ func (s *SnapshotStore) List() ([]SnapshotManifest, error) {
 }
 
 // Remove deletes snapshot id: the manifest first, so a crash never leaves
-// a listed snapshot without its archive.
+// a listed snapshot without its archive. A damaged manifest is removed
+// too; an id with neither file wraps ErrSnapshotNotFound.
 func (s *SnapshotStore) Remove(id string) error {
-	if _, err := s.Get(id); err != nil {
-		return err
+	if !snapshotIDPattern.MatchString(id) {
+		return fmt.Errorf("%w: %q is not a snapshot id", ErrSnapshotNotFound, id)
 	}
-	if err := os.Remove(s.manifestPath(id)); err != nil {
-		return err
+	found := false
+	for _, path := range []string{s.manifestPath(id), s.ArchivePath(id)} {
+		err := os.Remove(path)
+		if err == nil {
+			found = true
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 	}
-	if err := os.Remove(s.ArchivePath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+	if !found {
+		return fmt.Errorf("%w: %s", ErrSnapshotNotFound, id)
 	}
 	return nil
 }

@@ -127,3 +127,22 @@ func TestSnapshotStoreRestoreRejectsCorruptArchive(t *testing.T) {
 		t.Errorf("failed restore left %d entries in the target", len(entries))
 	}
 }
+
+// TestSnapshotStoreDamagedManifest checks that one damaged manifest is
+// reported by name and can still be removed.
+func TestSnapshotStoreDamagedManifest(t *testing.T) {
+	store := snapTestStore(t, time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC), []byte{1, 2, 3})
+	upper := filepath.Join(t.TempDir(), "upper")
+	snapWrite(t, filepath.Join(upper, "f"), "f", 0o644)
+	m, err := store.Create("t", upper, SnapshotOrigin{})
+	snapMust(t, err)
+	manifest := filepath.Join(store.Dir, m.ID+".json")
+	snapMust(t, os.WriteFile(manifest, []byte("{not json"), 0o600))
+	if _, err := store.List(); err == nil || !strings.Contains(err.Error(), manifest) {
+		t.Errorf("List with a damaged manifest: err %v, want one naming %s", err, manifest)
+	}
+	snapMust(t, store.Remove(m.ID))
+	if list, err := store.List(); err != nil || len(list) != 0 {
+		t.Errorf("List after removing the damaged snapshot = %v, %v", list, err)
+	}
+}

@@ -98,35 +98,6 @@ func (m *Manager) resolveBase() ([]string, error) {
 	return []string{dir}, nil
 }
 
-// ensureDiskImage creates the sparse ext4 image of a persistent box's
-// writable layer (size terminal.container_disk MiB) if it is missing.
-func ensureDiskImage(path string, sizeMiB int) error {
-	if _, err := os.Stat(path); err == nil {
-		return nil
-	}
-	mkfs, err := exec.LookPath("mkfs.ext4")
-	if err != nil {
-		return errors.New("box: persistent boxes keep their layer in an ext4 image and need mkfs.ext4: install e2fsprogs (apt-get install e2fsprogs), or set terminal.container_persistent: false")
-	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("box disk image: %w", err)
-	}
-	err = f.Truncate(int64(sizeMiB) << 20)
-	f.Close()
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("box disk image %s: %w", tmp, err)
-	}
-	out, err := exec.Command(mkfs, "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1", tmp).CombinedOutput()
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("box: mkfs.ext4 %s: %v: %s", tmp, err, strings.TrimSpace(string(out)))
-	}
-	return os.Rename(tmp, path)
-}
-
 // hiddenPaths are the host paths covered inside every box: HERMES_HOME
 // (config, .env, state.db, other boxes' layers).
 func (m *Manager) hiddenPaths() []string {
@@ -155,8 +126,27 @@ func (m *Manager) baseEnv(task string, egressEnv map[string]string) []string {
 	return sortedEnv(env)
 }
 
-// startBox builds and starts the box of task.
+// StartPhases are how long the phases of a box's start took (wall time).
+// Prepare+Spawn+Boot+Root+Restrict is about Total.
+type StartPhases struct {
+	Prepare  time.Duration // state dir, lock, cgroup, base image, disk image, egress session (Disk included; runs while the init boots)
+	Disk     time.Duration // creating the ext4 image of a new persistent layer (0 when it existed or the layer is a tmpfs)
+	Spawn    time.Duration // clone(2)+execve(2) of the init, until exec.Cmd.Start returns
+	Boot     time.Duration // from the setup frame until the init's answer, minus Root and Restrict: what is left of the init's Go runtime and package init after Prepare, plus transport
+	Root     time.Duration // in the init: the writable layer, overlay, /proc, /dev, workspace, hidden paths, pivot_root
+	Restrict time.Duration // in the init: Landlock, capabilities, seccomp
+	Attach   time.Duration // moving the init into its cgroup (concurrent with Boot, Root and Restrict)
+	Total    time.Duration
+}
+
+// startBox builds and starts the box of task. The init is spawned and
+// joins its cgroup first, so that its boot (the Go runtime and package init
+// of the binary) and the cgroup attach (an RCU grace period on cgroup v1)
+// run while the host prepares the rest: the base, the layer's disk image,
+// the egress session.
 func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error) {
+	began := time.Now()
+	var ph StartPhases
 	t := m.opts.Terminal
 	dir := m.StateDir(task)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -178,15 +168,38 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 			}
 		}
 	}()
+	cg, err := newCgroup(filepath.Join("hermes", task), Limits{
+		MemoryBytes: int64(t.ContainerMemory) << 20, PIDs: t.BoxPids, CPUs: t.ContainerCPU,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("box %s: %w", task, err)
+	}
+	cleanups = append(cleanups, func() { cg.KillAll(); cg.Remove() })
+	userNS := os.Geteuid() != 0
+	init, err := m.spawnInit(dir, userNS)
+	if err != nil {
+		return nil, fmt.Errorf("box %s: %w", task, err)
+	}
+	ph.Spawn = init.spawn
+	cleanups = append(cleanups, init.kill)
+	attached := make(chan struct{})
+	var attachErr error
+	go func() {
+		defer close(attached)
+		t0 := time.Now()
+		attachErr = cg.Add(init.cmd.Process.Pid)
+		ph.Attach = time.Since(t0)
+	}()
+	cleanups = append(cleanups, func() { <-attached })
 	lower, err := m.resolveBase()
 	if err != nil {
 		return nil, err
 	}
-	userNS := os.Geteuid() != 0
+	empty, hide := m.privateHostPaths(lower)
 	spec := initSpec{
 		Task: task, Lower: lower, LayerDir: filepath.Join(dir, "layer"), DiskMiB: t.ContainerDisk,
 		Merged: filepath.Join(dir, "merged"), Workspace: m.workspace(),
-		WorkspaceOverlay: t.BoxWorkspace == "overlay", Hide: m.hiddenPaths(), Hostname: Hostname,
+		WorkspaceOverlay: t.BoxWorkspace == "overlay", Empty: empty, Hide: hide, Hostname: Hostname,
 		UserNS: userNS, Landlock: true,
 	}
 	for _, d := range []string{spec.LayerDir, spec.Merged} {
@@ -196,18 +209,13 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	}
 	if m.persistent() && !userNS {
 		spec.LayerImage = filepath.Join(dir, "disk.img")
-		if err := ensureDiskImage(spec.LayerImage, t.ContainerDisk); err != nil {
+		diskBegan := time.Now()
+		if err := m.ensureDiskImage(spec.LayerImage, t.ContainerDisk); err != nil {
 			return nil, err
 		}
 		waitLoopReleased(spec.LayerImage, 3*time.Second)
+		ph.Disk = time.Since(diskBegan)
 	}
-	cg, err := newCgroup(filepath.Join("hermes", task), Limits{
-		MemoryBytes: int64(t.ContainerMemory) << 20, PIDs: t.BoxPids, CPUs: t.ContainerCPU,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("box %s: %w", task, err)
-	}
-	cleanups = append(cleanups, func() { cg.KillAll(); cg.Remove() })
 	sess, err := m.newEgress(task)
 	if err != nil {
 		return nil, err
@@ -217,6 +225,83 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		spec.Egress = true
 		spec.CACertPEM = sess.CACertPEM
 	}
+	ph.Prepare = time.Since(began) - ph.Spawn
+	bctx, cancel := context.WithCancel(context.Background())
+	cleanups = append(cleanups, cancel)
+	b = &Box{
+		task: task, stateDir: dir, workdir: spec.Workspace, shell: "/bin/sh",
+		env: m.baseEnv(task, sessEnv(sess)), spec: spec, persist: m.persistent(), initPID: init.cmd.Process.Pid,
+		cmd: init.cmd, fc: newFrameConn(init.ctrl), conns: init.conns.(*net.UnixConn), cg: cg, egress: sess, lock: lock,
+		ctx: bctx, cancel: cancel, died: make(chan struct{}), handlers: map[uint64]func(response){},
+		dials: map[uint64]chan net.Conn{}, now: m.now, lastUsed: m.now(),
+	}
+	readyWait := time.Now()
+	if err := b.fc.send(request{Op: opSetup, Setup: &spec}); err != nil {
+		return nil, fmt.Errorf("box %s: send setup: %w", task, err)
+	}
+	ready := make(chan error, 1)
+	go func() {
+		var r response
+		if err := b.fc.dec.Decode(&r); err != nil {
+			log, _ := os.ReadFile(filepath.Join(dir, "init.log"))
+			ready <- fmt.Errorf("box init exited during setup: %v %s", err, strings.TrimSpace(string(log)))
+			return
+		}
+		if r.Kind != kindReady {
+			ready <- errors.New(r.Err)
+			return
+		}
+		if r.Phases != nil {
+			ph.Root, ph.Restrict = r.Phases.Root, r.Phases.Restrict
+		}
+		if r.Shell != "" {
+			b.shell = r.Shell
+		}
+		ready <- nil
+	}()
+	timer := time.NewTimer(startTimeout)
+	defer timer.Stop()
+	select {
+	case err = <-ready:
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-timer.C:
+		err = fmt.Errorf("no answer from the init within %s", startTimeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("box %s: %w", task, err)
+	}
+	ph.Boot = time.Since(readyWait) - ph.Root - ph.Restrict
+	<-attached
+	if err = attachErr; err != nil {
+		return nil, fmt.Errorf("box %s: %w", task, err)
+	}
+	b.oomKnown.Store(cg.OOMKills())
+	go b.run()
+	go b.runConns()
+	ph.Total = time.Since(began)
+	b.phases = ph
+	return b, nil
+}
+
+// spawnedInit is a box init that runs but has not been set up yet.
+type spawnedInit struct {
+	cmd   *exec.Cmd
+	ctrl  net.Conn // host end of the control socket
+	conns net.Conn // host end of the connection socket
+	spawn time.Duration
+}
+
+func (i *spawnedInit) kill() {
+	i.cmd.Process.Kill()
+	i.cmd.Wait()
+	i.ctrl.Close()
+	i.conns.Close()
+}
+
+// spawnInit starts the init in fresh namespaces (and a user namespace
+// mapping the caller to root when userNS), with its output in dir/init.log.
+func (m *Manager) spawnInit(dir string, userNS bool) (*spawnedInit, error) {
 	hostCtrl, boxCtrl, err := socketPair(unix.SOCK_STREAM)
 	if err != nil {
 		return nil, err
@@ -243,7 +328,9 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
 		cmd.SysProcAttr.GidMappingsEnableSetgroups = false
 	}
+	t0 := time.Now()
 	err = cmd.Start()
+	spawn := time.Since(t0)
 	boxCtrl.Close()
 	boxConns.Close()
 	if logf != nil {
@@ -252,57 +339,9 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	if err != nil {
 		hostCtrl.Close()
 		hostConns.Close()
-		return nil, fmt.Errorf("box %s: start init %s: %w", task, m.opts.Executable, err)
+		return nil, fmt.Errorf("start init %s: %w", m.opts.Executable, err)
 	}
-	cleanups = append(cleanups, func() { cmd.Process.Kill(); cmd.Wait(); hostCtrl.Close(); hostConns.Close() })
-	if err := cg.Add(cmd.Process.Pid); err != nil {
-		return nil, fmt.Errorf("box %s: %w", task, err)
-	}
-	bctx, cancel := context.WithCancel(context.Background())
-	b = &Box{
-		task: task, stateDir: dir, workdir: spec.Workspace, shell: "/bin/sh",
-		env: m.baseEnv(task, sessEnv(sess)), spec: spec, persist: m.persistent(), initPID: cmd.Process.Pid,
-		cmd: cmd, fc: newFrameConn(hostCtrl), conns: hostConns.(*net.UnixConn), cg: cg, egress: sess, lock: lock,
-		ctx: bctx, cancel: cancel, died: make(chan struct{}), handlers: map[uint64]func(response){},
-		dials: map[uint64]chan net.Conn{}, now: m.now, lastUsed: m.now(),
-	}
-	if err := b.fc.send(request{Op: opSetup, Setup: &spec}); err != nil {
-		cancel()
-		return nil, fmt.Errorf("box %s: send setup: %w", task, err)
-	}
-	ready := make(chan error, 1)
-	go func() {
-		var r response
-		if err := b.fc.dec.Decode(&r); err != nil {
-			log, _ := os.ReadFile(filepath.Join(dir, "init.log"))
-			ready <- fmt.Errorf("box init exited during setup: %v %s", err, strings.TrimSpace(string(log)))
-			return
-		}
-		if r.Kind != kindReady {
-			ready <- errors.New(r.Err)
-			return
-		}
-		ready <- nil
-	}()
-	timer := time.NewTimer(startTimeout)
-	defer timer.Stop()
-	select {
-	case err = <-ready:
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-timer.C:
-		err = fmt.Errorf("no answer from the init within %s", startTimeout)
-	}
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("box %s: %w", task, err)
-	}
-	go b.run()
-	go b.runConns()
-	if info, err := b.Stat(ctx, "/bin/bash"); err == nil && !info.IsDir {
-		b.shell = "/bin/bash"
-	}
-	return b, nil
+	return &spawnedInit{cmd: cmd, ctrl: hostCtrl, conns: hostConns, spawn: spawn}, nil
 }
 
 func sessEnv(s *egress.BoxSession) map[string]string {

@@ -132,14 +132,18 @@ func (a *App) runChat(ctx context.Context, o *chatOptions) (err error) {
 	if !interactive {
 		source = "oneshot"
 	}
+	if !interactive {
+		// Before the session exists: an unknown skill name must not leave an
+		// empty session behind for -c to pick up.
+		if text, err = rt.withPreloadedSkills(text); err != nil {
+			return err
+		}
+	}
 	if err := rt.openSession(ctx, source); err != nil {
 		return err
 	}
 	if interactive {
 		return a.repl(ctx, rt)
-	}
-	if text, err = rt.withPreloadedSkills(text); err != nil {
-		return err
 	}
 	result, err = rt.agent.RunTurn(ctx, rt.session, text)
 	if err != nil {
@@ -232,6 +236,9 @@ func (rt *chatRuntime) review(ctx context.Context, res agent.TurnResult) {
 		if t, ok := rt.tools.Get(n); ok {
 			reg.Add(t)
 		}
+	}
+	if len(reg.Names()) == 0 {
+		return // --toolsets left the review nothing to change: skip the model call
 	}
 	changes, err := agent.Review(ctx, agent.ReviewOptions{Provider: rt.provider, Model: rt.model, Tools: reg}, rt.session)
 	if err != nil {

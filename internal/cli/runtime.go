@@ -313,7 +313,8 @@ func (rt *chatRuntime) buildSystemPrompt(sessionID string) string {
 		fmt.Fprintln(rt.app.Stderr, "hermes: warning:", w)
 	}
 	for _, f := range res.Findings {
-		fmt.Fprintf(rt.app.Stderr, "hermes: blocked suspicious text in project context (%s, line %d)\n", f.Kind, f.Line)
+		// Detail starts with "FILE:LINE:", so the person knows which file to fix.
+		fmt.Fprintf(rt.app.Stderr, "hermes: blocked suspicious text in project context (%s): %s\n", f.Kind, f.Detail)
 	}
 	return res.Text
 }

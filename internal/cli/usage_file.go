@@ -11,6 +11,7 @@ import (
 // usageReport is the JSON written by --usage-file, with the field names of
 // Hermes Agent's `hermes -z --usage-file` ("cli-commands.md").
 type usageReport struct {
+	// InputTokens excludes cached prompt tokens (counted in CacheRead/CacheWrite).
 	InputTokens      int    `json:"input_tokens"`
 	OutputTokens     int    `json:"output_tokens"`
 	CacheReadTokens  int    `json:"cache_read_tokens"`
@@ -32,7 +33,7 @@ func newUsageReport(u llm.Usage, apiCalls int, model, provider, sessionID string
 		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 		CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens,
 		ReasoningTokens: u.ReasoningTokens,
-		TotalTokens:     u.InputTokens + u.OutputTokens,
+		TotalTokens:     u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens,
 		APICalls:        apiCalls, Model: model, Provider: provider, SessionID: sessionID,
 		Status: "completed", Completed: true,
 	}

@@ -167,6 +167,14 @@ func reservedRange(a netip.Addr) (netip.Prefix, bool) {
 
 // Allowlist is a parsed set of allow and deny rules. Deny wins over allow.
 // The zero value denies everything.
+//
+// A host name passes when a host rule (exact, *.suffix or "*") allows it;
+// IP/CIDR rules never admit a name, they admit IP-literal destinations and
+// open reserved ranges. Every address the name resolves to must then pass:
+// none may be in a deny IP/CIDR, and an address in a reserved range
+// (loopback, private, CGNAT, link-local/metadata, ULA, multicast...) needs
+// an allow IP or CIDR that lies inside that range, so "0.0.0.0/0" or "*"
+// never open them but "127.0.0.1" or "10.1.0.0/16" do.
 type Allowlist struct {
 	allow, deny []Rule
 }

@@ -111,7 +111,8 @@ type box struct {
 }
 
 // NewBox loads the secrets, mints the box's CA and one fresh placeholder per
-// secret ("hermes-secret:NAME:<32 hex>"), and returns the session whose Env
+// secret ("hermes-secret-NAME-<32 hex>": only URL-unreserved characters, so
+// no client percent-encodes it in a query, path or form), and returns the session whose Env
 // the box exports. taskID names the box in the audit log.
 func (g *Gate) NewBox(taskID string) (*BoxSession, error) {
 	secrets, err := g.loadSecrets()
@@ -173,7 +174,7 @@ func (g *Gate) loadSecrets() ([]Secret, error) {
 func newPlaceholder(name string) string {
 	var r [16]byte
 	rand.Read(r[:]) // never fails (crypto/rand, Go ≥ 1.24)
-	return "hermes-secret:" + name + ":" + hex.EncodeToString(r[:])
+	return "hermes-secret-" + name + "-" + hex.EncodeToString(r[:])
 }
 
 // decision is the verdict on one destination.
@@ -235,7 +236,7 @@ func (b *box) decide(ctx context.Context, host string, port int) decision {
 	if verdict == nameUnlisted && len(d.secrets) > 0 {
 		verdict, rule = nameAllowed, "secret host"
 	}
-	if verdict == nameUnlisted && !l.hasAllowPrefix() {
+	if verdict == nameUnlisted {
 		d.reason = host + " is not in the allowlist"
 		d.hint = "allow it with `hermes egress allow " + host + "`"
 		return d
@@ -250,33 +251,14 @@ func (b *box) decide(ctx context.Context, host string, port int) decision {
 	for i, a := range addrs {
 		a = a.Unmap().WithZone("")
 		addrs[i] = a
-		if why := l.checkAddr(a, verdict == nameAllowed); why != "" {
-			if verdict == nameUnlisted {
-				d.reason = host + " is not in the allowlist (" + why + ")"
-				d.hint = "allow it with `hermes egress allow " + host + "`"
-			} else {
-				d.reason = host + " resolves to " + why
-				d.hint = "if this is intended, allow it with `hermes egress allow " + a.String() + "`"
-			}
+		if why := l.checkAddr(a, true); why != "" {
+			d.reason = host + " resolves to " + why
+			d.hint = "if this is intended, allow it with `hermes egress allow " + a.String() + "`"
 			return d
 		}
 	}
-	d.allowed, d.addrs = true, addrs
-	if verdict == nameAllowed {
-		d.reason = "allowed by " + rule
-	} else {
-		d.reason = "addresses allowlisted"
-	}
+	d.allowed, d.addrs, d.reason = true, addrs, "allowed by "+rule
 	return d
-}
-
-func (l *Allowlist) hasAllowPrefix() bool {
-	for _, r := range l.allow {
-		if r.Kind == RulePrefix {
-			return true
-		}
-	}
-	return false
 }
 
 // dialPinned dials the checked addresses of d in order and returns the first

@@ -191,12 +191,14 @@ func (r *rig) rawConnect(t testing.TB, authority string) (*http.Response, string
 	}
 	defer c.Close()
 	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", authority, authority)
-	resp, err := http.ReadResponse(bufioReader(c), nil)
+	resp, err := http.ReadResponse(bufioReader(c), &http.Request{Method: http.MethodConnect})
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := readAllString(resp.Body)
-	return resp, body
+	if resp.StatusCode == http.StatusOK {
+		return resp, "" // the tunnel is open; there is no body to read
+	}
+	return resp, readAllString(resp.Body)
 }
 
 func (r *rig) audit(t testing.TB) ([]AuditRecord, string) {
@@ -210,3 +212,7 @@ func (r *rig) audit(t testing.TB) ([]AuditRecord, string) {
 }
 
 func hostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
+
+func strconvItoa(i int) string { return strconv.Itoa(i) }
+
+func sprintf(format string, a ...any) string { return fmt.Sprintf(format, a...) }

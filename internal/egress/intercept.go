@@ -2,10 +2,13 @@ package egress
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -24,23 +27,20 @@ const maxBufferedBody = 8 << 20
 // the host's secrets become real values in the path, query, headers and
 // body, and every secret value of the box is redacted from responses
 // (headers and body) back to its placeholder.
-func (b *box) intercept(w http.ResponseWriter, r *http.Request, d decision) {
+func (b *box) intercept(ctx context.Context, w http.ResponseWriter, d decision) {
 	rec := AuditRecord{Proto: "connect", Method: "CONNECT", Host: d.host, Port: d.port}
-	conn, rw, err := http.NewResponseController(w).Hijack()
+	conn, err := hijackTunnel(w)
 	if err != nil {
 		return
 	}
 	defer conn.Close()
-	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
-		return
-	}
 	leaf, err := b.ca.leaf(d.host)
 	if err != nil {
 		rec.Decision, rec.Reason, rec.Error = "allow", d.reason, err.Error()
 		b.record(rec)
 		return
 	}
-	tconn := tls.Server(&bufferedConn{Conn: conn, r: rw.Reader}, &tls.Config{
+	tconn := tls.Server(conn, &tls.Config{
 		Certificates: []tls.Certificate{*leaf},
 		NextProtos:   []string{"http/1.1"},
 		MinVersion:   tls.VersionTLS12,
@@ -50,13 +50,13 @@ func (b *box) intercept(w http.ResponseWriter, r *http.Request, d decision) {
 		names = append(names, s.name)
 	}
 	rec.Decision, rec.Reason = "allow", d.reason+"; TLS intercepted for secrets "+strings.Join(names, ",")
-	if err := tconn.HandshakeContext(r.Context()); err != nil {
+	if err := tconn.HandshakeContext(ctx); err != nil {
 		rec.Error = "TLS handshake with the box failed (does the box trust " + CACertPath + "?): " + err.Error()
 		b.record(rec)
 		return
 	}
 	b.record(rec)
-	serveHTTPConn(r.Context(), tconn, &interceptHandler{box: b, d: d})
+	serveHTTPConn(ctx, tconn, &interceptHandler{box: b, d: d})
 }
 
 // interceptHandler serves the requests inside one intercepted connection.
@@ -79,10 +79,7 @@ func (h *interceptHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			reason: "protocol upgrades (WebSocket) to a host bound to secrets are refused, because their frames cannot be rewritten"})
 		return
 	}
-	subst := make([]replacement, 0, len(d.secrets))
-	for _, s := range d.secrets {
-		subst = append(subst, replacement{old: s.placeholder, new: s.value})
-	}
+	raw := substitutions(d.secrets, func(v string) string { return v })
 	used := map[string]bool{}
 	note := func(s string) {
 		for _, sec := range d.secrets {
@@ -94,15 +91,15 @@ func (h *interceptHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for k, vs := range r.Header {
 		for i, v := range vs {
 			note(v)
-			vs[i] = replaceString(v, subst)
+			vs[i] = replaceString(v, raw)
 		}
 		r.Header[k] = vs
 	}
 	note(r.URL.RawQuery)
 	note(r.URL.Path)
-	r.URL.RawQuery = replaceString(r.URL.RawQuery, subst)
-	r.URL.Path = replaceString(r.URL.Path, subst)
-	r.URL.RawPath = replaceString(r.URL.RawPath, subst)
+	r.URL.RawQuery = replaceString(r.URL.RawQuery, substitutions(d.secrets, url.QueryEscape))
+	r.URL.Path = replaceString(r.URL.Path, raw)
+	r.URL.RawPath = replaceString(r.URL.RawPath, substitutions(d.secrets, url.PathEscape))
 	// Let the transport negotiate gzip and decode it, so that redaction
 	// sees plain bytes.
 	r.Header.Del("Accept-Encoding")
@@ -111,7 +108,7 @@ func (h *interceptHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var counted *countingBody
 	if r.ContentLength != 0 {
 		counted = &countingBody{ReadCloser: r.Body}
-		bodyReader = newReplacingReader(counted, subst)
+		bodyReader = newReplacingReader(counted, substitutions(d.secrets, bodyEscaper(r.Header.Get("Content-Type"))))
 		if r.ContentLength > 0 && r.ContentLength <= maxBufferedBody {
 			body, err := io.ReadAll(bodyReader)
 			if err != nil {
@@ -127,10 +124,7 @@ func (h *interceptHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	redact := make([]replacement, 0, len(b.secrets))
-	for _, s := range b.secrets {
-		redact = append(redact, replacement{old: s.value, new: s.placeholder})
-	}
+	redact := redactions(b.secrets)
 	upstream := &url.URL{Scheme: "https", Host: d.host, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
 	if d.port != 443 {
 		upstream.Host = net.JoinHostPort(d.host, strconv.Itoa(d.port))
@@ -177,4 +171,54 @@ func (h *interceptHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.Decision, rec.Reason, rec.BytesIn = "allow", d.reason+"; intercepted", cw.n
 	b.record(rec)
+}
+
+// substitutions maps each placeholder to its secret's value, encoded for
+// the place it lands in (query, path, form or JSON body).
+func substitutions(secrets []*boxSecret, encode func(string) string) []replacement {
+	reps := make([]replacement, 0, len(secrets))
+	for _, s := range secrets {
+		reps = append(reps, replacement{old: s.placeholder, new: encode(s.value)})
+	}
+	return reps
+}
+
+// bodyEscaper picks the encoding of a secret value inside a request body of
+// the given Content-Type: percent-encoding for forms, JSON string escaping
+// for JSON, the raw value otherwise.
+func bodyEscaper(contentType string) func(string) string {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	switch {
+	case mt == "application/x-www-form-urlencoded":
+		return url.QueryEscape
+	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
+		return jsonEscape
+	}
+	return func(v string) string { return v }
+}
+
+// jsonEscape returns v escaped as the inside of a JSON string.
+func jsonEscape(v string) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+	out := strings.TrimSpace(buf.String())
+	return out[1 : len(out)-1]
+}
+
+// redactions maps every secret value of the box, raw and in its common
+// encodings (percent, path, JSON), back to its placeholder.
+func redactions(secrets []*boxSecret) []replacement {
+	var reps []replacement
+	for _, s := range secrets {
+		seen := map[string]bool{}
+		for _, v := range []string{s.value, url.QueryEscape(s.value), url.PathEscape(s.value), jsonEscape(s.value)} {
+			if v != "" && !seen[v] {
+				seen[v] = true
+				reps = append(reps, replacement{old: v, new: s.placeholder})
+			}
+		}
+	}
+	return reps
 }

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -36,7 +37,7 @@ func (b *box) serve(ctx context.Context, c net.Conn) {
 		b.serveSOCKS(ctx, bc)
 		return
 	}
-	serveHTTPConn(ctx, bc, &proxyHandler{box: b})
+	serveHTTPConn(ctx, bc, &proxyHandler{box: b, ctx: ctx})
 }
 
 // bufferedConn is a net.Conn whose reads go through a bufio.Reader that may
@@ -114,12 +115,17 @@ func (l *oneConnListener) Close() error { return nil }
 
 func (l *oneConnListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
 
-// proxyHandler serves proxy requests from the box.
-type proxyHandler struct{ box *box }
+// proxyHandler serves proxy requests from the box. ctx is the connection's
+// context: tunnels outlive the CONNECT request, so they use it rather than
+// the request's.
+type proxyHandler struct {
+	box *box
+	ctx context.Context
+}
 
 func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodConnect {
-		h.box.handleConnect(w, r)
+		h.box.handleConnect(h.ctx, w, r)
 		return
 	}
 	h.box.handleForward(w, r)
@@ -169,7 +175,7 @@ func (b *box) scrub(s string) string {
 	return s
 }
 
-func (b *box) handleConnect(w http.ResponseWriter, r *http.Request) {
+func (b *box) handleConnect(ctx context.Context, w http.ResponseWriter, r *http.Request) {
 	rec := AuditRecord{Proto: "connect", Method: "CONNECT"}
 	host, port, err := splitHostPort(r.Host, 0)
 	if err != nil {
@@ -178,17 +184,17 @@ func (b *box) handleConnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.Host, rec.Port = strings.ToLower(host), port
-	d := b.decide(r.Context(), host, port)
+	d := b.decide(ctx, host, port)
 	rec.Host = d.host
 	if !d.allowed {
 		b.deny(w, rec, d)
 		return
 	}
 	if len(d.secrets) > 0 {
-		b.intercept(w, r, d)
+		b.intercept(ctx, w, d)
 		return
 	}
-	up, err := b.dialPinned(r.Context(), d)
+	up, err := b.dialPinned(ctx, d)
 	if err != nil {
 		rec.Decision, rec.Reason, rec.Error = "allow", d.reason, err.Error()
 		b.record(rec)
@@ -197,18 +203,31 @@ func (b *box) handleConnect(w http.ResponseWriter, r *http.Request) {
 	}
 	defer up.Close()
 	rec.Addr = up.RemoteAddr().String()
-	conn, rw, err := http.NewResponseController(w).Hijack()
+	client, err := hijackTunnel(w)
 	if err != nil {
 		return
 	}
-	defer conn.Close()
-	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
-		return
-	}
-	client := &bufferedConn{Conn: conn, r: rw.Reader}
+	defer client.Close()
 	rec.BytesOut, rec.BytesIn = pipe(client, up)
 	rec.Decision, rec.Reason = "allow", d.reason+"; blind tunnel"
 	b.record(rec)
+}
+
+// hijackTunnel takes over the connection of a CONNECT request and answers
+// 200. Bytes the server had already buffered are replayed, then reads go to
+// the raw connection (not through the server's reader, whose read errors
+// would cancel the connection's context).
+func hijackTunnel(w http.ResponseWriter) (net.Conn, error) {
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	buffered, _ := rw.Reader.Peek(rw.Reader.Buffered())
+	return &bufferedConn{Conn: conn, r: bufio.NewReader(io.MultiReader(bytes.NewReader(buffered), conn))}, nil
 }
 
 // pipe copies both ways until both directions end, half-closing each side

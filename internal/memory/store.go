@@ -270,7 +270,8 @@ func (s *Store) Remove(t Target, oldText string) (Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
-		next := append(append([]string(nil), entries[:i]...), entries[i+1:]...)
+		// Non-nil even when the last entry goes: nil means "nothing to write".
+		next := append(append(make([]string, 0, len(entries)), entries[:i]...), entries[i+1:]...)
 		out = Outcome{Message: "Entry removed.", Changed: true, State: s.state(t, next)}
 		return next, nil
 	})

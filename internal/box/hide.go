@@ -1,0 +1,194 @@
+package box
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Host mode (terminal.box_image: host) shows the host's root file system,
+// read-only, as the box's base. What of it is private stays out of sight:
+//
+//   - home directories (/root, /home, the invoking user's $HOME and the
+//     homes of login users in /etc/passwd) appear empty. They are opaque
+//     directories in the box's writable layer (overlayfs "opaque" xattr,
+//     kernel docs filesystems/overlayfs), so the box can still write to its
+//     own /root, and a persistent box keeps those writes;
+//   - credential files (hostCredentialFiles) and, wherever a home does stay
+//     visible (the workspace is a home, or inside one), its credential
+//     files (homeCredentialNames) are covered: a file by /dev/null, a
+//     directory by an empty read-only tmpfs;
+//   - HERMES_HOME is covered the same way, in every mode.
+//
+// The workspace is mounted after the homes are emptied and before anything
+// is covered, so a workspace inside a home stays readable and writable.
+
+// hostCredentialFiles are host paths (globs) holding secrets: password
+// hashes, SSH host keys, TLS private keys, Kerberos keytabs, network and VPN
+// secrets, the backups Debian keeps of the shadow files.
+var hostCredentialFiles = []string{
+	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/security/opasswd",
+	"/var/backups/*shadow*", "/etc/ssh/ssh_host_*_key", "/etc/ssl/private", "/etc/pki/tls/private",
+	"/etc/letsencrypt", "/etc/krb5.keytab", "/etc/NetworkManager/system-connections", "/etc/wireguard",
+	"/etc/ipsec.secrets", "/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets", "/etc/docker/key.json",
+	"/var/lib/sss/secrets",
+}
+
+// homeCredentialNames are per-user credential files and directories,
+// relative to a home directory (SSH, GnuPG, cloud CLIs, Kubernetes, Docker,
+// git, package registries, databases, Vault, hermes's own home).
+var homeCredentialNames = []string{
+	".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker", ".netrc",
+	".git-credentials", ".config/git/credentials", ".npmrc", ".pypirc", ".config/gh", ".config/hub",
+	".pgpass", ".my.cnf", ".vault-token", ".terraform.d", ".local/share/keyrings", ".password-store",
+	".hermes",
+}
+
+// isHostBase reports whether lower is host mode's base (the host's "/").
+func isHostBase(lower []string) bool { return len(lower) == 1 && filepath.Clean(lower[0]) == "/" }
+
+// userHome is the invoking user's home directory (Options.UserHome, else
+// $HOME), absolute and with symlinks resolved; "" if unknown or "/".
+func (m *Manager) userHome() string {
+	h := m.opts.UserHome
+	if h == "" {
+		h, _ = os.UserHomeDir()
+	}
+	if h == "" {
+		return ""
+	}
+	h, err := filepath.Abs(h)
+	if err != nil {
+		return ""
+	}
+	if real, err := filepath.EvalSymlinks(h); err == nil {
+		h = real
+	}
+	if h == "/" {
+		return ""
+	}
+	return h
+}
+
+// loginHomes lists the home directories of login users (uid 1000–65533)
+// in passwdFile.
+func loginHomes(passwdFile string) []string {
+	f, err := os.Open(passwdFile)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// name:password:uid:gid:gecos:home:shell
+		fields := strings.Split(sc.Text(), ":")
+		if len(fields) < 7 {
+			continue
+		}
+		uid, err := strconv.Atoi(fields[2])
+		home := filepath.Clean(fields[5])
+		if err != nil || uid < 1000 || uid >= 65534 || !filepath.IsAbs(home) || home == "/" {
+			continue
+		}
+		out = append(out, home)
+	}
+	return out
+}
+
+// privateHostPaths returns, for a box on lower, the directories to show
+// empty (host mode only) and the paths to cover (HERMES_HOME always; in
+// host mode the credential files too). Paths are absolute host paths.
+func (m *Manager) privateHostPaths(lower []string) (empty, hide []string) {
+	hide = m.hiddenPaths()
+	if !isHostBase(lower) {
+		return nil, hide
+	}
+	homes := []string{"/root", "/home"}
+	if h := m.userHome(); h != "" {
+		homes = append(homes, h)
+	}
+	homes = append(homes, loginHomes("/etc/passwd")...)
+	for _, h := range homes {
+		if !underAny(h, empty) {
+			empty = append(empty, h)
+		}
+	}
+	for _, pattern := range hostCredentialFiles {
+		matches, _ := filepath.Glob(pattern)
+		hide = append(hide, matches...)
+	}
+	visibleHomes := append([]string{}, homes...)
+	if more, _ := filepath.Glob("/home/*"); len(more) > 0 {
+		visibleHomes = append(visibleHomes, more...)
+	}
+	for _, h := range visibleHomes {
+		for _, name := range homeCredentialNames {
+			hide = append(hide, filepath.Join(h, name))
+		}
+	}
+	return empty, hide
+}
+
+// underAny reports whether p is one of dirs or inside one.
+func underAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// opaqueXattr is the overlayfs xattr that makes an upper directory hide
+// the lower one (trusted.*, or user.* with the userxattr mount option).
+func opaqueXattr(userNS bool) string {
+	if userNS {
+		return "user.overlay.opaque"
+	}
+	return "trusted.overlay.opaque"
+}
+
+// emptyInUpper makes host directory p (of lower root "/") appear empty in
+// the overlay whose upper directory is upper: it creates upper/p, copying
+// the mode and owner of each host directory on the way, and marks it
+// opaque. Earlier writes of a persistent box under upper/p are kept. A p
+// missing on the host is skipped.
+func emptyInUpper(upper, p string, userNS bool) error {
+	st, err := os.Lstat(p)
+	if err != nil || !st.IsDir() {
+		return nil
+	}
+	rel := strings.TrimPrefix(filepath.Clean(p), "/")
+	cur, host := upper, "/"
+	for _, part := range strings.Split(rel, "/") {
+		cur, host = filepath.Join(cur, part), filepath.Join(host, part)
+		if ust, err := os.Lstat(cur); err == nil {
+			if !ust.IsDir() {
+				return nil // the box replaced it with a file: nothing of the host shows
+			}
+			continue
+		}
+		hst, err := os.Lstat(host)
+		if err != nil || !hst.IsDir() {
+			return nil
+		}
+		if err := os.Mkdir(cur, hst.Mode().Perm()); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("hide %s: %w", p, err)
+		}
+		if sys, ok := hst.Sys().(*unix.Stat_t); ok {
+			os.Lchown(cur, int(sys.Uid), int(sys.Gid)) // best effort (unmapped ids in a user namespace)
+		}
+		os.Chmod(cur, hst.Mode().Perm()) // Mkdir applied the umask
+	}
+	if err := unix.Setxattr(cur, opaqueXattr(userNS), []byte("y"), 0); err != nil {
+		return fmt.Errorf("hide %s: mark %s opaque: %w", p, cur, err)
+	}
+	return nil
+}
