@@ -215,10 +215,16 @@ func (c *Compressor) summarise(ctx context.Context, msgs []llm.Message) (string,
 			fmt.Fprintf(&b, "[tool call %s %s]\n", tc.Name, truncate(tc.Arguments, 1000))
 		}
 	}
+	excerpt := b.String()
+	// The summary call itself must fit the window: at most half of it
+	// (about 2 characters per token of budget), keeping the newest part.
+	if limit := c.opts.ContextWindow * 2; len(excerpt) > limit {
+		excerpt = "[… older part of the excerpt omitted to fit the context window …]\n" + excerpt[len(excerpt)-limit:]
+	}
 	st, err := c.opts.Provider.Stream(ctx, llm.Request{
 		Model:    c.opts.Model,
 		System:   summaryPrompt,
-		Messages: []llm.Message{{Role: llm.RoleUser, Content: "Summarise this conversation excerpt:\n\n" + b.String()}},
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "Summarise this conversation excerpt:\n\n" + excerpt}},
 	})
 	if err != nil {
 		return "", err

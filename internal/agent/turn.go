@@ -228,7 +228,7 @@ func (a *Agent) repeatedFailure(failures map[string]int, calls []llm.ToolCall, r
 		key := tc.Name + "\x00" + strings.TrimSpace(tc.Arguments)
 		failures[key]++
 		if failures[key] >= a.opts.RepeatedFailureLimit {
-			return fmt.Sprintf("Stopped: the same %s call failed %d times in a row with: %s. "+
+			return fmt.Sprintf("Stopped: the same %s call (same arguments) failed %d times in this turn, last with: %s. "+
 				"Change the approach or the arguments and ask again.",
 				tc.Name, failures[key], truncate(firstLine(results[i].Content), 300))
 		}

@@ -9,14 +9,40 @@ import (
 )
 
 // ReplaceActive makes msgs the whole active conversation of a session, in
-// one transaction: the current active messages are archived (kept stored
-// and searchable, out of the conversation) and msgs are appended after
-// them. Context compression uses it to store a compacted history (Hermes
-// compression.in_place: the session id is kept).
+// one transaction. Messages that msgs shares with the stored conversation at
+// its start and at its end stay as they are; the differing middle is
+// archived (kept stored and searchable, out of the conversation) and the new
+// middle takes its place. Context compression uses it to store a compacted
+// history in place (Hermes compression.in_place: the session id is kept).
+// When the new middle does not fit the old one's seq range, the whole active
+// conversation is archived and msgs appended after it.
 func (s *Store) ReplaceActive(ctx context.Context, sessionID string, msgs []llm.Message) error {
-	rows := make([]messageRow, len(msgs))
+	stored, err := s.StoredMessages(ctx, sessionID, false)
+	if err != nil {
+		return err
+	}
+	p := 0
+	for p < len(stored) && p < len(msgs) && sameMessage(stored[p].Message, msgs[p]) {
+		p++
+	}
+	q := 0
+	for q < len(stored)-p && q < len(msgs)-p && sameMessage(stored[len(stored)-1-q].Message, msgs[len(msgs)-1-q]) {
+		q++
+	}
+	oldMid, newMid := stored[p:len(stored)-q], msgs[p:len(msgs)-q]
+	if len(oldMid) == 0 && len(newMid) == 0 {
+		return nil
+	}
+	var first, last int64
+	inPlace := len(oldMid) > 0 && len(newMid) <= int(oldMid[len(oldMid)-1].Seq-oldMid[0].Seq+1)
+	if inPlace {
+		first, last = oldMid[0].Seq, oldMid[len(oldMid)-1].Seq
+	} else {
+		newMid = msgs
+	}
+	rows := make([]messageRow, len(newMid))
 	calls := 0
-	for i, m := range msgs {
+	for i, m := range newMid {
 		r, err := encodeMessage(m)
 		if err != nil {
 			return err
@@ -24,29 +50,35 @@ func (s *Store) ReplaceActive(ctx context.Context, sessionID string, msgs []llm.
 		rows[i] = r
 		calls += len(m.ToolCalls)
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		now := s.now()
 		res, err := tx.ExecContext(ctx, `UPDATE sessions SET message_count = message_count + ?,
-			tool_call_count = tool_call_count + ?, updated_at = ? WHERE id = ?`, len(msgs), calls, millis(now), sessionID)
+			tool_call_count = tool_call_count + ?, updated_at = ? WHERE id = ?`, len(newMid), calls, millis(now), sessionID)
 		if err != nil {
 			return err
 		}
 		if err := mustAffect(res, sessionID); err != nil {
 			return err
 		}
-		var seq int64
-		if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = ?",
-			sessionID).Scan(&seq); err != nil {
-			return err
+		seq := first
+		if inPlace {
+			_, err = tx.ExecContext(ctx, `UPDATE messages SET active = 0
+				WHERE session_id = ? AND active = 1 AND seq BETWEEN ? AND ?`, sessionID, first, last)
+		} else {
+			if err = tx.QueryRowContext(ctx, "SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE session_id = ?",
+				sessionID).Scan(&seq); err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, `UPDATE messages SET active = 0 WHERE session_id = ? AND active = 1`, sessionID)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE messages SET active = 0 WHERE session_id = ? AND active = 1`, sessionID); err != nil {
+		if err != nil {
 			return err
 		}
 		for _, r := range rows {
-			seq++
 			if _, err := tx.ExecContext(ctx, insertMessage, insertArgs(sessionID, seq, r, now)...); err != nil {
 				return err
 			}
+			seq++
 		}
 		return nil
 	})
@@ -54,4 +86,17 @@ func (s *Store) ReplaceActive(ctx context.Context, sessionID string, msgs []llm.
 		return fmt.Errorf("replace the conversation of session %s: %w", sessionID, err)
 	}
 	return nil
+}
+
+// sameMessage reports whether two messages are the same conversation entry.
+func sameMessage(a, b llm.Message) bool {
+	if a.Role != b.Role || a.Content != b.Content || a.ToolCallID != b.ToolCallID || len(a.ToolCalls) != len(b.ToolCalls) {
+		return false
+	}
+	for i := range a.ToolCalls {
+		if a.ToolCalls[i] != b.ToolCalls[i] {
+			return false
+		}
+	}
+	return true
 }
