@@ -51,83 +51,113 @@ func TestRateLimitRetryAfterThenSuccess(t *testing.T) {
 	}
 }
 
+// wires are the two wire formats a run can use, with the flags and
+// environment that select them against the fake server.
+var wires = []struct {
+	name  string
+	flags []string
+	env   func(e *e2e) []string
+}{
+	{"openrouter", []string{"--provider", "openrouter", "--model", "anthropic/claude-sonnet-4.6"}, func(*e2e) []string { return nil }},
+	{"anthropic", []string{"--provider", "anthropic", "--model", "claude-test-1"}, func(e *e2e) []string {
+		return anthropicEnv(e, "ANTHROPIC_API_KEY=sk-ant-test-KEY")
+	}},
+}
+
 // TestErrorInsideStreamIsReported: an error object inside a 200 stream is
-// the run's error, never an empty answer.
+// the run's error, never an empty answer, on both wires.
 func TestErrorInsideStreamIsReported(t *testing.T) {
 	const msg = "upstream model failed: context assembly fault 7731"
-	e := newE2E(t, llmtest.Turn{ErrorInStream: msg})
-	res := e.chatQ("hi", "--yolo")
-	if res.code == 0 {
-		t.Fatalf("want a non-zero exit for an error inside the stream\n%s", res)
-	}
-	if !strings.Contains(res.stderr, msg) {
-		t.Errorf("stderr must carry the provider's error %q\n%s", msg, res)
-	}
-	if strings.TrimSpace(res.stdout) != "" {
-		t.Errorf("stdout must be empty, got %q", res.stdout)
+	for _, w := range wires {
+		t.Run(w.name, func(t *testing.T) {
+			e := newE2E(t, llmtest.Turn{Text: "Partial ", ErrorInStream: msg})
+			res := e.runEnv(w.env(e), append(append([]string{"chat", "-Q", "--yolo"}, w.flags...), "-q", "hi")...)
+			if res.code == 0 {
+				t.Fatalf("want a non-zero exit for an error inside the stream\n%s", res)
+			}
+			if !strings.Contains(res.stderr, msg) {
+				t.Errorf("stderr must carry the provider's error %q\n%s", msg, res)
+			}
+			if strings.TrimSpace(res.stdout) != "" {
+				t.Errorf("stdout must be empty, got %q", res.stdout)
+			}
+		})
 	}
 }
 
-// TestEmptyToolArgumentsMeanEmptyObject: arguments "" run the tool as {}.
+// TestEmptyToolArgumentsMeanEmptyObject: arguments "" run the tool as {}
+// (both wires).
 func TestEmptyToolArgumentsMeanEmptyObject(t *testing.T) {
-	e := newE2E(t,
-		llmtest.Turn{ToolCalls: []llmtest.Call{{ID: "call_empty", Name: "todo", Args: ""}}},
-		llmtest.Turn{Text: "no todos"},
-	)
-	res := e.chatQ("what is on my todo list?", "--yolo")
-	if res.code != 0 || res.stdout != "no todos\n" {
-		t.Fatalf("want exit 0 and the final answer\n%s", res)
-	}
-	out, ok := toolResults(t, e.request(1))["call_empty"]
-	if !ok {
-		t.Fatalf("no tool result for the call with empty arguments")
-	}
-	if strings.Contains(out, "not a valid JSON") || strings.Contains(strings.ToLower(out), "error") {
-		t.Errorf("empty arguments must run as {}, got the result %q", out)
+	for _, w := range wires {
+		t.Run(w.name, func(t *testing.T) {
+			e := newE2E(t,
+				llmtest.Turn{ToolCalls: []llmtest.Call{{ID: "call_empty", Name: "todo", Args: ""}}},
+				llmtest.Turn{Text: "no todos"},
+			)
+			res := e.runEnv(w.env(e), append(append([]string{"chat", "-Q", "--yolo"}, w.flags...), "-q", "what is on my todo list?")...)
+			if res.code != 0 || res.stdout != "no todos\n" {
+				t.Fatalf("want exit 0 and the final answer\n%s", res)
+			}
+			body := string(e.srv.Requests()[1].Body)
+			if !strings.Contains(body, "call_empty") {
+				t.Fatalf("no tool result for the call with empty arguments: %s", body)
+			}
+			if strings.Contains(body, "not a valid JSON") || strings.Contains(body, `"is_error":true`) {
+				t.Errorf("empty arguments must run as {}: %s", body)
+			}
+		})
 	}
 }
 
 // TestUnparseableToolArgumentsAreNotExecuted: broken JSON arguments are
-// not run; the tool result tells the model and the loop goes on.
+// not run; the tool result tells the model and the loop goes on (both wires).
 func TestUnparseableToolArgumentsAreNotExecuted(t *testing.T) {
-	e := newE2E(t,
-		llmtest.Turn{ToolCalls: []llmtest.Call{{ID: "call_bad", Name: "write_file", Args: `{"path": "made.txt", "content": "x"`}}},
-		llmtest.Turn{Text: "I could not write the file."},
-	)
-	res := e.chatQ("write made.txt", "--yolo")
-	if res.code != 0 || res.stdout != "I could not write the file.\n" {
-		t.Fatalf("want exit 0 and the final answer\n%s", res)
-	}
-	if _, err := os.Stat(filepath.Join(e.workspace, "made.txt")); err == nil {
-		t.Errorf("write_file ran with unparseable arguments")
-	}
-	out, ok := toolResults(t, e.request(1))["call_bad"]
-	if !ok {
-		t.Fatalf("the next request has no tool result for the broken call")
-	}
-	if !strings.Contains(out, "JSON") || !strings.Contains(out, "not executed") {
-		t.Errorf("the tool result must say the arguments were not valid JSON and not executed, got %q", out)
+	for _, w := range wires {
+		t.Run(w.name, func(t *testing.T) {
+			e := newE2E(t,
+				llmtest.Turn{ToolCalls: []llmtest.Call{{ID: "call_bad", Name: "write_file", Args: `{"path": "made.txt", "content": "x"`}}},
+				llmtest.Turn{Text: "I could not write the file."},
+			)
+			res := e.runEnv(w.env(e), append(append([]string{"chat", "-Q", "--yolo"}, w.flags...), "-q", "write made.txt")...)
+			if res.code != 0 || res.stdout != "I could not write the file.\n" {
+				t.Fatalf("want exit 0 and the final answer\n%s", res)
+			}
+			if _, err := os.Stat(filepath.Join(e.workspace, "made.txt")); err == nil {
+				t.Errorf("write_file ran with unparseable arguments")
+			}
+			body := string(e.srv.Requests()[1].Body)
+			if !strings.Contains(body, "call_bad") || !strings.Contains(body, "not executed") || !strings.Contains(body, "JSON") {
+				t.Errorf("the next request must carry a result for call_bad saying the JSON was invalid and not executed: %s", body)
+			}
+		})
 	}
 }
 
 // TestTextToolCallIsExecuted: a Hermes-format <tool_call> written as text
-// is recovered and run; the markup never reaches stdout.
+// is recovered and run, also with the closing tag missing, single-quoted
+// JSON or "args"; the markup never reaches stdout.
 func TestTextToolCallIsExecuted(t *testing.T) {
-	e := newE2E(t,
-		llmtest.Turn{Text: `<tool_call>{"name": "read_file", "arguments": {"path": "x"}}</tool_call>`},
-		llmtest.Turn{Text: "x says hello"},
-	)
-	e.writeFile("x", "text-call-content-99\n")
-	res := e.chatQ("read x", "--yolo")
-	if res.code != 0 || res.stdout != "x says hello\n" {
-		t.Fatalf("want exit 0 and only the final answer\n%s", res)
-	}
-	var found bool
-	for _, out := range toolResults(t, e.request(1)) {
-		found = found || strings.Contains(out, "text-call-content-99")
-	}
-	if !found {
-		t.Errorf("the text tool call was not executed: no tool result with the file content in %s", e.srv.Requests()[1].Body)
+	for name, text := range map[string]string{
+		"hermes format":      `<tool_call>{"name": "read_file", "arguments": {"path": "x"}}</tool_call>`,
+		"no closing tag":     `Reading it. <tool_call>{"name": "read_file", "arguments": {"path": "x"}}`,
+		"single quotes":      `<tool_call>{'name': 'read_file', 'arguments': {'path': 'x'}}</tool_call>`,
+		"args for arguments": `<tool_call>{"name": "read_file", "args": {"path": "x"}}</tool_call>`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newE2E(t, llmtest.Turn{Text: text}, llmtest.Turn{Text: "x says hello"})
+			e.writeFile("x", "text-call-content-99\n")
+			res := e.chatQ("read x", "--yolo")
+			if res.code != 0 || res.stdout != "x says hello\n" {
+				t.Fatalf("want exit 0 and only the final answer\n%s", res)
+			}
+			var found bool
+			for _, out := range toolResults(t, e.request(1)) {
+				found = found || strings.Contains(out, "text-call-content-99")
+			}
+			if !found {
+				t.Errorf("the text tool call was not executed: no tool result with the file content in %s", e.srv.Requests()[1].Body)
+			}
+		})
 	}
 }
 

@@ -376,7 +376,7 @@ func TestSnapshotArchiveIsStandardZstd(t *testing.T) {
 	snapWrite(t, filepath.Join(upper, "src", "main.go"), strings.Repeat("package main\n", 5000), 0o644)
 	var archive bytes.Buffer
 	snapMust(t, SnapshotUpper(upper, &archive))
-	if !bytes.Contains(archive.Bytes(), snapshotRawFrameHeader) {
+	if !bytes.Contains(archive.Bytes(), []byte(snapshotRawFrameHeader)) {
 		t.Error("incompressible blob.bin was not stored in a raw frame")
 	}
 	restored := filepath.Join(dir, "restored")

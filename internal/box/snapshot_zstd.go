@@ -16,7 +16,7 @@ const snapshotRawBlockSize = 128 << 10
 // number 0xFD2FB528, a Frame_Header_Descriptor of 0 (no content size, no
 // checksum, no dictionary, not single-segment) and a Window_Descriptor of
 // 0x38 (exponent 7: a 128 KiB window, enough for 128 KiB raw blocks).
-var snapshotRawFrameHeader = []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x38}
+const snapshotRawFrameHeader = "\x28\xb5\x2f\xfd\x00\x38"
 
 // snapshotZstdWriter writes one zstd stream as a sequence of frames (RFC
 // 8878 §3.1: a stream may hold several frames, and decoders join them):
@@ -83,7 +83,7 @@ func (z *snapshotZstdWriter) SetRaw(raw bool) error {
 			z.enc.Reset(z.w)
 			z.encOpen = false
 		}
-		if _, z.err = z.w.Write(snapshotRawFrameHeader); z.err != nil {
+		if _, z.err = io.WriteString(z.w, snapshotRawFrameHeader); z.err != nil {
 			return z.err
 		}
 	} else if z.err = z.writeRawBlock(true); z.err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/hermes-go/hermes/internal/skills"
 	"github.com/hermes-go/hermes/internal/tool"
 	"runtime"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -83,9 +84,21 @@ func (a *App) newChatCmd() *cobra.Command {
 }
 
 func (a *App) printVersion() {
-	fmt.Fprintf(a.Stdout, "Hermes Agent v%s (%s)\n", Version, ReleaseDate)
+	fmt.Fprintf(a.Stdout, "Hermes Agent v%s (%s)\n", strings.TrimPrefix(Version, "v"), releaseDateLabel(ReleaseDate))
 	fmt.Fprintf(a.Stdout, "Install directory: %s\n", a.Executable)
 	fmt.Fprintf(a.Stdout, "Go: %s\n", runtime.Version())
+}
+
+// releaseDateLabel writes a release date the way Hermes Agent's --version
+// does, YYYY.M.D without zero padding (2026.1.5), whether ReleaseDate was set
+// as 2026.01.05, 2026-01-05 or 2026.1.5; anything else is shown unchanged.
+func releaseDateLabel(date string) string {
+	for _, layout := range []string{"2006.1.2", "2006-1-2"} {
+		if t, err := time.Parse(layout, date); err == nil {
+			return t.Format("2006.1.2")
+		}
+	}
+	return date
 }
 
 // runChat is `hermes chat` and bare `hermes`: one turn for -z, -q with
@@ -118,7 +131,7 @@ func (a *App) runChat(ctx context.Context, o *chatOptions) (err error) {
 		}()
 	}
 
-	rt, err = a.newRuntime(o, r)
+	rt, err = a.newRuntime(ctx, o, r)
 	if err != nil {
 		return err
 	}

@@ -62,7 +62,7 @@ func (rt *chatRuntime) Close() error {
 
 // newRuntime loads config, applies flags, opens the store and builds the
 // provider, backend, tools and agent. It does not pick the session.
-func (a *App) newRuntime(o *chatOptions, r *renderer) (*chatRuntime, error) {
+func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*chatRuntime, error) {
 	if o.safeMode {
 		o.ignoreUserConfig, o.ignoreRules = true, true
 	}
@@ -184,8 +184,12 @@ func (a *App) newRuntime(o *chatOptions, r *renderer) (*chatRuntime, error) {
 	maxTurns := c.Agent.MaxTurns
 	var compactor agent.Compactor
 	if enabled(c.Compression.Enabled) {
+		window := c.Model.ContextLength
+		if rt.provName != "replay" {
+			window = a.contextWindow(ctx, window, popts, rt.provName)
+		}
 		compactor = agent.NewCompressor(agent.CompressorOptions{
-			Provider: rt.provider, Model: rt.model, ContextWindow: c.Model.ContextLength,
+			Provider: rt.provider, Model: rt.model, ContextWindow: window,
 			Threshold: c.Compression.Threshold, ProtectFirstN: c.Compression.ProtectFirstN, ProtectLastN: c.Compression.ProtectLastN,
 			Pending: rt.todo.Pending, Rewriter: storeRewriter{rt.store},
 			Notice: func(s string) { r.event(agent.Event{Kind: agent.EventNotice, Text: s}) },

@@ -15,9 +15,10 @@ import (
 // Sort orders search hits.
 type Sort string
 
-// Search orders. Relevance is FTS5's bm25 rank (among the newest 2,000
-// matches, so that common words stay fast); newest and oldest follow
-// message order.
+// Search orders. Relevance is FTS5's bm25 rank among the newest 1,000
+// matches (so that common words stay fast); substring and CJK matches,
+// where bm25 over trigrams means little, come newest first. Newest and
+// oldest follow message order.
 const (
 	SortRelevance Sort = "relevance"
 	SortNewest    Sort = "newest"
@@ -82,9 +83,11 @@ const snippetTokens = 16
 // Search finds messages matching o.Query in all sessions (or one),
 // archived messages included. Words go through the FTS5 word index first;
 // when it finds nothing, or the query holds CJK text, the trigram index
-// matches substrings; queries with a word shorter than three characters,
-// which trigrams cannot match, fall back to a scan of message text.
-// Malformed FTS5 syntax returns a *QueryError.
+// matches substrings (hits newest first); plain queries with a word
+// shorter than three characters, which trigrams cannot match, fall back to
+// a scan of message text, newest first. Words holding punctuation
+// (payments-api, config.yaml) are matched as phrases. Malformed FTS5
+// syntax returns a *QueryError.
 func (s *Store) Search(ctx context.Context, o SearchOptions) ([]Hit, error) {
 	q := strings.TrimSpace(o.Query)
 	if q == "" {
@@ -131,7 +134,7 @@ func (s *Store) Search(ctx context.Context, o SearchOptions) ([]Hit, error) {
 // relevanceWindow bounds relevance ranking: bm25 scores the most recent
 // relevanceWindow matches, so a word found in half a million messages costs
 // the same as one found in a few thousand.
-const relevanceWindow = 2000
+const relevanceWindow = 1000
 
 func (s *Store) searchIndex(ctx context.Context, table, query, match string, o SearchOptions) ([]Hit, error) {
 	index := "fts"
@@ -139,8 +142,11 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 		index = "trigram"
 	}
 	where, wargs := filterClause(o)
+	if index == "trigram" && o.Sort == SortRelevance {
+		o.Sort = SortNewest
+	}
 	var ids []int64
-	if o.Sort != SortNewest && o.Sort != SortOldest {
+	if o.Sort == SortRelevance {
 		// Phase 1 of relevance: rank the newest candidates, keep the best ids.
 		var err error
 		ids, err = s.rankedIDs(ctx, table, match, where, wargs, o.Limit)
@@ -162,7 +168,13 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 		WHERE ` + table + ` MATCH ?`
 	args := []any{match}
 	if ids != nil {
-		sqlText += " AND " + table + ".rowid IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ") + ")"
+		// One pass over the id range rather than a lookup per id: each
+		// lookup would evaluate the query again (slow for prefix* queries).
+		// The unary + keeps the IN list a filter instead of an index probe.
+		lo, hi := slices.Min(ids), slices.Max(ids)
+		sqlText += " AND " + table + ".rowid BETWEEN ? AND ? AND +" + table + ".rowid IN (" +
+			strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ") + ")"
+		args = append(args, lo, hi)
 		for _, id := range ids {
 			args = append(args, id)
 		}
@@ -197,9 +209,13 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 // rankedIDs returns the ids of the best limit matches by bm25 among the
 // newest relevanceWindow matches, best first.
 func (s *Store) rankedIDs(ctx context.Context, table, match, where string, wargs []any, limit int) ([]int64, error) {
+	join := ""
+	if where != "" { // filters need the message row; skip the lookup without them
+		join = " JOIN messages AS m ON m.id = " + table + ".rowid"
+	}
 	sqlText := `SELECT id FROM (
 		SELECT ` + table + `.rowid AS id, ` + table + `.rank AS score
-		FROM ` + table + ` JOIN messages AS m ON m.id = ` + table + `.rowid
+		FROM ` + table + join + `
 		WHERE ` + table + ` MATCH ?` + where + `
 		ORDER BY ` + table + `.rowid DESC LIMIT ?)
 		ORDER BY score, id DESC LIMIT ?`

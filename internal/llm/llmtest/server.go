@@ -89,10 +89,11 @@ type Server struct {
 	URL          string
 	AnthropicURL string
 
-	srv   *httptest.Server
-	mu    sync.Mutex
-	turns []Turn
-	reqs  []Request
+	srv    *httptest.Server
+	mu     sync.Mutex
+	turns  []Turn
+	reqs   []Request
+	models []Model
 }
 
 // NewServer starts a server that answers with turns in order and closes it
@@ -162,6 +163,10 @@ func (s *Server) Requests() []Request {
 }
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") {
+		s.serveModels(w)
+		return
+	}
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
 	n := len(s.reqs)

@@ -1,0 +1,99 @@
+package providers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// ContextLength asks an OpenAI-compatible endpoint's GET /models for the
+// context window of o.Model, in tokens (Hermes "context length detection
+// chain": config override → endpoint /models → family default; the caller
+// handles the first and last steps). It understands the fields that
+// OpenRouter (context_length, top_provider.context_length), vLLM
+// (max_model_len), LM Studio/llama.cpp (max_context_length, context_window,
+// meta.n_ctx_train) report. It returns 0 and an error when the endpoint
+// does not answer within timeout or does not list the model with a window.
+// Anthropic and replay providers return 0, nil (no such endpoint).
+func ContextLength(ctx context.Context, o Options, timeout time.Duration) (int, error) {
+	name, err := Resolve(o)
+	if err != nil || name == "anthropic" || name == "replay" {
+		return 0, err
+	}
+	getenv := getenvOf(o)
+	base, key := o.BaseURL, o.APIKey
+	switch name {
+	case "openrouter", "openai":
+		env := strings.ToUpper(name)
+		base = firstNonEmpty(o.BaseURL, getenv(env+"_BASE_URL"), defaultURL(name))
+		key = firstNonEmpty(o.APIKey, getenv(env+"_API_KEY"))
+	}
+	if base == "" {
+		return 0, fmt.Errorf("no base URL for provider %s", name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/models", nil)
+	if err != nil {
+		return 0, err
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	client := o.HTTPClient
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("GET %s/models: %w", base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s/models: HTTP %d", base, resp.StatusCode)
+	}
+	var list struct {
+		Data []modelEntry `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 32<<20)).Decode(&list); err != nil {
+		return 0, fmt.Errorf("GET %s/models: %w", base, err)
+	}
+	for _, m := range list.Data {
+		if m.ID == o.Model {
+			if n := m.window(); n > 0 {
+				return n, nil
+			}
+			return 0, fmt.Errorf("%s/models lists %s without a context window", base, o.Model)
+		}
+	}
+	return 0, fmt.Errorf("%s/models does not list %s", base, o.Model)
+}
+
+// modelEntry is one model of a /models listing, with the window fields of
+// the servers we know.
+type modelEntry struct {
+	ID               string `json:"id"`
+	ContextLength    int    `json:"context_length"`
+	ContextWindow    int    `json:"context_window"`
+	MaxModelLen      int    `json:"max_model_len"`
+	MaxContextLength int    `json:"max_context_length"`
+	TopProvider      struct {
+		ContextLength int `json:"context_length"`
+	} `json:"top_provider"`
+	Meta struct {
+		NCtxTrain int `json:"n_ctx_train"`
+	} `json:"meta"`
+}
+
+func (m modelEntry) window() int {
+	for _, n := range []int{m.ContextLength, m.TopProvider.ContextLength, m.MaxModelLen, m.MaxContextLength, m.ContextWindow, m.Meta.NCtxTrain} {
+		if n > 0 {
+			return n
+		}
+	}
+	return 0
+}

@@ -1,0 +1,48 @@
+package providers
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+func TestContextLengthFromModelsEndpoint(t *testing.T) {
+	var auth string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/models" {
+			http.NotFound(w, r)
+			return
+		}
+		auth = r.Header.Get("Authorization")
+		w.Write([]byte(`{"data":[
+			{"id":"anthropic/claude-sonnet-4.6","context_length":1000000},
+			{"id":"served-by-vllm","max_model_len":32768},
+			{"id":"llamacpp","meta":{"n_ctx_train":8192}},
+			{"id":"no-window"}]}`))
+	}))
+	defer srv.Close()
+	env := map[string]string{"OPENROUTER_API_KEY": "sk-or-test", "OPENROUTER_BASE_URL": srv.URL + "/v1"}
+	getenv := func(k string) string { return env[k] }
+	cases := map[string]int{"anthropic/claude-sonnet-4.6": 1000000, "served-by-vllm": 32768, "llamacpp": 8192}
+	for model, want := range cases {
+		n, err := ContextLength(context.Background(), Options{Provider: "openrouter", Model: model, Getenv: getenv}, time.Second)
+		if err != nil || n != want {
+			t.Errorf("%s: got %d, %v; want %d", model, n, err, want)
+		}
+	}
+	if auth != "Bearer sk-or-test" {
+		t.Errorf("Authorization = %q", auth)
+	}
+	for _, model := range []string{"no-window", "unlisted"} {
+		if n, err := ContextLength(context.Background(), Options{Provider: "openrouter", Model: model, Getenv: getenv}, time.Second); err == nil || n != 0 {
+			t.Errorf("%s: got %d, %v; want an error", model, n, err)
+		}
+	}
+	// A custom endpoint that is down fails fast with an error, never a guess.
+	srv.Close()
+	if _, err := ContextLength(context.Background(), Options{Provider: "custom", Model: "m", BaseURL: srv.URL + "/v1"}, 200*time.Millisecond); err == nil {
+		t.Error("want an error for an unreachable endpoint")
+	}
+}
