@@ -45,7 +45,7 @@ func (a *App) boxTerminalConfig() (config.TerminalConfig, error) {
 func (a *App) newBoxCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "box", Short: "manage hermes boxes (sandboxes): ls, exec, shell, port, rm, stats, snapshot, restore, fork"}
 	cmd.AddCommand(a.newBoxLsCmd(), a.newBoxExecCmd(), a.newBoxShellCmd(), a.newBoxPortCmd(), a.newBoxRmCmd(),
-		a.newBoxStatsCmd(), a.newBoxSnapshotCmd(), a.newBoxRestoreCmd(), a.newBoxForkCmd())
+		a.newBoxStatsCmd(), a.newBoxSnapshotCmd(), a.newBoxRestoreCmd(), a.newBoxForkCmd(), a.newBoxImageCmd())
 	return cmd
 }
 

@@ -137,15 +137,18 @@ func (a *App) runChat(ctx context.Context, o *chatOptions) (err error) {
 	}
 	defer rt.Close()
 
-	interactive := text == "" && o.oneshotPrompt == ""
-	if interactive && !a.IsTerminal {
+	// Hermes v0.21: -q on a terminal is turn 1 of an interactive session;
+	// with -Q, --oneshot, -z or non-terminal stdio it answers and exits.
+	finite := o.quiet || o.oneshot || o.oneshotPrompt != "" || !a.IsTerminal
+	if text == "" && !a.IsTerminal {
 		return errors.New("no prompt: pass -q \"...\", -z \"...\" or --query-file PATH (stdin is not a terminal, so no REPL)")
 	}
+	interactive := !finite || text == ""
 	source := "cli"
 	if !interactive {
 		source = "oneshot"
 	}
-	if !interactive {
+	if text != "" {
 		// Before the session exists: an unknown skill name must not leave an
 		// empty session behind for -c to pick up.
 		if text, err = rt.withPreloadedSkills(text); err != nil {
@@ -156,7 +159,7 @@ func (a *App) runChat(ctx context.Context, o *chatOptions) (err error) {
 		return err
 	}
 	if interactive {
-		return a.repl(ctx, rt)
+		return a.repl(ctx, rt, text)
 	}
 	result, err = rt.agent.RunTurn(ctx, rt.session, text)
 	if err != nil {

@@ -17,7 +17,8 @@ import (
 // repl is the plain line-based interactive chat: it streams answers, shows
 // tool calls as they run and asks approvals inline. Ctrl-C interrupts the
 // running turn; Ctrl-D or /exit leaves.
-func (a *App) repl(ctx context.Context, rt *chatRuntime) error {
+// initial, when not empty, is submitted as the first turn (-q on a terminal).
+func (a *App) repl(ctx context.Context, rt *chatRuntime, initial string) error {
 	in := bufio.NewReader(a.Stdin)
 	lines := make(chan string)
 	readErr := make(chan error, 1)
@@ -54,70 +55,87 @@ func (a *App) repl(ctx context.Context, rt *chatRuntime) error {
 	signal.Notify(sigs, os.Interrupt)
 	defer signal.Stop(sigs)
 
+	model := rt.model
+	if model == "" {
+		model = "(model from the recording)"
+	}
 	fmt.Fprintf(a.Stdout, "Hermes Agent v%s · %s via %s · session %s\nType /help for commands, Ctrl-D to quit.\n",
-		Version, rt.model, rt.provName, rt.session.ID)
-	first := true
-	for {
-		fmt.Fprint(a.Stdout, "› ")
-		var line string
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-sigs:
-			fmt.Fprintln(a.Stdout, "\n(Ctrl-D or /exit to quit)")
-			continue
-		case err := <-readErr:
-			fmt.Fprintln(a.Stdout)
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		case line = <-lines:
-		}
+		Version, model, rt.provName, rt.session.ID)
+	preloaded := false
+	// handle runs one line; it reports whether to quit.
+	handle := func(line string) bool {
 		line = strings.TrimSpace(line)
 		if line == "" {
-			continue
+			return false
 		}
 		if strings.HasPrefix(line, "/") {
 			quit, err := a.slashCommand(ctx, rt, line)
 			if err != nil {
 				fmt.Fprintln(a.Stderr, "hermes:", err)
 			}
-			if quit {
-				return nil
-			}
-			continue
+			return quit
 		}
 		text := line
-		if first {
+		if !preloaded {
 			var err error
 			if text, err = rt.withPreloadedSkills(text); err != nil {
 				fmt.Fprintln(a.Stderr, "hermes:", err)
-				continue
+				return false
 			}
-			first = false
+			preloaded = true
 		}
-		turnCtx, cancel := context.WithCancel(ctx)
-		go func() {
-			select {
-			case <-sigs:
-				cancel()
-			case <-turnCtx.Done():
+		a.replTurn(ctx, rt, sigs, text)
+		return false
+	}
+	if initial != "" {
+		// -q on a terminal: skills were preloaded into it already.
+		preloaded = true
+		fmt.Fprintf(a.Stdout, "› %s\n", preview(initial, 200))
+		a.replTurn(ctx, rt, sigs, initial)
+	}
+	for {
+		fmt.Fprint(a.Stdout, "› ")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-sigs:
+			fmt.Fprintln(a.Stdout, "\n(Ctrl-D or /exit to quit)")
+		case err := <-readErr:
+			fmt.Fprintln(a.Stdout)
+			if errors.Is(err, io.EOF) {
+				return nil
 			}
-		}()
-		res, err := rt.agent.RunTurn(turnCtx, rt.session, text)
-		cancel()
-		switch {
-		case errors.Is(err, agent.ErrCancelled):
-			rt.render.finish("")
-			fmt.Fprintln(a.Stderr, "hermes: interrupted")
-		case err != nil:
-			rt.render.finish("")
-			fmt.Fprintln(a.Stderr, "hermes:", err)
-		default:
-			rt.render.finish(res.Text)
-			rt.review(ctx, res)
+			return err
+		case line := <-lines:
+			if handle(line) {
+				return nil
+			}
 		}
+	}
+}
+
+// replTurn runs one turn; Ctrl-C (sigs) cancels it.
+func (a *App) replTurn(ctx context.Context, rt *chatRuntime, sigs <-chan os.Signal, text string) {
+	turnCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-turnCtx.Done():
+		}
+	}()
+	res, err := rt.agent.RunTurn(turnCtx, rt.session, text)
+	switch {
+	case errors.Is(err, agent.ErrCancelled):
+		rt.render.finish("")
+		fmt.Fprintln(a.Stderr, "hermes: interrupted")
+	case err != nil:
+		rt.render.finish("")
+		fmt.Fprintln(a.Stderr, "hermes:", err)
+	default:
+		rt.render.finish(res.Text)
+		rt.review(ctx, res)
 	}
 }
 

@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-go/hermes/internal/box"
+)
+
+// newBoxImageCmd is `hermes box image build`: a Debian minbase rootfs made
+// with debootstrap and cached under HERMES_HOME/boxes/images, usable as
+// terminal.box_image.
+func (a *App) newBoxImageCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "image", Short: "build base images for boxes", Args: cobra.NoArgs}
+	var opts box.BuildImageOptions
+	build := &cobra.Command{
+		Use:   "build",
+		Short: "build a Debian rootfs with debootstrap (needs root and the debootstrap package)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Log = a.Stderr
+			m, err := box.BuildImage(cmd.Context(), a.Home(), opts)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.Stdout, "built image %s (%s, %d bytes)\nrootfs: %s\nuse it with: hermes config set terminal.box_image %s\n",
+				m.Name, m.Digest[:12], m.Size, m.Rootfs, m.Name)
+			return nil
+		},
+	}
+	build.Flags().StringVar(&opts.Name, "name", "", "image name (default debian-<suite>-<variant>)")
+	build.Flags().StringVar(&opts.Suite, "suite", "", "Debian suite (default bookworm)")
+	build.Flags().StringVar(&opts.Variant, "variant", "", "debootstrap variant (default minbase)")
+	build.Flags().StringVar(&opts.Mirror, "mirror", "", "Debian mirror URL (default: from /etc/apt sources)")
+	cmd.AddCommand(build)
+	return cmd
+}
