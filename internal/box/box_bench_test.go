@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/config"
 )
 
 // The box benchmarks (issue 3 targets: create + first command within 1.5×
@@ -30,6 +31,9 @@ func benchOptions(b *testing.B, persistent bool) Options {
 	home, ws := b.TempDir(), b.TempDir()
 	term := testTerminal(ws)
 	term.ContainerPersistent = &persistent
+	if persistent {
+		term.ContainerDisk = config.Defaults().Terminal.ContainerDisk // 50 GiB
+	}
 	opts := Options{Terminal: term, Home: home}
 	if exe := os.Getenv("HERMES_BOX_BENCH_INIT"); exe != "" {
 		opts.Executable = exe
@@ -78,13 +82,15 @@ func runBwrap(b *testing.B, bwrap string) time.Duration {
 // benchCreateVsBwrap alternates a box create + first command with a bare
 // bubblewrap run (so both see the same machine load) and reports the
 // medians and their ratio, plus the median start phases of the box.
-func benchCreateVsBwrap(b *testing.B, persistent bool) {
+func benchCreateVsBwrap(b *testing.B, persistent, prestart bool) {
 	needBoxes(b)
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
 		b.Skip("bubblewrap is not installed (apt-get install bubblewrap)")
 	}
-	m, err := NewManager(benchOptions(b, persistent))
+	opts := benchOptions(b, persistent)
+	opts.Prestart = prestart
+	m, err := NewManager(opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -94,6 +100,9 @@ func benchCreateVsBwrap(b *testing.B, persistent bool) {
 	var boxes, bwraps []time.Duration
 	phases := map[string][]time.Duration{}
 	for i := 0; b.Loop(); i++ {
+		if prestart {
+			waitSpare(b, m) // untimed: in use the spare boots while the model thinks
+		}
 		d, ph := createAndRun(b, m, fmt.Sprintf("bench-%d", i))
 		boxes = append(boxes, d)
 		for name, v := range map[string]time.Duration{"prepare": ph.Prepare, "disk": ph.Disk, "spawn": ph.Spawn,
@@ -111,13 +120,19 @@ func benchCreateVsBwrap(b *testing.B, persistent bool) {
 	}
 }
 
-// BenchmarkBoxCreateVsBwrap: a non-persistent box (tmpfs layer, host base).
-func BenchmarkBoxCreateVsBwrap(b *testing.B) { benchCreateVsBwrap(b, false) }
+// BenchmarkBoxCreateVsBwrap: a non-persistent box (tmpfs layer, host
+// base), with the init spawned on demand (cold) or prestarted
+// (Options.Prestart).
+func BenchmarkBoxCreateVsBwrap(b *testing.B) {
+	b.Run("cold", func(b *testing.B) { benchCreateVsBwrap(b, false, false) })
+	b.Run("prestarted", func(b *testing.B) { benchCreateVsBwrap(b, false, true) })
+}
 
-// BenchmarkBoxCreatePersistentVsBwrap: a new persistent box (ext4 layer
-// image of terminal.container_disk, here the 50 GiB default).
+// BenchmarkBoxCreatePersistentVsBwrap: a new persistent box (an ext4
+// layer image of terminal.container_disk MiB, the 50 GiB default).
 func BenchmarkBoxCreatePersistentVsBwrap(b *testing.B) {
-	benchCreateVsBwrap(b, true)
+	b.Run("cold", func(b *testing.B) { benchCreateVsBwrap(b, true, false) })
+	b.Run("prestarted", func(b *testing.B) { benchCreateVsBwrap(b, true, true) })
 }
 
 // BenchmarkBoxWarmCommand measures one command in a running box: through
@@ -135,6 +150,13 @@ func BenchmarkBoxWarmCommand(b *testing.B) {
 		for b.Loop() {
 			if res, err := e.env.Exec(ctx, req); err != nil || res.ExitCode != 0 {
 				b.Fatal(err, res)
+			}
+		}
+	})
+	b.Run("stat-roundtrip", func(b *testing.B) { // the protocol alone: one request, one reply
+		for b.Loop() {
+			if _, err := box.Stat(ctx, "/"); err != nil {
+				b.Fatal(err)
 			}
 		}
 	})

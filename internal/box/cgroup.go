@@ -48,6 +48,9 @@ type cgroup interface {
 	// of that eventfd and no file access; otherwise it returns the last
 	// value read.
 	OOMKills() int64
+	// Rename moves the group to name (e.g. "hermes/task-1") under the same
+	// parent, with its processes; on failure the group keeps its old name.
+	Rename(name string) error
 	// KillAll SIGKILLs every process in the group.
 	KillAll()
 	// Remove deletes the group, waiting up to 2 s for its processes to go.
@@ -313,6 +316,29 @@ func newCgroupV1(mounts map[string]string, name string, lim Limits) (*cgroupV1, 
 	return g, nil
 }
 
+func (g *cgroupV1) Rename(name string) error {
+	renamed := map[string]string{} // old dir → new dir
+	var err error
+	for _, d := range g.procsDirs() {
+		nd := filepath.Join(filepath.Dir(d), filepath.Base(name))
+		if err = os.Rename(d, nd); err != nil {
+			err = fmt.Errorf("rename cgroup %s to %s: %w", d, nd, err)
+			break
+		}
+		renamed[d] = nd
+	}
+	if err != nil {
+		for d, nd := range renamed {
+			os.Rename(nd, d)
+		}
+		return err
+	}
+	for c, d := range g.dirs {
+		g.dirs[c] = renamed[d]
+	}
+	return nil
+}
+
 func (g *cgroupV1) Add(pid int) error {
 	for _, d := range g.procsDirs() {
 		if err := writeCgroupFile(d, "cgroup.procs", strconv.Itoa(pid)); err != nil {
@@ -431,6 +457,15 @@ func contains(list []string, s string) bool {
 // notifications are delivered late, after the victim's exit).
 func (g *cgroupV2) OOMKills() int64 {
 	return readKeyed(filepath.Join(g.dir, "memory.events"), "oom_kill")
+}
+
+func (g *cgroupV2) Rename(name string) error {
+	nd := filepath.Join(filepath.Dir(g.dir), filepath.Base(name))
+	if err := os.Rename(g.dir, nd); err != nil {
+		return fmt.Errorf("rename cgroup %s to %s: %w", g.dir, nd, err)
+	}
+	g.dir = nd
+	return nil
 }
 
 func (g *cgroupV2) Add(pid int) error {

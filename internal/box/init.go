@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -64,6 +65,7 @@ func InitMain() int {
 		fmt.Fprintln(os.Stderr, "hermes box-init:", err)
 		return 1
 	}
+	prewarmThreads(initSpareThreads)
 	fc := newFrameConn(ctrl)
 	var req request
 	if err := fc.dec.Decode(&req); err != nil || req.Op != opSetup || req.Setup == nil {
@@ -102,6 +104,35 @@ func InitMain() int {
 	}
 	srv.serve()
 	return 0
+}
+
+// initSpareThreads is how many idle OS threads the init keeps for the Go
+// runtime. Under the box's pids limit a fork bomb takes every free task
+// slot; a Go runtime that then fails to create a thread aborts, and the
+// box would die with its init. With idle threads ready, the runtime
+// reuses them (it never exits idle threads) and needs no new one.
+const initSpareThreads = 8
+
+// prewarmThreads makes the Go runtime start n OS threads now: n goroutines
+// each lock a thread and wait until all run at once, then unlock and end,
+// leaving their threads idle in the runtime's pool.
+func prewarmThreads(n int) {
+	var running, release, done sync.WaitGroup
+	running.Add(n)
+	release.Add(1)
+	done.Add(n)
+	for range n {
+		go func() {
+			defer done.Done()
+			runtime.LockOSThread()
+			running.Done()
+			release.Wait()
+			runtime.UnlockOSThread()
+		}()
+	}
+	running.Wait()
+	release.Done()
+	done.Wait()
 }
 
 // setupRoot builds the box's filesystem in the init's own mount namespace

@@ -32,7 +32,8 @@ type initServer struct {
 	connsMu sync.Mutex
 	spec    *initSpec
 
-	devNull int // /dev/null of the box, the stdin of commands without one
+	devNull int       // /dev/null of the box, the stdin of commands without one
+	buffers sync.Pool // *[]byte of outputChunk, for reading command output
 
 	mu    sync.Mutex
 	procs map[int]*initProc    // by pid
@@ -57,8 +58,10 @@ func newInitServer(fc *frameConn, conns *net.UnixConn, spec *initSpec) (*initSer
 	if err != nil {
 		return nil, fmt.Errorf("open /dev/null: %w", err)
 	}
-	return &initServer{fc: fc, conns: conns, spec: spec, devNull: null, procs: map[int]*initProc{},
-		byID: map[uint64]*initProc{}, kick: make(chan struct{}, 1)}, nil
+	s := &initServer{fc: fc, conns: conns, spec: spec, devNull: null, procs: map[int]*initProc{},
+		byID: map[uint64]*initProc{}, kick: make(chan struct{}, 1)}
+	s.buffers.New = func() any { b := make([]byte, outputChunk); return &b }
+	return s, nil
 }
 
 // serve handles requests until the control socket closes, then kills
@@ -150,6 +153,13 @@ func (s *initServer) start(id uint64, e *execSpec) error {
 	if err := unix.Pipe2(pipes[:], unix.O_CLOEXEC); err != nil {
 		return err
 	}
+	// The read end is non-blocking so that os.File polls it and finish can
+	// cut a drain short with a deadline; the command's end stays blocking.
+	if err := unix.SetNonblock(pipes[0], true); err != nil {
+		unix.Close(pipes[0])
+		unix.Close(pipes[1])
+		return err
+	}
 	outR := os.NewFile(uintptr(pipes[0]), "box-command-output")
 	defer unix.Close(pipes[1])
 	stdinFD := s.devNull
@@ -220,7 +230,9 @@ func (s *initServer) finish(p *initProc, out *os.File, timer *time.Timer) {
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		buf := make([]byte, outputChunk)
+		bp := s.buffers.Get().(*[]byte)
+		defer s.buffers.Put(bp)
+		buf := *bp
 		for {
 			n, err := out.Read(buf)
 			if n > 0 {
@@ -237,9 +249,15 @@ func (s *initServer) finish(p *initProc, out *os.File, timer *time.Timer) {
 	}
 	select {
 	case <-readDone:
-	case <-time.After(drainGrace):
-		out.SetReadDeadline(time.Now())
-		<-readDone
+	default:
+		grace := time.NewTimer(drainGrace)
+		select {
+		case <-readDone:
+		case <-grace.C:
+			out.SetReadDeadline(time.Now())
+			<-readDone
+		}
+		grace.Stop()
 	}
 	s.mu.Lock()
 	delete(s.byID, p.id)

@@ -125,9 +125,9 @@ type initSpec struct {
 	// boxes); "" = a tmpfs of DiskMiB (the layer vanishes with the box).
 	LayerImage       string
 	DiskMiB          int
-	Merged           string // host path of the overlay mount point
-	Workspace        string // absolute path, the same inside and outside
-	WorkspaceOverlay bool   // copy-on-write workspace instead of a bind mount
+	Merged           string   // host path of the overlay mount point
+	Workspace        string   // absolute path, the same inside and outside
+	WorkspaceOverlay bool     // copy-on-write workspace instead of a bind mount
 	Empty            []string // host dirs shown empty (opaque in the upper layer), before the workspace mount
 	Hide             []string // host paths covered (tmpfs or /dev/null), after the workspace mount
 	Hostname         string

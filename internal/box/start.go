@@ -168,28 +168,47 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 			}
 		}
 	}()
-	cg, err := newCgroup(filepath.Join("hermes", task), Limits{
-		MemoryBytes: int64(t.ContainerMemory) << 20, PIDs: t.BoxPids, CPUs: t.ContainerCPU,
-	})
-	if err != nil {
+	// A prestarted init comes in a cgroup of its own with the box limits,
+	// which only needs renaming; otherwise the init joins a new group while
+	// it boots and the host prepares the rest: a cgroup v1 attach waits for
+	// an RCU grace period (several ms), and the init forks nothing before the
+	// host's first request, which comes after both are done.
+	userNS := os.Geteuid() != 0
+	name := filepath.Join("hermes", task)
+	init := m.takeSpare(dir)
+	var cg cgroup
+	if init != nil && init.cg != nil && init.cg.Rename(name) == nil {
+		cg = init.cg
+	} else if cg, err = newCgroup(name, m.limits()); err != nil {
+		if init != nil {
+			init.kill()
+		}
 		return nil, fmt.Errorf("box %s: %w", task, err)
 	}
 	cleanups = append(cleanups, func() { cg.KillAll(); cg.Remove() })
-	userNS := os.Geteuid() != 0
-	init, err := m.spawnInit(dir, userNS)
-	if err != nil {
-		return nil, fmt.Errorf("box %s: %w", task, err)
+	if init == nil {
+		if init, err = m.spawnInit(filepath.Join(dir, "init.log"), userNS); err != nil {
+			return nil, fmt.Errorf("box %s: %w", task, err)
+		}
+		ph.Spawn = init.spawn
 	}
-	ph.Spawn = init.spawn
 	cleanups = append(cleanups, init.kill)
+	defer m.refillSpare()
 	attached := make(chan struct{})
 	var attachErr error
-	go func() {
-		defer close(attached)
-		t0 := time.Now()
-		attachErr = cg.Add(init.cmd.Process.Pid)
-		ph.Attach = time.Since(t0)
-	}()
+	if init.cg == cg {
+		close(attached)
+	} else {
+		go func() {
+			defer close(attached)
+			t0 := time.Now()
+			attachErr = cg.Add(init.cmd.Process.Pid)
+			ph.Attach = time.Since(t0)
+			if init.cg != nil { // the spare's own group, now empty
+				init.cg.Remove()
+			}
+		}()
+	}
 	cleanups = append(cleanups, func() { <-attached })
 	lower, err := m.resolveBase()
 	if err != nil {
@@ -210,8 +229,10 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	if m.persistent() && !userNS {
 		spec.LayerImage = filepath.Join(dir, "disk.img")
 		diskBegan := time.Now()
-		if err := m.ensureDiskImage(spec.LayerImage, t.ContainerDisk); err != nil {
-			return nil, err
+		if _, err := os.Stat(spec.LayerImage); err != nil && !m.takeSpareDisk(spec.LayerImage) {
+			if err := m.ensureDiskImage(spec.LayerImage, t.ContainerDisk); err != nil {
+				return nil, err
+			}
 		}
 		waitLoopReleased(spec.LayerImage, 3*time.Second)
 		ph.Disk = time.Since(diskBegan)
@@ -284,24 +305,36 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	return b, nil
 }
 
+// limits are the cgroup limits of every box of m.
+func (m *Manager) limits() Limits {
+	t := m.opts.Terminal
+	return Limits{MemoryBytes: int64(t.ContainerMemory) << 20, PIDs: t.BoxPids, CPUs: t.ContainerCPU}
+}
+
 // spawnedInit is a box init that runs but has not been set up yet.
 type spawnedInit struct {
+	cg    cgroup // the group it already runs in (a prestarted init), or nil
 	cmd   *exec.Cmd
 	ctrl  net.Conn // host end of the control socket
 	conns net.Conn // host end of the connection socket
+	log   string   // its stdout and stderr
 	spawn time.Duration
 }
 
+// kill ends the init (and removes the group it came in, if any).
 func (i *spawnedInit) kill() {
 	i.cmd.Process.Kill()
 	i.cmd.Wait()
 	i.ctrl.Close()
 	i.conns.Close()
+	if i.cg != nil {
+		i.cg.Remove()
+	}
 }
 
 // spawnInit starts the init in fresh namespaces (and a user namespace
-// mapping the caller to root when userNS), with its output in dir/init.log.
-func (m *Manager) spawnInit(dir string, userNS bool) (*spawnedInit, error) {
+// mapping the caller to root when userNS), with its output in logPath.
+func (m *Manager) spawnInit(logPath string, userNS bool) (*spawnedInit, error) {
 	hostCtrl, boxCtrl, err := socketPair(unix.SOCK_STREAM)
 	if err != nil {
 		return nil, err
@@ -312,7 +345,7 @@ func (m *Manager) spawnInit(dir string, userNS bool) (*spawnedInit, error) {
 		boxCtrl.Close()
 		return nil, err
 	}
-	logf, _ := os.OpenFile(filepath.Join(dir, "init.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	logf, _ := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	cmd := &exec.Cmd{
 		Path: m.opts.Executable, Args: append([]string{m.opts.Executable}, m.opts.InitArgs...),
 		Env: []string{"PATH=" + boxPath}, ExtraFiles: []*os.File{boxCtrl, boxConns},
@@ -341,7 +374,7 @@ func (m *Manager) spawnInit(dir string, userNS bool) (*spawnedInit, error) {
 		hostConns.Close()
 		return nil, fmt.Errorf("start init %s: %w", m.opts.Executable, err)
 	}
-	return &spawnedInit{cmd: cmd, ctrl: hostCtrl, conns: hostConns, spawn: spawn}, nil
+	return &spawnedInit{cmd: cmd, ctrl: hostCtrl, conns: hostConns, log: logPath, spawn: spawn}, nil
 }
 
 func sessEnv(s *egress.BoxSession) map[string]string {

@@ -22,7 +22,7 @@ import (
 
 // newBoxManager builds the box backend for terminal config t with the
 // egress gate of terminal.box_network, for workspace cwd ("" = t.Cwd).
-func (a *App) newBoxManager(t config.TerminalConfig, cwd string) (*box.Manager, error) {
+func (a *App) newBoxManager(t config.TerminalConfig, cwd string, prestart bool) (*box.Manager, error) {
 	if cwd != "" {
 		t.Cwd = cwd
 	}
@@ -30,7 +30,8 @@ func (a *App) newBoxManager(t config.TerminalConfig, cwd string) (*box.Manager, 
 	if err != nil {
 		return nil, fmt.Errorf("terminal.box_network: %w", err)
 	}
-	return box.NewManager(box.Options{Terminal: t, Home: a.Home(), Executable: a.Executable, NewEgress: gate.NewBox})
+	return box.NewManager(box.Options{Terminal: t, Home: a.Home(), Executable: a.Executable, NewEgress: gate.NewBox,
+		UserHome: a.Getenv("HOME"), Prestart: prestart})
 }
 
 // boxTerminalConfig loads config.yaml's terminal section.
@@ -98,7 +99,7 @@ func (a *App) withBox(ctx context.Context, task string, publish []string, fn fun
 	if err != nil {
 		return err
 	}
-	m, err := a.newBoxManager(t, "")
+	m, err := a.newBoxManager(t, "", false)
 	if err != nil {
 		return err
 	}

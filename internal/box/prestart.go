@@ -1,0 +1,130 @@
+package box
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Prestarting (Options.Prestart): the Manager keeps one booted init, and
+// for persistent boxes one fresh layer disk image, ready for the next box
+// start, and makes new ones in the background after each start.
+
+// alive reports whether the init still runs (it is not a zombie).
+func (i *spawnedInit) alive() bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", i.cmd.Process.Pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	j := strings.LastIndexByte(s, ')')
+	return j > 0 && j+2 < len(s) && s[j+2] != 'Z' && s[j+2] != 'X'
+}
+
+// takeSpare hands out the prestarted init (Options.Prestart), its log
+// moved to dir/init.log, or nil when there is none (or it died).
+func (m *Manager) takeSpare(dir string) *spawnedInit {
+	m.spareMu.Lock()
+	sp := m.spare
+	m.spare = nil
+	m.spareMu.Unlock()
+	if sp == nil {
+		return nil
+	}
+	if !sp.alive() {
+		sp.kill()
+		os.Remove(sp.log)
+		return nil
+	}
+	log := filepath.Join(dir, "init.log")
+	if os.Rename(sp.log, log) == nil {
+		sp.log = log
+	}
+	return sp
+}
+
+// refillSpare prepares, in the background, what the next box start can
+// take instead of making it (Options.Prestart): a booted init, and for
+// persistent boxes a copy of the layer's disk image template.
+func (m *Manager) refillSpare() {
+	if !m.opts.Prestart {
+		return
+	}
+	m.mu.Lock()
+	closed := m.closed
+	if !closed {
+		m.spareWG.Add(1) // under m.mu: Close sets closed before it waits
+	}
+	m.mu.Unlock()
+	if closed {
+		return
+	}
+	go func() {
+		defer m.spareWG.Done()
+		m.spareMu.Lock()
+		if m.refilling {
+			m.spareMu.Unlock()
+			return
+		}
+		m.refilling = true
+		needInit, needDisk := m.spare == nil, m.spareDisk == "" && m.persistent() && os.Geteuid() == 0
+		m.spareMu.Unlock()
+		dir := filepath.Join(m.opts.Home, "boxes", ".spare")
+		var sp *spawnedInit
+		var disk string
+		if os.MkdirAll(dir, 0o700) == nil {
+			id := strconv.FormatInt(m.now().UnixNano(), 36)
+			if needInit {
+				sp = m.spawnSpareInit(filepath.Join(dir, "init-"+id+".log"), id)
+			}
+			if needDisk {
+				disk = filepath.Join(dir, "disk-"+id+".img")
+				if m.ensureDiskImage(disk, m.opts.Terminal.ContainerDisk) != nil {
+					disk = ""
+				}
+			}
+		}
+		m.spareMu.Lock()
+		m.refilling = false
+		if sp != nil {
+			m.spare = sp
+		}
+		if disk != "" {
+			m.spareDisk = disk
+		}
+		m.spareMu.Unlock()
+	}()
+}
+
+// spawnSpareInit spawns an init and moves it into a cgroup of its own,
+// hermes/.spare-<id>, with the box limits (renamed to the task's when a box
+// takes it); without that group the init is still usable, and joins its
+// box's group when taken.
+func (m *Manager) spawnSpareInit(logPath, id string) *spawnedInit {
+	sp, err := m.spawnInit(logPath, os.Geteuid() != 0)
+	if err != nil {
+		return nil
+	}
+	cg, err := newCgroup(filepath.Join("hermes", ".spare-"+id), m.limits())
+	if err != nil {
+		return sp
+	}
+	if err := cg.Add(sp.cmd.Process.Pid); err != nil {
+		cg.Remove()
+		return sp
+	}
+	sp.cg = cg
+	return sp
+}
+
+// takeSpareDisk moves the prepared disk image (Options.Prestart) to path,
+// reporting whether there was one.
+func (m *Manager) takeSpareDisk(path string) bool {
+	m.spareMu.Lock()
+	disk := m.spareDisk
+	m.spareDisk = ""
+	m.spareMu.Unlock()
+	return disk != "" && os.Rename(disk, path) == nil
+}

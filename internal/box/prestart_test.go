@@ -1,0 +1,94 @@
+package box
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// waitSpare waits until m has a prestarted init (and, for persistent
+// boxes run as root, a prepared disk image) and returns the init's pid and
+// the image path.
+func waitSpare(t testing.TB, m *Manager) (int, string) {
+	t.Helper()
+	wantDisk := m.persistent() && os.Geteuid() == 0
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m.spareMu.Lock()
+		sp, disk := m.spare, m.spareDisk
+		m.spareMu.Unlock()
+		if sp != nil && (disk != "" || !wantDisk) {
+			return sp.cmd.Process.Pid, disk
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nothing prestarted after 30 s")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// isZombieStat reports whether a /proc/PID/stat line is of a dead process.
+func isZombieStat(stat string) bool {
+	i := strings.LastIndexByte(stat, ')')
+	return i > 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X')
+}
+
+func TestBoxPrestartedInitAndDiskBecomeTheBox(t *testing.T) {
+	needBoxes(t)
+	home, ws := t.TempDir(), t.TempDir()
+	term := testTerminal(ws)
+	tr := true
+	term.ContainerPersistent = &tr
+	m, err := NewManager(Options{Terminal: term, Home: home, Prestart: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	ctx := context.Background()
+	spare, disk := waitSpare(t, m)
+	env, err := m.Open(ctx, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := m.Box(ctx, "first")
+	if b.InitPID() != spare {
+		t.Fatalf("box init pid %d, want the prestarted %d", b.InitPID(), spare)
+	}
+	if _, err := os.Stat(disk); err == nil {
+		t.Fatal("the prepared disk image was not taken by the new persistent box")
+	}
+	if cgs, _ := os.ReadFile("/proc/" + strconv.Itoa(spare) + "/cgroup"); !strings.Contains(string(cgs), ":/hermes/first\n") {
+		t.Fatalf("the prestarted init is not in the box's cgroup hermes/first:\n%s", cgs)
+	}
+	res, err := env.Exec(ctx, backendReq("hostname; echo kept > /root/f; cat /root/f"))
+	if err != nil || res.ExitCode != 0 || trimmed(res) != Hostname+"\nkept" {
+		t.Fatalf("command in a prestarted box: %v %+v", err, res)
+	}
+	for _, f := range []string{"init.log", "disk.img"} {
+		if _, err := os.Stat(filepath.Join(m.StateDir("first"), f)); err != nil {
+			t.Fatalf("the box state has no %s: %v", f, err)
+		}
+	}
+	next, nextDisk := waitSpare(t, m)
+	if next == spare || nextDisk == disk {
+		t.Fatal("the spares were not replaced after use")
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range []int{spare, next} {
+		if st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil && !isZombieStat(string(st)) {
+			t.Fatalf("init %d still runs after Close", pid)
+		}
+	}
+	if _, err := os.Stat(nextDisk); err == nil {
+		t.Fatal("Close left the unused prepared disk image behind")
+	}
+	if left, _ := filepath.Glob("/sys/fs/cgroup/*/hermes/.spare-*"); len(left) > 0 {
+		t.Fatalf("Close left spare cgroups behind: %q", left)
+	}
+}
