@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // MaxScanChars bounds the text ScanThreats looks at (runes); longer text is
@@ -33,7 +34,11 @@ type threatPattern struct {
 // library (tools/threat_patterns.py): the scope used for memory and skill
 // writes, where a block is resolvable by the writer. Go's RE2 has no
 // look-behind and caps repeats at 1000, so a few patterns are adapted.
-var threatPatterns = compileThreatPatterns([][2]string{
+// They compile on first use: compiling them at process start cost every
+// hermes command about 2 ms.
+var threatPatterns = sync.OnceValue(func() []threatPattern { return compileThreatPatterns(threatSources) })
+
+var threatSources = [][2]string{
 	{`(?i)ignore\s+` + filler + `(previous|all|above|prior)\s+` + filler + `instructions`, "prompt_injection"},
 	{`(?i)system\s+prompt\s+override`, "sys_prompt_override"},
 	{`(?i)disregard\s+` + filler + `(your|all|any)\s+` + filler + `(instructions|rules|guidelines)`, "disregard_rules"},
@@ -54,7 +59,7 @@ var threatPatterns = compileThreatPatterns([][2]string{
 	{`(?i)(update|modify|edit|write|change|append|add\s+to)\s+[^\n]*(?:AGENTS\.md|CLAUDE\.md|\.cursorrules|\.clinerules)`, "agent_config_mod"},
 	{`(?i)(update|modify|edit|write|change|append|add\s+to)\s+[^\n]*\.hermes/(config\.yaml|SOUL\.md)`, "hermes_config_mod"},
 	{`(?i)(?:api[_-]?key|token|secret|password)\s*[=:]\s*["'][A-Za-z0-9+/=_-]{20,}`, "hardcoded_secret"},
-})
+}
 
 func compileThreatPatterns(src [][2]string) []threatPattern {
 	out := make([]threatPattern, len(src))
@@ -88,7 +93,7 @@ func ScanThreats(text string) []Threat {
 		}
 	}
 	normalised := strings.Map(foldFullWidth, text)
-	for _, p := range threatPatterns {
+	for _, p := range threatPatterns() {
 		if p.re.MatchString(normalised) {
 			out = append(out, Threat{ID: p.id})
 		}
