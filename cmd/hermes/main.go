@@ -3,10 +3,7 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/cli"
@@ -16,7 +13,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == box.InitArg {
 		os.Exit(box.InitMain()) // hidden: this process is a box's PID 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cli.SignalContext()
 	code := cli.NewApp().Run(ctx, os.Args[1:])
 	stop()
 	os.Exit(code)

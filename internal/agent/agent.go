@@ -52,6 +52,9 @@ type Options struct {
 	ReasoningEffort string
 	// ParseTextToolCalls recovers <tool_call> markup from text answers (nil = off).
 	ParseTextToolCalls TextToolCallParser
+	// Redact, when set, is applied to every tool result before it is stored
+	// or sent to the model (it removes the agent's own secrets).
+	Redact func(string) string
 	// Compactor is consulted before each model call (nil = never compact).
 	Compactor Compactor
 	// OnEvent receives progress for a person: streamed text, tool calls,
@@ -133,6 +136,9 @@ func New(opts Options) *Agent {
 	}
 	return &Agent{opts: opts}
 }
+
+// MaxTurns is the iteration budget per user turn.
+func (a *Agent) MaxTurns() int { return a.opts.MaxTurns }
 
 func (a *Agent) emit(ev Event) {
 	if a.opts.OnEvent != nil {

@@ -16,6 +16,10 @@ import (
 const wrapUpNote = "[The tool-call budget for this turn is used up. Do not call tools. " +
 	"Give your final answer now: summarise what you did, what you found and what is left.]"
 
+// InterruptedAnswer is the synthetic assistant message stored before a new
+// user message when the previous turn ended without any answer.
+const InterruptedAnswer = "[no answer: this turn was interrupted before the model replied]"
+
 // CancelledResult is the synthetic tool result stored for a tool call that was
 // interrupted before it finished.
 const CancelledResult = "[cancelled: the user interrupted the turn before this tool call finished]"
@@ -28,6 +32,13 @@ const CancelledResult = "[cancelled: the user interrupted the turn before this t
 func (a *Agent) RunTurn(ctx context.Context, s *Session, userText string) (TurnResult, error) {
 	var res TurnResult
 	s.History = RepairHistory(s.History)
+	if n := len(s.History); n > 0 && s.History[n-1].Role == llm.RoleUser {
+		// The previous turn was interrupted (Ctrl-C, kill, provider error)
+		// before any answer: keep user and assistant turns alternating.
+		if err := a.record(ctx, s, llm.Message{Role: llm.RoleAssistant, Content: InterruptedAnswer, FinishReason: "interrupted"}); err != nil {
+			return res, err
+		}
+	}
 	if err := a.record(ctx, s, llm.Message{Role: llm.RoleUser, Content: userText}); err != nil {
 		return res, err
 	}
@@ -53,6 +64,9 @@ func (a *Agent) RunTurn(ctx context.Context, s *Session, userText string) (TurnR
 		}
 		lastUsage = resp.Usage
 		msg := resp.Message
+		if resp.FinishReason == "length" {
+			a.notice("the model's answer was cut off at its output token limit (raise model.max_tokens)")
+		}
 		if len(msg.ToolCalls) == 0 && withTools && a.opts.ParseTextToolCalls != nil && msg.Content != "" {
 			known := func(name string) bool { _, ok := a.opts.Tools.Get(name); return ok }
 			if calls, rest := a.opts.ParseTextToolCalls(msg.Content, known); len(calls) > 0 {
@@ -163,6 +177,9 @@ func (a *Agent) runTools(ctx context.Context, sessionID string, calls []llm.Tool
 		}
 		a.emit(Event{Kind: EventToolStart, Call: tc})
 		results[i] = a.runTool(ctx, sessionID, tc)
+		if a.opts.Redact != nil {
+			results[i].Content = a.opts.Redact(results[i].Content)
+		}
 		if ctx.Err() != nil {
 			results[i] = cancelled(results[i])
 		}

@@ -160,14 +160,19 @@ func execsRm(args []string) bool {
 }
 
 // sensitivePaths returns the path prefixes whose writes need approval:
-// /etc, ~/.ssh and HERMES_HOME/.env, in the spellings a command may use.
+// /etc, ~/.ssh, HERMES_HOME/.env and HERMES_HOME/config.yaml (a write there
+// could set approvals.mode: off), in the spellings a command may use.
 func (s *Service) sensitivePaths() []string {
-	out := []string{"/etc/", "~/.ssh/", "$HOME/.ssh/", "~/.hermes/.env", "$HOME/.hermes/.env", "$HERMES_HOME/.env"}
+	var out []string
+	out = append(out, "/etc/", "~/.ssh/", "$HOME/.ssh/")
+	for _, hermesHome := range []string{"~/.hermes", "$HOME/.hermes", "$HERMES_HOME"} {
+		out = append(out, hermesHome+"/.env", hermesHome+"/config.yaml")
+	}
 	if s.cfg.Home != "" {
-		out = append(out, path.Join(s.cfg.Home, ".ssh")+"/", path.Join(s.cfg.Home, ".hermes", ".env"))
+		out = append(out, path.Join(s.cfg.Home, ".ssh")+"/", path.Join(s.cfg.Home, ".hermes", ".env"), path.Join(s.cfg.Home, ".hermes", "config.yaml"))
 	}
 	if s.cfg.HermesHome != "" {
-		out = append(out, path.Join(s.cfg.HermesHome, ".env"))
+		out = append(out, path.Join(s.cfg.HermesHome, ".env"), path.Join(s.cfg.HermesHome, "config.yaml"))
 	}
 	return out
 }

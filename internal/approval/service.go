@@ -82,7 +82,7 @@ type Config struct {
 	// answer the command is denied.
 	Timeout time.Duration
 	// Home is the user's home directory, HermesHome is HERMES_HOME; both
-	// spell out sensitive paths (~/.ssh, HERMES_HOME/.env).
+	// spell out sensitive paths (~/.ssh, HERMES_HOME/.env, HERMES_HOME/config.yaml).
 	Home, HermesHome string
 	// SaveAllowlist persists approvals.command_allowlist after an "always"
 	// answer; it gets the whole new list. Nil keeps it in memory only.

@@ -46,8 +46,8 @@ func addChatFlags(cmd *cobra.Command, o *chatOptions, root bool) {
 	f := cmd.Flags()
 	if root {
 		f.StringVarP(&o.oneshotPrompt, "oneshot-prompt", "z", "", "run PROMPT and print only the final answer")
-		f.StringVar(&o.usageFile, "usage-file", "", "write token usage JSON to PATH (also on failure)")
 	}
+	f.StringVar(&o.usageFile, "usage-file", "", "write token usage JSON to PATH (also on failure)")
 	f.StringVarP(&o.query, "query", "q", "", "prompt to answer")
 	f.StringVar(&o.queryFile, "query-file", "", "read the prompt from PATH (- for stdin)")
 	f.BoolVarP(&o.quiet, "quiet", "Q", false, "only the final answer on stdout")
@@ -117,7 +117,7 @@ func (a *App) runChat(ctx context.Context, o *chatOptions) (err error) {
 	)
 	if o.usageFile != "" {
 		defer func() {
-			var model, prov, sid string
+			model, prov, sid := o.model, o.provider, ""
 			if rt != nil {
 				model, prov = rt.model, rt.provName
 				if rt.session != nil {
@@ -136,6 +136,9 @@ func (a *App) runChat(ctx context.Context, o *chatOptions) (err error) {
 		return err
 	}
 	defer rt.Close()
+	// Registered after the usage-file writer, so it runs first: neither the
+	// printed error nor the usage file may carry a secret a provider echoed.
+	defer func() { err = rt.redact.RedactError(err) }()
 
 	// Hermes v0.21: -q on a terminal is turn 1 of an interactive session;
 	// with -Q, --oneshot, -z or non-terminal stdio it answers and exits.
@@ -163,10 +166,26 @@ func (a *App) runChat(ctx context.Context, o *chatOptions) (err error) {
 	}
 	result, err = rt.agent.RunTurn(ctx, rt.session, text)
 	if err != nil {
-		return a.turnError(err)
+		return a.turnError(ctx, err)
 	}
 	r.finish(result.Text)
+	if err := stoppedError(result, rt.agent.MaxTurns()); err != nil {
+		return err
+	}
 	rt.review(ctx, result)
+	return nil
+}
+
+// stoppedError turns a turn that ended without a normal answer into a
+// failed run (exit 1), so scripts can tell: the same tool call kept
+// failing, or the turn budget ran out and the wrap-up call gave no text.
+func stoppedError(res agent.TurnResult, maxTurns int) error {
+	switch {
+	case res.Stopped == "repeated_failure":
+		return &ExitError{Code: 1, Err: errors.New("the turn was stopped because the same tool call kept failing")}
+	case res.Stopped == "max_turns" && strings.TrimSpace(res.Text) == "":
+		return &ExitError{Code: 1, Err: fmt.Errorf("the turn budget (%d tool-calling iterations; --max-turns or agent.max_turns) ran out before a final answer", maxTurns)}
+	}
 	return nil
 }
 
@@ -183,9 +202,9 @@ func (a *App) resolvePrompt(o *chatOptions) (string, error) {
 	}
 	switch {
 	case o.oneshotPrompt != "":
-		return o.oneshotPrompt, nil
+		return nonEmptyPrompt(o.oneshotPrompt, "-z")
 	case o.query != "":
-		return o.query, nil
+		return nonEmptyPrompt(o.query, "-q")
 	case o.queryFile == "-":
 		b, err := io.ReadAll(a.Stdin)
 		if err != nil {
@@ -203,18 +222,25 @@ func (a *App) resolvePrompt(o *chatOptions) (string, error) {
 }
 
 func nonEmptyPrompt(s, from string) (string, error) {
+	// (also used for -q and -z: a blank prompt is a mistake, not a question)
 	if strings.TrimSpace(s) == "" {
 		return "", fmt.Errorf("the prompt read from %s is empty", from)
 	}
 	return s, nil
 }
 
-// turnError maps a failed turn to the process exit: 130 for an interrupt,
-// 1 with the provider's message otherwise.
-func (a *App) turnError(err error) error {
+// turnError maps a failed turn to the process exit: 128+signal for an
+// interrupt (130 for Ctrl-C, 143 for SIGTERM), 1 with the provider's message
+// otherwise.
+func (a *App) turnError(ctx context.Context, err error) error {
 	if errors.Is(err, agent.ErrCancelled) {
 		fmt.Fprintln(a.Stderr, "hermes: interrupted; the session is saved and can be resumed with -c")
-		return &ExitError{Code: 130, Err: err, Silent: true}
+		code := 130
+		var sig SignalError
+		if errors.As(context.Cause(ctx), &sig) {
+			code = 128 + int(sig.Signal)
+		}
+		return &ExitError{Code: code, Err: err, Silent: true}
 	}
 	return &ExitError{Code: 1, Err: err}
 }

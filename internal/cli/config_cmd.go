@@ -35,16 +35,7 @@ func (a *App) newConfigCmd() *cobra.Command {
 			Args:  cobra.ExactArgs(1),
 			RunE:  func(_ *cobra.Command, args []string) error { return a.configGet(args[0]) },
 		},
-		&cobra.Command{
-			Use:   "set KEY [VALUE]",
-			Short: "save a value: API keys and other variables to .env, the rest to config.yaml",
-			Long: "Save a value. KEY is a dotted config key (terminal.timeout) or an environment variable\n" +
-				"(OPENAI_API_KEY). Variables and secrets go to HERMES_HOME/.env (mode 0600), everything else\n" +
-				"to config.yaml, keeping its comments. VALUE is parsed as YAML: 300 is a number, [a, b] a list.\n" +
-				"Leave VALUE out for a secret to type it without echo.",
-			Args: cobra.MinimumNArgs(1),
-			RunE: func(_ *cobra.Command, args []string) error { return a.configSet(args[0], args[1:]) },
-		},
+		a.newConfigSetCmd(),
 		&cobra.Command{
 			Use:   "unset KEY",
 			Short: "remove a key from config.yaml (or a variable from .env) so the default applies",
@@ -77,6 +68,40 @@ func (a *App) newConfigCmd() *cobra.Command {
 		},
 	)
 	return cmd
+}
+
+// newConfigSetCmd is `hermes config set KEY [VALUE]`. Flag parsing is off
+// so that a VALUE starting with '-' (agent.max_turns -3, a prompt such as
+// "-be terse") reaches validation as a value instead of failing as an
+// unknown flag; -h/--help as the first argument or as the only VALUE still
+// shows the usage (set a literal "--help" with KEY -- --help), and a "--"
+// right after KEY is dropped.
+func (a *App) newConfigSetCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "set KEY [VALUE]",
+		Short: "save a value: API keys and other variables to .env, the rest to config.yaml",
+		Long: "Save a value. KEY is a dotted config key (terminal.timeout) or an environment variable\n" +
+			"(OPENAI_API_KEY). Variables and secrets go to HERMES_HOME/.env (mode 0600), everything else\n" +
+			"to config.yaml, keeping its comments. VALUE is parsed as YAML: 300 is a number, [a, b] a list.\n" +
+			"Keys with a fixed set of values (terminal.backend, approvals.mode, model.provider, ...) refuse\n" +
+			"others; numbers must not be negative. Leave VALUE out for a secret to type it without echo.",
+		DisableFlagParsing: true,
+		Args:               cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			isHelp := func(s string) bool { return s == "-h" || s == "--help" }
+			if len(args) > 0 && isHelp(args[0]) || len(args) == 2 && isHelp(args[1]) {
+				return cmd.Help()
+			}
+			if len(args) == 0 {
+				return fmt.Errorf("missing KEY: usage: %s", cmd.UseLine())
+			}
+			rest := args[1:]
+			if len(rest) > 0 && rest[0] == "--" {
+				rest = rest[1:]
+			}
+			return a.configSet(args[0], rest)
+		},
+	}
 }
 
 // loadConfig loads HERMES_HOME's configuration and prints its warnings to
@@ -229,16 +254,27 @@ func (a *App) configSet(key string, rest []string) error {
 	return nil
 }
 
+// configUnset removes key; a key that is not set is reported as such (exit
+// 0, no file written). A secret config key also loses its .env variable.
 func (a *App) configUnset(key string) error {
 	home := a.Home()
-	if err := config.Unset(home, key); err != nil {
+	removed, err := config.UnsetKey(home, key)
+	if err != nil {
 		return err
 	}
-	file := config.ConfigPath(home)
-	if config.IsEnvKey(key) {
-		file = config.DotEnvPath(home)
+	if !removed {
+		fmt.Fprintf(a.Stdout, "%s is not set\n", key)
+		return nil
 	}
-	fmt.Fprintf(a.Stdout, "Removed %s from %s\n", key, file)
+	switch {
+	case config.IsEnvKey(key):
+		fmt.Fprintf(a.Stdout, "Removed %s from %s\n", key, config.DotEnvPath(home))
+	case config.IsSecretKey(key):
+		fmt.Fprintf(a.Stdout, "Removed %s from %s and %s from %s\n", key, config.ConfigPath(home),
+			config.SecretEnvName(key), config.DotEnvPath(home))
+	default:
+		fmt.Fprintf(a.Stdout, "Removed %s from %s\n", key, config.ConfigPath(home))
+	}
 	return nil
 }
 

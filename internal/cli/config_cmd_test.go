@@ -145,3 +145,81 @@ func TestConfigSetSecretFromStdin(t *testing.T) {
 		t.Errorf(".env = %q", b)
 	}
 }
+
+// Values that start with '-' are values, not flags, and are then
+// validated like any other; --help still shows the usage.
+func TestConfigSetDashValuesAndValidation(t *testing.T) {
+	ta := newTestApp(t, nil, "", false)
+	if code := ta.run("config", "set", "agent.max_turns", "-3"); code != 1 ||
+		!strings.Contains(ta.stderr.String(), "agent.max_turns: must not be negative") || strings.Contains(ta.stderr.String(), "unknown shorthand flag") {
+		t.Errorf("negative max_turns: %d %s", code, ta.stderr)
+	}
+	if code := ta.run("config", "set", "agent.system_prompt", "-be terse-"); code != 0 {
+		t.Fatalf("dash string value: %d %s", code, ta.stderr)
+	}
+	if code := ta.run("config", "get", "agent.system_prompt"); code != 0 || ta.stdout.String() != "-be terse-\n" {
+		t.Errorf("get system_prompt = %d %q", code, ta.stdout)
+	}
+	if code := ta.run("config", "set", "terminal.timeout", "--", "30"); code != 0 {
+		t.Errorf("value after --: %d %s", code, ta.stderr)
+	}
+	if code := ta.run("config", "set", "terminal.backend", "docker"); code != 1 ||
+		!strings.Contains(ta.stderr.String(), `terminal.backend: "docker" is not one of local, box`) {
+		t.Errorf("bad backend: %d %s", code, ta.stderr)
+	}
+	if code := ta.run("config", "set", "approvals.mode", "of"); code != 1 || !strings.Contains(ta.stderr.String(), `did you mean "off"?`) {
+		t.Errorf("bad mode: %d %s", code, ta.stderr)
+	}
+	for _, help := range [][]string{{"config", "set", "--help"}, {"config", "set", "-h"}, {"config", "set", "model.default", "--help"}, {"config", "set"}} {
+		code := ta.run(help...)
+		if !strings.Contains(ta.stdout.String()+ta.stderr.String(), "hermes config set KEY [VALUE]") {
+			t.Errorf("%v: no usage: %d %s %s", help, code, ta.stdout, ta.stderr)
+		}
+	}
+	if code := ta.run("config", "set", "--help"); code != 0 {
+		t.Errorf("--help exit = %d", code)
+	}
+}
+
+// An empty secret, typed or piped, is refused and nothing is saved.
+func TestConfigSetRefusesEmptySecret(t *testing.T) {
+	ta := newTestApp(t, nil, "", false)
+	if code := ta.run("config", "set", "OPENROUTER_API_KEY", ""); code != 1 || !strings.Contains(ta.stderr.String(), "OPENROUTER_API_KEY: an empty value is not saved") {
+		t.Errorf("empty argument: %d %s", code, ta.stderr)
+	}
+	if code := ta.run("config", "set", "OPENAI_API_KEY"); code != 1 || !strings.Contains(ta.stderr.String(), "OPENAI_API_KEY") || !strings.Contains(ta.stderr.String(), "empty") {
+		t.Errorf("empty stdin: %d %s", code, ta.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(ta.home, ".env")); err == nil {
+		t.Error("an empty secret created .env")
+	}
+}
+
+// `config unset model.api_key` removes the secret from .env too; unsetting
+// a key that is not set says so, exits 0 and writes nothing.
+func TestConfigUnsetSecretAndNotSet(t *testing.T) {
+	ta := newTestApp(t, nil, "", false)
+	envPath, cfgPath := filepath.Join(ta.home, ".env"), filepath.Join(ta.home, "config.yaml")
+	if code := ta.run("config", "set", "model.api_key", "sk-custom-key-5555"); code != 0 {
+		t.Fatalf("set: %d %s", code, ta.stderr)
+	}
+	os.WriteFile(cfgPath, []byte("model:\n  default: m\n"), 0o600) // the reference was removed by hand
+	if code := ta.run("config", "unset", "model.api_key"); code != 0 || !strings.Contains(ta.stdout.String(), "Removed model.api_key") {
+		t.Errorf("unset: %d %s %s", code, ta.stdout, ta.stderr)
+	}
+	if b, _ := os.ReadFile(envPath); strings.Contains(string(b), "MODEL_API_KEY") {
+		t.Errorf(".env still holds the secret: %q", b)
+	}
+	before, _ := os.ReadFile(cfgPath)
+	st0, _ := os.Stat(cfgPath)
+	for _, key := range []string{"model.api_key", "terminal.cwd", "OPENAI_API_KEY"} {
+		if code := ta.run("config", "unset", key); code != 0 || ta.stdout.String() != key+" is not set\n" {
+			t.Errorf("unset %s (not set): %d %q %s", key, code, ta.stdout, ta.stderr)
+		}
+	}
+	after, _ := os.ReadFile(cfgPath)
+	st1, _ := os.Stat(cfgPath)
+	if string(before) != string(after) || !os.SameFile(st0, st1) {
+		t.Error("unsetting keys that are not set rewrote config.yaml")
+	}
+}

@@ -29,6 +29,9 @@ func (r *renderer) event(ev agent.Event) {
 	switch ev.Kind {
 	case agent.EventModel:
 		if r.quiet {
+			if r.verbose && ev.Model.Type == llm.EventReasoningDelta {
+				fmt.Fprint(r.diag, ev.Model.Text)
+			}
 			return
 		}
 		switch ev.Model.Type {
@@ -42,16 +45,19 @@ func (r *renderer) event(ev agent.Event) {
 			}
 		}
 	case agent.EventToolStart:
-		if r.quiet {
+		if r.quiet && !r.verbose {
 			return
 		}
 		r.endLine()
 		fmt.Fprintf(r.diag, "  ⚙ %s %s\n", ev.Call.Name, preview(ev.Call.Arguments, 120))
 	case agent.EventToolResult:
-		if r.quiet || !ev.Result.IsError {
-			return
+		switch {
+		case r.quiet && !r.verbose:
+		case ev.Result.IsError:
+			fmt.Fprintf(r.diag, "  ✗ %s: %s\n", ev.Call.Name, preview(ev.Result.Content, 200))
+		case r.verbose:
+			fmt.Fprintf(r.diag, "  ✓ %s: %s\n", ev.Call.Name, preview(ev.Result.Content, 200))
 		}
-		fmt.Fprintf(r.diag, "  ✗ %s: %s\n", ev.Call.Name, preview(ev.Result.Content, 200))
 	case agent.EventNotice:
 		r.endLine()
 		fmt.Fprintf(r.diag, "hermes: %s\n", ev.Text)

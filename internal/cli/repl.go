@@ -22,7 +22,9 @@ func (a *App) repl(ctx context.Context, rt *chatRuntime, initial string) error {
 	in := bufio.NewReader(a.Stdin)
 	lines := make(chan string)
 	readErr := make(chan error, 1)
+	eof := make(chan struct{}) // closed when stdin ends
 	go func() {
+		defer close(eof)
 		for {
 			line, err := in.ReadString('\n')
 			if line != "" || err == nil {
@@ -43,6 +45,9 @@ func (a *App) repl(ctx context.Context, rt *chatRuntime, initial string) error {
 		select {
 		case l := <-lines:
 			return approval.ParseAnswer(strings.TrimSpace(l)), nil
+		case <-eof:
+			fmt.Fprintln(a.Stderr, "(end of input: denied)")
+			return approval.Deny, nil
 		case <-pctx.Done():
 			return approval.Deny, pctx.Err()
 		}
@@ -157,7 +162,11 @@ func (a *App) slashCommand(ctx context.Context, rt *chatRuntime, line string) (b
 		if len(fields) < 2 {
 			return false, errors.New("usage: /title TEXT")
 		}
-		return false, rt.store.SetTitle(ctx, rt.session.ID, strings.Join(fields[1:], " "))
+		title := strings.Join(fields[1:], " ")
+		if err := rt.store.SetTitle(ctx, rt.session.ID, title); err != nil {
+			return false, err
+		}
+		fmt.Fprintf(a.Stdout, "session %s is now titled %q\n", rt.session.ID, title)
 	case "/usage":
 		s, err := rt.store.Session(ctx, rt.session.ID)
 		if err != nil {

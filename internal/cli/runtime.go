@@ -44,6 +44,7 @@ type chatRuntime struct {
 	tools     *tool.Registry
 	agent     *agent.Agent
 	render    *renderer
+	redact    *redactor
 	session   *agent.Session
 	cwd       string
 	closers   []func() error
@@ -86,7 +87,8 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 		}
 	}
 	c := &cfg.Config
-	rt := &chatRuntime{app: a, cfg: cfg, opts: o, render: r}
+	rt := &chatRuntime{app: a, cfg: cfg, opts: o, render: r,
+		redact: newRedactor(cfg, a.Environ(), c.Terminal.EnvPassthrough, a.Home())}
 	ok := false
 	defer func() {
 		if !ok {
@@ -123,18 +125,7 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 		return nil, err
 	}
 	rt.closers = append(rt.closers, rt.backend.Close)
-	_, secrets := local.ScrubEnv(environ(), c.Terminal.EnvPassthrough)
-	for _, v := range []string{c.Model.APIKey} {
-		if v != "" {
-			secrets = append(secrets, v)
-		}
-	}
-	for k, v := range cfg.DotEnv {
-		if local.IsSecretName(k) && v != "" {
-			secrets = append(secrets, v)
-		}
-	}
-
+	secrets := rt.redact.values
 	home := a.Home()
 	rt.approvals = approval.New(approval.Config{
 		Mode: c.Approvals.Mode, Yolo: o.yolo, Backend: rt.backend.Kind(), Deny: c.Approvals.Deny,
@@ -173,7 +164,18 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 	if len(toolsets) == 0 {
 		toolsets = c.Toolsets
 	}
+	unknown, unavailable := all.CheckToolsets(toolsets)
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("unknown toolset %s (--toolsets or toolsets: in config.yaml); available: %s",
+			strings.Join(unknown, ", "), strings.Join(all.Toolsets(), ", "))
+	}
+	if len(unavailable) > 0 {
+		fmt.Fprintf(a.Stderr, "hermes: warning: toolset %s is not available in this build\n", strings.Join(unavailable, ", "))
+	}
 	rt.tools = all.Filter(toolsets)
+	if len(rt.tools.Names()) == 0 {
+		fmt.Fprintln(a.Stderr, "hermes: warning: no tools are enabled for this run")
+	}
 	rt.closers = append(rt.closers, func() error {
 		if rt.session != nil {
 			rt.processes.KillSession(rt.session.ID)
@@ -199,6 +201,7 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 		Provider: rt.provider, Model: rt.model, Tools: rt.tools, Recorder: rt.store,
 		MaxTurns: maxTurns, MaxTokens: c.Model.MaxTokens, ReasoningEffort: c.Agent.ReasoningEffort,
 		ParseTextToolCalls: textcall.Extract, Compactor: compactor, OnEvent: r.event, Now: a.Now,
+		Redact: rt.redact.Redact,
 	})
 	ok = true
 	return rt, nil

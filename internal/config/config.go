@@ -75,7 +75,7 @@ type MemoryConfig struct {
 	UserProfileEnabled *bool `yaml:"user_profile_enabled"`
 	MemoryCharLimit    int   `yaml:"memory_char_limit"` // default 2200
 	UserCharLimit      int   `yaml:"user_char_limit"`   // default 1375
-	NudgeInterval      int   `yaml:"nudge_interval"`    // tool calls per turn that trigger a background review; 0 = off
+	NudgeInterval      int   `yaml:"nudge_interval"`    // tool calls in a turn that trigger the self-improvement review; default 10, 0 = off
 }
 
 // SkillsConfig is the skills: section.

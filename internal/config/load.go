@@ -102,7 +102,8 @@ func Defaults() Config {
 			ContainerMemory: 5120, ContainerDisk: 51200, ContainerPersistent: &t, LifetimeSeconds: 300,
 			BoxImage: "host", BoxWorkspace: "bind", BoxPids: 1024},
 		Approvals:   ApprovalsConfig{Mode: "manual", Timeout: 300},
-		Memory:      MemoryConfig{MemoryEnabled: &t, UserProfileEnabled: &t, MemoryCharLimit: 2200, UserCharLimit: 1375},
+		Memory:      MemoryConfig{MemoryEnabled: &t, UserProfileEnabled: &t, MemoryCharLimit: 2200, UserCharLimit: 1375, NudgeInterval: 10},
+		Skills:      SkillsConfig{CreationNudgeInterval: 10},
 		Compression: CompressionConfig{Enabled: &t, Threshold: 0.5, TargetRatio: 0.2, ProtectFirstN: 3, ProtectLastN: 20},
 	}
 }

@@ -38,11 +38,18 @@ func Set(home, key, value string) error {
 }
 
 func set(home, key, value string) error {
+	if IsSecretKey(key) && strings.TrimSpace(value) == "" {
+		return &Error{Key: key, Msg: "an empty value is not saved (it would hide the key from the environment); " +
+			"give the secret, or remove it with `hermes config unset " + key + "`"}
+	}
+	s := newSchema()
 	if IsEnvKey(key) {
+		if err := s.checkEnvOverride(key, value); err != nil {
+			return err
+		}
 		_, err := setDotEnv(DotEnvPath(home), key, &value)
 		return err
 	}
-	s := newSchema()
 	f, err := s.settable(key)
 	if err != nil {
 		return err
@@ -54,8 +61,12 @@ func set(home, key, value string) error {
 	if f.typ.Kind() == reflect.String && n.Kind != yaml.ScalarNode {
 		n = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value}
 	}
-	if err := decodeStrict(n, f.typ, reflect.New(f.typ).Interface()); err != nil {
+	decoded := reflect.New(f.typ)
+	if err := decodeStrict(n, f.typ, decoded.Interface()); err != nil {
 		return &Error{Key: f.key, Msg: fmt.Sprintf("expected %s, got %s", typeName(f.typ), describeNode(n))}
+	}
+	if err := checkValue(f.key, decoded.Elem()); err != nil {
+		return err
 	}
 	path := ConfigPath(home)
 	doc, prefix, err := readForEdit(path)
@@ -77,45 +88,68 @@ func set(home, key, value string) error {
 
 // Unset removes one key: an environment variable name from .env, a dotted
 // key from config.yaml (so the lower layers apply again; empty parent
-// sections are removed too). When the removed value was the
-// "${MODEL_API_KEY}" reference written by Set, that .env entry is removed
-// as well. Removing a key that is not set is not an error; an unknown key
-// is.
+// sections are removed too). For a secret key (model.api_key) the .env
+// variable that holds it (SecretEnvName: MODEL_API_KEY) is removed as well,
+// whatever config.yaml held. Removing a key that is not set is not an
+// error; an unknown key is.
 func Unset(home, key string) error {
-	return withLock(home, func() error { return unset(home, key) })
+	_, err := UnsetKey(home, key)
+	return err
 }
 
-func unset(home, key string) error {
-	if IsEnvKey(key) {
-		_, err := setDotEnv(DotEnvPath(home), key, nil)
-		return err
-	}
-	s := newSchema()
-	f, err := s.settable(key)
-	if err != nil {
-		return err
-	}
-	path := ConfigPath(home)
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	doc, prefix, err := readForEdit(path)
-	if err != nil {
-		return err
-	}
-	removed := unsetIn(doc.Content[0], "", strings.Split(f.key, "."))
-	if removed == nil {
-		return nil
-	}
-	if err := writeConfig(path, doc, prefix); err != nil {
-		return err
-	}
-	if name := SecretEnvName(f.key); removed.Value == "${"+name+"}" {
-		if _, err := setDotEnv(DotEnvPath(home), name, nil); err != nil {
-			return err
+// UnsetKey is Unset that also reports whether anything was removed; when
+// the key was not set it returns false and no file is written or created.
+func UnsetKey(home, key string) (removed bool, err error) {
+	if !IsEnvKey(key) {
+		if _, err := newSchema().settable(key); err != nil {
+			return false, err
 		}
 	}
-	return nil
+	if !exists(ConfigPath(home)) && !exists(DotEnvPath(home)) {
+		return false, nil
+	}
+	err = withLock(home, func() error {
+		var err error
+		removed, err = unset(home, key)
+		return err
+	})
+	return removed, err
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func unset(home, key string) (bool, error) {
+	if IsEnvKey(key) {
+		return setDotEnv(DotEnvPath(home), key, nil)
+	}
+	f, err := newSchema().settable(key)
+	if err != nil {
+		return false, err
+	}
+	removed := false
+	if path := ConfigPath(home); exists(path) {
+		doc, prefix, err := readForEdit(path)
+		if err != nil {
+			return false, err
+		}
+		if unsetIn(doc.Content[0], "", strings.Split(f.key, ".")) != nil {
+			if err := writeConfig(path, doc, prefix); err != nil {
+				return false, err
+			}
+			removed = true
+		}
+	}
+	if IsSecretKey(f.key) {
+		changed, err := setDotEnv(DotEnvPath(home), SecretEnvName(f.key), nil)
+		if err != nil {
+			return removed, err
+		}
+		removed = removed || changed
+	}
+	return removed, nil
 }
 
 // Get returns the effective value of a dotted key (e.g. "terminal.timeout"
@@ -184,6 +218,31 @@ func (s schema) settable(key string) (field, error) {
 		return field{}, &Error{Key: key, Msg: "is a section; set one of its keys" + example}
 	}
 	return f, nil
+}
+
+// checkEnvOverride checks the value of a variable that overrides a config
+// key (TERMINAL_ENV → terminal.backend, HERMES_MAX_ITERATIONS →
+// agent.max_turns, ...) as Set checks the key itself; the *Error names both.
+func (s schema) checkEnvOverride(name, value string) error {
+	for _, o := range s.envOverrides() {
+		if o.name != name || value == "" {
+			continue
+		}
+		v, ok := o.value(value)
+		f := s[o.key]
+		if !ok || f.typ.Kind() == reflect.Slice {
+			return nil
+		}
+		decoded := reflect.New(f.typ)
+		n := &yaml.Node{Kind: yaml.ScalarNode, Value: v}
+		if err := decodeStrict(n, f.typ, decoded.Interface()); err != nil {
+			return &Error{Key: name, Msg: fmt.Sprintf("overrides %s, which expects %s, got %q", o.key, typeName(f.typ), value)}
+		}
+		if err := checkValue(o.key, decoded.Elem()); err != nil {
+			return &Error{Key: name, Msg: "overrides " + err.Error()}
+		}
+	}
+	return nil
 }
 
 func isWholeVarRef(v string) bool {

@@ -6,6 +6,15 @@ import (
 	"strings"
 )
 
+// ErrEmptyStream is returned by Accumulate when a stream ended cleanly
+// without content, tool calls or a finish reason.
+var ErrEmptyStream = errors.New("the model stream ended without any content or finish reason")
+
+// ErrIncompleteStream is returned by Accumulate when a stream ended before
+// the model finished (no finish reason: the connection was cut mid-answer).
+// The partial answer is not a result.
+var ErrIncompleteStream = errors.New("the model stream ended before the answer was complete (no finish reason); the partial answer was discarded")
+
 // Response is a completed model call: the assistant message it produced,
 // its usage and its finish reason.
 type Response struct {
@@ -82,8 +91,12 @@ func Accumulate(s Stream, onEvent func(Event)) (Response, error) {
 	resp.Message.Reasoning = reasoning.String()
 	resp.Message.FinishReason = resp.FinishReason
 	err := s.Err()
-	if err == nil && resp.FinishReason == "" && text.Len() == 0 && len(calls) == 0 {
-		err = errors.New("model stream ended without any content or finish reason")
+	if err == nil && resp.FinishReason == "" {
+		if text.Len() == 0 && len(calls) == 0 {
+			err = ErrEmptyStream
+		} else {
+			err = ErrIncompleteStream
+		}
 	}
 	return resp, err
 }

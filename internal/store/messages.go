@@ -291,6 +291,9 @@ func (s *Store) Import(ctx context.Context, sessions []ImportedSession) ([]strin
 					updated = m.CreatedAt
 				}
 			}
+			if err := s.checkTitleNotID(ctx, tx, cleanTitle(is.Title)); err != nil {
+				return fmt.Errorf("import session %s: %w", id, err)
+			}
 			if _, err := insSession.ExecContext(ctx, id, src, is.Model, is.Provider, nullable(cleanTitle(is.Title)),
 				is.SystemPrompt, is.Cwd, millis(is.StartedAt), millis(updated), len(is.Messages), calls,
 				nullable(is.ParentSessionID), meta); err != nil {

@@ -48,6 +48,9 @@ type SearchOptions struct {
 	SessionID string // only this session, when set
 	Sort      Sort   // "" means relevance
 	Roles     []string
+	// Highlight is the text put before and after each match in
+	// Hit.Snippet; the zero value means "**" and "**" (Markdown bold).
+	Highlight [2]string
 }
 
 // Hit is one matching message.
@@ -160,13 +163,22 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 			return nil, nil
 		}
 	}
+	open, close := o.marks()
+	// FTS5 snippets count tokens; over trigrams 16 tokens are ~18
+	// characters, too little to read, so substring hits get the message
+	// text and are cut around the match here.
+	excerptColumn := `snippet(` + table + `, -1, ?, ?, '…', ` + fmt.Sprint(snippetTokens) + `)`
+	args := []any{open, close}
+	if index == "trigram" {
+		excerptColumn, args = "m.content", nil
+	}
 	sqlText := `SELECT m.id, m.session_id, coalesce(s.title, ''), m.seq, m.role, coalesce(m.tool_name, ''),
-		m.created_at, m.active, snippet(` + table + `, -1, '**', '**', '…', ` + fmt.Sprint(snippetTokens) + `)
+		m.created_at, m.active, ` + excerptColumn + `
 		FROM ` + table + `
 		JOIN messages AS m ON m.id = ` + table + `.rowid
 		JOIN sessions AS s ON s.id = m.session_id
 		WHERE ` + table + ` MATCH ?`
-	args := []any{match}
+	args = append(args, match)
 	if ids != nil {
 		// One pass over the id range rather than a lookup per id: each
 		// lookup would evaluate the query again (slow for prefix* queries).
@@ -195,6 +207,12 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 			return nil, &QueryError{Query: query, Reason: sqliteReason(err)}
 		}
 		return nil, err
+	}
+	if index == "trigram" {
+		terms := queryTerms(query)
+		for i := range hits {
+			hits[i].Snippet = excerpt(hits[i].Snippet, terms, open, close)
+		}
 	}
 	if ids != nil { // phase 2 fetched snippets in rowid order; restore rank order
 		pos := make(map[int64]int, len(ids))
@@ -255,10 +273,19 @@ func (s *Store) searchScan(ctx context.Context, q string, o SearchOptions) ([]Hi
 	sqlText += " LIMIT ?"
 	args = append(args, o.Limit)
 	hits, err := s.queryHits(ctx, sqlText, args, "scan")
+	open, close := o.marks()
 	for i := range hits {
-		hits[i].Snippet = literalSnippet(hits[i].Snippet, q)
+		hits[i].Snippet = excerpt(hits[i].Snippet, []string{q}, open, close)
 	}
 	return hits, err
+}
+
+// marks returns the Highlight markers, "**" by default.
+func (o SearchOptions) marks() (open, close string) {
+	if o.Highlight == [2]string{} {
+		return "**", "**"
+	}
+	return o.Highlight[0], o.Highlight[1]
 }
 
 func filterClause(o SearchOptions) (string, []any) {
@@ -417,36 +444,115 @@ func escapeLike(s string) string {
 	return r.Replace(s)
 }
 
-// literalSnippet cuts content around the first case-insensitive occurrence
-// of q and marks it like FTS5 snippets.
-func literalSnippet(content, q string) string {
-	const around = 60 // runes of context either side
-	rc, rq := []rune(content), []rune(q)
-	lc := []rune(strings.ToLower(content))
-	lq := []rune(strings.ToLower(q))
-	at := -1
-	if len(lc) == len(rc) {
-		for i := 0; i+len(lq) <= len(lc); i++ {
-			if string(lc[i:i+len(lq)]) == string(lq) {
-				at = i
-				break
+// queryTerms returns the literal texts a query looks for: quoted phrases
+// and words, without FTS5 operators (AND, OR, NOT, NEAR), column filters
+// (content:), prefix stars and ^/+ markers.
+func queryTerms(q string) []string {
+	var out []string
+	for i := 0; i < len(q); {
+		c := q[i]
+		switch {
+		case c == '"':
+			end := strings.IndexByte(q[i+1:], '"')
+			if end < 0 {
+				end = len(q) - i - 1
+			}
+			if t := q[i+1 : i+1+end]; strings.TrimSpace(t) != "" {
+				out = append(out, t)
+			}
+			i += end + 2
+		case strings.IndexByte(" \t\n(),", c) >= 0:
+			i++
+		default:
+			j := i
+			for j < len(q) && strings.IndexByte(" \t\n()\",", q[j]) < 0 {
+				j++
+			}
+			w := q[i:j]
+			i = j
+			switch w {
+			case "AND", "OR", "NOT", "NEAR":
+				continue
+			}
+			if k := strings.IndexByte(w, ':'); k > 0 && isBareword(w[:k]) {
+				w = w[k+1:]
+			}
+			if w = strings.TrimSuffix(strings.TrimLeft(w, "^+"), "*"); w != "" {
+				out = append(out, w)
 			}
 		}
 	}
-	if at < 0 {
-		if len(rc) > 2*around {
-			return string(rc[:2*around]) + "…"
+	return out
+}
+
+// excerptContext is how many characters of text a snippet keeps on each
+// side of the first match.
+const excerptContext = 60
+
+// excerpt cuts content to excerptContext characters either side of the
+// first case-insensitive occurrence of any term, puts open and close
+// around every occurrence inside the cut, marks the cut ends with "…" and
+// folds whitespace runs to one space. Without an occurrence it returns the
+// start of content.
+func excerpt(content string, terms []string, open, close string) string {
+	rc := []rune(content)
+	var rterms [][]rune
+	for _, t := range terms {
+		if t != "" {
+			rterms = append(rterms, []rune(t))
 		}
-		return content
 	}
-	start, end := max(0, at-around), min(len(rc), at+len(rq)+around)
+	// matchAt returns the length of the longest term at rc[i:], or 0.
+	matchAt := func(i int) int {
+		best := 0
+		for _, t := range rterms {
+			if len(t) > best && i+len(t) <= len(rc) && equalFoldRunes(rc[i:i+len(t)], t) {
+				best = len(t)
+			}
+		}
+		return best
+	}
+	first, firstLen := -1, 0
+	for i := range rc {
+		if n := matchAt(i); n > 0 {
+			first, firstLen = i, n
+			break
+		}
+	}
+	if first < 0 {
+		if len(rc) > 2*excerptContext {
+			return strings.Join(strings.Fields(string(rc[:2*excerptContext])), " ") + "…"
+		}
+		return strings.Join(strings.Fields(content), " ")
+	}
+	start, end := max(0, first-excerptContext), min(len(rc), first+firstLen+excerptContext)
 	var b strings.Builder
 	if start > 0 {
 		b.WriteString("…")
 	}
-	b.WriteString(string(rc[start:at]) + "**" + string(rc[at:at+len(rq)]) + "**" + string(rc[at+len(rq):end]))
+	for i := start; i < end; {
+		if n := matchAt(i); n > 0 {
+			b.WriteString(open + string(rc[i:i+n]) + close)
+			i += n
+			end = max(end, i)
+			continue
+		}
+		b.WriteRune(rc[i])
+		i++
+	}
 	if end < len(rc) {
 		b.WriteString("…")
 	}
 	return strings.Join(strings.Fields(b.String()), " ")
+}
+
+// equalFoldRunes reports whether a and b (of equal length) are equal under
+// Unicode simple case folding.
+func equalFoldRunes(a, b []rune) bool {
+	for i := range a {
+		if a[i] != b[i] && unicode.ToLower(a[i]) != unicode.ToLower(b[i]) && unicode.ToUpper(a[i]) != unicode.ToUpper(b[i]) {
+			return false
+		}
+	}
+	return true
 }

@@ -257,10 +257,18 @@ func (s *Store) List(ctx context.Context, o ListOptions) ([]Session, error) {
 // SetTitle sets a session's title (trimmed, control characters removed, at
 // most MaxTitleLen characters); an empty title clears it. Titles are unique
 // regardless of case: a title another session holds is an error naming it.
+//
+// A title that looks like a session id (the shape YYYYMMDD_HHMMSS_xxxxxx or
+// a prefix of it from "YYYYMMDD_", or any existing session's id) is
+// refused: Resolve tries ids before titles, so such a title could never be
+// used, or would hide an id prefix.
 func (s *Store) SetTitle(ctx context.Context, id, title string) error {
 	title = cleanTitle(title)
 	if len([]rune(title)) > MaxTitleLen {
 		return fmt.Errorf("title is %d characters; the limit is %d", len([]rune(title)), MaxTitleLen)
+	}
+	if err := s.checkTitleNotID(ctx, s.db, title); err != nil {
+		return err
 	}
 	var v any
 	if title != "" {
@@ -276,6 +284,60 @@ func (s *Store) SetTitle(ctx context.Context, id, title string) error {
 		return fmt.Errorf("set title: %w", err)
 	}
 	return mustAffect(res, id)
+}
+
+// queryer is what checkTitleNotID needs from a *sql.DB or *sql.Tx.
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// checkTitleNotID returns an error when a cleaned title looks like a
+// session id (see SetTitle), nil otherwise.
+func (s *Store) checkTitleNotID(ctx context.Context, q queryer, title string) error {
+	if title == "" {
+		return nil
+	}
+	const fix = `; choose a title with words, e.g. "deploy fix"`
+	if hasSessionIDShape(title) {
+		return fmt.Errorf("title %q looks like a session id (YYYYMMDD_HHMMSS_xxxxxx)%s", title, fix)
+	}
+	var other string
+	err := q.QueryRowContext(ctx, "SELECT id FROM sessions WHERE id = ? COLLATE NOCASE", title).Scan(&other)
+	if err == nil {
+		return fmt.Errorf("title %q looks like a session id: it is the id of session %s%s", title, other, fix)
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("check title: %w", err)
+	}
+	return nil
+}
+
+// hasSessionIDShape reports whether t is a session id
+// (20261130_145500_a1b2c3, any case) or a prefix of one at least as long
+// as its date and underscore ("20261130_").
+func hasSessionIDShape(t string) bool {
+	const shape = "dddddddd_dddddd_xxxxxx"
+	if len(t) < len("20261130_") || len(t) > len(shape) {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		switch shape[i] {
+		case 'd':
+			if c < '0' || c > '9' {
+				return false
+			}
+		case '_':
+			if c != '_' {
+				return false
+			}
+		case 'x':
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func cleanTitle(t string) string {

@@ -98,7 +98,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("session store %s: %w", path, err)
 	}
 	s.db = db
-	if err := s.migrate(context.Background()); err != nil {
+	if err := s.migrateRetrying(context.Background()); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("session store %s: %w", path, err)
 	}
@@ -117,6 +117,25 @@ func (s *Store) Close() error {
 // SchemaVersion is the schema version this build writes (PRAGMA user_version).
 func SchemaVersion() int { return len(migrations) }
 
+// migrateRetrying runs migrate, retrying while another process holds the
+// database (SQLITE_BUSY: switching a fresh file to WAL does not wait on the
+// busy timeout), for up to about 10 s.
+func (s *Store) migrateRetrying(ctx context.Context) error {
+	deadline := time.Now().Add(BusyTimeout)
+	for delay := 5 * time.Millisecond; ; delay = min(2*delay, 200*time.Millisecond) {
+		err := s.migrate(ctx)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(delay)
+	}
+}
+
+// isBusy reports whether err is SQLite's "database is locked" (SQLITE_BUSY).
+func isBusy(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked"))
+}
+
 func (s *Store) migrate(ctx context.Context) error {
 	var version int
 	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
@@ -130,6 +149,15 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	for v := version; v < len(migrations); v++ {
 		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			// Another process may have migrated while we waited for the
+			// write lock (several hermes runs starting on a fresh HERMES_HOME).
+			var current int
+			if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
+				return err
+			}
+			if current > v {
+				return nil
+			}
 			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
 				return fmt.Errorf("migration to schema version %d: %w", v+1, err)
 			}

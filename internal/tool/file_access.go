@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -21,10 +22,17 @@ type FileToolOptions struct {
 	Home, HermesHome string
 	// MaxReadChars is file_read_max_chars; 0 means 100,000.
 	MaxReadChars int
+	// MaxReadFileBytes is the largest file, in bytes, read_file loads;
+	// 0 means DefaultMaxReadFileBytes.
+	MaxReadFileBytes int64
 }
 
 // DefaultFileReadMaxChars is file_read_max_chars' default.
 const DefaultFileReadMaxChars = 100_000
+
+// DefaultMaxReadFileBytes (64 MiB) is the largest file read_file loads
+// into memory; larger files are read in parts with the terminal.
+const DefaultMaxReadFileBytes = 64 << 20
 
 // openEnv opens the session's environment, or returns an error result.
 func openEnv(ctx context.Context, b backend.Backend, sessionID, toolName string) (backend.Environment, *Result) {
@@ -56,8 +64,29 @@ func absPath(env backend.Environment, home, p string) string {
 // Hermes' always-blocked set ("security.md", file-write safety): ~/.ssh,
 // ~/.aws, ~/.kube, ~/.gnupg, ~/.netrc, /etc/sudoers, HERMES_HOME/.env,
 // auth.json, secrets/, mcp-tokens/, pairing/, and any .env / .env.* /
-// .envrc file.
+// .envrc file; and hermes' own state, which would let the model lift its
+// own limits: HERMES_HOME/config.yaml (approvals.mode) and the session
+// database HERMES_HOME/state.db with its -wal/-shm/-journal files.
 func (o FileToolOptions) writeBlocked(abs string) string {
+	under := func(dir string) bool { return abs == dir || strings.HasPrefix(abs, dir+"/") }
+	if o.HermesHome != "" {
+		hh := path.Clean(o.HermesHome)
+		if path.Dir(abs) == hh {
+			switch base := path.Base(abs); {
+			case base == "config.yaml":
+				return "it is hermes' configuration (config.yaml); only the user changes settings, with `hermes config set KEY VALUE`"
+			case base == "state.db" || strings.HasPrefix(base, "state.db-"):
+				return "it is hermes' session database (" + base + ")"
+			case base == ".env" || strings.HasPrefix(base, ".env."):
+				return "it holds hermes' API keys (" + base + "); only the user sets them, with `hermes config set KEY`"
+			}
+		}
+		for _, d := range []string{"auth.json", "secrets", "mcp-tokens", "pairing"} {
+			if under(path.Join(hh, d)) {
+				return "it is hermes' own credential store (" + d + "); only the user changes it, with `hermes config set KEY`"
+			}
+		}
+	}
 	base := path.Base(abs)
 	if base == ".env" || strings.HasPrefix(base, ".env.") || base == ".envrc" {
 		return "it is an environment file that holds secrets (" + base + ")"
@@ -65,7 +94,6 @@ func (o FileToolOptions) writeBlocked(abs string) string {
 	if abs == "/etc/sudoers" || strings.HasPrefix(abs, "/etc/sudoers.d/") {
 		return "it controls sudo"
 	}
-	under := func(dir string) bool { return abs == dir || strings.HasPrefix(abs, dir+"/") }
 	if o.Home != "" {
 		for _, d := range []string{".ssh", ".aws", ".kube", ".gnupg", ".docker", ".config/gh"} {
 			if under(path.Join(o.Home, d)) {
@@ -76,14 +104,51 @@ func (o FileToolOptions) writeBlocked(abs string) string {
 			return "it holds credentials"
 		}
 	}
-	if o.HermesHome != "" {
-		for _, d := range []string{"auth.json", "secrets", "mcp-tokens", "pairing"} {
-			if under(path.Join(o.HermesHome, d)) {
-				return "it is hermes' own credential store (" + d + ")"
-			}
-		}
-	}
 	return ""
+}
+
+// writeRefusal returns why a write to abs in env is refused, or "". On the
+// local backend, which writes through symbolic links, the path is also
+// checked with its links resolved, so a link in the workdir pointing at
+// HERMES_HOME/config.yaml is refused like the file itself.
+func (o FileToolOptions) writeRefusal(env backend.Environment, abs string) string {
+	if why := o.writeBlocked(abs); why != "" {
+		return why
+	}
+	if o.Backend == nil || o.Backend.Kind() != "local" {
+		return ""
+	}
+	resolved := resolveLinks(abs)
+	if resolved == "" {
+		return ""
+	}
+	hostView := o
+	if o.Home != "" {
+		hostView.Home = resolveLinks(o.Home)
+	}
+	if o.HermesHome != "" {
+		hostView.HermesHome = resolveLinks(o.HermesHome)
+	}
+	return hostView.writeBlocked(resolved)
+}
+
+// resolveLinks returns p with every symbolic link resolved; when p does
+// not exist, its nearest existing ancestor is resolved and the rest
+// appended. It returns p cleaned when nothing can be resolved.
+func resolveLinks(p string) string {
+	p = filepath.Clean(p)
+	rest := ""
+	for dir := p; ; {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+	}
 }
 
 // notFound builds the error for a missing file, suggesting similar names

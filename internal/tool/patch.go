@@ -75,7 +75,7 @@ func (t *PatchTool) Run(ctx context.Context, call Call) Result {
 		return *errRes
 	}
 	abs := absPath(env, t.opts.Home, args.Path)
-	if why := t.opts.writeBlocked(abs); why != "" {
+	if why := t.opts.writeRefusal(env, abs); why != "" {
 		return Errorf("patch: refused to edit %s: %s. Writes there are always blocked; ask the user to make this change", args.Path, why)
 	}
 	data, err := env.ReadFile(ctx, abs)

@@ -29,6 +29,9 @@ func NewReadFileTool(opts FileToolOptions) *ReadFileTool {
 	if opts.MaxReadChars <= 0 {
 		opts.MaxReadChars = DefaultFileReadMaxChars
 	}
+	if opts.MaxReadFileBytes <= 0 {
+		opts.MaxReadFileBytes = DefaultMaxReadFileBytes
+	}
 	return &ReadFileTool{opts: opts}
 }
 
@@ -93,6 +96,13 @@ func (t *ReadFileTool) Run(ctx context.Context, call Call) Result {
 	}
 	if st.IsDir {
 		return Errorf("read_file: %s is a directory; use search_files with target \"files\" to list it", args.Path)
+	}
+	if !st.Mode.IsRegular() {
+		return Errorf("read_file: %s is not a regular file (%s); read_file reads files only — use the terminal, e.g. head -c 4096 %s | xxd", args.Path, st.Mode.Type(), args.Path)
+	}
+	if st.Size > t.opts.MaxReadFileBytes {
+		return Errorf("read_file: %s is too large to read whole (%d bytes, limit %d). Read part of it with the terminal tool: sed -n 'START,ENDp' %s for a line range, head -n N %s or tail -n N %s for its ends, or search it with search_files",
+			args.Path, st.Size, t.opts.MaxReadFileBytes, args.Path, args.Path, args.Path)
 	}
 	data, err := env.ReadFile(ctx, abs)
 	if err != nil {

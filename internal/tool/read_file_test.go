@@ -2,6 +2,7 @@ package tool
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 )
@@ -69,6 +70,7 @@ func TestReadFileErrors(t *testing.T) {
 		`{"path": "nodir/x.txt"}`:     "does not exist either",
 		`{"path": "bin.dat"}`:         "binary file",
 		`{"path": "sub"}`:             "is a directory",
+		`{"path": "/dev/zero"}`:       "not a regular file",
 		`{}`:                          "path is required",
 		``:                            "path is required",
 		`{"path": "a", "offset": -2}`: "offset must be",
@@ -94,5 +96,33 @@ func TestReadFileEncodings(t *testing.T) {
 	}
 	if r := run(t, tl, `{"path": "empty.txt"}`); r.IsError || !strings.Contains(r.Content, "empty") {
 		t.Fatalf("empty: %+v", r)
+	}
+}
+
+// A file above the size cap is refused before it is loaded, with the ways
+// to read part of it; the default cap is 64 MiB.
+func TestReadFileRefusesHugeFiles(t *testing.T) {
+	f := newFileFixture(t)
+	huge := f.write(t, "huge.log", "")
+	if err := os.Truncate(huge, DefaultMaxReadFileBytes+1); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
+	r := run(t, NewReadFileTool(f.opts), `{"path": "huge.log", "offset": 10, "limit": 5}`)
+	for _, want := range []string{"huge.log", "67108865 bytes", "sed -n 'START,ENDp'", "tail", "head", "search_files"} {
+		if !r.IsError || !strings.Contains(r.Content, want) {
+			t.Fatalf("want an error naming %q, got %+v", want, r)
+		}
+	}
+
+	opts := f.opts
+	opts.MaxReadFileBytes = 12
+	tl := NewReadFileTool(opts)
+	f.write(t, "at-cap.txt", "12345678901\n")
+	if r := run(t, tl, `{"path": "at-cap.txt"}`); r.IsError || r.Content != "     1|12345678901\n" {
+		t.Fatalf("a file at the cap must be read: %+v", r)
+	}
+	f.write(t, "over-cap.txt", "123456789012\n")
+	if r := run(t, tl, `{"path": "over-cap.txt"}`); !r.IsError || !strings.Contains(r.Content, "13 bytes") {
+		t.Fatalf("a file over the cap must be refused: %+v", r)
 	}
 }

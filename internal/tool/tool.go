@@ -151,3 +151,47 @@ func (r *Registry) Specs() []llm.ToolSpec {
 	}
 	return out
 }
+
+// unimplementedToolsets are Hermes Agent toolsets ("toolsets-reference.md")
+// that hermes does not provide; naming one is a warning, not an error.
+var unimplementedToolsets = map[string]bool{
+	"web": true, "search": true, "browser": true, "vision": true, "image_gen": true, "video_gen": true,
+	"tts": true, "clarify": true, "code_execution": true, "delegation": true, "cronjob": true,
+	"messaging": true, "moa": true, "homeassistant": true, "kanban": true, "safe": true, "coding": true,
+}
+
+// CheckToolsets sorts the names given to --toolsets / toolsets: into
+// unknown ones (neither a toolset, a composite, nor a tool name: an error
+// for the caller to report) and Hermes toolsets this build does not have
+// (a warning).
+func (r *Registry) CheckToolsets(toolsets []string) (unknown, unavailable []string) {
+	known := map[string]bool{"all": true, "*": true, "hermes-cli": true, "hermes-acp": true, "debugging": true}
+	for name, t := range r.tools {
+		known[name], known[t.Toolset()] = true, true
+	}
+	for _, ts := range toolsets {
+		ts = strings.TrimSpace(ts)
+		switch {
+		case ts == "" || known[ts]:
+		case unimplementedToolsets[ts]:
+			unavailable = append(unavailable, ts)
+		default:
+			unknown = append(unknown, ts)
+		}
+	}
+	return unknown, unavailable
+}
+
+// Toolsets returns the toolsets of the registered tools, sorted.
+func (r *Registry) Toolsets() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range r.tools {
+		if !seen[t.Toolset()] {
+			seen[t.Toolset()] = true
+			out = append(out, t.Toolset())
+		}
+	}
+	sort.Strings(out)
+	return out
+}

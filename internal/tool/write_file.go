@@ -62,7 +62,7 @@ func (t *WriteFileTool) Run(ctx context.Context, call Call) Result {
 		return *errRes
 	}
 	abs := absPath(env, t.opts.Home, args.Path)
-	if why := t.opts.writeBlocked(abs); why != "" {
+	if why := t.opts.writeRefusal(env, abs); why != "" {
 		return Errorf("write_file: refused to write %s: %s. Writes there are always blocked; ask the user to make this change", args.Path, why)
 	}
 	verb := "Created"

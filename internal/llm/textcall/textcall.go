@@ -12,7 +12,7 @@
 // JSON (with True/False/None), "args" or "parameters" instead of
 // "arguments", and arguments given as a JSON string. Only calls naming a
 // known tool are recovered; JSON in prose, or a tag inside a ``` code fence
-// (an example), is left as text.
+// or an inline `code` span (an example), is left as text.
 package textcall
 
 import (
@@ -32,13 +32,17 @@ const (
 // Extract returns the tool calls found in content, in order, each with a
 // fresh id "call_text_<16 hex>", and content with those calls removed
 // (trimmed). Segments that do not parse or name an unknown tool stay in
-// remaining. known reports whether a tool name is registered.
+// remaining, and so do tags inside Markdown code: a ``` fence or an inline
+// code span (CommonMark: a run of one or two backticks closed by a run of
+// the same length, not across a blank line). Backticks inside a recovered
+// call's body do not open code. known reports whether a tool name is
+// registered.
 func Extract(content string, known func(string) bool) (calls []llm.ToolCall, remaining string) {
 	if !strings.Contains(content, openTag) {
 		return nil, content
 	}
-	fenced := fencedRanges(content)
 	var out strings.Builder
+	copied := 0 // content[:copied] is already in out (or dropped as a call)
 	pos := 0
 	for {
 		i := strings.Index(content[pos:], openTag)
@@ -46,29 +50,70 @@ func Extract(content string, known func(string) bool) (calls []llm.ToolCall, rem
 			break
 		}
 		start := pos + i
-		bodyStart := start + len(openTag)
-		end, next := segmentEnd(content, bodyStart)
-		if inRanges(fenced, start) {
-			out.WriteString(content[pos:next])
-			pos = next
+		if b := strings.IndexByte(content[pos:start], '`'); b >= 0 {
+			pos = codeEnd(content, pos+b)
 			continue
 		}
+		bodyStart := start + len(openTag)
+		end, next := segmentEnd(content, bodyStart)
+		pos = next
 		call, ok := parseCall(content[bodyStart:end])
 		if !ok || known == nil || !known(call.Name) {
-			out.WriteString(content[pos:next])
-			pos = next
 			continue
 		}
 		call.ID = newID()
 		calls = append(calls, call)
-		out.WriteString(content[pos:start])
-		pos = next
+		out.WriteString(content[copied:start])
+		copied = next
 	}
-	out.WriteString(content[pos:])
+	out.WriteString(content[copied:])
 	if len(calls) == 0 {
 		return nil, content
 	}
 	return calls, strings.TrimSpace(out.String())
+}
+
+// codeEnd returns the index just past the Markdown code that the backtick
+// run at i opens: a run of three or more opens a fence that ends after the
+// next ``` (or at the end of s); a run of one or two opens an inline code
+// span that ends after the next run of exactly the same length, unless a
+// blank line comes first, in which case the run is literal text and the
+// index just past it is returned.
+func codeEnd(s string, i int) int {
+	n := backtickRun(s, i)
+	if n >= 3 {
+		c := strings.Index(s[i+n:], "```")
+		if c < 0 {
+			return len(s)
+		}
+		return i + n + c + 3
+	}
+	limit := len(s)
+	if blank := strings.Index(s[i+n:], "\n\n"); blank >= 0 {
+		limit = i + n + blank
+	}
+	for j := i + n; j < limit; {
+		b := strings.IndexByte(s[j:limit], '`')
+		if b < 0 {
+			break
+		}
+		j += b
+		m := backtickRun(s, j)
+		if m == n {
+			return j + m
+		}
+		j += m
+	}
+	return i + n
+}
+
+// backtickRun returns how many consecutive backticks start at s[i].
+func backtickRun(s string, i int) int {
+	n := 0
+	for i+n < len(s) && s[i+n] == '`' {
+		n++
+	}
+	return n
 }
 
 // segmentEnd finds where a call body that starts at from ends: at the
@@ -83,35 +128,6 @@ func segmentEnd(s string, from int) (end, next int) {
 		return from + o, from + o
 	}
 	return len(s), len(s)
-}
-
-// fencedRanges returns the [start, end) byte ranges inside ``` fences.
-func fencedRanges(s string) [][2]int {
-	var out [][2]int
-	pos := 0
-	for {
-		a := strings.Index(s[pos:], "```")
-		if a < 0 {
-			return out
-		}
-		a += pos
-		b := strings.Index(s[a+3:], "```")
-		if b < 0 {
-			return append(out, [2]int{a, len(s)})
-		}
-		b += a + 3
-		out = append(out, [2]int{a, b + 3})
-		pos = b + 3
-	}
-}
-
-func inRanges(r [][2]int, i int) bool {
-	for _, x := range r {
-		if i >= x[0] && i < x[1] {
-			return true
-		}
-	}
-	return false
 }
 
 // parseCall decodes one call body; ok is false when it is not a call.

@@ -1,0 +1,96 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// allowedValues returns the values an enumerated key accepts, in the order
+// they are shown, and whether "" (meaning "the default") is also accepted;
+// nil for a free-form key. The sets are Hermes' ("configuration.md")
+// narrowed to what this build implements: terminal.backend local|box,
+// terminal.box_workspace bind|overlay, approvals.mode manual|smart|off,
+// model.provider one of Providers() or auto, model.api_mode
+// chat_completions|anthropic_messages, agent.reasoning_effort
+// none|minimal|low|medium|high|xhigh.
+func allowedValues(key string) (values []string, emptyOK bool) {
+	switch key {
+	case "terminal.backend":
+		return []string{"local", "box"}, false
+	case "terminal.box_workspace":
+		return []string{"bind", "overlay"}, false
+	case "approvals.mode":
+		return []string{"manual", "smart", "off"}, false
+	case "model.provider":
+		return append(Providers(), "auto"), true
+	case "model.api_mode":
+		return []string{"chat_completions", "anthropic_messages"}, true
+	case "agent.reasoning_effort":
+		return []string{"none", "minimal", "low", "medium", "high", "xhigh"}, true
+	}
+	return nil, false
+}
+
+// fractionKeys are the keys whose value is a fraction from 0 to 1.
+func isFractionKey(key string) bool {
+	return key == "compression.threshold" || key == "compression.target_ratio"
+}
+
+// checkValue reports a value of the right type that key still cannot
+// take: a value outside an enumerated set (naming the allowed ones and
+// the closest), a negative number (every count, size and duration in
+// Config), or a fraction outside 0..1. It returns nil or an *Error naming
+// the key.
+func checkValue(key string, v reflect.Value) error {
+	if allowed, emptyOK := allowedValues(key); allowed != nil && v.Kind() == reflect.String {
+		s := v.String()
+		if slices.Contains(allowed, s) || (s == "" && emptyOK) {
+			return nil
+		}
+		msg := fmt.Sprintf("%q is not one of %s", s, strings.Join(allowed, ", "))
+		if sug := closestValue(s, allowed); sug != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", sug)
+		}
+		if s == "" {
+			msg += fmt.Sprintf("; to go back to the default run `hermes config unset %s`", key)
+		}
+		return &Error{Key: key, Msg: msg}
+	}
+	switch v.Kind() {
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		if v.Int() < 0 {
+			return &Error{Key: key, Msg: fmt.Sprintf("must not be negative, got %d (0 means the default)", v.Int())}
+		}
+	case reflect.Float64, reflect.Float32:
+		f := v.Float()
+		if isFractionKey(key) && (f < 0 || f > 1) {
+			return &Error{Key: key, Msg: fmt.Sprintf("must be a fraction between 0 and 1 (e.g. 0.5), got %g", f)}
+		}
+		if f < 0 {
+			return &Error{Key: key, Msg: fmt.Sprintf("must not be negative, got %g", f)}
+		}
+	}
+	return nil
+}
+
+// closestValue returns the allowed value a mistyped one most likely
+// meant: the same in another case, one it is a prefix of, or one within a
+// small edit distance; "" when none is close.
+func closestValue(s string, allowed []string) string {
+	lower := strings.ToLower(strings.TrimSpace(s))
+	if lower == "" {
+		return ""
+	}
+	best, bestDist := "", max(2, len(lower)/3)+1
+	for _, a := range allowed {
+		if a == lower || strings.HasPrefix(a, lower) {
+			return a
+		}
+		if d := editDistance(lower, a); d < bestDist {
+			best, bestDist = a, d
+		}
+	}
+	return best
+}

@@ -1,0 +1,175 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Set refuses a value outside a key's allowed set, names the key, the
+// value and the allowed ones, suggests the closest, and saves nothing.
+func TestSetValidatesEnumeratedValues(t *testing.T) {
+	home := t.TempDir()
+	path := filepath.Join(home, "config.yaml")
+	original := "# mine\nterminal:\n  backend: local\n"
+	writeFile(t, path, original)
+	for _, tc := range []struct{ key, value, want, mean string }{
+		{"terminal.backend", "docker", "local, box", ""},
+		{"approvals.mode", "of", "manual, smart, off", "off"},
+		{"approvals.mode", "yolo", "manual, smart, off", ""},
+		{"terminal.box_workspace", "overlayfs", "bind, overlay", "overlay"},
+		{"model.provider", "openruter", "openrouter, openai, anthropic, custom, replay, auto", "openrouter"},
+		{"model.provider", "OpenAI", "openrouter", "openai"},
+		{"model.api_mode", "chat", "chat_completions, anthropic_messages", ""},
+		{"agent.reasoning_effort", "hihg", "high", "high"},
+	} {
+		err := Set(home, tc.key, tc.value)
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Key != tc.key {
+			t.Errorf("%s=%s: want an *Error for the key, got %v", tc.key, tc.value, err)
+			continue
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, `"`+tc.value+`"`) || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s=%s: message %q lacks the value or %q", tc.key, tc.value, msg, tc.want)
+		}
+		if tc.mean != "" && !strings.Contains(msg, `did you mean "`+tc.mean+`"`) {
+			t.Errorf("%s=%s: message %q lacks did you mean %q", tc.key, tc.value, msg, tc.mean)
+		}
+	}
+	for _, tc := range []struct{ key, value, want string }{
+		{"agent.max_turns", "-3", "must not be negative"},
+		{"terminal.timeout", "-1", "must not be negative"},
+		{"terminal.container_cpu", "-0.5", "must not be negative"},
+		{"compression.threshold", "1.5", "between 0 and 1"},
+	} {
+		if err := Set(home, tc.key, tc.value); err == nil || !strings.Contains(err.Error(), tc.key) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s=%s: want %q, got %v", tc.key, tc.value, tc.want, err)
+		}
+	}
+	for name, want := range map[string]string{
+		"TERMINAL_ENV":          `TERMINAL_ENV: overrides terminal.backend: "docker" is not one of local, box`,
+		"HERMES_MAX_ITERATIONS": "HERMES_MAX_ITERATIONS: overrides agent.max_turns: must not be negative",
+	} {
+		value := map[string]string{"TERMINAL_ENV": "docker", "HERMES_MAX_ITERATIONS": "-3"}[name]
+		if err := Set(home, name, value); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s=%s: want %q, got %v", name, value, want, err)
+		}
+	}
+	if got := readFile(t, path); got != original {
+		t.Fatalf("a refused value changed config.yaml:\n%s", got)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".env")); err == nil {
+		t.Fatal("a refused variable created .env")
+	}
+	for key, value := range map[string]string{
+		"terminal.backend": "box", "approvals.mode": "off", "terminal.box_workspace": "overlay",
+		"model.provider": "auto", "model.api_mode": "anthropic_messages", "agent.max_turns": "0",
+		"agent.reasoning_effort": "", "compression.threshold": "0.7",
+	} {
+		if err := Set(home, key, value); err != nil {
+			t.Errorf("%s=%s: %v", key, value, err)
+		}
+	}
+	if err := Set(home, "model.provider", "openrouter"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An empty secret is refused instead of saved: it would hide the real key
+// from the environment and fail later with a confusing 401.
+func TestSetRefusesEmptySecret(t *testing.T) {
+	home := t.TempDir()
+	envPath := filepath.Join(home, ".env")
+	writeFile(t, envPath, "OPENROUTER_API_KEY=sk-or-keep\n")
+	for _, key := range []string{"OPENROUTER_API_KEY", "ANTHROPIC_AUTH_TOKEN", "model.api_key"} {
+		for _, v := range []string{"", "  "} {
+			err := Set(home, key, v)
+			if err == nil || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "empty") || !strings.Contains(err.Error(), "hermes config unset") {
+				t.Errorf("%s=%q: want an empty-value error, got %v", key, v, err)
+			}
+		}
+	}
+	if got := readFile(t, envPath); got != "OPENROUTER_API_KEY=sk-or-keep\n" {
+		t.Errorf(".env changed: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(home, "config.yaml")); err == nil {
+		t.Error("a refused secret created config.yaml")
+	}
+	// A non-secret variable may still be set to an empty value.
+	if err := Set(home, "OPENAI_BASE_URL", ""); err != nil {
+		t.Errorf("empty non-secret variable: %v", err)
+	}
+}
+
+// Unsetting a secret config key removes its .env variable whatever
+// config.yaml held, and reports whether anything was removed.
+func TestUnsetKeyRemovesSecretAndReports(t *testing.T) {
+	home := t.TempDir()
+	cfg, envPath := filepath.Join(home, "config.yaml"), filepath.Join(home, ".env")
+	writeFile(t, cfg, "model:\n  api_key: sk-literal-in-config\n  default: m\n")
+	writeFile(t, envPath, "MODEL_API_KEY=sk-from-env\nOTHER=1\n")
+	removed, err := UnsetKey(home, "model.api_key")
+	if err != nil || !removed {
+		t.Fatalf("UnsetKey = %v, %v", removed, err)
+	}
+	if got := readFile(t, envPath); got != "OTHER=1\n" {
+		t.Errorf(".env after unset: %q", got)
+	}
+	if got := readFile(t, cfg); strings.Contains(got, "api_key") {
+		t.Errorf("config.yaml after unset:\n%s", got)
+	}
+
+	// Only the .env variable left (config.yaml never referenced it).
+	writeFile(t, envPath, "MODEL_API_KEY=sk-orphan\n")
+	if removed, err := UnsetKey(home, "model.api_key"); err != nil || !removed {
+		t.Fatalf("orphan: %v, %v", removed, err)
+	}
+	if got := readFile(t, envPath); strings.Contains(got, "MODEL_API_KEY") {
+		t.Errorf("orphan left in .env: %q", got)
+	}
+
+	// Nothing set: nothing removed and no file touched or created.
+	st0, _ := os.Stat(cfg)
+	env0, _ := os.Stat(envPath)
+	for _, key := range []string{"model.api_key", "terminal.cwd", "OPENAI_API_KEY"} {
+		if removed, err := UnsetKey(home, key); err != nil || removed {
+			t.Errorf("%s not set: UnsetKey = %v, %v", key, removed, err)
+		}
+	}
+	st1, _ := os.Stat(cfg)
+	env1, _ := os.Stat(envPath)
+	if !st0.ModTime().Equal(st1.ModTime()) || !env0.ModTime().Equal(env1.ModTime()) || !os.SameFile(st0, st1) || !os.SameFile(env0, env1) {
+		t.Error("unsetting keys that are not set rewrote a file")
+	}
+	fresh := t.TempDir()
+	if removed, err := UnsetKey(fresh, "model.api_key"); err != nil || removed {
+		t.Errorf("fresh home: %v, %v", removed, err)
+	}
+	if entries, _ := os.ReadDir(fresh); len(entries) != 0 {
+		t.Errorf("unset in a fresh home created %v", entries)
+	}
+}
+
+// `hermes config check` reports enumerated values that were written by
+// hand, naming the key and the allowed values.
+func TestProblemsReportEnumeratedValues(t *testing.T) {
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, "config.yaml"), "model:\n  provider: custom\n  base_url: http://localhost:1/v1\n  api_mode: responses\nterminal:\n  box_workspace: tmpfs\nagent:\n  reasoning_effort: max\n")
+	l, err := Load(home, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(l.Problems(), "\n")
+	for _, want := range []string{
+		`model.api_mode: "responses" is not one of chat_completions, anthropic_messages`,
+		`terminal.box_workspace: "tmpfs" is not one of bind, overlay`,
+		`agent.reasoning_effort: "max" is not one of none, minimal, low, medium, high, xhigh`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("problems lack %q:\n%s", want, got)
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package tool
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The model must not be able to turn its own guard rails off by editing
+// hermes' configuration (approvals.mode: off) or its database, whatever
+// spelling of the path it uses; the user changes config with
+// `hermes config set`.
+func TestFileToolsRefuseHermesOwnState(t *testing.T) {
+	f := newFileFixture(t)
+	hh := f.opts.HermesHome
+	original := "approvals:\n  mode: manual\n"
+	if err := os.MkdirAll(filepath.Join(hh, "secrets"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{"config.yaml": original, "state.db": "db", "state.db-wal": "wal", "auth.json": "{}", ".env": "K=v\n", "secrets/token": "t"} {
+		if err := os.WriteFile(filepath.Join(hh, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(hh, "config.yaml"), filepath.Join(f.dir, "settings.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	targets := []string{
+		filepath.Join(hh, "config.yaml"),
+		"~/.hermes/config.yaml",
+		filepath.Join(hh, "sub", "..", "config.yaml"),
+		"settings.yaml", // a symlink in the workdir pointing at config.yaml
+		filepath.Join(hh, "state.db"),
+		filepath.Join(hh, "state.db-wal"),
+		filepath.Join(hh, "state.db-shm"),
+		filepath.Join(hh, "auth.json"),
+		filepath.Join(hh, "secrets", "token"),
+		filepath.Join(hh, ".env"),
+		filepath.Join(hh, ".env.local"),
+	}
+	write := NewWriteFileTool(f.opts)
+	patch := NewPatchTool(f.opts)
+	for _, p := range targets {
+		r := run(t, write, `{"path": "`+p+`", "content": "approvals:\n  mode: \"off\"\n"}`)
+		if !r.IsError || !strings.Contains(r.Content, "refused") {
+			t.Errorf("write_file %s: want refusal, got %+v", p, r)
+		}
+		r = run(t, patch, `{"path": "`+p+`", "old_string": "manual", "new_string": "off"}`)
+		if !r.IsError || !strings.Contains(r.Content, "refused") {
+			t.Errorf("patch %s: want refusal, got %+v", p, r)
+		}
+	}
+	r := run(t, write, `{"path": "`+filepath.Join(hh, "config.yaml")+`", "content": "x"}`)
+	if !strings.Contains(r.Content, "hermes config set") {
+		t.Errorf("refusal does not tell how the user changes config: %q", r.Content)
+	}
+	if b, _ := os.ReadFile(filepath.Join(hh, "config.yaml")); string(b) != original {
+		t.Fatalf("config.yaml changed: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(hh, "state.db-shm")); err == nil {
+		t.Fatal("a refused write created state.db-shm")
+	}
+}
+
+// Only hermes' own files are protected: other files in HERMES_HOME and
+// files that merely share a name elsewhere stay writable.
+func TestFileToolsAllowOtherConfigFiles(t *testing.T) {
+	f := newFileFixture(t)
+	write := NewWriteFileTool(f.opts)
+	for _, p := range []string{
+		"config.yaml",
+		"state.db",
+		"deploy/auth.json",
+		filepath.Join(f.opts.HermesHome, "skills", "deploy", "SKILL.md"),
+		filepath.Join(f.opts.HermesHome, "config.yaml.example"),
+	} {
+		if r := run(t, write, `{"path": "`+p+`", "content": "x"}`); r.IsError {
+			t.Errorf("write_file %s: %+v", p, r)
+		}
+	}
+}

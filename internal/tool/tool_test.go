@@ -1,0 +1,14 @@
+package tool
+
+import "testing"
+
+func TestCheckToolsets(t *testing.T) {
+	r := NewRegistry(NewTodoList())
+	unknown, unavailable := r.CheckToolsets([]string{"todo", "all", "web", "bogus", "todo_list"})
+	if len(unknown) != 2 || unknown[0] != "bogus" || unknown[1] != "todo_list" {
+		t.Errorf("unknown = %v, want [bogus todo_list]", unknown)
+	}
+	if len(unavailable) != 1 || unavailable[0] != "web" {
+		t.Errorf("unavailable = %v, want [web]", unavailable)
+	}
+}
