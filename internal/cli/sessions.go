@@ -226,6 +226,16 @@ func (a *App) newSessionsRenameCmd() *cobra.Command {
 	}
 }
 
+// searchHighlight returns the markers put around matches in search
+// snippets: ANSI bold (SGR 1, reset with SGR 0) when stdout is a terminal,
+// else [brackets] so that piped output stays plain text.
+func (a *App) searchHighlight() [2]string {
+	if a.IsTerminal {
+		return [2]string{"\x1b[1m", "\x1b[0m"}
+	}
+	return [2]string{"[", "]"}
+}
+
 func (a *App) newSessionsSearchCmd() *cobra.Command {
 	var limit int
 	var sortOrder, session string
@@ -240,7 +250,8 @@ func (a *App) newSessionsSearchCmd() *cobra.Command {
 				return fmt.Errorf("--sort: %w", err)
 			}
 			return a.withSessionStore(func(st *store.Store) error {
-				o := store.SearchOptions{Query: strings.Join(args, " "), Limit: limit, Sort: sort, Roles: roles}
+				o := store.SearchOptions{Query: strings.Join(args, " "), Limit: limit, Sort: sort, Roles: roles,
+					Highlight: a.searchHighlight()}
 				if session != "" {
 					s, err := st.Resolve(cmd.Context(), session)
 					if err != nil {

@@ -200,8 +200,19 @@ func TestSessionsRenameAndDelete(t *testing.T) {
 func TestSessionsSearch(t *testing.T) {
 	e := newSessionsEnv(t)
 	code, out, stderr := e.run(t, "", false, "sessions", "search", "journald")
-	if code != 0 || !strings.Contains(out, e.a.ID+" #4") || !strings.Contains(out, `"Disk full"`) || !strings.Contains(out, "**journald**") {
+	if code != 0 || !strings.Contains(out, e.a.ID+" #4") || !strings.Contains(out, `"Disk full"`) || !strings.Contains(out, "Old [journald] logs") ||
+		strings.Contains(out, "**") || strings.Contains(out, "\x1b[") {
 		t.Fatalf("search: %d\n%s%s", code, out, stderr)
+	}
+	// On a terminal the match is bold instead.
+	_, out, _ = e.run(t, "", true, "sessions", "search", "journald")
+	if !strings.Contains(out, "Old \x1b[1mjournald\x1b[0m logs") || strings.Contains(out, "**") {
+		t.Fatalf("search on a terminal:\n%q", out)
+	}
+	// A substring match shows the words around it.
+	_, out, _ = e.run(t, "", false, "sessions", "search", "ournal")
+	if !strings.Contains(out, "Old j[ournal]d logs fill /var/log.") {
+		t.Fatalf("substring search:\n%s", out)
 	}
 	_, out, _ = e.run(t, "", false, "sessions", "search", "logs", "--session", e.b.ID[:len(e.b.ID)-1], "--sort", "newest")
 	if strings.Contains(out, e.a.ID) || !strings.Contains(out, e.b.ID) {

@@ -62,7 +62,9 @@ type Hit struct {
 	Role      llm.Role
 	ToolName  string
 	Date      time.Time // when the message was written (UTC)
-	// Snippet is an excerpt around the match with matches marked **like this**.
+	// Snippet is an excerpt around the match with matches marked **like
+	// this** (or with SearchOptions.Highlight): about 16 words for word
+	// matches, 60 characters either side for substring and scan matches.
 	Snippet string
 	Active  bool // false for messages archived by context compression
 	// Index tells which matcher found the hit: "fts" (words), "trigram"

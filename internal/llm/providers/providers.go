@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/hermes-go/hermes/internal/llm"
@@ -86,7 +88,15 @@ func Resolve(o Options) (string, error) {
 
 // New builds the provider for o, wrapped with retries (and recording when
 // o.RecordPath is set). Errors name the env var or config key to set.
+//
+// RecordPath naming the same file as ReplayPath (after filepath.Abs, or
+// the same inode through a link) is an error: recording truncates the file
+// first and would destroy the script being replayed.
 func New(o Options) (llm.Provider, error) {
+	if o.RecordPath != "" && o.ReplayPath != "" && sameFile(o.RecordPath, o.ReplayPath) {
+		return nil, fmt.Errorf("--record %s would overwrite the recording being replayed (--replay %s); record to another file",
+			o.RecordPath, o.ReplayPath)
+	}
 	name, err := Resolve(o)
 	if err != nil {
 		return nil, err
@@ -136,7 +146,8 @@ func New(o Options) (llm.Provider, error) {
 	case "anthropic":
 		key, token := firstNonEmpty(o.APIKey, getenv("ANTHROPIC_API_KEY")), getenv("ANTHROPIC_AUTH_TOKEN")
 		if key == "" && token == "" {
-			return nil, missingKey(name, "ANTHROPIC_API_KEY")
+			return nil, errors.New("provider anthropic needs a credential: set ANTHROPIC_API_KEY (an API key) or ANTHROPIC_AUTH_TOKEN " +
+				"(a bearer token), e.g. `hermes config set ANTHROPIC_API_KEY ...`, or model.api_key in config.yaml")
 		}
 		base = anthropic.New(anthropic.Config{
 			BaseURL:    strings.TrimSuffix(strings.TrimSuffix(firstNonEmpty(o.BaseURL, getenv("ANTHROPIC_BASE_URL"), AnthropicBaseURL), "/"), "/v1"),
@@ -169,6 +180,19 @@ func keyFix(env string) string {
 
 func missingKey(provider, env string) error {
 	return fmt.Errorf("provider %s needs an API key: set %s, e.g. `hermes config set %s ...`, or model.api_key in config.yaml", provider, env, env)
+}
+
+// sameFile reports whether paths a and b name one file: equal once made
+// absolute and cleaned, or, when both exist, the same file on disk.
+func sameFile(a, b string) bool {
+	absA, errA := filepath.Abs(a)
+	absB, errB := filepath.Abs(b)
+	if errA == nil && errB == nil && absA == absB {
+		return true
+	}
+	stA, errA := os.Stat(a)
+	stB, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(stA, stB)
 }
 
 func getenvOf(o Options) func(string) string {
