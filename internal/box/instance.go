@@ -598,11 +598,14 @@ func (b *Box) stop() error {
 	for _, ln := range lns {
 		ln.Close()
 	}
+	T0 := time.Now()
 	if b.cmd.Process != nil {
 		b.cmd.Process.Signal(syscall.SIGKILL)
 	}
 	b.cg.KillAll()
+	T1 := time.Now()
 	b.cmd.Wait()
+	T2 := time.Now()
 	b.fc.c.Close()
 	b.conns.Close()
 	b.cancel()
@@ -610,12 +613,15 @@ func (b *Box) stop() error {
 	if err := b.cg.Remove(); err != nil {
 		errs = append(errs, err)
 	}
+	T3 := time.Now()
 	if err := b.egress.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("egress session: %w", err))
 	}
+	T4 := time.Now()
 	if b.spec.LayerImage != "" {
 		waitLoopReleased(b.spec.LayerImage, 3*time.Second)
 	}
+	fmt.Fprintf(os.Stderr, "STOP kill %v wait %v cgrm %v egress %v loop %v\n", T1.Sub(T0), T2.Sub(T1), T3.Sub(T2), T4.Sub(T3), time.Since(T4))
 	if !b.persist {
 		if err := os.RemoveAll(b.stateDir); err != nil {
 			errs = append(errs, fmt.Errorf("remove box state %s: %w", b.stateDir, err))

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/agnivade/levenshtein"
 )
 
 // field is one key of Config: a leaf value or a section (a nested struct).
@@ -144,7 +146,7 @@ func (s schema) suggest(key string) string {
 		if !strings.HasPrefix(k, parent) || strings.Contains(k[len(parent):], ".") {
 			continue
 		}
-		if d := editDistance(leaf, k[len(parent):]); d < bestDist {
+		if d := levenshtein.ComputeDistance(leaf, k[len(parent):]); d < bestDist {
 			best, bestDist = k, d
 		}
 	}
@@ -166,27 +168,6 @@ func (s schema) unknownKeyMsg(key string) string {
 		return fmt.Sprintf("unknown key (did you mean %q?)", sug)
 	}
 	return "unknown key (see `hermes config show` for the keys this build uses)"
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // typeName describes what a key of type t accepts, for error messages.

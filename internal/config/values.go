@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/agnivade/levenshtein"
 )
 
 // allowedValues returns the values an enumerated key accepts, in the order
@@ -88,7 +90,7 @@ func closestValue(s string, allowed []string) string {
 		if a == lower || strings.HasPrefix(a, lower) {
 			return a
 		}
-		if d := editDistance(lower, a); d < bestDist {
+		if d := levenshtein.ComputeDistance(lower, a); d < bestDist {
 			best, bestDist = a, d
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agnivade/levenshtein"
+
 	"github.com/hermes-go/hermes/internal/backend"
 )
 
@@ -185,7 +187,7 @@ func similarNames(name string, entries []backend.FileInfo) []string {
 	var found []scored
 	for _, e := range entries {
 		n := strings.ToLower(e.Name)
-		d := editDistance(lower, n)
+		d := levenshtein.ComputeDistance(lower, n)
 		switch {
 		case n == lower:
 			found = append(found, scored{e.Name, 0})
@@ -201,25 +203,4 @@ func similarNames(name string, entries []backend.FileInfo) []string {
 		out = append(out, found[i].name)
 	}
 	return out
-}
-
-// editDistance is the Levenshtein distance of a and b in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/agnivade/levenshtein"
+
 	"github.com/hermes-go/hermes/internal/llm"
 )
 
@@ -174,7 +176,7 @@ func closestHint(content, old string) string {
 		if len(t) > 4*len(want)+50 || len(want) > 4*len(t)+50 {
 			continue
 		}
-		d := editDistance(want, t)
+		d := levenshtein.ComputeDistance(want, t)
 		score := 1 - float64(d)/float64(max(len(want), len(t)))
 		if score > bestScore {
 			best, bestScore = i, score

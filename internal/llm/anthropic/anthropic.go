@@ -107,10 +107,9 @@ type block struct {
 type stream struct {
 	provider string
 	sdk      *ssestream.Stream[anthropic.MessageStreamEventUnion]
-	queue    []llm.Event
-	cur      llm.Event
-	err      error
-	done     bool
+	llm.EventQueue
+	err  error
+	done bool
 
 	blocks  map[int64]*block
 	calls   int
@@ -119,23 +118,12 @@ type stream struct {
 	stopped bool
 }
 
-func (s *stream) Next() bool {
-	for len(s.queue) == 0 {
-		if s.done || !s.pull() {
-			if len(s.queue) == 0 {
-				return false
-			}
-		}
-	}
-	s.cur, s.queue = s.queue[0], s.queue[1:]
-	return true
-}
+func (s *stream) Next() bool { return s.Advance(func() bool { return !s.done && s.pull() }) }
 
-func (s *stream) Event() llm.Event { return s.cur }
-func (s *stream) Err() error       { return s.err }
-func (s *stream) Close() error     { return s.sdk.Close() }
+func (s *stream) Err() error   { return s.err }
+func (s *stream) Close() error { return s.sdk.Close() }
 
-func (s *stream) emit(ev llm.Event) { s.queue = append(s.queue, ev) }
+func (s *stream) emit(ev llm.Event) { s.Push(ev) }
 
 func (s *stream) pull() bool {
 	if s.done {

@@ -116,10 +116,9 @@ type callState struct {
 type stream struct {
 	provider string
 	sdk      *ssestream.Stream[openai.ChatCompletionChunk]
-	queue    []llm.Event
-	cur      llm.Event
-	err      error
-	done     bool
+	llm.EventQueue
+	err  error
+	done bool
 
 	calls     map[int64]*callState
 	order     []*callState
@@ -131,21 +130,10 @@ type stream struct {
 	rawIssued bool
 }
 
-func (s *stream) Next() bool {
-	for len(s.queue) == 0 {
-		if s.done || !s.pull() {
-			if len(s.queue) == 0 {
-				return false
-			}
-		}
-	}
-	s.cur, s.queue = s.queue[0], s.queue[1:]
-	return true
-}
+func (s *stream) Next() bool { return s.Advance(func() bool { return !s.done && s.pull() }) }
 
-func (s *stream) Event() llm.Event { return s.cur }
-func (s *stream) Err() error       { return s.err }
-func (s *stream) Close() error     { return s.sdk.Close() }
+func (s *stream) Err() error   { return s.err }
+func (s *stream) Close() error { return s.sdk.Close() }
 
 // pull reads one chunk and queues its events; false at the end or on error.
 func (s *stream) pull() bool {
@@ -198,7 +186,7 @@ func (s *stream) mapError(err error) error {
 	return llm.TransportError(s.provider, err)
 }
 
-func (s *stream) emit(ev llm.Event) { s.queue = append(s.queue, ev) }
+func (s *stream) emit(ev llm.Event) { s.Push(ev) }
 
 func (s *stream) handle(chunk openai.ChatCompletionChunk) {
 	if chunk.ID != "" {
