@@ -17,9 +17,17 @@ import (
 
 // Config keys of the box egress lists.
 const (
-	egressAllowKey = "terminal.box_network.allow"
-	egressDenyKey  = "terminal.box_network.deny"
+	egressAllowKey  = "terminal.box_network.allow"
+	egressDenyKey   = "terminal.box_network.deny"
+	egressCAFileKey = "terminal.box_network.ca_file"
 )
+
+// egressEntryForms is the help text of the entry forms, shared by allow
+// and deny.
+const egressEntryForms = "Entries: an exact host (api.example.com), *.suffix (subdomains only, not the apex), \"*\" (any\n" +
+	"host), an IP or a CIDR. Add :PORT to cover one port only: api.example.com:443, *:443,\n" +
+	"127.0.0.1:8080, [::1]:8080, 10.0.0.0/8:5432 (IPv6 with a port needs brackets). Without a port\n" +
+	"an entry covers every port."
 
 // newEgressCmd is `hermes egress allow|deny|list|status`: the allowlist of
 // the box's egress proxy, kept in config.yaml terminal.box_network.
@@ -27,25 +35,35 @@ func (a *App) newEgressCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "egress",
 		Short: "manage the box egress allowlist",
-		Long: "Boxes reach the network only through hermes's egress proxy. Entries are exact hosts,\n" +
-			"*.suffix patterns (subdomains only, not the apex), \"*\" (any host), IPs and CIDRs.\n" +
+		Long: "Boxes reach the network only through hermes's egress proxy.\n" + egressEntryForms + "\n" +
 			"Deny entries win. Loopback, private, CGNAT, link-local/metadata and ULA addresses are\n" +
-			"refused unless an IP or CIDR inside that range is allowed explicitly.",
+			"refused unless an IP or CIDR inside that range is allowed explicitly; the host's own\n" +
+			"interface addresses only when that exact IP is allowed (\"*\" and CIDRs never open them).\n" +
+			"IPv4 written as IPv6 (::ffff:a.b.c.d, 64:ff9b::a.b.c.d NAT64) is judged as the IPv4.\n\n" +
+			"Upstreams of secret hosts (TLS intercepted) are verified against the system roots plus\n" +
+			"the PEM bundle in " + egressCAFileKey + ", for a private CA:\n" +
+			"  hermes config set " + egressCAFileKey + " /etc/ssl/private-ca.pem\n" +
+			"(a relative path is relative to HERMES_HOME). Other hosts are tunnelled blind, so the\n" +
+			"client inside the box verifies them against the box's trust store.",
 		Args: cobra.NoArgs,
 	}
 	var removeAllow, removeDeny bool
 	allow := &cobra.Command{
-		Use:   "allow HOST|*.SUFFIX|IP|CIDR...",
+		Use:   "allow HOST|*.SUFFIX|*|IP|CIDR[:PORT]...",
 		Short: "allow destinations (and drop them from the deny list)",
-		Args:  cobra.MinimumNArgs(1),
+		Long: "Adds entries to " + egressAllowKey + " (and drops them from the deny list).\n" + egressEntryForms + "\n" +
+			"Examples:\n  hermes egress allow pypi.org *.pythonhosted.org\n  hermes egress allow api.example.com:443\n" +
+			"  hermes egress allow 127.0.0.1:8080 [::1]:8080   # one port of the host's loopback",
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return a.egressEdit(egressAllowKey, egressDenyKey, args, removeAllow)
 		},
 	}
 	allow.Flags().BoolVar(&removeAllow, "remove", false, "remove the entries from the allow list instead")
 	deny := &cobra.Command{
-		Use:   "deny HOST|*.SUFFIX|IP|CIDR...",
+		Use:   "deny HOST|*.SUFFIX|*|IP|CIDR[:PORT]...",
 		Short: "deny destinations (deny wins over allow; drops them from the allow list)",
+		Long:  "Adds entries to " + egressDenyKey + " (and drops them from the allow list); deny wins.\n" + egressEntryForms,
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return a.egressEdit(egressDenyKey, egressAllowKey, args, removeDeny)
@@ -163,8 +181,29 @@ func (a *App) egressPrintLists() (*config.Loaded, error) {
 			fmt.Fprintf(a.Stdout, "  %s\n", e)
 		}
 	}
-	show("allow ("+egressAllowKey+")", cfg.Config.Terminal.BoxNetwork.Allow)
-	show("deny ("+egressDenyKey+")", cfg.Config.Terminal.BoxNetwork.Deny)
+	showRules := func(label string, list []string) {
+		if len(list) == 0 {
+			fmt.Fprintf(a.Stdout, "%s: (none)\n", label)
+			return
+		}
+		fmt.Fprintf(a.Stdout, "%s:\n", label)
+		tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
+		for _, e := range list {
+			r, err := egress.ParseRule(e)
+			if err != nil {
+				fmt.Fprintf(tw, "  %s\tinvalid: %v\n", e, err)
+				continue
+			}
+			fmt.Fprintf(tw, "  %s\t%s\n", e, r.PortsText())
+		}
+		tw.Flush()
+	}
+	nw := cfg.Config.Terminal.BoxNetwork
+	showRules("allow ("+egressAllowKey+")", nw.Allow)
+	showRules("deny ("+egressDenyKey+")", nw.Deny)
+	if nw.CAFile != "" {
+		fmt.Fprintf(a.Stdout, "upstream CA file (%s): %s\n", egressCAFileKey, nw.CAFile)
+	}
 	secrets, err := egress.LoadSecrets(a.Home())
 	if err != nil {
 		return nil, err

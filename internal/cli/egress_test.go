@@ -79,3 +79,66 @@ func TestEgressStatusShowsSecretHostsAndRecentDecisions(t *testing.T) {
 		t.Errorf("status shows more than the last 2 decisions or a secret:\n%s", out)
 	}
 }
+
+func TestEgressAllowWithPortsAndListShowsPorts(t *testing.T) {
+	ta := newTestApp(t, nil, "", false)
+	if code := ta.run("egress", "allow", "127.0.0.1:8080", "API.example.com:443", "[::1]:8080", "10.0.0.0/8:5432", "fd00::/8:5432", "pypi.org"); code != 0 {
+		t.Fatalf("allow: %d %s", code, ta.stderr)
+	}
+	l, err := config.Load(ta.home, config.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "127.0.0.1:8080 api.example.com:443 [::1]:8080 10.0.0.0/8:5432 [fd00::/8]:5432 pypi.org"
+	if got := strings.Join(l.Config.Terminal.BoxNetwork.Allow, " "); got != want {
+		t.Fatalf("allow list %q, want %q", got, want)
+	}
+	if code := ta.run("egress", "allow", "--remove", "[::1]:8080"); code != 0 {
+		t.Fatalf("remove an entry with a port: %d %s", code, ta.stderr)
+	}
+	if code := ta.run("egress", "list"); code != 0 {
+		t.Fatalf("list: %d %s", code, ta.stderr)
+	}
+	out := ta.stdout.String()
+	for _, line := range []string{"127.0.0.1:8080  port 8080 only", "api.example.com:443  port 443 only", "pypi.org  all ports", "10.0.0.0/8:5432  port 5432 only"} {
+		if !strings.Contains(strings.Join(strings.Fields(out), "  "), strings.Join(strings.Fields(line), "  ")) {
+			t.Errorf("list lacks %q:\n%s", line, out)
+		}
+	}
+	if strings.Contains(out, "[::1]:8080") {
+		t.Errorf("removed entry still listed:\n%s", out)
+	}
+	before, _ := os.ReadFile(filepath.Join(ta.home, "config.yaml"))
+	for _, bad := range []string{"api.example.com:99999", "::1]:80", "[::1]x"} {
+		if code := ta.run("egress", "allow", bad); code == 0 || !strings.Contains(ta.stderr.String(), bad) {
+			t.Errorf("bad entry %q: %d %s", bad, code, ta.stderr)
+		}
+	}
+	if after, _ := os.ReadFile(filepath.Join(ta.home, "config.yaml")); string(after) != string(before) {
+		t.Error("a rejected entry changed config.yaml")
+	}
+	if code := ta.run("egress", "allow", "--help"); code != 0 || !strings.Contains(ta.stdout.String(), "[::1]:8080") || !strings.Contains(ta.stdout.String(), ":PORT") {
+		t.Errorf("allow --help does not document ports:\n%s", ta.stdout)
+	}
+}
+
+func TestEgressCAFileKeyIsSettableAndDocumented(t *testing.T) {
+	ta := newTestApp(t, nil, "", false)
+	caPath := filepath.Join(ta.home, "private-ca.pem")
+	if code := ta.run("config", "set", "terminal.box_network.ca_file", caPath); code != 0 {
+		t.Fatalf("config set ca_file: %d %s", code, ta.stderr)
+	}
+	l, err := config.Load(ta.home, config.LoadOptions{})
+	if err != nil || l.Config.Terminal.BoxNetwork.CAFile != caPath {
+		t.Fatalf("ca_file loaded as %q (%v)", l.Config.Terminal.BoxNetwork.CAFile, err)
+	}
+	if code := ta.run("config", "set", "terminal.box_network.ca_fil", caPath); code == 0 || !strings.Contains(ta.stderr.String(), "ca_file") {
+		t.Errorf("a misspelt key must be refused with a suggestion: %d %s", code, ta.stderr)
+	}
+	if code := ta.run("egress", "list"); code != 0 || !strings.Contains(ta.stdout.String(), caPath) {
+		t.Errorf("list does not show the CA file: %d %s", code, ta.stdout)
+	}
+	if code := ta.run("egress", "--help"); code != 0 || !strings.Contains(ta.stdout.String(), "terminal.box_network.ca_file") {
+		t.Errorf("egress --help does not document ca_file:\n%s", ta.stdout)
+	}
+}

@@ -32,8 +32,13 @@ func (a *App) newSecretsCmd() *cobra.Command {
 		Short: "store a secret read from stdin; the box gets a placeholder in $NAME",
 		Long: "Reads the value from stdin (not echoed on a terminal; one trailing newline is trimmed)\n" +
 			"and stores it with mode 0600 in HERMES_HOME/secrets/secrets.json. Inside a box, $NAME holds\n" +
-			"a placeholder that the egress proxy replaces by the value only on requests to HOSTs\n" +
-			"(exact hosts or *.suffix patterns, which are also allowed through the egress allowlist).",
+			"a placeholder that the egress proxy replaces by the value only on HTTPS requests to HOSTs\n" +
+			"(exact hosts or *.suffix patterns without a port, which are also allowed through the egress\n" +
+			"allowlist): in the URL, headers, body and Basic credentials (curl -u user:$NAME, git over\n" +
+			"HTTPS). Responses from those hosts have the value redacted back to the placeholder, raw and\n" +
+			"percent-, JSON-, base64- and hex-encoded. A host that stores what it receives and can echo\n" +
+			"it back transformed could still reveal the value to the box: bind secrets to API hosts\n" +
+			"that do not echo (not paste bins or debug echo services).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return a.secretsSet(args[0], hosts)

@@ -47,6 +47,7 @@ func TestSecretsSetRejectsBadInputAndKeepsTheStore(t *testing.T) {
 		{"secrets", "set", "9BAD", "--hosts", "a.test"},
 		{"secrets", "set", "NOHOSTS"},
 		{"secrets", "set", "IPHOST", "--hosts", "10.0.0.1"},
+		{"secrets", "set", "PORTHOST", "--hosts", "api.example.com:443"},
 	} {
 		if code := ta.run(args...); code == 0 || strings.Count(strings.TrimSpace(ta.stderr.String()), "\n") != 0 {
 			t.Errorf("%v: code %d stderr %q, want one error line", args, code, ta.stderr)

@@ -59,6 +59,9 @@ type TerminalConfig struct {
 type BoxNetworkConfig struct {
 	Allow []string `yaml:"allow"` // hosts, *.suffix patterns, CIDRs
 	Deny  []string `yaml:"deny"`
+	// CAFile is a PEM bundle of private CAs added to the system roots when
+	// the egress gate verifies upstreams of intercepted (secret) hosts.
+	CAFile string `yaml:"ca_file"`
 }
 
 // ApprovalsConfig is the approvals: section.

@@ -4,6 +4,33 @@
 // secret placeholders for real values on requests to each secret's hosts
 // (TLS interception with a per-box CA). See ../shared/reference/sandbox.md §D3.
 //
+// Reserved destinations: loopback, private, CGNAT, link-local/metadata,
+// ULA and multicast ranges, and every address of the host's own interfaces
+// (a service bound to 0.0.0.0 or :: on the host answers there too), are
+// refused unless an IP or CIDR entry inside them is listed; for a host
+// interface address only that exact IP opens it. IPv4 written as IPv6
+// (::ffff:a.b.c.d, ::a.b.c.d, NAT64 64:ff9b::a.b.c.d) is judged as the
+// IPv4 it embeds. Entries may carry a port ("api.example.com:443",
+// "[::1]:8080", "10.0.0.0/8:5432") to cover that port only.
+//
+// Secrets on intercepted hosts: placeholders are replaced in the path,
+// query, headers (inside Basic credentials too: decoded, replaced, encoded
+// again) and body of requests to the secret's hosts. Responses from those
+// hosts have every secret value of the box redacted back to a placeholder
+// in the status header block, 1xx informational responses (103 Early
+// Hints are relayed after redaction, not dropped), trailers, header names
+// and the body; raw, percent-, JSON-, base64- (standard and URL alphabets,
+// padded or not, also inside a larger base64 string) and hex-encoded
+// (lower and upper case) values are redacted.
+//
+// Limit: redaction matches known encodings only. A box that can make an
+// upstream store a secret and echo it back transformed (reversed, split,
+// encrypted, compressed inside a format the proxy cannot read, one
+// character per request...) cannot be fully prevented from learning it.
+// Scope secrets to hosts that do not echo what they receive (API endpoints,
+// not paste bins, issue trackers the box can read back, or debug echo
+// services).
+//
 // CONTRACT with internal/box (do not change these signatures without
 // telling the lead): the box calls NewBox once per box, puts
 // BoxSession.Env into the box's environment, writes BoxSession.CACertPEM to

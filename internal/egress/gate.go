@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -37,6 +38,15 @@ type Options struct {
 	// RootCAs verifies upstream certificates of intercepted hosts; nil
 	// means the system roots.
 	RootCAs *x509.CertPool
+	// CAFile is terminal.box_network.ca_file: a PEM bundle of private CA
+	// certificates that New adds to RootCAs (or to the system roots), for
+	// upstreams of intercepted hosts signed by a private CA. "~/" is the
+	// user's home; a relative path is relative to Home. "" adds none.
+	CAFile string
+	// InterfaceAddrs lists the host's own interface addresses, which are
+	// reserved like loopback (see Allowlist); New calls it once. nil means
+	// net.InterfaceAddrs.
+	InterfaceAddrs func() ([]net.Addr, error)
 	// AuditPath is the JSONL audit log; "" means Home/logs/egress.jsonl.
 	AuditPath string
 	// Now is the clock (time.Now when nil).
@@ -60,6 +70,19 @@ func New(opts Options) (*Gate, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.InterfaceAddrs == nil {
+		opts.InterfaceAddrs = net.InterfaceAddrs
+	}
+	ifAddrs, err := opts.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("egress: listing the host's interface addresses (to keep boxes off them): %v", err)
+	}
+	l.reserveHostAddrs(netAddrsToIPs(ifAddrs))
+	if opts.CAFile != "" {
+		if opts.RootCAs, err = addCAFile(opts.RootCAs, opts.CAFile, opts.Home); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Resolver == nil {
 		opts.Resolver = net.DefaultResolver
 	}
@@ -81,6 +104,52 @@ func New(opts Options) (*Gate, error) {
 		}
 	}
 	return &Gate{opts: opts, allowlist: l, audit: &auditLog{path: opts.AuditPath}}, nil
+}
+
+// netAddrsToIPs keeps the IP of each interface address (*net.IPNet or
+// *net.IPAddr).
+func netAddrsToIPs(addrs []net.Addr) []netip.Addr {
+	var out []netip.Addr
+	for _, a := range addrs {
+		var ip net.IP
+		switch v := a.(type) {
+		case *net.IPNet:
+			ip = v.IP
+		case *net.IPAddr:
+			ip = v.IP
+		}
+		if addr, ok := netip.AddrFromSlice(ip); ok {
+			out = append(out, addr.Unmap())
+		}
+	}
+	return out
+}
+
+// addCAFile appends the PEM certificates of path to pool (a copy of the
+// system roots when pool is nil). Errors name the file and the key.
+func addCAFile(pool *x509.CertPool, path, home string) (*x509.CertPool, error) {
+	if rest, ok := strings.CutPrefix(path, "~/"); ok {
+		if dir, err := os.UserHomeDir(); err == nil {
+			path = filepath.Join(dir, rest)
+		}
+	} else if !filepath.IsAbs(path) && home != "" {
+		path = filepath.Join(home, path)
+	}
+	pemBytes, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("terminal.box_network.ca_file: %v (fix the path with `hermes config set terminal.box_network.ca_file PATH`)", err)
+	}
+	if pool == nil {
+		if pool, err = x509.SystemCertPool(); err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+	} else {
+		pool = pool.Clone()
+	}
+	if !pool.AppendCertsFromPEM(pemBytes) {
+		return nil, fmt.Errorf("terminal.box_network.ca_file: %s holds no PEM certificate (expected -----BEGIN CERTIFICATE----- blocks)", path)
+	}
+	return pool, nil
 }
 
 // AuditPath is the audit log of HERMES_HOME: home/logs/egress.jsonl.
@@ -108,6 +177,7 @@ type box struct {
 	secrets   []*boxSecret
 	ca        *certAuthority
 	transport *http.Transport
+	redact    []replacement // redactions(secrets), built once per box
 }
 
 // NewBox loads the secrets, mints the box's CA and one fresh placeholder per
@@ -133,6 +203,7 @@ func (g *Gate) NewBox(taskID string) (*BoxSession, error) {
 		}
 		b.secrets = append(b.secrets, bs)
 	}
+	b.redact = redactions(b.secrets)
 	b.ca, err = newCertAuthority(g.opts.Now, names)
 	if err != nil {
 		return nil, err
@@ -210,9 +281,10 @@ func (b *box) decide(ctx context.Context, host string, port int) decision {
 	if a, err := netip.ParseAddr(host); err == nil {
 		a = a.Unmap().WithZone("")
 		d.host = a.String()
-		if why := l.checkAddr(a, false); why != "" {
+		if why := l.checkAddr(a, port, false); why != "" {
 			d.reason = why
-			d.hint = "allow it with `hermes egress allow " + a.String() + "`"
+			d.hint = "allow it with `hermes egress allow " + hostRule(a, port).String() +
+				"` (or without :" + strconv.Itoa(port) + " for every port)"
 			return d
 		}
 		d.allowed, d.reason, d.addrs = true, "address allowlisted", []netip.Addr{a}
@@ -222,7 +294,7 @@ func (b *box) decide(ctx context.Context, host string, port int) decision {
 		d.reason = fmt.Sprintf("%q is not a valid host name", host)
 		return d
 	}
-	verdict, rule := l.checkName(host)
+	verdict, rule := l.checkName(host, port)
 	if verdict == nameDenied {
 		d.reason = fmt.Sprintf("%s is denied by the entry %s", host, rule)
 		d.hint = "remove it with `hermes egress deny --remove " + rule + "`"
@@ -239,6 +311,10 @@ func (b *box) decide(ctx context.Context, host string, port int) decision {
 	if verdict == nameUnlisted {
 		d.reason = host + " is not in the allowlist"
 		d.hint = "allow it with `hermes egress allow " + host + "`"
+		if others := l.otherPortEntries(host, port); len(others) > 0 {
+			d.reason = fmt.Sprintf("%s is allowed only by %s, not on port %d", host, strings.Join(others, ", "), port)
+			d.hint = "allow it with `hermes egress allow " + host + ":" + strconv.Itoa(port) + "`"
+		}
 		return d
 	}
 	rctx, cancel := context.WithTimeout(ctx, b.gate.opts.DialTimeout)
@@ -251,14 +327,20 @@ func (b *box) decide(ctx context.Context, host string, port int) decision {
 	for i, a := range addrs {
 		a = a.Unmap().WithZone("")
 		addrs[i] = a
-		if why := l.checkAddr(a, true); why != "" {
+		if why := l.checkAddr(a, port, true); why != "" {
 			d.reason = host + " resolves to " + why
-			d.hint = "if this is intended, allow it with `hermes egress allow " + a.String() + "`"
+			d.hint = "if this is intended, allow it with `hermes egress allow " + hostRule(a, port).String() + "`"
 			return d
 		}
 	}
 	d.allowed, d.addrs, d.reason = true, addrs, "allowed by "+rule
 	return d
+}
+
+// hostRule is the narrowest allow entry for one address and port.
+func hostRule(a netip.Addr, port int) Rule {
+	a = canonicalAddr(a)
+	return Rule{Kind: RulePrefix, Prefix: netip.PrefixFrom(a, a.BitLen()), Port: port}
 }
 
 // dialPinned dials the checked addresses of d in order and returns the first

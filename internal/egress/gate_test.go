@@ -1,8 +1,13 @@
 package egress
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,6 +144,119 @@ func TestSecretFormattingHidesTheValue(t *testing.T) {
 	for _, out := range []string{s.String(), s.GoString(), sprintf("%v %+v %#v %s", s, s, s, s)} {
 		if strings.Contains(out, "topsecret") {
 			t.Fatalf("value printed: %s", out)
+		}
+	}
+}
+
+func TestGateReservesTheHostsInterfaceAddresses(t *testing.T) {
+	// A fake interface-address source: these addresses are never dialed,
+	// only decided on.
+	hostAddrs := func() ([]net.Addr, error) {
+		return []net.Addr{
+			&net.IPNet{IP: net.ParseIP("192.0.2.10"), Mask: net.CIDRMask(24, 32)},
+			&net.IPNet{IP: net.ParseIP("2001:db8::10"), Mask: net.CIDRMask(64, 128)},
+			&net.IPAddr{IP: net.ParseIP("198.51.100.7")},
+			&net.IPNet{IP: net.ParseIP("127.0.0.1"), Mask: net.CIDRMask(8, 32)},
+		}, nil
+	}
+	resolver := newFakeResolver(map[string]string{"svc.test": "2001:db8::10", "pub.test": "192.0.2.11"})
+	g, err := New(Options{Home: t.TempDir(), Allow: []string{"*", "0.0.0.0/0", "::/0", "192.0.2.0/24"},
+		InterfaceAddrs: hostAddrs, Resolver: resolver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &box{gate: g}
+	ctx := context.Background()
+	for _, host := range []string{"192.0.2.10", "[2001:db8::10]", "198.51.100.7", "::ffff:192.0.2.10", "64:ff9b::c000:20a", "svc.test"} {
+		d := b.decide(ctx, host, 8080)
+		if d.allowed {
+			t.Errorf("%s (the host's own address) allowed under \"*\": %s", host, d.reason)
+			continue
+		}
+		if !strings.Contains(d.reason, "this host's own interface") || !strings.Contains(d.hint, "hermes egress allow") {
+			t.Errorf("%s: denial %q does not say why and how to allow", host, d.denyLine())
+		}
+	}
+	if d := b.decide(ctx, "192.0.2.10", 8080); !strings.Contains(d.hint, "hermes egress allow 192.0.2.10:8080") {
+		t.Errorf("hint %q does not offer the narrowest entry", d.hint)
+	}
+	if d := b.decide(ctx, "pub.test", 443); !d.allowed {
+		t.Errorf("a neighbour of the host was denied: %s", d.reason)
+	}
+
+	// Listing the exact IP (and port) opens it.
+	g2, err := New(Options{Home: t.TempDir(), Allow: []string{"192.0.2.10:8080"}, InterfaceAddrs: hostAddrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2 := &box{gate: g2}
+	if d := b2.decide(ctx, "192.0.2.10", 8080); !d.allowed {
+		t.Errorf("192.0.2.10:8080 listed but denied: %s", d.reason)
+	}
+	if d := b2.decide(ctx, "192.0.2.10", 22); d.allowed {
+		t.Error("192.0.2.10:8080 listed but port 22 allowed")
+	}
+
+	failing := func() ([]net.Addr, error) { return nil, errors.New("netlink: permission denied") }
+	if _, err := New(Options{Home: t.TempDir(), InterfaceAddrs: failing}); err == nil || !strings.Contains(err.Error(), "interface addresses") {
+		t.Errorf("a failing interface listing must stop the gate, got %v", err)
+	}
+}
+
+func TestRealInterfaceAddressesAreNotOpenedByWildcard(t *testing.T) {
+	// Uses this machine's own addresses but only decides; nothing is dialed.
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Skipf("cannot list interface addresses: %v", err)
+	}
+	g, err := New(Options{Home: t.TempDir(), Allow: []string{"*", "0.0.0.0/0", "::/0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &box{gate: g}
+	checked := 0
+	for _, a := range netAddrsToIPs(addrs) {
+		if a.IsLoopback() {
+			continue
+		}
+		checked++
+		if d := b.decide(context.Background(), a.String(), 22); d.allowed {
+			t.Errorf("the host's own address %s is reachable under \"*\": %s", a, d.reason)
+		}
+	}
+	if checked == 0 {
+		t.Skip("this machine has no non-loopback interface address")
+	}
+}
+
+func TestCAFileVerifiesPrivateUpstreams(t *testing.T) {
+	r := newRig(t, rigOptions{
+		caFile:  true,
+		allow:   []string{"127.0.0.1/32"},
+		secrets: []Secret{{Name: "API_KEY", Value: realKey, Hosts: []string{"api.secret.test"}}},
+		names:   map[string]string{"api.secret.test": "127.0.0.1"},
+	})
+	port := r.upCA.upstream(t, http.HandlerFunc(helloHandler), "api.secret.test")
+	resp, err := r.client(r.boxRoots(t)).Get(fmt.Sprintf("https://api.secret.test:%d/ok", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAllString(resp.Body); resp.StatusCode != http.StatusOK || !strings.HasPrefix(body, "hello api.secret.test") {
+		t.Fatalf("upstream signed by the ca_file CA: %d %q", resp.StatusCode, body)
+	}
+
+	home := t.TempDir()
+	for _, tc := range []struct{ file, content, want string }{
+		{"missing.pem", "", "no such file"},
+		{"empty.pem", "not a certificate\n", "holds no PEM certificate"},
+	} {
+		path := filepath.Join(home, tc.file)
+		if tc.content != "" {
+			os.WriteFile(path, []byte(tc.content), 0o600)
+		}
+		_, err := New(Options{Home: home, CAFile: path})
+		if err == nil || !strings.Contains(err.Error(), "terminal.box_network.ca_file") || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
+			t.Errorf("ca_file %s: %v", tc.file, err)
 		}
 	}
 }

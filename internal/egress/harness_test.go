@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"net"
 	"net/http"
@@ -118,13 +119,25 @@ type rigOptions struct {
 	allow, deny []string
 	secrets     []Secret
 	names       map[string]string // resolver entries
+	// caFile passes the upstream CA as Options.CAFile (a PEM file) instead
+	// of Options.RootCAs.
+	caFile bool
 }
 
 func newRig(t testing.TB, o rigOptions) *rig {
 	t.Helper()
 	r := &rig{home: t.TempDir(), resolver: newFakeResolver(o.names), upCA: newTestCA(t)}
-	g, err := New(Options{Home: r.home, Allow: o.allow, Deny: o.deny, Secrets: o.secrets,
-		Resolver: r.resolver, RootCAs: r.upCA.pool})
+	opts := Options{Home: r.home, Allow: o.allow, Deny: o.deny, Secrets: o.secrets,
+		Resolver: r.resolver, RootCAs: r.upCA.pool}
+	if o.caFile {
+		opts.RootCAs = nil
+		opts.CAFile = "upstream-ca.pem" // relative to Home
+		pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: r.upCA.cert.Raw})
+		if err := os.WriteFile(filepath.Join(r.home, opts.CAFile), pemBytes, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -91,6 +93,10 @@ func (h *interceptHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for k, vs := range r.Header {
 		for i, v := range vs {
 			note(v)
+			if basic, ok := substituteBasic(v, raw, note); ok {
+				vs[i] = basic
+				continue
+			}
 			vs[i] = replaceString(v, raw)
 		}
 		r.Header[k] = vs
@@ -124,7 +130,7 @@ func (h *interceptHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	redact := redactions(b.secrets)
+	redact := b.redact
 	upstream := &url.URL{Scheme: "https", Host: d.host, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
 	if d.port != 443 {
 		upstream.Host = net.JoinHostPort(d.host, strconv.Itoa(d.port))
@@ -142,12 +148,7 @@ func (h *interceptHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
 				return fmt.Errorf("response Content-Encoding %q cannot be inspected to redact secrets", ce)
 			}
-			for k, vs := range resp.Header {
-				for i, v := range vs {
-					vs[i] = replaceString(v, redact)
-				}
-				resp.Header[k] = vs
-			}
+			redactHeader(resp.Header, redact)
 			resp.Body = newReplacingReader(resp.Body, redact)
 			resp.ContentLength = -1
 			resp.Header.Del("Content-Length")
@@ -155,7 +156,11 @@ func (h *interceptHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		},
 	}
 	cw := &countingWriter{ResponseWriter: w}
-	rp.ServeHTTP(cw, r.WithContext(withPinned(r.Context(), d)))
+	rw := &redactingWriter{ResponseWriter: cw, reps: redact}
+	rp.ServeHTTP(rw, r.WithContext(withPinned(r.Context(), d)))
+	// Trailers: the reverse proxy copied them into the header map after
+	// the body; the server sends them when this handler returns.
+	redactHeader(w.Header(), redact)
 	if bodyReader != nil {
 		for _, sec := range d.secrets {
 			if bodyReader.replacedAny(sec.placeholder) {
@@ -207,18 +212,187 @@ func jsonEscape(v string) string {
 	return out[1 : len(out)-1]
 }
 
-// redactions maps every secret value of the box, raw and in its common
-// encodings (percent, path, JSON), back to its placeholder.
+// minEncodedSecret is the shortest secret value whose base64 and hex
+// encodings are redacted too (shorter ones would redact unrelated text).
+const minEncodedSecret = 6
+
+// minBase64Core is the shortest base64 run that is redacted when a secret
+// lies inside a larger base64 string (see base64Core).
+const minBase64Core = 8
+
+// redactions maps every secret value of the box back to its placeholder:
+// raw and in its common encodings (percent, path, JSON), and, for values of
+// at least minEncodedSecret bytes, base64 (standard and URL alphabets,
+// padded and not; RFC 4648 §4, §5) and hex (lower and upper case), each to
+// the same encoding of the placeholder. A secret inside a larger base64
+// string (e.g. an echoed "Basic base64(user:secret)") is caught by the
+// run of base64 characters that encode only the secret, at each of the
+// three byte alignments; that run is replaced by the placeholder's run at
+// the same alignment.
 func redactions(secrets []*boxSecret) []replacement {
 	var reps []replacement
 	for _, s := range secrets {
 		seen := map[string]bool{}
-		for _, v := range []string{s.value, url.QueryEscape(s.value), url.PathEscape(s.value), jsonEscape(s.value)} {
-			if v != "" && !seen[v] {
-				seen[v] = true
-				reps = append(reps, replacement{old: v, new: s.placeholder})
+		add := func(old, new string) {
+			if old != "" && !seen[old] {
+				seen[old] = true
+				reps = append(reps, replacement{old: old, new: new})
 			}
+		}
+		for _, v := range []string{s.value, url.QueryEscape(s.value), url.PathEscape(s.value), jsonEscape(s.value)} {
+			add(v, s.placeholder)
+		}
+		if len(s.value) < minEncodedSecret {
+			continue
+		}
+		value, ph := []byte(s.value), []byte(s.placeholder)
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+			add(enc.EncodeToString(value), enc.EncodeToString(ph))
+		}
+		add(hex.EncodeToString(value), hex.EncodeToString(ph))
+		add(strings.ToUpper(hex.EncodeToString(value)), strings.ToUpper(hex.EncodeToString(ph)))
+		for shift := range 3 {
+			core, phCore := base64Core(value, shift), base64Core(ph, shift)
+			if len(core) < minBase64Core {
+				continue
+			}
+			add(core, phCore)
+			add(toURLAlphabet(core), toURLAlphabet(phCore))
 		}
 	}
 	return reps
 }
+
+// base64Core returns the standard-alphabet base64 characters that encode
+// only bits of v when v starts shift bytes (0-2) after a 3-byte boundary
+// of a larger encoded string: they appear in that string whatever bytes
+// surround v.
+func base64Core(v []byte, shift int) string {
+	enc := base64.RawStdEncoding.EncodeToString(append(make([]byte, shift), v...))
+	first := (8*shift + 5) / 6       // first character with no bit before v
+	last := 8 * (shift + len(v)) / 6 // characters wholly inside v end here
+	if last <= first {
+		return ""
+	}
+	return enc[first:last]
+}
+
+func toURLAlphabet(s string) string {
+	return strings.NewReplacer("+", "-", "/", "_").Replace(s)
+}
+
+// substituteBasic handles an HTTP Basic credential (RFC 7617): when v is
+// "Basic base64(user:password)" and the decoded credential holds a
+// placeholder, it returns the credential with the placeholders replaced
+// and encoded again, which is how curl -u and git send tokens. note sees
+// the decoded credential.
+func substituteBasic(v string, reps []replacement, note func(string)) (string, bool) {
+	scheme, cred, ok := strings.Cut(strings.TrimSpace(v), " ")
+	if !ok || !strings.EqualFold(scheme, "Basic") {
+		return v, false
+	}
+	plain, ok := decodeBase64(strings.TrimSpace(cred))
+	if !ok {
+		return v, false
+	}
+	replaced := replaceString(plain, reps)
+	if replaced == plain {
+		return v, false
+	}
+	note(plain)
+	return scheme + " " + base64.StdEncoding.EncodeToString([]byte(replaced)), true
+}
+
+// decodeBase64 decodes standard base64 with or without padding.
+func decodeBase64(s string) (string, bool) {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		if b, err = base64.RawStdEncoding.DecodeString(s); err != nil {
+			return "", false
+		}
+	}
+	return string(b), true
+}
+
+// redactHeader redacts secret values from every name and value of h; a
+// Basic credential is decoded, redacted and encoded again. Names (keys,
+// and the names listed in a Trailer header) are matched without regard to
+// case, since reading a response canonicalises them ("x-sk-abc" arrives as
+// "X-Sk-Abc").
+func redactHeader(h http.Header, reps []replacement) {
+	lowerReps := make([]replacement, len(reps))
+	for i, r := range reps {
+		lowerReps[i] = replacement{old: strings.ToLower(r.old), new: strings.ToLower(r.new)}
+	}
+	redactName := func(name string) string {
+		prefix, rest := "", name
+		if after, ok := strings.CutPrefix(name, http.TrailerPrefix); ok {
+			prefix, rest = http.TrailerPrefix, after
+		}
+		lower := strings.ToLower(rest)
+		if nk := replaceString(lower, lowerReps); nk != lower {
+			return prefix + http.CanonicalHeaderKey(nk)
+		}
+		return name
+	}
+	renamed := map[string]string{}
+	for k, vs := range h {
+		for i, v := range vs {
+			if basic, ok := substituteBasic(v, reps, func(string) {}); ok {
+				v = basic
+			}
+			if k == "Trailer" {
+				names := strings.Split(v, ",")
+				for j, n := range names {
+					names[j] = redactName(strings.TrimSpace(n))
+				}
+				v = strings.Join(names, ", ")
+			}
+			vs[i] = replaceString(v, reps)
+		}
+		if nk := redactName(k); nk != k {
+			renamed[k] = nk
+		}
+	}
+	for k, nk := range renamed {
+		h[nk] = append(h[nk], h[k]...)
+		delete(h, k)
+	}
+}
+
+// redactingWriter redacts secret values from every header block the
+// reverse proxy writes through it, including 1xx informational responses
+// (103 Early Hints are relayed, redacted, rather than dropped). Trailers
+// are set in the header map after the body; the caller redacts them with
+// redactHeader before its handler returns.
+type redactingWriter struct {
+	http.ResponseWriter
+	reps  []replacement
+	wrote bool // the final (non-1xx) header was written
+}
+
+func (w *redactingWriter) WriteHeader(code int) {
+	redactHeader(w.Header(), w.reps)
+	if code >= 200 || code == http.StatusSwitchingProtocols {
+		w.wrote = true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *redactingWriter) Write(p []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// FlushError flushes, writing a redacted header first if none was written.
+func (w *redactingWriter) FlushError() error {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the wrapped writer.
+func (w *redactingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

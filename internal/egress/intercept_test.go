@@ -1,11 +1,16 @@
 package egress
 
 import (
+	"context"
 	"crypto/tls"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"net/url"
 	"regexp"
 	"strings"
@@ -172,5 +177,182 @@ func TestSecretHostResponseThatCannotBeInspectedIsRefused(t *testing.T) {
 	body := readAllString(resp.Body)
 	if resp.StatusCode != http.StatusBadGateway || strings.Contains(body, realKey) || !strings.Contains(body, "Content-Encoding") {
 		t.Fatalf("%d %q", resp.StatusCode, body)
+	}
+}
+
+func TestEarlyHintsTrailersAndHeaderNamesAreRedacted(t *testing.T) {
+	r := newRig(t, rigOptions{
+		allow:   []string{"127.0.0.1/32"},
+		secrets: []Secret{{Name: "API_KEY", Value: realKey, Hosts: []string{"api.secret.test"}}},
+		names:   map[string]string{"api.secret.test": "127.0.0.1"},
+	})
+	port := r.upCA.upstream(t, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		got := req.Header.Get("Authorization") // the real value
+		w.Header().Set("Link", "</style.css?k="+got+">; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Del("Link")
+		w.Header().Set("Trailer", "X-Announced, X-T-"+got)
+		w.Header().Set("X-"+got, "named after the secret")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "body")
+		w.(http.Flusher).Flush()
+		w.Header().Set("X-Announced", got)
+		w.Header().Set("X-T-"+got, "trailer named after the secret")
+		w.Header().Set(http.TrailerPrefix+"X-Late", got)
+	}), "api.secret.test")
+	ph := r.session.Env["API_KEY"]
+
+	var hints []string
+	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+		hints = append(hints, fmt.Sprintf("%d %v", code, h))
+		return nil
+	}}
+	req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET",
+		fmt.Sprintf("https://api.secret.test:%d/", port), nil)
+	req.Header.Set("Authorization", ph)
+	resp, err := r.client(r.boxRoots(t)).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAllString(resp.Body) // trailers arrive after the body
+	seen := fmt.Sprintf("hints=%v header=%v trailer=%v body=%q", hints, resp.Header, resp.Trailer, body)
+	if strings.Contains(strings.ToLower(seen), strings.ToLower(realKey)) {
+		t.Fatalf("the real value reached the box: %s", seen)
+	}
+	if len(hints) != 1 || !strings.Contains(hints[0], "103") || !strings.Contains(hints[0], ph) {
+		t.Errorf("103 Early Hints not relayed with the placeholder: %v", hints)
+	}
+	if resp.Trailer.Get("X-Announced") != ph || resp.Trailer.Get("X-Late") != ph || resp.Trailer.Get("X-T-"+ph) == "" {
+		t.Errorf("trailers not relayed as the placeholder: %v", resp.Trailer)
+	}
+	if resp.Header.Get("X-"+ph) != "named after the secret" {
+		t.Errorf("header named after the secret not renamed to the placeholder: %v", resp.Header)
+	}
+}
+
+func TestEncodedSecretEchoesAreRedacted(t *testing.T) {
+	// '?' and '>' make '/' and '+' appear in base64, so the standard and
+	// URL alphabets differ.
+	const value = "tok?>>>?~secret-0123456789-??>>"
+	r := newRig(t, rigOptions{
+		allow:   []string{"127.0.0.1/32"},
+		secrets: []Secret{{Name: "TOKEN", Value: value, Hosts: []string{"api.secret.test"}}},
+		names:   map[string]string{"api.secret.test": "127.0.0.1"},
+	})
+	type echo struct {
+		Enc    string // how to decode Text
+		Prefix string // bytes encoded before the value
+		Text   string
+	}
+	encodings := map[string]*base64.Encoding{
+		"std": base64.StdEncoding, "rawstd": base64.RawStdEncoding, "url": base64.URLEncoding, "rawurl": base64.RawURLEncoding,
+	}
+	if base64.StdEncoding.EncodeToString([]byte(value)) == base64.URLEncoding.EncodeToString([]byte(value)) {
+		t.Fatal("test value does not exercise both base64 alphabets")
+	}
+	port := r.upCA.upstream(t, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		got := []byte(req.Header.Get("X-Token"))
+		var out []echo
+		for name, enc := range encodings {
+			for _, prefix := range []string{"", "u", "us", "user:"} { // every byte alignment
+				out = append(out, echo{name, prefix, enc.EncodeToString(append([]byte(prefix), got...))})
+			}
+		}
+		out = append(out, echo{"hex", "", hex.EncodeToString(got)}, echo{"HEX", "", strings.ToUpper(hex.EncodeToString(got))})
+		w.Header().Set("X-B64", base64.StdEncoding.EncodeToString(got))
+		w.Header().Set("X-Hex", hex.EncodeToString(got))
+		json.NewEncoder(w).Encode(out)
+	}), "api.secret.test")
+	ph := r.session.Env["TOKEN"]
+	req, _ := http.NewRequest("GET", fmt.Sprintf("https://api.secret.test:%d/", port), nil)
+	req.Header.Set("X-Token", ph)
+	resp, err := r.client(r.boxRoots(t)).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := readAllString(resp.Body)
+	var echoes []echo
+	if err := json.Unmarshal([]byte(raw), &echoes); err != nil || len(echoes) != 18 {
+		t.Fatalf("echo %q: %v", raw, err)
+	}
+	for _, e := range echoes {
+		decoded := decodeLeniently(e.Enc, e.Text)
+		if strings.Contains(decoded, value) {
+			t.Errorf("%s encoding after %q leaks the value: %q", e.Enc, e.Prefix, e.Text)
+		}
+	}
+	// A whole-value encoding becomes the same encoding of the placeholder.
+	if got := resp.Header.Get("X-B64"); got != base64.StdEncoding.EncodeToString([]byte(ph)) {
+		t.Errorf("X-B64 %q, want base64 of the placeholder", got)
+	}
+	if got := resp.Header.Get("X-Hex"); got != hex.EncodeToString([]byte(ph)) {
+		t.Errorf("X-Hex %q, want hex of the placeholder", got)
+	}
+}
+
+// decodeLeniently decodes what it can of text in the named encoding.
+func decodeLeniently(enc, text string) string {
+	switch enc {
+	case "hex", "HEX":
+		b, _ := hex.DecodeString(text)
+		return string(b)
+	}
+	text = strings.TrimRight(text, "=")
+	text = strings.NewReplacer("-", "+", "_", "/").Replace(text)
+	if len(text)%4 == 1 {
+		text = text[:len(text)-1]
+	}
+	b, _ := base64.RawStdEncoding.DecodeString(text)
+	return string(b)
+}
+
+func TestBasicAuthPlaceholderIsSubstituted(t *testing.T) {
+	r, _, _, ph := secretRig(t)
+	// git over HTTPS: a 401 challenge first, then Basic credentials.
+	port := r.upCA.upstream(t, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		user, pass, ok := req.BasicAuth()
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("X-Echo-Auth", req.Header.Get("Authorization"))
+		fmt.Fprintf(w, "user=%s password-ok=%v", user, pass == realKey)
+	}), "api.secret.test")
+	c := r.client(r.boxRoots(t))
+	u := fmt.Sprintf("https://api.secret.test:%d/org/repo.git/info/refs?service=git-upload-pack", port)
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if readAllString(resp.Body); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("challenge: %d", resp.StatusCode)
+	}
+	req, _ := http.NewRequest("GET", u, nil)
+	req.SetBasicAuth("x-access-token", ph) // what curl -u user:$API_KEY and git send
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAllString(resp.Body)
+	if resp.StatusCode != http.StatusOK || body != "user=x-access-token password-ok=true" {
+		t.Fatalf("upstream did not get the real value in Basic credentials: %d %q", resp.StatusCode, body)
+	}
+	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+ph))
+	if got := resp.Header.Get("X-Echo-Auth"); got != want {
+		t.Errorf("echoed credentials %q, want them redacted back to %q", got, want)
+	}
+	c.CloseIdleConnections()
+	r.stop()
+	recs, raw := r.audit(t)
+	if strings.Contains(raw, realKey) {
+		t.Fatal("audit log holds the secret")
+	}
+	var used bool
+	for _, rec := range recs {
+		used = used || rec.Proto == "https" && rec.Status == 200 && len(rec.Secrets) == 1 && rec.Secrets[0] == "API_KEY"
+	}
+	if !used {
+		t.Errorf("no audit record says API_KEY was used: %+v", recs)
 	}
 }

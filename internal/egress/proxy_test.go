@@ -233,3 +233,34 @@ func (r *rig) closeAndWait(t *testing.T) {
 	// The cleanup registered by newRig is idempotent; run it now.
 	r.stop()
 }
+
+func TestEntriesWithAPortOpenOnlyThatPort(t *testing.T) {
+	upCA := newTestCA(t)
+	port := upCA.upstream(t, http.HandlerFunc(helloHandler), "svc.test")
+	r := newRig(t, rigOptions{
+		allow: []string{hostPort("svc.test", port), hostPort("127.0.0.1", port)},
+		names: map[string]string{"svc.test": "127.0.0.1"},
+	})
+	resp, err := r.client(upCA.pool).Get(fmt.Sprintf("https://svc.test:%d/p", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAllString(resp.Body); resp.StatusCode != http.StatusOK || !strings.HasPrefix(body, "hello svc.test") {
+		t.Fatalf("svc.test:%d: %d %q", port, resp.StatusCode, body)
+	}
+	if resp, body := r.rawConnect(t, hostPort("127.0.0.1", port)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("127.0.0.1:%d listed but refused: %q", port, body)
+	}
+	other := port + 1
+	if other > 65535 {
+		other = port - 1
+	}
+	resp2, body := r.rawConnect(t, hostPort("svc.test", other))
+	if resp2.StatusCode != http.StatusForbidden || !strings.Contains(body, fmt.Sprintf("not on port %d", other)) ||
+		!strings.Contains(body, fmt.Sprintf("hermes egress allow svc.test:%d", other)) {
+		t.Fatalf("svc.test on another port: %d %q", resp2.StatusCode, body)
+	}
+	if resp2, body := r.rawConnect(t, hostPort("127.0.0.1", other)); resp2.StatusCode != http.StatusForbidden {
+		t.Fatalf("127.0.0.1 on another port: %d %q", resp2.StatusCode, body)
+	}
+}
