@@ -118,5 +118,9 @@ if [[ -z ${SKIP_GO_BENCH:-} ]]; then
 	echo
 	echo "go test -bench '$regex' ./internal/box (target: Snapshot50MB <= 150 ms)"
 	(cd "$repo" && go test -run '^$' -bench "$regex" -benchtime 10x ./internal/box) |
-		awk '/^Benchmark/ { printf "%-44s %10.1f ms\n", $1, $3 / 1e6 }'
+		awk '/^Benchmark/ {
+			extra = ""
+			for (i = 5; i < NF; i += 2) if ($(i + 1) == "cpu-ms/op" || $(i + 1) == "ratio") extra = extra sprintf("  %s %s", $(i + 1), $i)
+			printf "%-44s %10.1f ms%s\n", $1, $3 / 1e6, extra
+		}'
 fi

@@ -21,7 +21,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"sync"
 	"time"
@@ -85,24 +84,47 @@ type Manager struct {
 	stopIdl chan struct{}
 	idleWG  sync.WaitGroup
 
-	spareMu   sync.Mutex
-	spare     *spawnedInit // a booted init waiting for its setup frame (Options.Prestart)
-	spareDisk string       // a fresh layer disk image for the next new persistent box ("" = none)
-	refilling bool
-	spareWG   sync.WaitGroup
+	spareMu    sync.Mutex
+	spare      *spawnedInit // a booted init waiting for its setup frame (Options.Prestart)
+	spareDisk  string       // a fresh layer disk image for the next new persistent box ("" = none)
+	spareMount *layerMount  // spareDisk's file system mounted by the host, or nil
+	refilling  bool
+	spareWG    sync.WaitGroup
 }
 
 var _ backend.Backend = (*Manager)(nil)
 
-// taskIDPattern is what a task id may look like (it names a directory and
-// a cgroup).
-var taskIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+// isTaskID reports whether s may be a task id (it names a directory and a
+// cgroup): a letter or digit, then up to 127 letters, digits, '.', '_' or
+// '-'. (A hand-written check: the equivalent regexp, with its {0,127},
+// took 0.2–0.7 ms to compile at every start of hermes and of each box
+// init.)
+func isTaskID(s string) bool { return isSimpleName(s, 128, true) }
+
+// isSimpleName reports whether s is 1 to maxLen bytes of ASCII letters
+// (lower case only unless upper), digits, '.', '_' and '-', not starting
+// with one of the last three.
+func isSimpleName(s string, maxLen int, upper bool) bool {
+	if len(s) == 0 || len(s) > maxLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', upper && c >= 'A' && c <= 'Z':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // reservedTaskIDs name directories of HERMES_HOME/boxes that are not boxes.
 var reservedTaskIDs = map[string]bool{"snapshots": true, "images": true}
 
 func checkTaskID(taskID string) error {
-	if !taskIDPattern.MatchString(taskID) || reservedTaskIDs[taskID] {
+	if !isTaskID(taskID) || reservedTaskIDs[taskID] {
 		return fmt.Errorf("box: task id %q: use letters, digits, '.', '_' and '-' (at most 128; not snapshots or images)", taskID)
 	}
 	return nil
@@ -298,7 +320,10 @@ func (m *Manager) Close() error {
 		os.Remove(m.spare.log)
 		m.spare = nil
 	}
+	m.spareMount.Close() // before the image goes: this unmounts it
+	m.spareMount = nil
 	if m.spareDisk != "" {
+		waitLoopReleased(m.spareDisk, 3*time.Second)
 		os.Remove(m.spareDisk)
 		m.spareDisk = ""
 	}

@@ -106,7 +106,7 @@ func benchCreateVsBwrap(b *testing.B, persistent, prestart bool) {
 		d, ph := createAndRun(b, m, fmt.Sprintf("bench-%d", i))
 		boxes = append(boxes, d)
 		for name, v := range map[string]time.Duration{"prepare": ph.Prepare, "disk": ph.Disk, "spawn": ph.Spawn,
-			"boot": ph.Boot, "root": ph.Root, "restrict": ph.Restrict, "attach": ph.Attach} {
+			"boot": ph.Boot, "root": ph.Root, "restrict": ph.Restrict, "attach": ph.Attach, "mount": ph.Mount} {
 			phases[name] = append(phases[name], v)
 		}
 		bwraps = append(bwraps, runBwrap(b, bwrap))

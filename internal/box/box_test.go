@@ -135,7 +135,10 @@ func TestBoxPersistenceAcrossReopen(t *testing.T) {
 	if _, err := env1.Exec(context.Background(), backend.ExecRequest{Command: "echo kept > /root/state.txt; rm -f /etc/hostname; sleep 600 &"}); err != nil {
 		t.Fatal(err)
 	}
-	m1.Close()
+	if err := m1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertLayerReleased(t, m1.StateDir("resumed"))
 	_, env2 := open()
 	res, err := env2.Exec(context.Background(), backend.ExecRequest{Command: "cat /root/state.txt; test -e /etc/hostname && echo hostname-back; pgrep -c 'sleep' || true"})
 	if err != nil {
@@ -174,5 +177,25 @@ func TestBoxIdleStopAndRestart(t *testing.T) {
 	}
 	if r := e.run(t, "echo back"); trimmed(r) != "back" {
 		t.Fatalf("stopped box did not restart: %s", r.Output)
+	}
+}
+
+// assertLayerReleased checks what a closed persistent box leaves: its
+// layer image committed as disk.img (no temp copy), no loop device backed
+// by it and no mount under its state dir.
+func assertLayerReleased(t *testing.T, stateDir string) {
+	t.Helper()
+	image := filepath.Join(stateDir, "disk.img")
+	if _, err := os.Stat(image); err != nil {
+		t.Fatalf("closed persistent box has no layer image: %v", err)
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(stateDir, ".disk.img.tmp*")); len(tmps) > 0 {
+		t.Fatalf("temp layer images left after Close: %q", tmps)
+	}
+	if dev := loopDeviceFor(image); dev != "" {
+		t.Fatalf("loop device %s still backed by %s after Close", dev, image)
+	}
+	if mi, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mi), stateDir) {
+		t.Fatalf("mounts under %s left after Close", stateDir)
 	}
 }

@@ -51,7 +51,7 @@ func TestDiskImagesComeFromOneTemplate(t *testing.T) {
 	if err := m.ensureDiskImage(a, 256); err != nil {
 		t.Fatal(err)
 	}
-	tmpl := filepath.Join(home, "boxes", diskTemplateDir, "ext4-256m.img")
+	tmpl := filepath.Join(home, "boxes", diskTemplateDir, "ext4-256m-v2.img")
 	before, err := os.Stat(tmpl)
 	if err != nil {
 		t.Fatalf("no template after the first image: %v", err)
@@ -71,6 +71,17 @@ func TestDiskImagesComeFromOneTemplate(t *testing.T) {
 		if out, err := exec.Command("e2fsck", "-n", "-f", img).CombinedOutput(); err != nil {
 			t.Fatalf("%s is not a clean ext4 file system: %v %s", img, err, out)
 		}
+	}
+	// A new box copies (and the loop attach writes back) the image's data:
+	// for the default 50 GiB layer that is a few hundred KB, not the 4.7 MB
+	// that reserved GDT blocks (resize_inode) used to take.
+	big := filepath.Join(home, "big.img")
+	if err := m.ensureDiskImage(big, 51200); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(big, &st); err != nil || st.Blocks*512 > 1<<20 {
+		t.Fatalf("a fresh 50 GiB layer image holds %d KiB of data (err %v), want < 1024", st.Blocks/2, err)
 	}
 	// an existing image is kept as it is
 	os.WriteFile(b, []byte("box data"), 0o600)

@@ -13,7 +13,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 
@@ -25,8 +24,9 @@ import (
 // host's own root filesystem, read-only, as the box's base layer.
 const HostImage = "host"
 
-// imageNamePattern matches names of images made by BuildImage.
-var imageNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+// isImageName reports whether s may name an image made by BuildImage: a
+// lower-case letter or digit, then up to 63 of those, '.', '_' or '-'.
+func isImageName(s string) bool { return isSimpleName(s, 64, false) }
 
 // ImagesDir returns HERMES_HOME/boxes/images, the cache of base images:
 // <sha256>/ (an extracted root filesystem, named by the sha256 of the
@@ -54,7 +54,7 @@ func ResolveImage(home, spec string) (string, error) {
 	if spec == "" || spec == HostImage {
 		return "/", nil
 	}
-	if imageNamePattern.MatchString(spec) {
+	if isImageName(spec) {
 		if m, err := LoadImageManifest(home, spec); err == nil {
 			if imageLooksLikeRootfs(m.Rootfs) {
 				return m.Rootfs, nil

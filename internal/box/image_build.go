@@ -71,7 +71,7 @@ func BuildImage(ctx context.Context, home string, opts BuildImageOptions) (Image
 	if opts.Name == "" {
 		opts.Name = "debian-" + opts.Suite + "-" + opts.Variant
 	}
-	if !imageNamePattern.MatchString(opts.Name) {
+	if !isImageName(opts.Name) {
 		return ImageManifest{}, fmt.Errorf("image name %q: use lowercase letters, digits, '.', '_' and '-' (at most 64)", opts.Name)
 	}
 	if opts.AptDir == "" {
@@ -153,7 +153,7 @@ func BuildImage(ctx context.Context, home string, opts BuildImageOptions) (Image
 // LoadImageManifest reads the manifest of the built image name; a missing
 // image wraps fs.ErrNotExist.
 func LoadImageManifest(home, name string) (ImageManifest, error) {
-	if !imageNamePattern.MatchString(name) {
+	if !isImageName(name) {
 		return ImageManifest{}, fmt.Errorf("image name %q: %w", name, fs.ErrNotExist)
 	}
 	path := filepath.Join(ImagesDir(home), name+".json")

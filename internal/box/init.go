@@ -74,7 +74,7 @@ func InitMain() int {
 	}
 	spec := req.Setup
 	began := time.Now()
-	if err := setupRoot(spec); err != nil {
+	if err := setupRoot(spec, conns); err != nil {
 		fc.send(response{ID: req.ID, Kind: kindError, Err: err.Error()})
 		return 1
 	}
@@ -137,12 +137,13 @@ func prewarmThreads(n int) {
 
 // setupRoot builds the box's filesystem in the init's own mount namespace
 // and pivots into it. Every mount lives only in that namespace, so the
-// kernel removes them all when the box's last process exits.
-func setupRoot(s *initSpec) error {
+// kernel removes them all when the box's last process exits. conns is the
+// connection socket, on which the host passes a pre-mounted layer.
+func setupRoot(s *initSpec, conns *net.UnixConn) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
 	}
-	if err := mountLayer(s); err != nil {
+	if err := mountLayer(s, conns); err != nil {
 		return err
 	}
 	for _, d := range []string{"upper", "work", "ws-upper", "ws-work"} {
@@ -216,9 +217,13 @@ func setupRoot(s *initSpec) error {
 }
 
 // mountLayer mounts the writable layer: an ext4 image through a loop
-// device that detaches itself on unmount (persistent boxes), or a tmpfs
-// of DiskMiB. Either way the size is the box's disk limit.
-func mountLayer(s *initSpec) error {
+// device that detaches itself on unmount (persistent boxes; the host may
+// have mounted it already, see layerMount), or a tmpfs of DiskMiB. Either
+// way the size is the box's disk limit.
+func mountLayer(s *initSpec, conns *net.UnixConn) error {
+	if s.LayerMounted {
+		return receiveLayerMount(conns, s.LayerDir)
+	}
 	if s.LayerImage == "" {
 		opts := fmt.Sprintf("mode=755,size=%dm", max(s.DiskMiB, 1))
 		if err := unix.Mount("tmpfs", s.LayerDir, "tmpfs", 0, opts); err != nil {

@@ -9,8 +9,9 @@ import (
 )
 
 // Prestarting (Options.Prestart): the Manager keeps one booted init, and
-// for persistent boxes one fresh layer disk image, ready for the next box
-// start, and makes new ones in the background after each start.
+// for persistent boxes one fresh layer disk image (its file system already
+// mounted by the host, see layerMount), ready for the next box start, and
+// makes new ones in the background after each start.
 
 // alive reports whether the init still runs (it is not a zombie).
 func (i *spawnedInit) alive() bool {
@@ -74,6 +75,7 @@ func (m *Manager) refillSpare() {
 		dir := filepath.Join(m.opts.Home, "boxes", ".spare")
 		var sp *spawnedInit
 		var disk string
+		var mnt *layerMount
 		if os.MkdirAll(dir, 0o700) == nil {
 			id := strconv.FormatInt(m.now().UnixNano(), 36)
 			if needInit {
@@ -83,6 +85,8 @@ func (m *Manager) refillSpare() {
 				disk = filepath.Join(dir, "disk-"+id+".img")
 				if m.ensureDiskImage(disk, m.opts.Terminal.ContainerDisk) != nil {
 					disk = ""
+				} else {
+					mnt, _ = mountLayerDetached(disk) // nil: the init mounts it
 				}
 			}
 		}
@@ -92,7 +96,7 @@ func (m *Manager) refillSpare() {
 			m.spare = sp
 		}
 		if disk != "" {
-			m.spareDisk = disk
+			m.spareDisk, m.spareMount = disk, mnt
 		}
 		m.spareMu.Unlock()
 	}()
@@ -120,11 +124,16 @@ func (m *Manager) spawnSpareInit(logPath, id string) *spawnedInit {
 }
 
 // takeSpareDisk moves the prepared disk image (Options.Prestart) to path,
-// reporting whether there was one.
-func (m *Manager) takeSpareDisk(path string) bool {
+// reporting whether there was one, with its file system mounted by the
+// host when that worked (nil otherwise).
+func (m *Manager) takeSpareDisk(path string) (bool, *layerMount) {
 	m.spareMu.Lock()
-	disk := m.spareDisk
-	m.spareDisk = ""
+	disk, lm := m.spareDisk, m.spareMount
+	m.spareDisk, m.spareMount = "", nil
 	m.spareMu.Unlock()
-	return disk != "" && os.Rename(disk, path) == nil
+	if disk == "" || os.Rename(disk, path) != nil {
+		lm.Close()
+		return false, nil
+	}
+	return true, lm
 }

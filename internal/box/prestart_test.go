@@ -88,6 +88,10 @@ func TestBoxPrestartedInitAndDiskBecomeTheBox(t *testing.T) {
 	if _, err := os.Stat(nextDisk); err == nil {
 		t.Fatal("Close left the unused prepared disk image behind")
 	}
+	if dev := loopDeviceFor(nextDisk); dev != "" {
+		t.Fatalf("Close left the prepared disk image mounted (loop device %s)", dev)
+	}
+	assertLayerReleased(t, m.StateDir("first"))
 	if left, _ := filepath.Glob("/sys/fs/cgroup/*/hermes/.spare-*"); len(left) > 0 {
 		t.Fatalf("Close left spare cgroups behind: %q", left)
 	}

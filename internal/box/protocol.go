@@ -123,7 +123,11 @@ type initSpec struct {
 	LayerDir string   // host path where the writable layer filesystem is mounted
 	// LayerImage is an ext4 image holding the writable layer (persistent
 	// boxes); "" = a tmpfs of DiskMiB (the layer vanishes with the box).
-	LayerImage       string
+	LayerImage string
+	// LayerMounted: the host mounted LayerImage itself and passes the
+	// detached mount on the connection socket before this frame
+	// (layer_mount.go); the init moves it to LayerDir.
+	LayerMounted     bool
 	DiskMiB          int
 	Merged           string   // host path of the overlay mount point
 	Workspace        string   // absolute path, the same inside and outside

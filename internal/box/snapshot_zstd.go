@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"io"
 	"runtime"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -18,51 +19,206 @@ const snapshotRawBlockSize = 128 << 10
 // 0x38 (exponent 7: a 128 KiB window, enough for 128 KiB raw blocks).
 const snapshotRawFrameHeader = "\x28\xb5\x2f\xfd\x00\x38"
 
+// snapshotChunkSize is how much of the tar stream goes into one zstd
+// frame (512 KiB). Frames are compressed independently, so the chunks of a
+// snapshot compress on every core at once; a match cannot reach into the
+// previous chunk, which cost under 0.1% of ratio on the 50 MB benchmark
+// upper (0.7736 → 0.7739).
+const snapshotChunkSize = 512 << 10
+
+// snapshotChunkCap is the capacity of a chunk buffer: a raw frame of
+// snapshotChunkSize bytes built in place also holds its frame header and
+// one 3-byte header per raw block.
+const snapshotChunkCap = snapshotChunkSize + 4096
+
 // snapshotZstdWriter writes one zstd stream as a sequence of frames (RFC
 // 8878 §3.1: a stream may hold several frames, and decoders join them):
-// compressed frames from a klauspost encoder, and, between SetRaw(true)
-// and SetRaw(false), frames of raw blocks for data that would not shrink
-// (archives, media, model files). Skipping the match finder for such data
-// is most of what makes a snapshot fast.
+// each chunk of up to snapshotChunkSize bytes becomes one frame, compressed
+// by one of GOMAXPROCS workers at the fastest level, or, between
+// SetRaw(true) and SetRaw(false), stored as a frame of raw blocks for data
+// that would not shrink (archives, media, model files). Skipping the match
+// finder for such data, and compressing chunks in parallel while the
+// caller reads the next files, is what makes a snapshot fast. Frames are
+// written to w in stream order by one writer goroutine; at most
+// 2×workers+2 chunks are in memory at once.
 type snapshotZstdWriter struct {
-	w       io.Writer
-	enc     *zstd.Encoder
-	encOpen bool   // enc has written part of a frame since its last Close
-	raw     bool   // writes go to a raw frame
-	pending []byte // last raw block, held back to mark it Last_Block
-	err     error
+	raw      bool
+	rawBlock int                 // index in cur.data of the raw block being written, or -1
+	cur      *snapshotChunk      // the chunk being filled
+	free     chan *snapshotChunk // chunks whose buffers are free (bounds memory)
+	jobs     chan *snapshotChunk // chunks to compress, to the workers
+	order    chan *snapshotChunk // every chunk, in stream order, to the writer
+	done     chan struct{}       // closed when the writer goroutine ends
+	errMu    sync.Mutex
+	err      error // first error of w.Write
+	workers  sync.WaitGroup
+	closed   bool
+}
+
+// snapshotChunk is one frame's worth of the stream; its buffers are
+// reused for later chunks.
+type snapshotChunk struct {
+	data  []byte
+	raw   bool
+	frame []byte        // the encoded frame, set by a worker
+	ready chan struct{} // closed when frame is set
 }
 
 func newSnapshotZstdWriter(w io.Writer) (*snapshotZstdWriter, error) {
-	enc, err := zstd.NewWriter(w,
-		zstd.WithEncoderLevel(zstd.SpeedFastest),
-		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)))
-	if err != nil {
-		return nil, err
+	workers := max(runtime.GOMAXPROCS(0), 1)
+	encs := make([]*zstd.Encoder, workers)
+	for i := range encs {
+		enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			return nil, err
+		}
+		encs[i] = enc
 	}
-	return &snapshotZstdWriter{w: w, enc: enc, pending: make([]byte, 0, snapshotRawBlockSize)}, nil
+	inFlight := 2*workers + 2
+	z := &snapshotZstdWriter{
+		rawBlock: -1,
+		free:     make(chan *snapshotChunk, inFlight),
+		jobs:     make(chan *snapshotChunk, inFlight),
+		order:    make(chan *snapshotChunk, inFlight),
+		done:     make(chan struct{}),
+	}
+	for range inFlight - 1 {
+		z.free <- &snapshotChunk{data: make([]byte, 0, snapshotChunkCap)}
+	}
+	z.cur = &snapshotChunk{data: make([]byte, 0, snapshotChunkCap)}
+	for _, enc := range encs {
+		z.workers.Add(1)
+		go z.encode(enc)
+	}
+	go z.write(w)
+	return z, nil
 }
 
-// Write compresses p, or stores it raw in raw mode.
-func (z *snapshotZstdWriter) Write(p []byte) (int, error) {
-	if z.err != nil {
-		return 0, z.err
+// encode turns chunks into frames until jobs is closed.
+func (z *snapshotZstdWriter) encode(enc *zstd.Encoder) {
+	defer z.workers.Done()
+	defer enc.Close()
+	for c := range z.jobs {
+		c.frame = enc.EncodeAll(c.data, c.frame[:0])
+		close(c.ready)
 	}
-	if !z.raw {
-		z.encOpen = true
-		n, err := z.enc.Write(p)
+}
+
+// write writes the frames to w in stream order and recycles the chunks;
+// after an error it only drains.
+func (z *snapshotZstdWriter) write(w io.Writer) {
+	defer close(z.done)
+	for c := range z.order {
+		<-c.ready
+		if z.failed() == nil {
+			frame := c.frame
+			if c.raw {
+				frame = c.data // built in place by Write
+			}
+			if _, err := w.Write(frame); err != nil {
+				z.fail(err)
+			}
+		}
+		c.data = c.data[:0]
+		z.free <- c
+	}
+}
+
+func (z *snapshotZstdWriter) fail(err error) {
+	z.errMu.Lock()
+	if z.err == nil {
 		z.err = err
-		return n, err
+	}
+	z.errMu.Unlock()
+}
+
+func (z *snapshotZstdWriter) failed() error {
+	z.errMu.Lock()
+	defer z.errMu.Unlock()
+	return z.err
+}
+
+// flush ends the current chunk: a raw frame goes straight to the writer,
+// other data to the workers first.
+func (z *snapshotZstdWriter) flush() error {
+	c := z.cur
+	if len(c.data) == 0 {
+		return z.failed()
+	}
+	c.raw, c.ready = z.raw, make(chan struct{})
+	if z.raw {
+		z.endRawBlock(true)
+		close(c.ready)
+		z.order <- c
+	} else {
+		z.order <- c
+		z.jobs <- c
+	}
+	z.cur = <-z.free
+	return z.failed()
+}
+
+// endRawBlock fills in the header of the raw block being written (RFC
+// 8878 §3.1.1.2: 3 bytes, little-endian, of Last_Block, Block_Type 0 =
+// Raw_Block and Block_Size).
+func (z *snapshotZstdWriter) endRawBlock(last bool) {
+	if z.rawBlock < 0 {
+		return
+	}
+	header := uint32(len(z.cur.data)-z.rawBlock-3) << 3
+	if last {
+		header |= 1
+	}
+	var h [4]byte
+	binary.LittleEndian.PutUint32(h[:], header)
+	copy(z.cur.data[z.rawBlock:], h[:3])
+	z.rawBlock = -1
+}
+
+// Write adds p to the stream.
+func (z *snapshotZstdWriter) Write(p []byte) (int, error) {
+	if err := z.failed(); err != nil {
+		return 0, err
+	}
+	if z.raw {
+		return z.writeRaw(p)
 	}
 	written := 0
 	for len(p) > 0 {
-		if len(z.pending) == snapshotRawBlockSize {
-			if z.err = z.writeRawBlock(false); z.err != nil {
-				return written, z.err
+		k := min(len(p), snapshotChunkSize-len(z.cur.data))
+		z.cur.data = append(z.cur.data, p[:k]...)
+		p = p[k:]
+		written += k
+		if len(z.cur.data) == snapshotChunkSize {
+			if err := z.flush(); err != nil {
+				return written, err
 			}
 		}
-		k := min(len(p), snapshotRawBlockSize-len(z.pending))
-		z.pending = append(z.pending, p[:k]...)
+	}
+	return written, nil
+}
+
+// writeRaw appends p to the raw frame of the current chunk, building the
+// frame in place: the frame header, then blocks of up to
+// snapshotRawBlockSize bytes, each behind a header filled in when it ends.
+func (z *snapshotZstdWriter) writeRaw(p []byte) (int, error) {
+	written := 0
+	for len(p) > 0 {
+		if z.rawBlock < 0 || len(z.cur.data)-z.rawBlock-3 == snapshotRawBlockSize {
+			if z.rawBlock >= 0 && len(z.cur.data)+3+snapshotRawBlockSize > cap(z.cur.data) {
+				if err := z.flush(); err != nil {
+					return written, err
+				}
+			}
+			if len(z.cur.data) == 0 {
+				z.cur.data = append(z.cur.data, snapshotRawFrameHeader...)
+			}
+			z.endRawBlock(false)
+			z.rawBlock = len(z.cur.data)
+			z.cur.data = append(z.cur.data, 0, 0, 0)
+		}
+		k := min(len(p), snapshotRawBlockSize-(len(z.cur.data)-z.rawBlock-3))
+		z.cur.data = append(z.cur.data, p[:k]...)
 		p = p[k:]
 		written += k
 	}
@@ -72,53 +228,27 @@ func (z *snapshotZstdWriter) Write(p []byte) (int, error) {
 // SetRaw switches between compressed and raw frames, ending the current
 // frame.
 func (z *snapshotZstdWriter) SetRaw(raw bool) error {
-	if z.err != nil || raw == z.raw {
-		return z.err
+	if raw == z.raw {
+		return z.failed()
 	}
-	if raw {
-		if z.encOpen {
-			if z.err = z.enc.Close(); z.err != nil {
-				return z.err
-			}
-			z.enc.Reset(z.w)
-			z.encOpen = false
-		}
-		if _, z.err = io.WriteString(z.w, snapshotRawFrameHeader); z.err != nil {
-			return z.err
-		}
-	} else if z.err = z.writeRawBlock(true); z.err != nil {
-		return z.err
-	}
+	err := z.flush()
 	z.raw = raw
-	return nil
+	return err
 }
 
-// writeRawBlock emits the pending bytes as one raw block (RFC 8878
-// §3.1.1.2: a 3-byte little-endian header of Last_Block, Block_Type 0 and
-// Block_Size, then the bytes).
-func (z *snapshotZstdWriter) writeRawBlock(last bool) error {
-	header := uint32(len(z.pending)) << 3
-	if last {
-		header |= 1
-	}
-	var h [4]byte
-	binary.LittleEndian.PutUint32(h[:], header)
-	if _, err := z.w.Write(h[:3]); err != nil {
-		return err
-	}
-	if _, err := z.w.Write(z.pending); err != nil {
-		return err
-	}
-	z.pending = z.pending[:0]
-	return nil
-}
-
-// Close ends the last frame.
+// Close writes the last frame, waits until every frame is written and
+// returns the first error. The writer must not be used afterwards.
 func (z *snapshotZstdWriter) Close() error {
-	if err := z.SetRaw(false); err != nil {
-		return err
+	if z.closed {
+		return z.failed()
 	}
-	return z.enc.Close()
+	z.closed = true
+	z.flush()
+	close(z.jobs)
+	close(z.order)
+	z.workers.Wait()
+	<-z.done
+	return z.failed()
 }
 
 // snapshotRawMinSize is the smallest file probed for compressibility.

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -129,8 +130,9 @@ func (m *Manager) baseEnv(task string, egressEnv map[string]string) []string {
 // StartPhases are how long the phases of a box's start took (wall time).
 // Prepare+Spawn+Boot+Root+Restrict is about Total.
 type StartPhases struct {
-	Prepare  time.Duration // state dir, lock, cgroup, base image, disk image, egress session (Disk included; runs while the init boots)
-	Disk     time.Duration // creating the ext4 image of a new persistent layer (0 when it existed or the layer is a tmpfs)
+	Prepare  time.Duration // state dir, lock, cgroup, base image, disk image, egress session, layer mount (Disk included; runs while the init boots)
+	Disk     time.Duration // copying the ext4 image of a new persistent layer (0 when it existed or the layer is a tmpfs)
+	Mount    time.Duration // the host's mount of the persistent layer (layerMount; concurrent with the rest of Prepare, 0 when a prestarted image came mounted)
 	Spawn    time.Duration // clone(2)+execve(2) of the init, until exec.Cmd.Start returns
 	Boot     time.Duration // from the setup frame until the init's answer, minus Root and Restrict: what is left of the init's Go runtime and package init after Prepare, plus transport
 	Root     time.Duration // in the init: the writable layer, overlay, /proc, /dev, workspace, hidden paths, pivot_root
@@ -226,16 +228,34 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 			return nil, fmt.Errorf("box state dir: %w", err)
 		}
 	}
+	// The host mounts the layer image itself (layerMount) while the init
+	// boots, unless a prestarted image came mounted.
+	hostLayer := func() *layerMount { return nil }
 	if m.persistent() && !userNS {
 		spec.LayerImage = filepath.Join(dir, "disk.img")
 		diskBegan := time.Now()
-		if _, err := os.Stat(spec.LayerImage); err != nil && !m.takeSpareDisk(spec.LayerImage) {
-			if err := m.ensureDiskImage(spec.LayerImage, t.ContainerDisk); err != nil {
-				return nil, err
-			}
+		mounted := make(chan *layerMount, 1)
+		if _, err := os.Stat(spec.LayerImage); err == nil {
+			waitLoopReleased(spec.LayerImage, 3*time.Second)
+		} else if ok, lm := m.takeSpareDisk(spec.LayerImage); ok {
+			mounted <- lm
+		} else if err := m.ensureDiskImage(spec.LayerImage, t.ContainerDisk); err != nil {
+			return nil, err
 		}
-		waitLoopReleased(spec.LayerImage, 3*time.Second)
 		ph.Disk = time.Since(diskBegan)
+		if len(mounted) == 0 {
+			go func(path string) {
+				t0 := time.Now()
+				lm, err := mountLayerDetached(path)
+				ph.Mount = time.Since(t0)
+				if err != nil {
+					lm = nil // the init mounts it by path, and reports what fails
+				}
+				mounted <- lm
+			}(spec.LayerImage)
+		}
+		hostLayer = sync.OnceValue(func() *layerMount { return <-mounted })
+		cleanups = append(cleanups, func() { hostLayer().Close() })
 	}
 	sess, err := m.newEgress(task)
 	if err != nil {
@@ -246,7 +266,6 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		spec.Egress = true
 		spec.CACertPEM = sess.CACertPEM
 	}
-	ph.Prepare = time.Since(began) - ph.Spawn
 	bctx, cancel := context.WithCancel(context.Background())
 	cleanups = append(cleanups, cancel)
 	b = &Box{
@@ -256,6 +275,13 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		ctx: bctx, cancel: cancel, died: make(chan struct{}), handlers: map[uint64]func(response){},
 		dials: map[uint64]chan net.Conn{}, now: m.now, lastUsed: m.now(),
 	}
+	if lm := hostLayer(); lm != nil {
+		if err := lm.send(b.conns); err != nil {
+			return nil, fmt.Errorf("box %s: pass the layer mount: %w", task, err)
+		}
+		spec.LayerMounted = true
+	}
+	ph.Prepare = time.Since(began) - ph.Spawn
 	readyWait := time.Now()
 	if err := b.fc.send(request{Op: opSetup, Setup: &spec}); err != nil {
 		return nil, fmt.Errorf("box %s: send setup: %w", task, err)

@@ -26,7 +26,7 @@ func (a *App) newBoxManager(t config.TerminalConfig, cwd string, prestart bool) 
 	if cwd != "" {
 		t.Cwd = cwd
 	}
-	gate, err := egress.New(egress.Options{Home: a.Home(), Allow: t.BoxNetwork.Allow, Deny: t.BoxNetwork.Deny})
+	gate, err := egress.New(egress.Options{Home: a.Home(), Allow: t.BoxNetwork.Allow, Deny: t.BoxNetwork.Deny, CAFile: t.BoxNetwork.CAFile})
 	if err != nil {
 		return nil, fmt.Errorf("terminal.box_network: %w", err)
 	}
@@ -95,28 +95,19 @@ func shellQuote(argv []string) string {
 // withBox opens the box of task with the configured terminal section and
 // calls fn, stopping the box afterwards (its persistent layer is kept).
 func (a *App) withBox(ctx context.Context, task string, publish []string, fn func(b *box.Box) error) error {
-	TT0 := time.Now()
 	t, err := a.boxTerminalConfig()
 	if err != nil {
 		return err
 	}
-	TT1 := time.Now()
 	m, err := a.newBoxManager(t, "", false)
 	if err != nil {
 		return err
 	}
-	TT2 := time.Now()
-	defer func() {
-		TT4 := time.Now()
-		m.Close()
-		fmt.Fprintf(a.Stderr, "TIMING close %v\n", time.Since(TT4))
-	}()
+	defer m.Close()
 	b, err := m.Box(ctx, task)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.Stderr, "TIMING config %v manager %v box %v phases %+v\n", TT1.Sub(TT0), TT2.Sub(TT1), time.Since(TT2), b.StartPhases())
-	defer func(t3 time.Time) { fmt.Fprintf(a.Stderr, "TIMING fn %v\n", time.Since(t3)) }(time.Now())
 	for _, p := range publish {
 		host, boxPort, err := parsePublish(p)
 		if err != nil {
