@@ -66,6 +66,9 @@ type Options struct {
 	// Env is added to every command's environment (e.g. secret
 	// placeholders). The agent's own provider keys must never be put here.
 	Env map[string]string
+	// LookupEnv reads the host environment for terminal.env_passthrough
+	// (os.LookupEnv when nil); secret-looking names are never passed.
+	LookupEnv func(name string) (string, bool)
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }

@@ -47,19 +47,58 @@ func TestEscapeReadHermesHome(t *testing.T) {
 }
 
 func TestEscapeReadHermesHomeInsideWorkspace(t *testing.T) {
+	// A workspace holding HERMES_HOME is refused: the box could rename
+	// HERMES_HOME's parent on the host and find it uncovered next time.
 	needBoxes(t)
-	ws, err := os.MkdirTemp("/", "hermes-test-ws-")
-	if err != nil {
-		t.Fatal(err)
+	ws := t.TempDir()
+	home := filepath.Join(ws, "sub", ".hermes")
+	os.MkdirAll(home, 0o700)
+	os.WriteFile(filepath.Join(home, ".env"), []byte("KEY=host-only-marker\n"), 0o600)
+	for _, tc := range []struct{ home, cwd, want string }{
+		{home, ws, "contains HERMES_HOME"},
+		{ws, filepath.Join(ws, "sub"), "inside HERMES_HOME"},
+	} {
+		opts := Options{Terminal: testTerminal(tc.cwd), Home: tc.home}
+		m, err := NewManager(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = m.Open(context.Background(), "test-task")
+		m.Close()
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "terminal.cwd") {
+			t.Fatalf("workspace %s with HERMES_HOME %s: got %v, want an error saying %q and the fix", tc.cwd, tc.home, err, tc.want)
+		}
 	}
-	t.Cleanup(func() { os.RemoveAll(ws) })
+}
+
+// TestEscapeHermesHomeDirectlyInWorkspace: hermes run from ~ with the
+// default ~/.hermes. The box starts, HERMES_HOME is unreadable inside it and,
+// being a mount point there, cannot be renamed out from under its cover.
+func TestEscapeHermesHomeDirectlyInWorkspace(t *testing.T) {
+	needBoxes(t)
+	ws := t.TempDir()
 	home := filepath.Join(ws, ".hermes")
 	os.MkdirAll(home, 0o700)
 	os.WriteFile(filepath.Join(home, ".env"), []byte("KEY=host-only-marker\n"), 0o600)
-	e := startTestBox(t, func(o *Options) { o.Home = home; o.Terminal.Cwd = ws })
-	res := e.run(t, "cat .hermes/.env; ls .hermes")
-	if strings.Contains(string(res.Output), "host-only-marker") || res.ExitCode == 0 {
-		t.Fatalf("box read HERMES_HOME inside the workspace (exit %d): %s", res.ExitCode, res.Output)
+	m, err := NewManager(Options{Terminal: testTerminal(ws), Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	env, err := m.Open(context.Background(), "test-task")
+	if err != nil {
+		t.Fatalf("a workspace with HERMES_HOME as a direct child should start: %v", err)
+	}
+	res, err := env.Exec(context.Background(), backend.ExecRequest{Command: "cat .hermes/.env; ls -a .hermes; mv .hermes moved && echo MOVED"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(res.Output)
+	if strings.Contains(out, "host-only-marker") || strings.Contains(out, "MOVED") {
+		t.Fatalf("HERMES_HOME was reachable or movable from the box:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".env")); err != nil {
+		t.Fatalf("HERMES_HOME changed on the host: %v", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,21 +14,45 @@ import (
 )
 
 // Host mode (terminal.box_image: host) shows the host's root file system,
-// read-only, as the box's base. What of it is private stays out of sight:
+// read-only, as the box's base, and of it only what a toolchain needs
+// ("only what is needed", not "everything but a denylist": the box runs
+// as root, which reads every root-only file it can see):
 //
-//   - home directories (/root, /home, the invoking user's $HOME and the
-//     homes of login users in /etc/passwd) appear empty. They are opaque
-//     directories in the box's writable layer (overlayfs "opaque" xattr,
-//     kernel docs filesystems/overlayfs), so the box can still write to its
-//     own /root, and a persistent box keeps those writes;
-//   - credential files (hostCredentialFiles) and, wherever a home does stay
-//     visible (the workspace is a home, or inside one), its credential
-//     files (homeCredentialNames) are covered: a file by /dev/null, a
-//     directory by an empty read-only tmpfs;
+//   - visible: /usr, /bin, /sbin, /lib*, /etc, /opt, /nix (hostVisible),
+//     and of /var only the package manager's state and caches
+//     (hostVisibleVar: dpkg, apt, ucf, debconf), so that dpkg -l, apt-get
+//     and compilers work;
+//   - every other directory of "/" and /var (/root, /home, /srv, /mnt,
+//     /media, /boot, /var/log, /var/backups, /var/mail, /var/spool,
+//     /var/lib/docker, /var/lib/cloud...) appears empty: an opaque
+//     directory in the box's writable layer (overlayfs "opaque" xattr,
+//     kernel docs filesystems/overlayfs), so the box can still write there
+//     and a persistent box keeps those writes; other regular files there
+//     (/swapfile, /var/lib/*.state) are covered by /dev/null. /proc, /dev,
+//     /sys, /tmp, /run and /var/tmp get the box's own file systems;
+//   - the homes of users (the invoking user's $HOME and the login users
+//     of /etc/passwd) appear empty wherever they are;
+//   - credential files in what stays visible (hostCredentialFiles) and,
+//     wherever a home does stay visible (the workspace is a home, or
+//     inside one), its credential files (homeCredentialNames) are covered:
+//     a file by /dev/null, a directory by an empty read-only tmpfs;
 //   - HERMES_HOME is covered the same way, in every mode.
 //
-// The workspace is mounted after the homes are emptied and before anything
-// is covered, so a workspace inside a home stays readable and writable.
+// The workspace is mounted after the directories are emptied and before
+// anything is covered, so a workspace inside an emptied directory or a
+// home stays at its path, readable and writable.
+
+// hostVisible are the directories of the host's "/" a host-mode box sees.
+var hostVisible = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix"}
+
+// hostVisibleVar are the parts of the host's /var a host-mode box sees:
+// the package manager's database, lists and caches.
+var hostVisibleVar = []string{"/var/lib/dpkg", "/var/lib/apt", "/var/lib/ucf", "/var/cache/apt",
+	"/var/cache/debconf", "/var/cache/ldconfig"}
+
+// hostOwnMounts are host directories the box mounts its own file systems
+// on (or, for /sys, leaves as the empty mount point it is on disk).
+var hostOwnMounts = []string{"/proc", "/dev", "/sys", "/tmp", "/run", "/var/tmp"}
 
 // hostCredentialFiles are host paths (globs) holding secrets: password
 // hashes, SSH host keys, TLS private keys, Kerberos keytabs, network and VPN
@@ -37,7 +62,9 @@ var hostCredentialFiles = []string{
 	"/var/backups/*shadow*", "/etc/ssh/ssh_host_*_key", "/etc/ssl/private", "/etc/pki/tls/private",
 	"/etc/letsencrypt", "/etc/krb5.keytab", "/etc/NetworkManager/system-connections", "/etc/wireguard",
 	"/etc/ipsec.secrets", "/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets", "/etc/docker/key.json",
-	"/var/lib/sss/secrets",
+	"/var/lib/sss/secrets", "/var/cache/debconf/passwords.dat*", "/etc/kubernetes", "/etc/rancher",
+	"/etc/credstore", "/etc/credstore.encrypted", "/etc/netplan", "/etc/wpa_supplicant", "/etc/openvpn",
+	"/etc/postfix/sasl_passwd*", "/etc/exim4/passwd.client", "/etc/mysql/debian.cnf",
 }
 
 // homeCredentialNames are per-user credential files and directories,
@@ -104,12 +131,15 @@ func loginHomes(passwdFile string) []string {
 
 // privateHostPaths returns, for a box on lower, the directories to show
 // empty (host mode only) and the paths to cover (HERMES_HOME always; in
-// host mode the credential files too). Paths are absolute host paths.
+// host mode the files outside what stays visible and the credential files
+// too). Paths are absolute host paths.
 func (m *Manager) privateHostPaths(lower []string) (empty, hide []string) {
 	hide = m.hiddenPaths()
 	if !isHostBase(lower) {
 		return nil, hide
 	}
+	empty, files := hostOutsideVisible("/", append(append([]string{}, hostVisible...), hostVisibleVar...), hostOwnMounts)
+	hide = append(hide, files...)
 	homes := []string{"/root", "/home"}
 	if h := m.userHome(); h != "" {
 		homes = append(homes, h)
@@ -134,6 +164,42 @@ func (m *Manager) privateHostPaths(lower []string) (empty, hide []string) {
 		}
 	}
 	return empty, hide
+}
+
+// hostOutsideVisible walks host directory dir and returns the directories
+// (dirs) and regular files (files) in it that are neither in visible nor
+// in own, descending into those that contain a visible path. Symlinks are
+// skipped: what they point to is judged at its own path.
+func hostOutsideVisible(dir string, visible, own []string) (dirs, files []string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		switch {
+		case contains(visible, p) || contains(own, p):
+		case e.Type()&fs.ModeSymlink != 0:
+		case e.IsDir() && containsUnder(visible, p):
+			d, f := hostOutsideVisible(p, visible, own)
+			dirs, files = append(dirs, d...), append(files, f...)
+		case e.IsDir():
+			dirs = append(dirs, p)
+		case e.Type().IsRegular():
+			files = append(files, p)
+		}
+	}
+	return dirs, files
+}
+
+// containsUnder reports whether one of paths lies inside dir.
+func containsUnder(paths []string, dir string) bool {
+	for _, p := range paths {
+		if strings.HasPrefix(p, dir+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // underAny reports whether p is one of dirs or inside one.
@@ -187,7 +253,7 @@ func emptyInUpper(upper, p string, userNS bool) error {
 		}
 		os.Chmod(cur, hst.Mode().Perm()) // Mkdir applied the umask
 	}
-	if err := unix.Setxattr(cur, opaqueXattr(userNS), []byte("y"), 0); err != nil {
+	if err := unix.Lsetxattr(cur, opaqueXattr(userNS), []byte("y"), 0); err != nil {
 		return fmt.Errorf("hide %s: mark %s opaque: %w", p, cur, err)
 	}
 	return nil

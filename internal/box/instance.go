@@ -56,6 +56,9 @@ type Box struct {
 	nextID    atomic.Uint64
 	oomKnown  atomic.Int64  // the box's OOM-kill counter when last read
 	died      chan struct{} // closed when the control connection ends
+	initDone  chan struct{} // closed when the init has exited and initState is set
+	initState *os.ProcessState
+	closing   atomic.Bool // Close has begun: the init's end is not news
 	phases    StartPhases
 	closeOnce sync.Once
 	closeErr  error
@@ -83,6 +86,38 @@ func (b *Box) StartPhases() StartPhases { return b.phases }
 
 // Stats reads the box's cgroup counters.
 func (b *Box) Stats() (Stats, error) { return b.cg.Stats() }
+
+// waitInit reaps the init (the only Wait of b.cmd once the box runs).
+func (b *Box) waitInit() {
+	b.cmd.Wait()
+	b.initState = b.cmd.ProcessState
+	close(b.initDone)
+}
+
+// deathReason says how the init ended, for a box that stopped without
+// being closed (waiting a moment for the exit status: the control socket
+// closes as the init dies).
+func (b *Box) deathReason() string {
+	select {
+	case <-b.initDone:
+	case <-time.After(2 * time.Second):
+		return "the box's init stopped answering"
+	}
+	st := b.initState
+	if st == nil {
+		return "the box's init ended"
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		sig := unix.SignalName(ws.Signal())
+		if ws.Signal() == syscall.SIGKILL {
+			return "the box's init was killed by SIGKILL (by the host, or by the kernel's OOM killer: see terminal.container_memory)"
+		}
+		// Signals sent from inside the box are dropped (protectInit), so
+		// this is a crash of the init itself.
+		return fmt.Sprintf("the box's init died of %s (see %s)", sig, filepath.Join(b.stateDir, "init.log"))
+	}
+	return fmt.Sprintf("the box's init exited with status %d (see %s)", st.ExitCode(), filepath.Join(b.stateDir, "init.log"))
+}
 
 // run reads response frames until the control socket closes, then fails
 // every outstanding request with ErrBoxStopped.
@@ -300,6 +335,7 @@ type boxProcess struct {
 	buf      bytes.Buffer
 	result   backend.ExecResult
 	startErr error
+	waitErr  error // the box died under the command
 }
 
 func (p *boxProcess) handle(r response) {
@@ -319,6 +355,11 @@ func (p *boxProcess) handle(r response) {
 			p.out.Write(r.Data)
 		}
 	case kindExit, kindError:
+		var died error
+		if r.Kind == kindError && r.Err == ErrBoxStopped.Error() && !p.box.closing.Load() {
+			died = fmt.Errorf("box %s: %w: %s while the command ran (the next command starts the box afresh)",
+				p.box.task, ErrBoxStopped, p.box.deathReason())
+		}
 		p.mu.Lock()
 		if r.Kind == kindError {
 			err := fmt.Errorf("box %s: %s", p.box.task, r.Err)
@@ -328,8 +369,12 @@ func (p *boxProcess) handle(r response) {
 			select {
 			case <-p.started:
 				p.result.ExitCode, p.result.Signal = -1, "SIGKILL"
+				p.waitErr = died
 			default:
 				p.startErr = err
+				if died != nil {
+					p.startErr = died
+				}
 			}
 		} else {
 			p.result.ExitCode, p.result.Signal, p.result.TimedOut = r.Exit.Code, r.Exit.Signal, r.Exit.TimedOut
@@ -415,7 +460,10 @@ func (p *boxProcess) Wait(ctx context.Context) (backend.ExecResult, error) {
 		res := p.snapshot()
 		return res, ctx.Err()
 	}
-	return p.snapshot(), nil
+	p.mu.Lock()
+	err := p.waitErr
+	p.mu.Unlock()
+	return p.snapshot(), err
 }
 
 func (p *boxProcess) snapshot() backend.ExecResult {
@@ -602,10 +650,11 @@ func (b *Box) stop() error {
 	// namespace, and its exit waits for them; the cgroup sweep afterwards
 	// only meets a process that left the namespace (none should), so it
 	// costs a freeze of an empty group instead of one with live members.
+	b.closing.Store(true)
 	if b.cmd.Process != nil {
 		b.cmd.Process.Signal(syscall.SIGKILL)
 	}
-	b.cmd.Wait()
+	<-b.initDone
 	b.cg.KillAll()
 	b.fc.c.Close()
 	b.conns.Close()

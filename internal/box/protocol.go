@@ -129,6 +129,7 @@ type initSpec struct {
 	// (layer_mount.go); the init moves it to LayerDir.
 	LayerMounted     bool
 	DiskMiB          int
+	TmpMiB           int      // size of the box's /tmp and /var/tmp tmpfs (see tmpSizeMiB)
 	Merged           string   // host path of the overlay mount point
 	Workspace        string   // absolute path, the same inside and outside
 	WorkspaceOverlay bool     // copy-on-write workspace instead of a bind mount

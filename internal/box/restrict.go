@@ -16,7 +16,9 @@ import (
 // deniedSyscalls fail with EPERM inside the box: mounting (old and new
 // mount API), namespace changes, tracing other processes, kernel keyrings,
 // BPF, io_uring, perf, kernel modules and kexec, reboot, swap and
-// file-handle opens (the "shocker" escape). The list follows Docker's
+// file-handle opens (the "shocker" escape), and taking a descriptor or
+// advising on the memory of another process (pidfd_getfd, process_madvise:
+// the init's control socket must stay its own). The list follows Docker's
 // default seccomp profile and sandbox.md §D2.
 var deniedSyscalls = []string{
 	"mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsconfig",
@@ -25,6 +27,7 @@ var deniedSyscalls = []string{
 	"request_key", "io_uring_setup", "io_uring_enter", "io_uring_register", "perf_event_open",
 	"init_module", "finit_module", "delete_module", "reboot", "swapon", "swapoff",
 	"open_by_handle_at", "name_to_handle_at", "userfaultfd", "acct", "quotactl", "chroot",
+	"pidfd_getfd", "process_madvise",
 }
 
 // newNamespaceFlags are the clone(2) flags that create namespaces.

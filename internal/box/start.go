@@ -17,6 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hermes-go/hermes/internal/backend/local"
+	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/egress"
 )
 
@@ -69,6 +71,31 @@ func (m *Manager) workspace() string {
 	return cwd
 }
 
+// checkWorkspace refuses workspaces a box must not mount read-write:
+// the host's "/" (the whole host), and a directory that contains
+// HERMES_HOME deeper than as a direct child or lies inside it (the box
+// could move HERMES_HOME's parent on the host and find it uncovered at the
+// next start, or write into it).
+func (m *Manager) checkWorkspace(ws string) error {
+	if ws == "" || ws == "/" {
+		return errors.New("box: the workspace is / (terminal.cwd, or the current directory): a box mounts its workspace read-write, and the whole host cannot be one; run hermes from a project directory or set terminal.cwd to one")
+	}
+	for _, home := range m.hiddenPaths() {
+		switch {
+		case filepath.Dir(home) == ws:
+			// HERMES_HOME directly in the workspace (hermes run from ~ with
+			// ~/.hermes): it is covered inside the box, and being a mount
+			// point there it can be neither renamed nor removed, while its
+			// parent is the workspace mount itself.
+		case underAny(home, []string{ws}):
+			return fmt.Errorf("box: the workspace %s contains HERMES_HOME %s, which a box must never reach: run hermes from a project directory, set terminal.cwd to one, or move HERMES_HOME out of the workspace", ws, home)
+		case underAny(ws, []string{home}):
+			return fmt.Errorf("box: the workspace %s is inside HERMES_HOME %s: run hermes from a project directory or set terminal.cwd to one", ws, home)
+		}
+	}
+	return nil
+}
+
 // persistent reports terminal.container_persistent (default true).
 func (m *Manager) persistent() bool {
 	p := m.opts.Terminal.ContainerPersistent
@@ -110,13 +137,21 @@ func (m *Manager) hiddenPaths() []string {
 	return out
 }
 
-// baseEnv is the environment of every command: PATH, HOME, TERM, LANG,
-// HERMES_SESSION_ID, the egress variables and Options.Env. Nothing of the
-// agent's own environment (provider keys included) is passed.
+// baseEnv is the environment of every command: the host variables named
+// in terminal.env_passthrough (secret-looking names excluded), then PATH,
+// HOME, TERM, LANG, HERMES_SESSION_ID, the egress variables and
+// Options.Env, each overriding the earlier. Nothing else of the agent's
+// own environment is passed.
 func (m *Manager) baseEnv(task string, egressEnv map[string]string) []string {
-	env := map[string]string{
-		"PATH": boxPath, "HOME": "/root", "TERM": "xterm-256color", "LANG": "C.UTF-8",
-		"HERMES_SESSION_ID": task,
+	env := map[string]string{}
+	for k, v := range m.passthroughEnv() {
+		env[k] = v
+	}
+	for k, v := range map[string]string{"PATH": boxPath, "HOME": "/root", "TERM": "xterm-256color", "LANG": "C.UTF-8",
+		"HERMES_SESSION_ID": task} {
+		if _, passed := env[k]; !passed || k == "PATH" || k == "HOME" || k == "HERMES_SESSION_ID" {
+			env[k] = v
+		}
 	}
 	for k, v := range egressEnv {
 		env[k] = v
@@ -125,6 +160,31 @@ func (m *Manager) baseEnv(task string, egressEnv map[string]string) []string {
 		env[k] = v
 	}
 	return sortedEnv(env)
+}
+
+// passthroughEnv returns the host variables named in
+// terminal.env_passthrough that are set (Options.LookupEnv), as the local
+// backend passes them (Hermes "configuration.md": env_passthrough).
+// Unlike there, names that look like credentials (local.IsSecretName:
+// provider keys, *_API_KEY, *_TOKEN, *PASSWORD*, HERMES_*) never reach a
+// box, listed or not: a secret goes in through hermes secrets set, whose
+// placeholder the egress proxy swaps on the wire. TERM and LANG may be
+// passed; PATH, HOME and HERMES_SESSION_ID stay the box's own.
+func (m *Manager) passthroughEnv() map[string]string {
+	lookup := m.opts.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	out := map[string]string{}
+	for _, name := range m.opts.Terminal.EnvPassthrough {
+		if name == "" || strings.ContainsAny(name, "=\x00") || local.IsSecretName(name) {
+			continue
+		}
+		if v, ok := lookup(name); ok {
+			out[name] = v
+		}
+	}
+	return out
 }
 
 // StartPhases are how long the phases of a box's start took (wall time).
@@ -150,6 +210,10 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	began := time.Now()
 	var ph StartPhases
 	t := m.opts.Terminal
+	workspace := m.workspace()
+	if err := m.checkWorkspace(workspace); err != nil {
+		return nil, err
+	}
 	dir := m.StateDir(task)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("box state dir: %w", err)
@@ -170,6 +234,11 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 			}
 		}
 	}()
+	if t.BoxWorkspace == "overlay" && m.persistent() {
+		if err = m.recordWorkspace(dir, workspace); err != nil {
+			return nil, err
+		}
+	}
 	// A prestarted init comes in a cgroup of its own with the box limits,
 	// which only needs renaming; otherwise the init joins a new group while
 	// it boots and the host prepares the rest: a cgroup v1 attach waits for
@@ -218,8 +287,8 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	}
 	empty, hide := m.privateHostPaths(lower)
 	spec := initSpec{
-		Task: task, Lower: lower, LayerDir: filepath.Join(dir, "layer"), DiskMiB: t.ContainerDisk,
-		Merged: filepath.Join(dir, "merged"), Workspace: m.workspace(),
+		Task: task, Lower: lower, LayerDir: filepath.Join(dir, "layer"), DiskMiB: t.ContainerDisk, TmpMiB: tmpSizeMiB(t),
+		Merged: filepath.Join(dir, "merged"), Workspace: workspace,
 		WorkspaceOverlay: t.BoxWorkspace == "overlay", Empty: empty, Hide: hide, Hostname: Hostname,
 		UserNS: userNS, Landlock: true,
 	}
@@ -272,7 +341,7 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		task: task, stateDir: dir, workdir: spec.Workspace, shell: "/bin/sh",
 		env: m.baseEnv(task, sessEnv(sess)), spec: spec, persist: m.persistent(), initPID: init.cmd.Process.Pid,
 		cmd: init.cmd, fc: newFrameConn(init.ctrl), conns: init.conns.(*net.UnixConn), cg: cg, egress: sess, lock: lock,
-		ctx: bctx, cancel: cancel, died: make(chan struct{}), handlers: map[uint64]func(response){},
+		ctx: bctx, cancel: cancel, died: make(chan struct{}), initDone: make(chan struct{}), handlers: map[uint64]func(response){},
 		dials: map[uint64]chan net.Conn{}, now: m.now, lastUsed: m.now(),
 	}
 	if lm := hostLayer(); lm != nil {
@@ -324,11 +393,26 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		return nil, fmt.Errorf("box %s: %w", task, err)
 	}
 	b.oomKnown.Store(cg.OOMKills())
+	go b.waitInit()
 	go b.run()
 	go b.runConns()
 	ph.Total = time.Since(began)
 	b.phases = ph
 	return b, nil
+}
+
+// tmpSizeMiB is the size of a box's /tmp tmpfs: min(container_disk,
+// container_memory/2) MiB (/var/tmp gets half of it). A tmpfs lives in
+// memory and is charged to the box's memory cgroup, so a /tmp sized to the
+// disk limit (50 GiB by default) ends in an OOM kill when it fills up;
+// sized below the memory limit, a full /tmp gives ENOSPC and leaves the
+// other half of the memory to processes.
+func tmpSizeMiB(t config.TerminalConfig) int {
+	size := t.ContainerDisk
+	if t.ContainerMemory > 0 {
+		size = min(size, t.ContainerMemory/2)
+	}
+	return max(size, 1)
 }
 
 // limits are the cgroup limits of every box of m.

@@ -31,7 +31,14 @@ func (a *App) newBoxManager(t config.TerminalConfig, cwd string, prestart bool) 
 		return nil, fmt.Errorf("terminal.box_network: %w", err)
 	}
 	return box.NewManager(box.Options{Terminal: t, Home: a.Home(), Executable: a.Executable, NewEgress: gate.NewBox,
-		UserHome: a.Getenv("HOME"), Prestart: prestart})
+		UserHome: a.Getenv("HOME"), Prestart: prestart, LookupEnv: a.lookupEnv})
+}
+
+// lookupEnv reads the host environment through App.Getenv (an empty
+// value counts as unset), for terminal.env_passthrough.
+func (a *App) lookupEnv(name string) (string, bool) {
+	v := a.Getenv(name)
+	return v, v != ""
 }
 
 // boxTerminalConfig loads config.yaml's terminal section.
@@ -44,9 +51,10 @@ func (a *App) boxTerminalConfig() (config.TerminalConfig, error) {
 }
 
 func (a *App) newBoxCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "box", Short: "manage hermes boxes (sandboxes): ls, exec, shell, port, rm, stats, snapshot, restore, fork"}
+	cmd := &cobra.Command{Use: "box", Short: "manage hermes boxes (sandboxes): ls, exec, shell, port, rm, stats, snapshot(s), restore, fork, diff, apply"}
 	cmd.AddCommand(a.newBoxLsCmd(), a.newBoxExecCmd(), a.newBoxShellCmd(), a.newBoxPortCmd(), a.newBoxRmCmd(),
-		a.newBoxStatsCmd(), a.newBoxSnapshotCmd(), a.newBoxRestoreCmd(), a.newBoxForkCmd(), a.newBoxImageCmd())
+		a.newBoxStatsCmd(), a.newBoxSnapshotCmd(), a.newBoxSnapshotsCmd(), a.newBoxRestoreCmd(), a.newBoxForkCmd(),
+		a.newBoxDiffCmd(), a.newBoxApplyCmd(), a.newBoxImageCmd())
 	return cmd
 }
 
@@ -183,12 +191,29 @@ func (a *App) newBoxShellCmd() *cobra.Command {
 func (a *App) newBoxPortCmd() *cobra.Command {
 	return &cobra.Command{
 		Use: "port TASK HOSTPORT:BOXPORT...", Short: "forward host ports to ports inside the box of TASK until interrupted",
+		Long: `Forward 127.0.0.1:HOSTPORT on the host to 127.0.0.1:BOXPORT inside the box of TASK
+until interrupted (like BoxLite's ports=).
+
+Limits: a box belongs to the one hermes process that runs it, so port starts
+the box itself and cannot attach to a box that another hermes process (an
+agent session, a box exec) is running; and processes do not outlive the
+process that started the box. To reach a server in a box, start it and
+forward its port in one go:
+
+  hermes box exec -p 8080:3000 TASK -- npm start
+
+or, interactively, hermes box shell -p 8080:3000 TASK. On its own, port starts
+an idle box in which nothing listens until something is started there.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withBox(cmd.Context(), args[0], args[1:], func(b *box.Box) error {
+			err := a.withBox(cmd.Context(), args[0], args[1:], func(b *box.Box) error {
 				<-cmd.Context().Done()
 				return nil
 			})
+			if err != nil && strings.Contains(err.Error(), "in use by another hermes process") {
+				return fmt.Errorf("%w\nhermes box port cannot attach to a box another hermes process runs: forward the port where the server starts, e.g. hermes box exec -p %s %s -- CMD", err, args[1], args[0])
+			}
+			return err
 		},
 	}
 }
@@ -349,6 +374,82 @@ func (a *App) newBoxForkCmd() *cobra.Command {
 				return err
 			}
 			fmt.Fprintln(a.Stdout, task)
+			return nil
+		},
+	}
+}
+
+func (a *App) newBoxSnapshotsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use: "snapshots", Short: "list snapshots: id, task, created, size", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			snaps, err := box.NewSnapshotStore(a.Home()).List()
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tTASK\tCREATED\tSIZE")
+			for _, s := range snaps {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%.1f MiB\n", s.ID, s.Task, s.Created.UTC().Format(time.RFC3339), float64(s.Size)/(1<<20))
+			}
+			return w.Flush()
+		},
+	}
+}
+
+// workspaceLayerError adds the fix to a diff/apply error.
+func workspaceLayerError(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w (see hermes box ls)", err)
+	}
+	return err
+}
+
+func (a *App) newBoxDiffCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "diff TASK",
+		Short: "list the files the box of TASK added (A), changed (M) and deleted (D) in its copy-on-write workspace",
+		Long: `With terminal.box_workspace: overlay a box writes its workspace into a layer of
+its own and the host tree stays untouched. diff lists those changes against the
+host workspace (the box is stopped first); hermes box apply TASK copies them over.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := a.boxManagerForLayers()
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			_, changes, err := m.WorkspaceDiff(args[0])
+			if err != nil {
+				return workspaceLayerError(err)
+			}
+			fmt.Fprint(a.Stdout, box.FormatChanges(changes))
+			return nil
+		},
+	}
+}
+
+func (a *App) newBoxApplyCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "apply TASK",
+		Short: "copy the copy-on-write workspace changes of the box of TASK onto the host workspace",
+		Long: `Stops the box of TASK and carries the changes hermes box diff lists over to the
+host workspace: each file is replaced atomically (temp file, fsync, rename),
+deleted paths are removed, and nothing is followed out of the workspace. The
+box's workspace layer is emptied afterwards, so the box sees the host tree again.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := a.boxManagerForLayers()
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			ws, changes, err := m.ApplyWorkspace(args[0])
+			if err != nil {
+				return workspaceLayerError(err)
+			}
+			fmt.Fprint(a.Stdout, box.FormatChanges(changes))
+			fmt.Fprintf(a.Stderr, "hermes: applied %d changes to %s\n", len(changes), ws)
 			return nil
 		},
 	}

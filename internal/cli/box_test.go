@@ -46,7 +46,11 @@ type boxCLI struct {
 	exe      string
 }
 
-func newBoxCLI(t *testing.T) *boxCLI {
+func newBoxCLI(t *testing.T) *boxCLI { return newBoxCLIWith(t, "") }
+
+// newBoxCLIWith adds extraTerminal (indented YAML lines) to the terminal
+// section of the config.
+func newBoxCLIWith(t *testing.T, extraTerminal string) *boxCLI {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("box CLI tests need root")
@@ -59,7 +63,7 @@ func newBoxCLI(t *testing.T) *boxCLI {
 		t.Fatal(err)
 	}
 	c := &boxCLI{home: t.TempDir(), ws: t.TempDir(), exe: exe}
-	cfg := "terminal:\n  backend: box\n  cwd: " + c.ws + "\n  container_memory: 256\n  container_disk: 64\n  container_persistent: true\n"
+	cfg := "terminal:\n  backend: box\n  cwd: " + c.ws + "\n  container_memory: 256\n  container_disk: 64\n  container_persistent: true\n" + extraTerminal
 	if err := os.WriteFile(filepath.Join(c.home, "config.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -136,5 +140,128 @@ func TestBoxCLISnapshotForkRoundTrip(t *testing.T) {
 	}
 	if out, _, _ = c.run(t, "", "box", "exec", "src", "--", "cat", "/root/a", "/root/b"); out != "one\ntwo\n" {
 		t.Fatalf("restored src sees %q", out)
+	}
+}
+
+func TestBoxCLISnapshotsList(t *testing.T) {
+	c := newBoxCLI(t)
+	if out, _, _ := c.run(t, "", "box", "snapshots"); len(strings.Fields(out)) != 4 || !strings.HasPrefix(out, "ID") {
+		t.Fatalf("empty list should be a header: %q", out)
+	}
+	if _, errs, code := c.run(t, "", "box", "exec", "snapme", "--", "sh", "-c", "echo x > /root/x"); code != 0 {
+		t.Fatalf("exec: %s", errs)
+	}
+	out, errs, code := c.run(t, "", "box", "snapshot", "snapme")
+	if code != 0 {
+		t.Fatalf("snapshot: %s", errs)
+	}
+	id := strings.Fields(out)[0]
+	out, errs, code = c.run(t, "", "box", "snapshots")
+	if code != 0 {
+		t.Fatalf("snapshots: %s", errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "ID") {
+		t.Fatalf("snapshots lists %q", out)
+	}
+	f := strings.Fields(lines[1])
+	if len(f) != 5 || f[0] != id || f[1] != "snapme" || !strings.HasSuffix(f[2], "Z") || f[4] != "MiB" {
+		t.Fatalf("snapshot row %q, want id %s, task snapme, RFC 3339 time, size", lines[1], id)
+	}
+}
+
+// overlayWorkspaceCLI is a box CLI with a copy-on-write workspace holding
+// a.txt, del.txt and sub/old.txt.
+func overlayWorkspaceCLI(t *testing.T) *boxCLI {
+	c := newBoxCLIWith(t, "  box_workspace: overlay\n")
+	for name, data := range map[string]string{"a.txt": "one\n", "del.txt": "bye\n", "sub/old.txt": "old\n", "sub/keep.txt": "keep\n"} {
+		p := filepath.Join(c.ws, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+func TestBoxCLIDiffApplyOverlayWorkspace(t *testing.T) {
+	c := overlayWorkspaceCLI(t)
+	script := "echo two > a.txt; rm del.txt sub/old.txt; mkdir -p newdir/deep; echo n > newdir/deep/n.txt; echo x > new.txt; cat a.txt"
+	if out, errs, code := c.run(t, "", "box", "exec", "ow", "--", "sh", "-c", script); code != 0 || out != "two\n" {
+		t.Fatalf("exec: %q %s", out, errs)
+	}
+	if data, _ := os.ReadFile(filepath.Join(c.ws, "a.txt")); string(data) != "one\n" {
+		t.Fatalf("overlay workspace changed the host before apply: %q", data)
+	}
+	if _, err := os.Stat(filepath.Join(c.ws, "del.txt")); err != nil {
+		t.Fatal("overlay workspace deleted a host file before apply")
+	}
+	out, errs, code := c.run(t, "", "box", "diff", "ow")
+	want := "M a.txt\nD del.txt\nA new.txt\nA newdir/\nA newdir/deep/\nA newdir/deep/n.txt\nD sub/old.txt\n"
+	if code != 0 || out != want {
+		t.Fatalf("diff: code %d err %s\ngot:\n%s\nwant:\n%s", code, errs, out, want)
+	}
+	if out, errs, code = c.run(t, "", "box", "apply", "ow"); code != 0 || out != want {
+		t.Fatalf("apply: code %d err %s out %q", code, errs, out)
+	}
+	for name, data := range map[string]string{"a.txt": "two\n", "new.txt": "x\n", "newdir/deep/n.txt": "n\n", "sub/keep.txt": "keep\n"} {
+		if got, _ := os.ReadFile(filepath.Join(c.ws, name)); string(got) != data {
+			t.Errorf("after apply %s = %q, want %q", name, got, data)
+		}
+	}
+	for _, gone := range []string{"del.txt", "sub/old.txt"} {
+		if _, err := os.Lstat(filepath.Join(c.ws, gone)); err == nil {
+			t.Errorf("after apply %s still exists", gone)
+		}
+	}
+	var names []string
+	entries, _ := os.ReadDir(c.ws)
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, " ") != "a.txt new.txt newdir sub" {
+		t.Errorf("workspace holds %q after apply (temp files left?)", names)
+	}
+	if out, _, code = c.run(t, "", "box", "diff", "ow"); code != 0 || out != "" {
+		t.Fatalf("diff after apply should be empty: %q", out)
+	}
+	// the box sees the applied tree
+	if out, _, _ = c.run(t, "", "box", "exec", "ow", "--", "sh", "-c", "cat a.txt; ls"); out != "two\na.txt\nnew.txt\nnewdir\nsub\n" {
+		t.Fatalf("box after apply sees %q", out)
+	}
+}
+
+func TestBoxCLIApplyDoesNotFollowHostSymlinks(t *testing.T) {
+	c := overlayWorkspaceCLI(t)
+	outside := t.TempDir() // a host directory the workspace links to
+	if err := os.Symlink(outside, filepath.Join(c.ws, "link")); err != nil {
+		t.Fatal(err)
+	}
+	// In the box, replace the link by a directory with a file in it.
+	if _, errs, code := c.run(t, "", "box", "exec", "ol", "--", "sh", "-c", "rm link && mkdir link && echo x > link/planted"); code != 0 {
+		t.Fatalf("exec: %s", errs)
+	}
+	if _, errs, code := c.run(t, "", "box", "apply", "ol"); code != 0 {
+		t.Fatalf("apply: %s", errs)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Fatalf("apply wrote through a host symlink out of the workspace: %v", entries)
+	}
+	st, err := os.Lstat(filepath.Join(c.ws, "link"))
+	if err != nil || !st.IsDir() {
+		t.Fatalf("link should now be a directory: %v %v", st, err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(c.ws, "link", "planted")); string(data) != "x\n" {
+		t.Fatalf("planted file not applied: %q", data)
+	}
+}
+
+func TestBoxCLIDiffNeedsOverlayWorkspace(t *testing.T) {
+	c := newBoxCLI(t)
+	if _, errs, code := c.run(t, "", "box", "exec", "bw", "--", "true"); code != 0 {
+		t.Fatalf("exec: %s", errs)
+	}
+	if _, errs, code := c.run(t, "", "box", "diff", "bw"); code == 0 || !strings.Contains(errs, "box_workspace: overlay") {
+		t.Fatalf("diff of a bind-workspace box should name the setting: %q", errs)
 	}
 }
