@@ -32,6 +32,13 @@ terminal:
   unknown_future_key: keep me
 `)
 	st0, _ := os.Stat(path)
+	// Hold the original open so its inode cannot be freed and reused by the
+	// replacement (which would make the atomic-rename check below flaky).
+	held, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
 	if err := Set(home, "terminal.timeout", "300"); err != nil {
 		t.Fatal(err)
 	}
