@@ -195,3 +195,16 @@ func ErrorResponse(provider string, res *http.Response, hints ErrorHints, now ti
 	_ = res.Body.Close()
 	return HTTPError(provider, res.StatusCode, ErrorBodyMessage(body), res.Header, hints, now)
 }
+
+// CheckResponse is the common body of the providers' SDK middlewares: it
+// maps a transport error with TransportError and an HTTP error status
+// (>= 400) with ErrorResponse, and passes a successful response through.
+func CheckResponse(provider string, res *http.Response, err error, hints ErrorHints, now time.Time) (*http.Response, error) {
+	if err != nil {
+		return nil, TransportError(provider, err)
+	}
+	if res.StatusCode >= 400 {
+		return nil, ErrorResponse(provider, res, hints, now)
+	}
+	return res, nil
+}

@@ -63,13 +63,7 @@ func New(cfg Config) *Provider {
 		option.WithMaxRetries(0),
 		option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 			res, err := next(req)
-			if err != nil {
-				return nil, llm.TransportError(cfg.Name, err)
-			}
-			if res.StatusCode >= 400 {
-				return nil, llm.ErrorResponse(cfg.Name, res, cfg.Hints, cfg.Now())
-			}
-			return res, nil
+			return llm.CheckResponse(cfg.Name, res, err, cfg.Hints, cfg.Now())
 		}),
 	}
 	switch {
