@@ -21,8 +21,8 @@ func hasExchange(t *testing.T, body map[string]any, user, answer string) bool {
 	t.Helper()
 	var sawUser, sawAnswer bool
 	for _, m := range chatMessages(t, body) {
-		sawUser = sawUser || (m.Role == "user" && strings.Contains(m.text(), user))
-		sawAnswer = sawAnswer || (m.Role == "assistant" && strings.Contains(m.text(), answer))
+		sawUser = sawUser || (m.Role == "user" && strings.Contains(m.Text(), user))
+		sawAnswer = sawAnswer || (m.Role == "assistant" && strings.Contains(m.Text(), answer))
 	}
 	return sawUser && sawAnswer
 }
@@ -33,7 +33,7 @@ func lastUserText(t *testing.T, body map[string]any) string {
 	msgs := chatMessages(t, body)
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == "user" {
-			return msgs[i].text()
+			return msgs[i].Text()
 		}
 	}
 	return ""
@@ -170,7 +170,7 @@ func checkToolResultsFollowCalls(t *testing.T, body map[string]any) map[string]s
 				t.Errorf("tool call %s is not followed by its result", tc.ID)
 				return results
 			}
-			results[tc.ID] = msgs[i].text()
+			results[tc.ID] = msgs[i].Text()
 		}
 	}
 	return results

@@ -202,38 +202,8 @@ func (e *e2e) latestSessionID() string {
 	return strings.Fields(lines[1])[0]
 }
 
-// chatMessage is one message of an OpenAI chat-completions request.
-type chatMessage struct {
-	Role       string `json:"role"`
-	Content    any    `json:"content"`
-	ToolCallID string `json:"tool_call_id"`
-	ToolCalls  []struct {
-		ID       string `json:"id"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
-}
-
-// text returns the message content as plain text (string or content parts).
-func (m chatMessage) text() string {
-	switch c := m.Content.(type) {
-	case string:
-		return c
-	case []any:
-		var b strings.Builder
-		for _, p := range c {
-			if part, ok := p.(map[string]any); ok {
-				if s, ok := part["text"].(string); ok {
-					b.WriteString(s)
-				}
-			}
-		}
-		return b.String()
-	}
-	return ""
-}
+// chatMessage is one message of an OpenAI-wire request.
+type chatMessage = llmtest.ChatMessage
 
 // chatMessages decodes the messages of an OpenAI-wire request body.
 func chatMessages(t *testing.T, body map[string]any) []chatMessage {
@@ -255,7 +225,7 @@ func toolResults(t *testing.T, body map[string]any) map[string]string {
 	out := map[string]string{}
 	for _, m := range chatMessages(t, body) {
 		if m.Role == "tool" {
-			out[m.ToolCallID] = m.text()
+			out[m.ToolCallID] = m.Text()
 		}
 	}
 	return out

@@ -30,7 +30,7 @@ func systemPrompt(t *testing.T, body map[string]any) string {
 	if len(msgs) == 0 || msgs[0].Role != "system" {
 		t.Fatalf("request has no system message first: %v", body["messages"])
 	}
-	return msgs[0].text()
+	return msgs[0].Text()
 }
 
 // userMessages returns the texts of the user messages of a request.
@@ -39,7 +39,7 @@ func userMessages(t *testing.T, body map[string]any) []string {
 	var out []string
 	for _, m := range chatMessages(t, body) {
 		if m.Role == "user" {
-			out = append(out, m.text())
+			out = append(out, m.Text())
 		}
 	}
 	return out
@@ -425,7 +425,7 @@ func TestContextCompressionThroughBinary(t *testing.T) {
 	}
 	var roles []string
 	for _, m := range chatMessages(t, next)[1:] {
-		roles = append(roles, m.Role+":"+strings.SplitN(m.text(), "\n", 2)[0])
+		roles = append(roles, m.Role+":"+strings.SplitN(m.Text(), "\n", 2)[0])
 	}
 	want := []string{
 		"user:Summarise big.txt",
@@ -436,7 +436,7 @@ func TestContextCompressionThroughBinary(t *testing.T) {
 	if strings.Join(roles, "|") != strings.Join(want, "|") {
 		t.Fatalf("compressed conversation:\n got %q\nwant %q", roles, want)
 	}
-	if !strings.Contains(chatMessages(t, next)[2].text(), "summary-marker-9182") {
+	if !strings.Contains(chatMessages(t, next)[2].Text(), "summary-marker-9182") {
 		t.Error("the summary message lacks the model's summary")
 	}
 	if !strings.Contains(res.stderr, "compressing context") {

@@ -72,7 +72,7 @@ func marker(content, role string) string {
 }
 
 func isSummaryRequest(r wireRequest) bool {
-	return len(r.Messages) > 0 && r.Messages[0].Role == "system" && strings.HasPrefix(r.Messages[0].text(), "You compress")
+	return len(r.Messages) > 0 && r.Messages[0].Role == "system" && strings.HasPrefix(r.Messages[0].Text(), "You compress")
 }
 
 // Over the threshold, the middle of the history is replaced by the model's
@@ -112,7 +112,7 @@ func TestCompressionReplacesMiddleWithSummary(t *testing.T) {
 	if len(reqs[0].Tools) != 0 {
 		t.Fatal("the summary call must not offer tools")
 	}
-	excerpt := reqs[0].Messages[1].text()
+	excerpt := reqs[0].Messages[1].Text()
 	for _, want := range []string{"MIDDLE-3", "MIDDLE-4"} {
 		if !strings.Contains(excerpt, want) {
 			t.Errorf("summary request lacks %s", want)
@@ -125,7 +125,7 @@ func TestCompressionReplacesMiddleWithSummary(t *testing.T) {
 	}
 	var shape []string
 	for _, m := range reqs[1].Messages {
-		shape = append(shape, marker(m.text(), m.Role))
+		shape = append(shape, marker(m.Text(), m.Role))
 	}
 	// The head grows to keep t1's result with its call; the tail grows to
 	// keep t2/t3's call with its results.
@@ -133,10 +133,10 @@ func TestCompressionReplacesMiddleWithSummary(t *testing.T) {
 	if fmt.Sprint(shape) != want {
 		t.Fatalf("messages after compression:\n got %v\nwant %s", shape, want)
 	}
-	if reqs[1].Messages[0].text() != "SYSTEM PROMPT" {
+	if reqs[1].Messages[0].Text() != "SYSTEM PROMPT" {
 		t.Fatal("the system prompt changed")
 	}
-	summary := reqs[1].Messages[4].text()
+	summary := reqs[1].Messages[4].Text()
 	for _, want := range []string{"audit payments", "config found", "[in_progress] 1: check payments latency"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary message lacks %q:\n%s", want, summary)

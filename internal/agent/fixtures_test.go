@@ -24,37 +24,7 @@ func newFakeModel(t *testing.T, turns ...llmtest.Turn) (*llmtest.Server, llm.Pro
 }
 
 // wireMessage is one chat-completions message as the fake server received it.
-type wireMessage struct {
-	Role       string `json:"role"`
-	Content    any    `json:"content"`
-	ToolCallID string `json:"tool_call_id"`
-	ToolCalls  []struct {
-		ID       string `json:"id"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
-}
-
-// text returns the message content whether sent as a string or as parts.
-func (m wireMessage) text() string {
-	switch c := m.Content.(type) {
-	case string:
-		return c
-	case []any:
-		var s string
-		for _, p := range c {
-			if part, ok := p.(map[string]any); ok {
-				if txt, ok := part["text"].(string); ok {
-					s += txt
-				}
-			}
-		}
-		return s
-	}
-	return ""
-}
+type wireMessage = llmtest.ChatMessage
 
 // wireRequest is the decoded body of one chat-completions request.
 type wireRequest struct {

@@ -70,10 +70,10 @@ func TestReviewMemoryAddGivesNoticeLine(t *testing.T) {
 		t.Fatalf("%d review requests, want 2", len(reqs))
 	}
 	first := reqs[0]
-	if sys := first.Messages[0].text(); first.Messages[0].Role != "system" || !strings.Contains(sys, "self-improvement reviewer") {
+	if sys := first.Messages[0].Text(); first.Messages[0].Role != "system" || !strings.Contains(sys, "self-improvement reviewer") {
 		t.Fatalf("review system prompt = %q", sys)
 	}
-	digest := first.Messages[1].text()
+	digest := first.Messages[1].Text()
 	for _, want := range []string{"Triage incidents/first.json", "[read_file call]", "runbook.md", "paymentsP95Ms", "investigate payments"} {
 		if !strings.Contains(digest, want) {
 			t.Errorf("review digest lacks %q:\n%s", want, digest)

@@ -94,7 +94,7 @@ func TestToolCallsRunConcurrentlyAndReturnInCallOrder(t *testing.T) {
 	var got []string
 	for _, m := range reqs[1].Messages {
 		if m.Role == "tool" {
-			got = append(got, m.ToolCallID+"="+m.text())
+			got = append(got, m.ToolCallID+"="+m.Text())
 		}
 	}
 	want := "[c0=result of call 0 c1=result of call 1 c2=result of call 2]"
@@ -164,7 +164,7 @@ func TestUnknownToolAndMalformedArgumentsAreErrorResults(t *testing.T) {
 	results := map[string]string{}
 	for _, m := range requests(t, srv)[1].Messages {
 		if m.Role == "tool" {
-			results[m.ToolCallID] = m.text()
+			results[m.ToolCallID] = m.Text()
 		}
 	}
 	if r := results["u"]; !strings.Contains(r, `unknown tool "no_such_tool"`) || !strings.Contains(r, "echo") {
@@ -266,7 +266,7 @@ func TestMaxTurnsEndsWithWrapUpCallWithoutTools(t *testing.T) {
 		t.Fatalf("the wrap-up call offered %d tools, want none", len(reqs[2].Tools))
 	}
 	msgs := reqs[2].Messages
-	if last := msgs[len(msgs)-1]; last.Role != "user" || !strings.Contains(last.text(), "Do not call tools") {
+	if last := msgs[len(msgs)-1]; last.Role != "user" || !strings.Contains(last.Text(), "Do not call tools") {
 		t.Fatalf("last message of the wrap-up call = %+v", last)
 	}
 	if ns := log.notices(); len(ns) != 1 || !strings.Contains(ns[0], "max turns (2)") {

@@ -208,18 +208,7 @@ func TestCassettesNonStreaming(t *testing.T) {
 	}
 }
 
-type wireMessage struct {
-	Role       string `json:"role"`
-	Content    any    `json:"content"`
-	ToolCallID string `json:"tool_call_id"`
-	ToolCalls  []struct {
-		ID       string `json:"id"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
-}
+type wireMessage = llmtest.ChatMessage
 
 func historyFromRecorded(t *testing.T, body string) llm.Request {
 	var rec struct {
