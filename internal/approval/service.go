@@ -124,13 +124,26 @@ func ParseAnswer(s string) Answer {
 	return Deny
 }
 
-// Request asks to run a command.
+// Request asks to run a command or to let any other tool act. A terminal
+// request sets Command; another tool names itself (Tool), what it is about
+// to do (Action: "write", "delete", "send"...) and the Path or target it
+// acts on, and leaves Command empty.
 type Request struct {
 	SessionID string
-	Command   string
+	// Tool is the model-facing tool name ("terminal", "write_file"...).
+	Tool string
+	// Action is what the tool is about to do, a verb ("run", "write").
+	Action string
+	// Path is the file or target a non-command action touches.
+	Path    string
+	Command string
 	// Reason is why the model wants to run it, shown to the person.
 	Reason string
 }
+
+// key is the approval key of a non-command request: approving it for the
+// session or always covers the same tool and action on any path.
+func (r Request) key() string { return "tool " + r.Tool + " " + r.Action }
 
 // Decision is the answer to a Request.
 type Decision struct {
@@ -148,6 +161,9 @@ type Decision struct {
 type Prompt struct {
 	ID        string // unique per request; Resolve takes it
 	SessionID string
+	Tool      string // tool asking ("terminal" for commands)
+	Action    string // what it is about to do ("run", "write"...)
+	Path      string // file or target of a non-command action
 	Command   string
 	Reason    string // the model's reason
 	Rule      string // matched rule key
@@ -181,8 +197,16 @@ type Service struct {
 	pending   map[string]*pending
 	yolo      bool
 
-	promptSlot chan struct{} // one prompt at a time
+	// promptSlots holds one prompt at a time per session: a person reads
+	// a session's prompts in turn, while sessions of other people (a
+	// gateway's chats) are asked concurrently.
+	promptSlots map[string]chan struct{}
 }
+
+// ErrNoPrompter is returned by a Prompter that has nobody to ask for this
+// request (e.g. a session with no client attached). When every prompter
+// says so, the request is decided as if none were attached.
+var ErrNoPrompter = errors.New("nobody is attached to answer approvals")
 
 type denyGlob struct {
 	glob string
@@ -200,13 +224,13 @@ func New(cfg Config) *Service {
 		cfg.Timeout = DefaultTimeout
 	}
 	s := &Service{
-		cfg:        cfg,
-		allowlist:  slices.Clone(cfg.Allowlist),
-		session:    map[string]map[string]bool{},
-		prompters:  map[int]Prompter{},
-		pending:    map[string]*pending{},
-		yolo:       cfg.Yolo,
-		promptSlot: make(chan struct{}, 1),
+		cfg:         cfg,
+		allowlist:   slices.Clone(cfg.Allowlist),
+		session:     map[string]map[string]bool{},
+		prompters:   map[int]Prompter{},
+		pending:     map[string]*pending{},
+		yolo:        cfg.Yolo,
+		promptSlots: map[string]chan struct{}{},
 	}
 	for _, g := range cfg.Deny {
 		if strings.TrimSpace(g) != "" {
@@ -330,11 +354,64 @@ var errApprovalTimeout = errors.New("approvals.timeout passed")
 // headlessReason is what the model reads when nobody can approve.
 const headlessReason = "; nobody can approve it in this run, so it was not run. Rerun with --yolo or use terminal.backend: box, or do the task another way"
 
-// Request decides whether req.Command may run, asking a person when needed.
-// It never blocks without a prompter, and fails closed after
+// checkRequest classifies a command request with Check's rules, and any
+// other tool's action as needing approval unless approvals are off (yolo,
+// mode off, box backend) or the session or allowlist covers tool+action.
+func (s *Service) checkRequest(req Request) Verdict {
+	if req.Command != "" || req.Tool == "" || req.Tool == "terminal" {
+		return s.check(req.SessionID, req.Command)
+	}
+	s.mu.Lock()
+	yolo := s.yolo
+	s.mu.Unlock()
+	if yolo || strings.EqualFold(s.cfg.Mode, "off") || s.cfg.Backend == "box" {
+		return Verdict{Action: Allow}
+	}
+	key := req.key()
+	s.mu.Lock()
+	covered := s.session[req.SessionID][key] && req.SessionID != "" ||
+		slices.ContainsFunc(s.allowlist, func(e string) bool { return strings.EqualFold(strings.TrimSpace(e), key) })
+	s.mu.Unlock()
+	if covered {
+		return Verdict{Action: Allow, Rule: key, Keys: []string{key}}
+	}
+	what := req.Tool + " wants to " + req.Action
+	if req.Path != "" {
+		what += " " + req.Path
+	}
+	return Verdict{Action: Ask, Rule: key, Keys: []string{key}, Reason: "needs approval: " + what}
+}
+
+// slot returns the prompt slot of a session.
+func (s *Service) slot(sessionID string) chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.promptSlots[sessionID]
+	if c == nil {
+		c = make(chan struct{}, 1)
+		s.promptSlots[sessionID] = c
+	}
+	return c
+}
+
+// Forget drops a session's approvals and prompt slot (the session closed).
+func (s *Service) Forget(sessionID string) {
+	s.mu.Lock()
+	delete(s.session, sessionID)
+	if c := s.promptSlots[sessionID]; c != nil && len(c) == 0 {
+		delete(s.promptSlots, sessionID)
+	}
+	s.mu.Unlock()
+}
+
+// Request decides whether req may run, asking a person when needed. It
+// never blocks without a prompter, and fails closed after
 // approvals.timeout. The error is ctx.Err() when ctx ends first.
 func (s *Service) Request(ctx context.Context, req Request) (Decision, error) {
-	v := s.check(req.SessionID, req.Command)
+	if req.Tool == "" && req.Command != "" {
+		req.Tool, req.Action = "terminal", "run"
+	}
+	v := s.checkRequest(req)
 	switch v.Action {
 	case Allow:
 		return Decision{Allowed: true, Answer: Once, Verdict: v}, nil
@@ -359,15 +436,16 @@ func (s *Service) Request(ctx context.Context, req Request) (Decision, error) {
 		}
 		return Decision{Verdict: v, Reason: "cancelled while waiting for approval"}, ctx.Err()
 	}
-	// One prompt at a time: a person reads them in turn.
+	// One prompt at a time per session: a person reads them in turn.
+	slot := s.slot(req.SessionID)
 	select {
-	case s.promptSlot <- struct{}{}:
-		defer func() { <-s.promptSlot }()
+	case slot <- struct{}{}:
+		defer func() { <-slot }()
 	case <-ctx.Done():
 		return timedOut()
 	}
 	// An earlier prompt may have approved these keys for the session.
-	if v2 := s.check(req.SessionID, req.Command); v2.Action == Allow {
+	if v2 := s.checkRequest(req); v2.Action == Allow {
 		return Decision{Allowed: true, Answer: Session, Verdict: v2}, nil
 	}
 
@@ -383,7 +461,8 @@ func (s *Service) Request(ctx context.Context, req Request) (Decision, error) {
 		s.mu.Unlock()
 	}()
 
-	prompt := Prompt{ID: id, SessionID: req.SessionID, Command: req.Command, Reason: req.Reason, Rule: v.Rule, Danger: v.Reason}
+	prompt := Prompt{ID: id, SessionID: req.SessionID, Tool: req.Tool, Action: req.Action, Path: req.Path,
+		Command: req.Command, Reason: req.Reason, Rule: v.Rule, Danger: v.Reason}
 	askCtx, stopAsking := context.WithCancel(ctx)
 	defer stopAsking()
 	failed := make(chan error, len(prompters))
@@ -398,6 +477,7 @@ func (s *Service) Request(ctx context.Context, req Request) (Decision, error) {
 		}()
 	}
 	var errs []error
+	absent := 0
 	for {
 		select {
 		case a := <-p.answer:
@@ -408,6 +488,12 @@ func (s *Service) Request(ctx context.Context, req Request) (Decision, error) {
 				return timedOut()
 			}
 			errs = append(errs, err)
+			if errors.Is(err, ErrNoPrompter) {
+				absent++
+			}
+			if absent == len(prompters) {
+				return Decision{Reason: v.Reason + headlessReason, Verdict: v}, nil
+			}
 			if len(errs) == len(prompters) {
 				return Decision{Verdict: v, Reason: v.Reason + "; the approval prompt failed (" + errors.Join(errs...).Error() + "), so it was denied"}, nil
 			}
@@ -422,7 +508,7 @@ func (s *Service) apply(sessionID string, v Verdict, a Answer) Decision {
 	d := Decision{Allowed: a != Deny, Answer: a, Verdict: v}
 	switch a {
 	case Deny:
-		d.Reason = "the user denied this command (" + v.Rule + "); do not retry it, ask the user or take another way"
+		d.Reason = "the user denied this (" + v.Rule + "); do not retry it, ask the user or take another way"
 	case Session:
 		s.mu.Lock()
 		if s.session[sessionID] == nil {
