@@ -9,8 +9,6 @@ import (
 	"context"
 	"fmt"
 	"github.com/hermes-go/hermes/internal/agent"
-	"github.com/hermes-go/hermes/internal/skills"
-	"github.com/hermes-go/hermes/internal/tool"
 	"runtime"
 	"time"
 
@@ -119,9 +117,9 @@ func (a *App) runChat(ctx context.Context, o *chatOptions) (err error) {
 		defer func() {
 			model, prov, sid := o.model, o.provider, ""
 			if rt != nil {
-				model, prov = rt.model, rt.provName
+				model, prov = rt.rt.Model(), rt.rt.ProviderName()
 				if rt.session != nil {
-					sid = rt.session.ID
+					sid = rt.session.ID()
 				}
 			}
 			rep := newUsageReport(result.Usage, result.APICalls, model, prov, sid, err, errors.Is(err, agent.ErrCancelled))
@@ -164,12 +162,12 @@ func (a *App) runChat(ctx context.Context, o *chatOptions) (err error) {
 	if interactive {
 		return a.repl(ctx, rt, text)
 	}
-	result, err = rt.agent.RunTurn(ctx, rt.session, text)
+	result, err = rt.runTurn(ctx, text, nil)
 	if err != nil {
 		return a.turnError(ctx, err)
 	}
 	r.finish(result.Text)
-	if err := stoppedError(result, rt.agent.MaxTurns()); err != nil {
+	if err := stoppedError(result, rt.session.MaxTurns()); err != nil {
 		return err
 	}
 	rt.review(ctx, result)
@@ -243,50 +241,4 @@ func (a *App) turnError(ctx context.Context, err error) error {
 		return &ExitError{Code: code, Err: err, Silent: true}
 	}
 	return &ExitError{Code: 1, Err: err}
-}
-
-// withPreloadedSkills prepends the skills named by -s/--skills to the
-// first user message of the run (cache-safe: the system prompt is unchanged).
-func (rt *chatRuntime) withPreloadedSkills(text string) (string, error) {
-	if len(rt.opts.skills) == 0 || rt.opts.ignoreRules {
-		return text, nil
-	}
-	loaded, err := rt.skills.Load(rt.opts.skills)
-	if err != nil {
-		return "", err
-	}
-	return skills.FormatPreload(loaded) + "\n\n" + text, nil
-}
-
-// review runs the self-improvement review after a busy turn when
-// memory.nudge_interval or skills.creation_nudge_interval asks for it.
-func (rt *chatRuntime) review(ctx context.Context, res agent.TurnResult) {
-	c := &rt.cfg.Config
-	threshold := 0
-	var names []string
-	if n := c.Memory.NudgeInterval; n > 0 && res.ToolCalls >= n {
-		threshold, names = n, append(names, "memory")
-	}
-	if n := c.Skills.CreationNudgeInterval; n > 0 && res.ToolCalls >= n {
-		threshold, names = n, append(names, "skills_list", "skill_view", "skill_manage")
-	}
-	if threshold == 0 {
-		return
-	}
-	reg := tool.NewRegistry()
-	for _, n := range names {
-		if t, ok := rt.tools.Get(n); ok {
-			reg.Add(t)
-		}
-	}
-	if len(reg.Names()) == 0 {
-		return // --toolsets left the review nothing to change: skip the model call
-	}
-	changes, err := agent.Review(ctx, agent.ReviewOptions{Provider: rt.provider, Model: rt.model, Tools: reg}, rt.session)
-	if err != nil {
-		fmt.Fprintf(rt.app.Stderr, "hermes: background review failed: %v\n", err)
-	}
-	for _, c := range changes {
-		fmt.Fprintln(rt.app.Stderr, c)
-	}
 }

@@ -2,68 +2,12 @@ package cli
 
 import (
 	"errors"
-	"sort"
-	"strings"
 
-	"github.com/hermes-go/hermes/internal/backend/local"
-	"github.com/hermes-go/hermes/internal/config"
-	"github.com/hermes-go/hermes/internal/egress"
+	"github.com/hermes-go/hermes/internal/session"
 )
 
-// Redacted replaces a secret value in text shown to the model, stored in
-// the session or printed.
-const Redacted = "[REDACTED]"
-
-// minSecretLen is the shortest value treated as a secret: shorter values
-// (e.g. "1", "true") would redact ordinary text.
-const minSecretLen = 8
-
-// redactor removes the agent's own secrets from text: provider keys and
-// tokens from the environment and HERMES_HOME/.env, model.api_key, and the
-// real values of box secrets (`hermes secrets`).
-type redactor struct {
-	values   []string
-	replacer *strings.Replacer
-}
-
-// newRedactor collects the secret values visible to this process.
-func newRedactor(cfg *config.Loaded, environ []string, passthrough []string, home string) *redactor {
-	_, values := local.ScrubEnv(environ, passthrough)
-	values = append(values, cfg.Config.Model.APIKey)
-	for k, v := range cfg.DotEnv {
-		if local.IsSecretName(k) {
-			values = append(values, v)
-		}
-	}
-	if stored, err := egress.LoadSecrets(home); err == nil {
-		for _, s := range stored {
-			values = append(values, s.Value)
-		}
-	}
-	seen := map[string]bool{}
-	var keep []string
-	for _, v := range values {
-		if len(v) >= minSecretLen && !seen[v] {
-			seen[v] = true
-			keep = append(keep, v)
-		}
-	}
-	// Longest first, so a secret containing another is replaced whole.
-	sort.Slice(keep, func(i, j int) bool { return len(keep[i]) > len(keep[j]) })
-	pairs := make([]string, 0, 2*len(keep))
-	for _, v := range keep {
-		pairs = append(pairs, v, Redacted)
-	}
-	return &redactor{values: keep, replacer: strings.NewReplacer(pairs...)}
-}
-
-// Redact returns s with every secret value replaced by [REDACTED].
-func (r *redactor) Redact(s string) string {
-	if r == nil || len(r.values) == 0 {
-		return s
-	}
-	return r.replacer.Replace(s)
-}
+// redactor is the session runtime's Redactor with CLI error handling.
+type redactor struct{ *session.Redactor }
 
 // redactedError keeps an error's identity (errors.Is/As) while its message
 // has the secrets removed.

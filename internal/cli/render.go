@@ -6,8 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hermes-go/hermes/internal/agent"
-	"github.com/hermes-go/hermes/internal/llm"
+	"github.com/hermes-go/hermes/internal/session"
 )
 
 // renderer prints agent progress for a person. In quiet mode (-Q, -z) only
@@ -23,42 +22,36 @@ type renderer struct {
 	midLine  bool // the last byte written to out was not a newline
 }
 
-func (r *renderer) event(ev agent.Event) {
+func (r *renderer) event(ev session.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch ev.Kind {
-	case agent.EventModel:
+	case session.ReasoningDelta:
+		if r.verbose {
+			fmt.Fprint(r.diag, ev.Text)
+		}
+	case session.TextDelta:
 		if r.quiet {
-			if r.verbose && ev.Model.Type == llm.EventReasoningDelta {
-				fmt.Fprint(r.diag, ev.Model.Text)
-			}
 			return
 		}
-		switch ev.Model.Type {
-		case llm.EventTextDelta:
-			fmt.Fprint(r.out, ev.Model.Text)
-			r.streamed = true
-			r.midLine = !strings.HasSuffix(ev.Model.Text, "\n")
-		case llm.EventReasoningDelta:
-			if r.verbose {
-				fmt.Fprint(r.diag, ev.Model.Text)
-			}
-		}
-	case agent.EventToolStart:
+		fmt.Fprint(r.out, ev.Text)
+		r.streamed = true
+		r.midLine = !strings.HasSuffix(ev.Text, "\n")
+	case session.ToolStart:
 		if r.quiet && !r.verbose {
 			return
 		}
 		r.endLine()
-		fmt.Fprintf(r.diag, "  ⚙ %s %s\n", ev.Call.Name, preview(ev.Call.Arguments, 120))
-	case agent.EventToolResult:
+		fmt.Fprintf(r.diag, "  ⚙ %s %s\n", ev.Tool, preview(ev.Args, 120))
+	case session.ToolEnd:
 		switch {
 		case r.quiet && !r.verbose:
-		case ev.Result.IsError:
-			fmt.Fprintf(r.diag, "  ✗ %s: %s\n", ev.Call.Name, preview(ev.Result.Content, 200))
+		case ev.IsError:
+			fmt.Fprintf(r.diag, "  ✗ %s: %s\n", ev.Tool, preview(ev.Text, 200))
 		case r.verbose:
-			fmt.Fprintf(r.diag, "  ✓ %s: %s\n", ev.Call.Name, preview(ev.Result.Content, 200))
+			fmt.Fprintf(r.diag, "  ✓ %s: %s\n", ev.Tool, preview(ev.Text, 200))
 		}
-	case agent.EventNotice:
+	case session.Notice:
 		r.endLine()
 		fmt.Fprintf(r.diag, "hermes: %s\n", ev.Text)
 	}

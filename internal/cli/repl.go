@@ -12,6 +12,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/approval"
+	"github.com/hermes-go/hermes/internal/session"
 )
 
 // repl is the plain line-based interactive chat: it streams answers, shows
@@ -37,22 +38,24 @@ func (a *App) repl(ctx context.Context, rt *chatRuntime, initial string) error {
 		}
 	}()
 
-	detach := rt.approvals.Attach(approval.PrompterFunc(func(pctx context.Context, p approval.Prompt) (approval.Answer, error) {
-		rt.render.mu.Lock()
-		rt.render.endLine()
-		rt.render.mu.Unlock()
-		fmt.Fprintf(a.Stderr, "\n⚠ %s\n  %s\n  approve? [o]nce [s]ession [a]lways [d]eny: ", p.Danger, p.Command)
+	ask := func(ev session.Event) approval.Answer {
+		p := ev.Approval
+		what := p.Command
+		if what == "" {
+			what = strings.TrimSpace(p.Tool + " " + p.Action + " " + p.Path)
+		}
+		fmt.Fprintf(a.Stderr, "\n⚠ %s\n  %s\n  approve? [o]nce [s]ession [a]lways [d]eny: ", p.Danger, what)
 		select {
 		case l := <-lines:
-			return approval.ParseAnswer(strings.TrimSpace(l)), nil
+			return approval.ParseAnswer(strings.TrimSpace(l))
 		case <-eof:
 			fmt.Fprintln(a.Stderr, "(end of input: denied)")
-			return approval.Deny, nil
-		case <-pctx.Done():
-			return approval.Deny, pctx.Err()
+			return approval.Deny
+		case <-ev.ApprovalDone:
+			fmt.Fprintln(a.Stderr)
+			return approval.Deny
 		}
-	}))
-	defer detach()
+	}
 
 	// Ctrl-C interrupts the turn, not the REPL.
 	signal.Reset(os.Interrupt)
@@ -60,12 +63,12 @@ func (a *App) repl(ctx context.Context, rt *chatRuntime, initial string) error {
 	signal.Notify(sigs, os.Interrupt)
 	defer signal.Stop(sigs)
 
-	model := rt.model
+	model := rt.rt.Model()
 	if model == "" {
 		model = "(model from the recording)"
 	}
 	fmt.Fprintf(a.Stdout, "Hermes Agent v%s · %s via %s · session %s\nType /help for commands, Ctrl-D to quit.\n",
-		Version, model, rt.provName, rt.session.ID)
+		Version, model, rt.rt.ProviderName(), rt.session.ID())
 	preloaded := false
 	// handle runs one line; it reports whether to quit.
 	handle := func(line string) bool {
@@ -89,14 +92,14 @@ func (a *App) repl(ctx context.Context, rt *chatRuntime, initial string) error {
 			}
 			preloaded = true
 		}
-		a.replTurn(ctx, rt, sigs, text)
+		a.replTurn(ctx, rt, sigs, text, ask)
 		return false
 	}
 	if initial != "" {
 		// -q on a terminal: skills were preloaded into it already.
 		preloaded = true
 		fmt.Fprintf(a.Stdout, "› %s\n", preview(initial, 200))
-		a.replTurn(ctx, rt, sigs, initial)
+		a.replTurn(ctx, rt, sigs, initial, ask)
 	}
 	for {
 		fmt.Fprint(a.Stdout, "› ")
@@ -120,7 +123,7 @@ func (a *App) repl(ctx context.Context, rt *chatRuntime, initial string) error {
 }
 
 // replTurn runs one turn; Ctrl-C (sigs) cancels it.
-func (a *App) replTurn(ctx context.Context, rt *chatRuntime, sigs <-chan os.Signal, text string) {
+func (a *App) replTurn(ctx context.Context, rt *chatRuntime, sigs <-chan os.Signal, text string, ask approver) {
 	turnCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -130,7 +133,7 @@ func (a *App) replTurn(ctx context.Context, rt *chatRuntime, sigs <-chan os.Sign
 		case <-turnCtx.Done():
 		}
 	}()
-	res, err := rt.agent.RunTurn(turnCtx, rt.session, text)
+	res, err := rt.runTurn(turnCtx, text, ask)
 	switch {
 	case errors.Is(err, agent.ErrCancelled):
 		rt.render.finish("")
@@ -157,18 +160,18 @@ func (a *App) slashCommand(ctx context.Context, rt *chatRuntime, line string) (b
 		if err := rt.newSession(ctx, "cli"); err != nil {
 			return false, err
 		}
-		fmt.Fprintln(a.Stdout, "new session", rt.session.ID)
+		fmt.Fprintln(a.Stdout, "new session", rt.session.ID())
 	case "/title":
 		if len(fields) < 2 {
 			return false, errors.New("usage: /title TEXT")
 		}
 		title := strings.Join(fields[1:], " ")
-		if err := rt.store.SetTitle(ctx, rt.session.ID, title); err != nil {
+		if err := rt.rt.Store().SetTitle(ctx, rt.session.ID(), title); err != nil {
 			return false, err
 		}
-		fmt.Fprintf(a.Stdout, "session %s is now titled %q\n", rt.session.ID, title)
+		fmt.Fprintf(a.Stdout, "session %s is now titled %q\n", rt.session.ID(), title)
 	case "/usage":
-		s, err := rt.store.Session(ctx, rt.session.ID)
+		s, err := rt.rt.Store().Session(ctx, rt.session.ID())
 		if err != nil {
 			return false, err
 		}
@@ -176,7 +179,7 @@ func (a *App) slashCommand(ctx context.Context, rt *chatRuntime, line string) (b
 			s.Usage.InputTokens, s.Usage.OutputTokens, s.Usage.CacheReadTokens, s.APICallCount)
 	case "/yolo":
 		rt.opts.yolo = !rt.opts.yolo
-		rt.approvals.SetYolo(rt.opts.yolo)
+		rt.rt.Approvals().SetYolo(rt.opts.yolo)
 		fmt.Fprintln(a.Stdout, "yolo:", rt.opts.yolo)
 	default:
 		return false, fmt.Errorf("unknown command %s (try /help)", fields[0])

@@ -2,67 +2,34 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/approval"
 	"github.com/hermes-go/hermes/internal/backend"
 	"github.com/hermes-go/hermes/internal/backend/local"
 	"github.com/hermes-go/hermes/internal/config"
-	"github.com/hermes-go/hermes/internal/llm"
-	"github.com/hermes-go/hermes/internal/llm/providers"
-	"github.com/hermes-go/hermes/internal/llm/textcall"
-	"github.com/hermes-go/hermes/internal/memory"
-	"github.com/hermes-go/hermes/internal/prompt"
-	"github.com/hermes-go/hermes/internal/skills"
-	"github.com/hermes-go/hermes/internal/store"
-	"github.com/hermes-go/hermes/internal/tool"
+	"github.com/hermes-go/hermes/internal/session"
 )
 
-// chatRuntime is everything one chat run needs, built from flags and config.
+// chatRuntime is the CLI's client of the session runtime: one runtime, one
+// open session at a time, and a renderer for its events.
 type chatRuntime struct {
-	app       *App
-	cfg       *config.Loaded
-	opts      *chatOptions
-	store     *store.Store
-	provider  llm.Provider
-	provName  string
-	model     string
-	backend   backend.Backend
-	approvals *approval.Service
-	memory    *memory.Store
-	skills    *skills.Library
-	todo      *tool.TodoList
-	processes *tool.ProcessTable
-	tools     *tool.Registry
-	agent     *agent.Agent
-	render    *renderer
-	redact    *redactor
-	session   *agent.Session
-	cwd       string
-	closers   []func() error
+	app     *App
+	cfg     *config.Loaded
+	opts    *chatOptions
+	rt      *session.Runtime
+	session *session.Session
+	render  *renderer
+	redact  redactor
 }
 
-// Close releases the runtime's resources in reverse order of acquisition.
-func (rt *chatRuntime) Close() error {
-	var errs []error
-	for i := len(rt.closers) - 1; i >= 0; i-- {
-		if err := rt.closers[i](); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
+// Close closes the session runtime (sessions, store, provider, backend).
+func (rt *chatRuntime) Close() error { return rt.rt.Close() }
 
-// newRuntime loads config, applies flags, opens the store and builds the
-// provider, backend, tools and agent. It does not pick the session.
+// newRuntime loads config, applies flags and starts the session runtime.
+// It does not pick the session.
 func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*chatRuntime, error) {
 	if o.safeMode {
 		o.ignoreUserConfig, o.ignoreRules = true, true
@@ -86,157 +53,29 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 			return nil, err
 		}
 	}
-	c := &cfg.Config
-	rt := &chatRuntime{app: a, cfg: cfg, opts: o, render: r,
-		redact: newRedactor(cfg, a.Environ(), c.Terminal.EnvPassthrough, a.Home())}
-	ok := false
-	defer func() {
-		if !ok {
-			rt.Close()
-		}
-	}()
-
-	rt.cwd, err = resolveCwd(c.Terminal.Cwd)
+	srt, err := session.New(ctx, a.sessionOptions(cfg, o))
 	if err != nil {
 		return nil, err
 	}
-	if rt.store, err = a.openSessionStore(); err != nil {
-		return nil, fmt.Errorf("opening the session store: %w", err)
-	}
-	rt.closers = append(rt.closers, rt.store.Close)
-
-	rt.model = c.Model.Default
-	popts := providers.Options{
-		Provider: c.Model.Provider, Model: c.Model.Default, BaseURL: c.Model.BaseURL, APIKey: c.Model.APIKey,
-		Getenv: cfg.Getenv, RecordPath: o.record, ReplayPath: o.replay,
-	}
-	if rt.provName, err = providers.Resolve(popts); err != nil {
-		return nil, err
-	}
-	if rt.provider, err = providers.New(popts); err != nil {
-		return nil, err
-	}
-	if cl, isCloser := rt.provider.(io.Closer); isCloser {
-		rt.closers = append(rt.closers, cl.Close)
-	}
-
-	environ := a.Environ
-	if rt.backend, err = a.newBackend(c, rt.cwd, environ); err != nil {
-		return nil, err
-	}
-	rt.closers = append(rt.closers, rt.backend.Close)
-	secrets := rt.redact.values
-	home := a.Home()
-	rt.approvals = approval.New(approval.Config{
-		Mode: c.Approvals.Mode, Yolo: o.yolo, Backend: rt.backend.Kind(), Deny: c.Approvals.Deny,
-		Allowlist: c.Approvals.CommandAllowlist, Timeout: time.Duration(c.Approvals.Timeout) * time.Second,
-		Home: a.Getenv("HOME"), HermesHome: home,
-		SaveAllowlist: func(list []string) error {
-			return config.Set(home, "approvals.command_allowlist", "["+strings.Join(quoteAll(list), ", ")+"]")
-		},
-	})
-	rt.memory = memory.NewStore(filepath.Join(home, "memories"), c.Memory.MemoryCharLimit, c.Memory.UserCharLimit, a.Now)
-	rt.skills = skills.NewLibrary(skills.Roots(home, c.Skills.ExternalDirs, rt.cwd, a.Getenv("HOME"))...)
-	rt.todo = tool.NewTodoList()
-	rt.processes = tool.NewProcessTable()
-
-	fileOpts := tool.FileToolOptions{Backend: rt.backend, Home: a.Getenv("HOME"), HermesHome: home}
-	all := tool.NewRegistry(
-		tool.NewTerminalTool(tool.TerminalOptions{
-			Backend: rt.backend, Approvals: rt.approvals, OutputDir: filepath.Join(home, "cache", "terminal"),
-			Timeout: time.Duration(c.Terminal.Timeout) * time.Second, Secrets: secrets, Processes: rt.processes,
-		}),
-		tool.NewProcessTool(rt.processes, secrets),
-		tool.NewReadFileTool(fileOpts),
-		tool.NewWriteFileTool(fileOpts),
-		tool.NewPatchTool(fileOpts),
-		tool.NewSearchFilesTool(fileOpts),
-		tool.NewSessionSearch(rt.store),
-		tool.NewSkillsList(rt.skills),
-		tool.NewSkillView(rt.skills),
-		tool.NewSkillManage(rt.skills),
-		rt.todo,
-	)
-	if enabled(c.Memory.MemoryEnabled) || enabled(c.Memory.UserProfileEnabled) {
-		all.Add(tool.NewMemory(rt.memory))
-	}
-	toolsets := o.toolsets
-	if len(toolsets) == 0 {
-		toolsets = c.Toolsets
-	}
-	unknown, unavailable := all.CheckToolsets(toolsets)
-	if len(unknown) > 0 {
-		return nil, fmt.Errorf("unknown toolset %s (--toolsets or toolsets: in config.yaml); available: %s",
-			strings.Join(unknown, ", "), strings.Join(all.Toolsets(), ", "))
-	}
-	if len(unavailable) > 0 {
-		fmt.Fprintf(a.Stderr, "hermes: warning: toolset %s is not available in this build\n", strings.Join(unavailable, ", "))
-	}
-	rt.tools = all.Filter(toolsets)
-	if len(rt.tools.Names()) == 0 {
-		fmt.Fprintln(a.Stderr, "hermes: warning: no tools are enabled for this run")
-	}
-	rt.closers = append(rt.closers, func() error {
-		if rt.session != nil {
-			rt.processes.KillSession(rt.session.ID)
-		}
-		return nil
-	})
-
-	maxTurns := c.Agent.MaxTurns
-	var compactor agent.Compactor
-	if enabled(c.Compression.Enabled) {
-		window := c.Model.ContextLength
-		if rt.provName != "replay" {
-			window = a.contextWindow(ctx, window, popts, rt.provName)
-		}
-		compactor = agent.NewCompressor(agent.CompressorOptions{
-			Provider: rt.provider, Model: rt.model, ContextWindow: window,
-			Threshold: c.Compression.Threshold, ProtectFirstN: c.Compression.ProtectFirstN, ProtectLastN: c.Compression.ProtectLastN,
-			Pending: rt.todo.Pending, Rewriter: storeRewriter{rt.store},
-			Notice: func(s string) { r.event(agent.Event{Kind: agent.EventNotice, Text: s}) },
-		})
-	}
-	rt.agent = agent.New(agent.Options{
-		Provider: rt.provider, Model: rt.model, Tools: rt.tools, Recorder: rt.store,
-		MaxTurns: maxTurns, MaxTokens: c.Model.MaxTokens, ReasoningEffort: c.Agent.ReasoningEffort,
-		ParseTextToolCalls: textcall.Extract, Compactor: compactor, OnEvent: r.event, Now: a.Now,
-		Redact: rt.redact.Redact,
-	})
-	ok = true
-	return rt, nil
+	return &chatRuntime{app: a, cfg: cfg, opts: o, rt: srt, render: r, redact: redactor{srt.Redactor()}}, nil
 }
 
-func enabled(b *bool) bool { return b == nil || *b }
-
-func quoteAll(list []string) []string {
-	out := make([]string, len(list))
-	for i, s := range list {
-		out[i] = strconv.Quote(s)
+// sessionOptions are the session runtime options of this process for cfg
+// and the chat flags o.
+func (a *App) sessionOptions(cfg *config.Loaded, o *chatOptions) session.Options {
+	return session.Options{
+		Config: cfg, Home: a.Home(), UserHome: a.Getenv("HOME"), Environ: a.Environ, Now: a.Now,
+		RecordPath: o.record, ReplayPath: o.replay, Yolo: o.yolo, IgnoreRules: o.ignoreRules,
+		Toolsets: o.toolsets, Platform: "cli", NewBackend: a.newBackend,
+		Warn: func(msg string) { fmt.Fprintln(a.Stderr, "hermes:", msg) },
 	}
-	return out
-}
-
-// resolveCwd turns terminal.cwd into an absolute directory.
-func resolveCwd(cwd string) (string, error) {
-	if cwd == "" {
-		cwd = "."
-	}
-	abs, err := filepath.Abs(cwd)
-	if err != nil {
-		return "", err
-	}
-	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-		return "", fmt.Errorf("terminal.cwd %q is not a directory; fix it with `hermes config set terminal.cwd DIR`", cwd)
-	}
-	return abs, nil
 }
 
 // newBackend builds the terminal.backend named in config.
-func (a *App) newBackend(c *config.Config, cwd string, environ func() []string) (backend.Backend, error) {
+func (a *App) newBackend(c *config.Config, cwd string) (backend.Backend, error) {
 	switch c.Terminal.Backend {
 	case "", "local":
-		return local.New(cwd, c.Terminal.EnvPassthrough, environ)
+		return local.New(cwd, c.Terminal.EnvPassthrough, a.Environ)
 	case "box":
 		return a.newBoxBackend(c, cwd)
 	default:
@@ -247,88 +86,77 @@ func (a *App) newBackend(c *config.Config, cwd string, environ func() []string) 
 // openSession resumes the session named by -c/--resume or creates a new
 // one with a freshly built system prompt.
 func (rt *chatRuntime) openSession(ctx context.Context, source string) error {
-	st := rt.store
-	var (
-		sess store.Session
-		err  error
-	)
-	switch {
-	case rt.opts.resume != "":
-		sess, err = st.Resolve(ctx, rt.opts.resume)
-	case rt.opts.continueLast:
-		sess, err = st.Latest(ctx, "")
-		if errors.Is(err, store.ErrNotFound) {
-			return errors.New("no session to continue: start one with `hermes chat -q ...` first")
-		}
-	default:
-		return rt.newSession(ctx, source)
-	}
+	s, err := rt.rt.Open(ctx, session.OpenOptions{Resume: rt.opts.resume, Continue: rt.opts.continueLast, Source: source})
 	if err != nil {
 		return err
 	}
-	history, err := st.Messages(ctx, sess.ID)
-	if err != nil {
-		return err
-	}
-	system := sess.SystemPrompt
-	if system == "" {
-		system = rt.buildSystemPrompt(sess.ID)
-		if err := st.SetSystemPrompt(ctx, sess.ID, system); err != nil {
-			return err
-		}
-	}
-	rt.session = &agent.Session{ID: sess.ID, System: system, History: agent.RepairHistory(history)}
-	rt.todo.Restore(sess.ID, history)
+	rt.session = s
 	return nil
 }
 
+// newSession replaces the open session with a new one (/new).
 func (rt *chatRuntime) newSession(ctx context.Context, source string) error {
-	sess, err := rt.store.CreateSession(ctx, store.NewSession{
-		Source: source, Model: rt.model, Provider: rt.provName, Cwd: rt.cwd,
-	})
+	s, err := rt.rt.Open(ctx, session.OpenOptions{Source: source})
 	if err != nil {
 		return err
 	}
-	system := rt.buildSystemPrompt(sess.ID)
-	if err := rt.store.SetSystemPrompt(ctx, sess.ID, system); err != nil {
-		return err
+	if rt.session != nil {
+		rt.session.Close()
 	}
-	rt.session = &agent.Session{ID: sess.ID, System: system}
+	rt.session = s
 	return nil
 }
 
-// buildSystemPrompt assembles the session's system prompt once: identity,
-// guidance, frozen memory snapshots, the skills index and project context.
-func (rt *chatRuntime) buildSystemPrompt(sessionID string) string {
-	c := &rt.cfg.Config
-	var memBlock, userBlock string
-	if !rt.opts.ignoreRules {
-		if enabled(c.Memory.MemoryEnabled) {
-			memBlock, _ = rt.memory.Snapshot(memory.TargetMemory)
+// approver answers an approval request of the running turn; nil for runs
+// where nobody can answer (the request is then denied as headless).
+type approver func(ev session.Event) approval.Answer
+
+// runTurn sends text to the open session and renders its events until
+// the turn ends, answering approval requests with ask.
+func (rt *chatRuntime) runTurn(ctx context.Context, text string, ask approver) (agent.TurnResult, error) {
+	sub := rt.session.Subscribe(session.SubscribeOptions{MaxPendingDeltaBytes: -1, Approver: ask != nil})
+	defer sub.Close()
+	turn, _, err := rt.session.Send(ctx, text, session.SendOptions{})
+	if err != nil {
+		return agent.TurnResult{}, err
+	}
+	for {
+		// Every turn ends with a Final or Error event, also when cancelled.
+		ev, err := sub.Next(context.WithoutCancel(ctx))
+		if err != nil {
+			return agent.TurnResult{}, err
 		}
-		if enabled(c.Memory.UserProfileEnabled) {
-			userBlock, _ = rt.memory.Snapshot(memory.TargetUser)
+		if ev.TurnID != turn.ID {
+			continue
+		}
+		switch ev.Kind {
+		case session.ApprovalRequest:
+			rt.render.mu.Lock()
+			rt.render.endLine()
+			rt.render.mu.Unlock()
+			rt.session.Approve(ev.Approval.ID, ask(ev))
+		case session.Final, session.Error:
+			return turn.Wait(context.WithoutCancel(ctx))
+		default:
+			rt.render.event(ev)
 		}
 	}
-	res := prompt.Assemble(prompt.Options{
-		Home: rt.app.Home(), Cwd: rt.cwd, IgnoreRules: rt.opts.ignoreRules, ToolNames: rt.tools.Names(),
-		SystemPrompt: c.Agent.SystemPrompt, MemoryBlock: memBlock, UserBlock: userBlock,
-		SkillsIndex: rt.skills.Index(), ContextMaxChars: c.ContextFileMaxChars,
-		Now: rt.app.Now(), SessionID: sessionID, Platform: "cli",
-	})
-	for _, w := range res.Warnings {
-		fmt.Fprintln(rt.app.Stderr, "hermes: warning:", w)
-	}
-	for _, f := range res.Findings {
-		// Detail starts with "FILE:LINE:", so the person knows which file to fix.
-		fmt.Fprintf(rt.app.Stderr, "hermes: blocked suspicious text in project context (%s): %s\n", f.Kind, f.Detail)
-	}
-	return res.Text
 }
 
-// storeRewriter adapts the session store to agent.HistoryRewriter.
-type storeRewriter struct{ st *store.Store }
-
-func (w storeRewriter) RewriteHistory(ctx context.Context, sessionID string, msgs []llm.Message) error {
-	return w.st.ReplaceActive(ctx, sessionID, msgs)
+// withPreloadedSkills prepends the skills named by -s/--skills to the
+// first user message of the run (cache-safe: the system prompt is unchanged).
+func (rt *chatRuntime) withPreloadedSkills(text string) (string, error) {
+	return rt.rt.PreloadSkills(rt.opts.skills, text)
 }
+
+// review runs the self-improvement review after a busy turn.
+func (rt *chatRuntime) review(ctx context.Context, res agent.TurnResult) {
+	changes, err := rt.session.Review(ctx, res)
+	if err != nil {
+		fmt.Fprintf(rt.app.Stderr, "hermes: background review failed: %v\n", err)
+	}
+	for _, c := range changes {
+		fmt.Fprintln(rt.app.Stderr, c)
+	}
+}
+

@@ -94,6 +94,18 @@ type Server struct {
 	turns  []Turn
 	reqs   []Request
 	models []Model
+	// respond, when set, answers every request instead of the script.
+	respond func(Request) Turn
+}
+
+// SetResponder makes the server answer each chat request with respond's
+// turn instead of the script (for concurrent clients, whose order is not
+// fixed). respond may block to hold a response open; it runs on the
+// request's goroutine and must be safe for concurrent use.
+func (s *Server) SetResponder(respond func(Request) Turn) {
+	s.mu.Lock()
+	s.respond = respond
+	s.mu.Unlock()
 }
 
 // NewServer starts a server that answers with turns in order and closes it
@@ -168,16 +180,22 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, _ := io.ReadAll(r.Body)
+	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 	s.mu.Lock()
 	n := len(s.reqs)
-	s.reqs = append(s.reqs, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	s.reqs = append(s.reqs, req)
 	var turn *Turn
 	if n < len(s.turns) {
 		t := s.turns[n]
 		turn = &t
 	}
 	total := len(s.turns)
+	respond := s.respond
 	s.mu.Unlock()
+	if respond != nil {
+		t := respond(req)
+		turn = &t
+	}
 
 	anthropic := strings.HasSuffix(r.URL.Path, "/messages")
 	openai := strings.HasSuffix(r.URL.Path, "/chat/completions")

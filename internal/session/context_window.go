@@ -1,4 +1,4 @@
-package cli
+package session
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/google/renameio/v2"
 	"go.yaml.in/yaml/v4"
 
 	"github.com/hermes-go/hermes/internal/agent"
@@ -20,11 +21,11 @@ const contextLengthCacheFile = "context_length_cache.yaml"
 // contextWindow resolves the model's context window in tokens:
 // model.context_length, else the endpoint's /models (cached), else the
 // model family's default.
-func (a *App) contextWindow(ctx context.Context, configured int, o providers.Options, provider string) int {
+func contextWindow(ctx context.Context, home string, configured int, o providers.Options, provider string) int {
 	if configured > 0 {
 		return configured
 	}
-	path := filepath.Join(a.Home(), contextLengthCacheFile)
+	path := filepath.Join(home, contextLengthCacheFile)
 	key := fmt.Sprintf("%s|%s|%s", provider, o.BaseURL, o.Model)
 	cache := map[string]int{}
 	if b, err := os.ReadFile(path); err == nil {
@@ -41,7 +42,7 @@ func (a *App) contextWindow(ctx context.Context, configured int, o providers.Opt
 	}
 	cache[key] = n
 	if b, err := yaml.Marshal(cache); err == nil {
-		_ = writeFileAtomic(path, b, 0o644)
+		_ = renameio.WriteFile(path, b, 0o644, renameio.WithTempDir(home))
 	}
 	return n
 }

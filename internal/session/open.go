@@ -1,0 +1,254 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/google/renameio/v2"
+
+	"github.com/hermes-go/hermes/internal/store"
+)
+
+// OpenOptions picks the session to open. Without Key, Resume or Continue a
+// new session is created.
+type OpenOptions struct {
+	// Key names a conversation of a front end ("telegram:dm:42",
+	// "api:<X-Hermes-Session-Id>"). The session last opened under the key
+	// is resumed, across restarts (HERMES_HOME/sessions/sessions.json).
+	Key string
+	// New creates a fresh session even if Key has one (/new, /reset); the
+	// key then names the new session.
+	New bool
+	// Resume is a session id, id prefix or title (-r/--resume).
+	Resume string
+	// Continue resumes the most recent session of any source (-c).
+	Continue bool
+	// Source is the state.db source of a new session (cli, oneshot,
+	// telegram, api_server...); "" = cli.
+	Source string
+	// Platform names the front end in a new session's system prompt; ""
+	// = the runtime's.
+	Platform string
+}
+
+// ErrNoSessionToContinue is returned by Open with Continue when state.db
+// holds no session.
+var ErrNoSessionToContinue = errors.New("no session to continue: start one with `hermes chat -q ...` first")
+
+// Open returns the session picked by o, loading it from the store (or the
+// cache) or creating it. A session stays cached until evicted (LRU, idle
+// sessions only) or closed.
+func (rt *Runtime) Open(ctx context.Context, o OpenOptions) (*Session, error) {
+	ref := o.Resume
+	if o.Key != "" && !o.New && ref == "" {
+		ref = rt.keys.get(o.Key)
+	}
+	var (
+		s   *Session
+		err error
+	)
+	switch {
+	case ref != "":
+		s, err = rt.resume(ctx, ref, o.Platform)
+		if errors.Is(err, store.ErrNotFound) && o.Key != "" && o.Resume == "" {
+			s, err = rt.create(ctx, o) // the keyed session was deleted: start over
+		}
+	case o.Continue:
+		var latest store.Session
+		latest, err = rt.store.Latest(ctx, "")
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, ErrNoSessionToContinue
+		}
+		if err == nil {
+			s, err = rt.resume(ctx, latest.ID, o.Platform)
+		}
+	default:
+		s, err = rt.create(ctx, o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if o.Key != "" {
+		if err := rt.keys.set(o.Key, s.id); err != nil {
+			rt.opts.Warn("warning: could not save the session index: " + err.Error())
+		}
+	}
+	return s, nil
+}
+
+func (rt *Runtime) create(ctx context.Context, o OpenOptions) (*Session, error) {
+	source := o.Source
+	if source == "" {
+		source = "cli"
+	}
+	st, err := rt.store.CreateSession(ctx, store.NewSession{Source: source, Model: rt.model, Provider: rt.provName, Cwd: rt.cwd})
+	if err != nil {
+		return nil, err
+	}
+	system := rt.buildSystemPrompt(st.ID, o.Platform)
+	if err := rt.store.SetSystemPrompt(ctx, st.ID, system); err != nil {
+		return nil, err
+	}
+	return rt.add(rt.newSession(st, system, nil, o.Platform))
+}
+
+func (rt *Runtime) resume(ctx context.Context, ref, platform string) (*Session, error) {
+	if s := rt.lookup(ref); s != nil {
+		rt.touch(s)
+		return s, nil
+	}
+	st, err := rt.store.Resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if s := rt.lookup(st.ID); s != nil {
+		rt.touch(s)
+		return s, nil
+	}
+	history, err := rt.store.Messages(ctx, st.ID)
+	if err != nil {
+		return nil, err
+	}
+	system := st.SystemPrompt
+	if system == "" {
+		system = rt.buildSystemPrompt(st.ID, platform)
+		if err := rt.store.SetSystemPrompt(ctx, st.ID, system); err != nil {
+			return nil, err
+		}
+	}
+	s := rt.newSession(st, system, history, platform)
+	rt.todo.Restore(st.ID, history)
+	return rt.add(s)
+}
+
+// add caches s (or returns the session another caller added first) and
+// evicts idle sessions past MaxSessions.
+func (rt *Runtime) add(s *Session) (*Session, error) {
+	rt.mu.Lock()
+	if rt.closed {
+		rt.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if e, ok := rt.sessions[s.id]; ok {
+		rt.lru.MoveToFront(e)
+		rt.mu.Unlock()
+		return e.Value.(*Session), nil
+	}
+	s.elem = rt.lru.PushFront(s)
+	rt.sessions[s.id] = s.elem
+	var evict []*Session
+	for e := rt.lru.Back(); e != nil && rt.lru.Len()-len(evict) > rt.opts.MaxSessions; e = e.Prev() {
+		if c := e.Value.(*Session); c != s && c.evictable() {
+			evict = append(evict, c)
+		}
+	}
+	for _, c := range evict {
+		rt.lru.Remove(c.elem)
+		delete(rt.sessions, c.id)
+	}
+	rt.mu.Unlock()
+	for _, c := range evict {
+		c.shutdown()
+	}
+	return s, nil
+}
+
+// evictable reports whether nothing holds the session: no turn, no
+// subscriber, no pending approval.
+func (s *Session) evictable() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running == nil && len(s.queue) == 0 && len(s.subs) == 0 && len(s.pending) == 0
+}
+
+// Cached reports how many sessions are held in memory.
+func (rt *Runtime) Cached() int {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.lru.Len()
+}
+
+func (rt *Runtime) lookup(id string) *Session {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if e, ok := rt.sessions[id]; ok {
+		return e.Value.(*Session)
+	}
+	return nil
+}
+
+func (rt *Runtime) touch(s *Session) {
+	rt.mu.Lock()
+	if e, ok := rt.sessions[s.id]; ok && e == s.elem {
+		rt.lru.MoveToFront(e)
+	}
+	rt.mu.Unlock()
+}
+
+func (rt *Runtime) remove(s *Session) {
+	rt.mu.Lock()
+	if e, ok := rt.sessions[s.id]; ok && e == s.elem {
+		rt.lru.Remove(e)
+		delete(rt.sessions, s.id)
+	}
+	rt.mu.Unlock()
+}
+
+// keyIndex maps front-end conversation keys to session ids, persisted as
+// HERMES_HOME/sessions/sessions.json ({"key": {"session_id": "..."}}, the
+// file Hermes Agent's gateway keeps).
+type keyIndex struct {
+	path string
+
+	mu     sync.Mutex
+	loaded bool
+	m      map[string]keyEntry
+}
+
+type keyEntry struct {
+	SessionID string `json:"session_id"`
+}
+
+func newKeyIndex(home string) *keyIndex {
+	return &keyIndex{path: filepath.Join(home, "sessions", "sessions.json")}
+}
+
+func (k *keyIndex) load() {
+	if k.loaded {
+		return
+	}
+	k.loaded = true
+	k.m = map[string]keyEntry{}
+	if b, err := os.ReadFile(k.path); err == nil {
+		_ = json.Unmarshal(b, &k.m) // a broken index starts over; the sessions stay in state.db
+	}
+}
+
+func (k *keyIndex) get(key string) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.load()
+	return k.m[key].SessionID
+}
+
+func (k *keyIndex) set(key, id string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.load()
+	if k.m[key].SessionID == id {
+		return nil
+	}
+	k.m[key] = keyEntry{SessionID: id}
+	b, err := json.MarshalIndent(k.m, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(k.path), 0o700); err != nil {
+		return err
+	}
+	return renameio.WriteFile(k.path, b, 0o600)
+}

@@ -1,0 +1,302 @@
+// Package session is the session runtime: one process hosts many agent
+// sessions (the CLI's one, a gateway's chats, API clients, ACP
+// connections). A Runtime holds what sessions share (config, provider,
+// backend, store, approvals, tools); a Session holds one conversation, its
+// cached agent, its turn queue and its subscribers.
+//
+// One turn runs at a time per session: a message sent while a turn runs is
+// queued (the default) or interrupts it. Events carry the session id and go
+// to the session's subscribers; text deltas may be coalesced or dropped for
+// a slow subscriber, everything else is always delivered (see Kind).
+package session
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hermes-go/hermes/internal/approval"
+	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/backend/local"
+	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/llm"
+	"github.com/hermes-go/hermes/internal/llm/providers"
+	"github.com/hermes-go/hermes/internal/memory"
+	"github.com/hermes-go/hermes/internal/skills"
+	"github.com/hermes-go/hermes/internal/store"
+	"github.com/hermes-go/hermes/internal/tool"
+)
+
+// DefaultMaxSessions bounds the sessions whose agents are kept in memory.
+const DefaultMaxSessions = 64
+
+// ErrClosed is returned after the runtime, session or subscription closed.
+var ErrClosed = errors.New("session closed")
+
+// Options configures a Runtime.
+type Options struct {
+	// Config is the loaded config, with flag overrides already applied.
+	Config *config.Loaded
+	// Home is HERMES_HOME; UserHome is $HOME.
+	Home, UserHome string
+	// Environ is the process environment (for secrets and the local backend).
+	Environ func() []string
+	Now     func() time.Time
+	// RecordPath and ReplayPath are --record / --replay.
+	RecordPath, ReplayPath string
+	// Yolo skips dangerous-command approvals (--yolo).
+	Yolo bool
+	// IgnoreRules skips project context, SOUL.md and memory (--ignore-rules).
+	IgnoreRules bool
+	// Toolsets overrides the config's toolsets (--toolsets).
+	Toolsets []string
+	// Platform names the front end in the system prompt ("cli", "telegram"...).
+	Platform string
+	// NewBackend builds terminal.backend for the workspace cwd; nil builds
+	// the local backend and refuses any other.
+	NewBackend func(c *config.Config, cwd string) (backend.Backend, error)
+	// Provider, when set, is used instead of building one from config
+	// (ProviderName names it).
+	Provider     llm.Provider
+	ProviderName string
+	// Warn receives one-line messages for the person ("warning: ..."; stderr
+	// in the CLI, prefixed "hermes: ").
+	Warn func(string)
+	// MaxSessions bounds the cached sessions (LRU); 0 = DefaultMaxSessions.
+	// Sessions with a running or queued turn or a subscriber are never evicted.
+	MaxSessions int
+	// Lock, when set, takes a cross-process lock on a session for the
+	// length of one turn (state.db's per-session lock); unlock releases it.
+	// Within the process the runtime already runs one turn at a time.
+	Lock func(ctx context.Context, sessionID string) (unlock func(), err error)
+}
+
+// Runtime hosts many sessions in one process. It is safe for concurrent use.
+type Runtime struct {
+	opts      Options
+	cfg       *config.Config
+	store     *store.Store
+	provider  llm.Provider
+	provName  string
+	model     string
+	popts     providers.Options
+	backend   backend.Backend
+	approvals *approval.Service
+	memory    *memory.Store
+	skills    *skills.Library
+	todo      *tool.TodoList
+	processes *tool.ProcessTable
+	tools     *tool.Registry
+	redact    *Redactor
+	cwd       string
+	window    int
+	closers   []func() error
+
+	mu       sync.Mutex
+	sessions map[string]*list.Element // session id → element of lru (*Session)
+	lru      *list.List               // front = most recently used
+	closed   bool
+	turnSeq  int
+	keys     *keyIndex
+}
+
+// New builds the shared pieces: store, provider, backend, approvals and
+// tools. Close releases them.
+func New(ctx context.Context, o Options) (*Runtime, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Environ == nil {
+		o.Environ = func() []string { return nil }
+	}
+	if o.Warn == nil {
+		o.Warn = func(string) {}
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.Platform == "" {
+		o.Platform = "cli"
+	}
+	c := &o.Config.Config
+	rt := &Runtime{opts: o, cfg: c, sessions: map[string]*list.Element{}, lru: list.New(), keys: newKeyIndex(o.Home),
+		redact: NewRedactor(o.Config, o.Environ(), c.Terminal.EnvPassthrough, o.Home)}
+	ok := false
+	defer func() {
+		if !ok {
+			rt.closeShared()
+		}
+	}()
+	var err error
+	if rt.cwd, err = resolveCwd(c.Terminal.Cwd); err != nil {
+		return nil, err
+	}
+	if rt.store, err = store.Open(filepath.Join(o.Home, store.FileName), store.WithClock(o.Now)); err != nil {
+		return nil, fmt.Errorf("opening the session store: %w", err)
+	}
+	rt.closers = append(rt.closers, rt.store.Close)
+	if err := rt.buildProvider(); err != nil {
+		return nil, err
+	}
+	newBackend := o.NewBackend
+	if newBackend == nil {
+		newBackend = func(c *config.Config, cwd string) (backend.Backend, error) {
+			if b := c.Terminal.Backend; b != "" && b != "local" {
+				return nil, fmt.Errorf("terminal.backend %q is not supported here: use local", b)
+			}
+			return local.New(cwd, c.Terminal.EnvPassthrough, o.Environ)
+		}
+	}
+	if rt.backend, err = newBackend(c, rt.cwd); err != nil {
+		return nil, err
+	}
+	rt.closers = append(rt.closers, rt.backend.Close)
+	rt.approvals = approval.New(approval.Config{
+		Mode: c.Approvals.Mode, Yolo: o.Yolo, Backend: rt.backend.Kind(), Deny: c.Approvals.Deny,
+		Allowlist: c.Approvals.CommandAllowlist, Timeout: time.Duration(c.Approvals.Timeout) * time.Second,
+		Home: o.UserHome, HermesHome: o.Home,
+		SaveAllowlist: func(list []string) error {
+			return config.Set(o.Home, "approvals.command_allowlist", "["+strings.Join(quoteAll(list), ", ")+"]")
+		},
+	})
+	rt.approvals.Attach(approval.PrompterFunc(rt.prompt))
+	if err := rt.buildTools(); err != nil {
+		return nil, err
+	}
+	if enabled(c.Compression.Enabled) {
+		rt.window = c.Model.ContextLength
+		if rt.provName != "replay" {
+			rt.window = contextWindow(ctx, o.Home, rt.window, rt.popts, rt.provName)
+		}
+	}
+	ok = true
+	return rt, nil
+}
+
+func (rt *Runtime) buildProvider() error {
+	c, o := rt.cfg, rt.opts
+	rt.model = c.Model.Default
+	rt.popts = providers.Options{
+		Provider: c.Model.Provider, Model: c.Model.Default, BaseURL: c.Model.BaseURL, APIKey: c.Model.APIKey,
+		Getenv: o.Config.Getenv, RecordPath: o.RecordPath, ReplayPath: o.ReplayPath,
+	}
+	if o.Provider != nil {
+		rt.provider, rt.provName = o.Provider, o.ProviderName
+		return nil
+	}
+	var err error
+	if rt.provName, err = providers.Resolve(rt.popts); err != nil {
+		return err
+	}
+	if rt.provider, err = providers.New(rt.popts); err != nil {
+		return err
+	}
+	if cl, isCloser := rt.provider.(io.Closer); isCloser {
+		rt.closers = append(rt.closers, cl.Close)
+	}
+	return nil
+}
+
+// Store is the session store (state.db).
+func (rt *Runtime) Store() *store.Store { return rt.store }
+
+// Approvals is the approval service every session's tools ask.
+func (rt *Runtime) Approvals() *approval.Service { return rt.approvals }
+
+// Model and ProviderName name the model and provider in use.
+func (rt *Runtime) Model() string { return rt.model }
+
+// ProviderName is the resolved provider ("openrouter", "custom", "replay"...).
+func (rt *Runtime) ProviderName() string { return rt.provName }
+
+// Redactor removes the process's secrets from text.
+func (rt *Runtime) Redactor() *Redactor { return rt.redact }
+
+// Tools is the registry of the enabled tools.
+func (rt *Runtime) Tools() *tool.Registry { return rt.tools }
+
+// Config is the loaded configuration.
+func (rt *Runtime) Config() *config.Config { return rt.cfg }
+
+// PreloadSkills prepends the named skills to text, as -s/--skills does for
+// the first message of a run (the system prompt stays unchanged).
+func (rt *Runtime) PreloadSkills(names []string, text string) (string, error) {
+	if len(names) == 0 || rt.opts.IgnoreRules {
+		return text, nil
+	}
+	loaded, err := rt.skills.Load(names)
+	if err != nil {
+		return "", err
+	}
+	return skills.FormatPreload(loaded) + "\n\n" + text, nil
+}
+
+// Close closes every session (cancelling running turns) and the shared
+// pieces. It waits for running turns to return.
+func (rt *Runtime) Close() error {
+	rt.mu.Lock()
+	if rt.closed {
+		rt.mu.Unlock()
+		return nil
+	}
+	rt.closed = true
+	var all []*Session
+	for e := rt.lru.Front(); e != nil; e = e.Next() {
+		all = append(all, e.Value.(*Session))
+	}
+	rt.mu.Unlock()
+	for _, s := range all {
+		s.shutdown()
+	}
+	return rt.closeShared()
+}
+
+// Drain waits until no session has a running or queued turn, or ctx ends
+// (then it returns ctx.Err() and the turns keep running).
+func (rt *Runtime) Drain(ctx context.Context) error {
+	for {
+		rt.mu.Lock()
+		var busy *Session
+		for e := rt.lru.Front(); e != nil; e = e.Next() {
+			if s := e.Value.(*Session); s.Busy() {
+				busy = s
+				break
+			}
+		}
+		rt.mu.Unlock()
+		if busy == nil {
+			return nil
+		}
+		if err := busy.WaitIdle(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+func (rt *Runtime) closeShared() error {
+	var errs []error
+	for i := len(rt.closers) - 1; i >= 0; i-- {
+		if err := rt.closers[i](); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	rt.closers = nil
+	return errors.Join(errs...)
+}
+
+func enabled(b *bool) bool { return b == nil || *b }
+
+func quoteAll(list []string) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}
