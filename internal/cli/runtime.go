@@ -159,4 +159,3 @@ func (rt *chatRuntime) review(ctx context.Context, res agent.TurnResult) {
 		fmt.Fprintln(rt.app.Stderr, c)
 	}
 }
-

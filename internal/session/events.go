@@ -73,9 +73,9 @@ type Event struct {
 	// ApprovalDone is closed when the ApprovalRequest was answered, timed
 	// out or was cancelled: a client stops asking then.
 	ApprovalDone <-chan struct{}
-	Result      agent.TurnResult
-	Err         error
-	Cancelled   bool
+	Result       agent.TurnResult
+	Err          error
+	Cancelled    bool
 }
 
 // DefaultMaxPendingDeltaBytes is a subscriber's default bound on queued,
