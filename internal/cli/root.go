@@ -129,6 +129,7 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newBoxCmd(),
 		a.newEgressCmd(),
 		a.newSecretsCmd(),
+		a.newGatewayCmd(),
 	)
 	return root
 }

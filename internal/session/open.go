@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/renameio/v2"
 
+	"github.com/hermes-go/hermes/internal/llm"
 	"github.com/hermes-go/hermes/internal/store"
 )
 
@@ -33,6 +34,12 @@ type OpenOptions struct {
 	// Platform names the front end in a new session's system prompt; ""
 	// = the runtime's.
 	Platform string
+	// ExtraSystem is appended to a new session's system prompt (an API
+	// client's system message).
+	ExtraSystem string
+	// History seeds a new session with earlier messages (an API client
+	// sending the whole conversation); they are stored like any other.
+	History []llm.Message
 }
 
 // ErrNoSessionToContinue is returned by Open with Continue when state.db
@@ -90,10 +97,18 @@ func (rt *Runtime) create(ctx context.Context, o OpenOptions) (*Session, error) 
 		return nil, err
 	}
 	system := rt.buildSystemPrompt(st.ID, o.Platform)
+	if o.ExtraSystem != "" {
+		system += "\n\n" + o.ExtraSystem
+	}
 	if err := rt.store.SetSystemPrompt(ctx, st.ID, system); err != nil {
 		return nil, err
 	}
-	return rt.add(rt.newSession(st, system, nil, o.Platform))
+	for _, m := range o.History {
+		if _, err := rt.store.AppendMessage(ctx, st.ID, m); err != nil {
+			return nil, err
+		}
+	}
+	return rt.add(rt.newSession(st, system, o.History, o.Platform))
 }
 
 func (rt *Runtime) resume(ctx context.Context, ref, platform string) (*Session, error) {

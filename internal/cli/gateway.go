@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/gateway"
+	"github.com/hermes-go/hermes/internal/session"
+)
+
+// drainTimeout bounds how long SIGTERM waits for running turns.
+const drainTimeout = 30 * time.Second
+
+func (a *App) newGatewayCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "gateway", Short: "serve the agent to chat platforms and the OpenAI-compatible API"}
+	cmd.AddCommand(&cobra.Command{
+		Use: "run", Short: "run the gateway in the foreground (SIGTERM drains running turns and exits 0)", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runGateway(cmd.Context()) },
+	})
+	return cmd
+}
+
+// platform is one running gateway platform.
+type platform struct {
+	name  string
+	serve func() error
+	stop  func(ctx context.Context) error
+}
+
+// runGateway starts the enabled platforms on one session runtime and runs
+// until the context ends (SIGINT/SIGTERM), then drains and exits 0.
+func (a *App) runGateway(ctx context.Context) error {
+	cfg, err := config.Load(a.Home(), config.LoadOptions{Getenv: a.Getenv})
+	if err != nil {
+		return err
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintln(a.Stderr, "hermes: warning:", w)
+	}
+	o := a.sessionOptions(cfg, &chatOptions{})
+	o.Platform = "gateway"
+	o.MaxSessions = 256
+	rt, err := session.New(context.WithoutCancel(ctx), o)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	platforms, err := a.gatewayPlatforms(ctx, cfg, rt)
+	if err != nil {
+		return err
+	}
+	if len(platforms) == 0 {
+		return errors.New("no gateway platform is enabled: set API_SERVER_ENABLED=true or TELEGRAM_BOT_TOKEN (in the environment or HERMES_HOME/.env)")
+	}
+	failed := make(chan error, len(platforms))
+	for _, p := range platforms {
+		go func() {
+			if err := p.serve(); err != nil {
+				failed <- fmt.Errorf("%s: %w", p.name, err)
+			}
+		}()
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(a.Stderr, "hermes: gateway stopping: draining running turns")
+	case runErr = <-failed:
+	}
+	dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	for _, p := range platforms {
+		if err := p.stop(dctx); err != nil && runErr == nil {
+			fmt.Fprintf(a.Stderr, "hermes: %s: stopping: %v\n", p.name, err)
+		}
+	}
+	if err := rt.Drain(dctx); err != nil {
+		fmt.Fprintf(a.Stderr, "hermes: running turns did not finish within %s; they are cancelled and can be resumed\n", drainTimeout)
+	}
+	return runErr
+}
+
+// gatewayPlatforms builds the platforms the environment enables.
+func (a *App) gatewayPlatforms(ctx context.Context, cfg *config.Loaded, rt *session.Runtime) ([]platform, error) {
+	var out []platform
+	if truthy(cfg.Getenv("API_SERVER_ENABLED")) {
+		port := gateway.DefaultAPIServerPort
+		if v := cfg.Getenv("API_SERVER_PORT"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > 65535 {
+				return nil, fmt.Errorf("API_SERVER_PORT=%q is not a port number (0-65535)", v)
+			}
+			port = n
+		}
+		api, err := gateway.NewAPIServer(rt, gateway.APIServerConfig{
+			Key: cfg.Getenv("API_SERVER_KEY"), Host: cfg.Getenv("API_SERVER_HOST"), Port: port, Now: a.Now,
+		})
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(a.Stderr, "hermes: API server listening on http://%s/v1\n", api.Addr())
+		out = append(out, platform{name: "API server", serve: api.Serve, stop: api.Shutdown})
+	}
+	tg, err := a.telegramPlatform(ctx, cfg, rt)
+	if err != nil {
+		return nil, err
+	}
+	if tg != nil {
+		out = append(out, *tg)
+	}
+	return out, nil
+}
+
+func truthy(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
+}

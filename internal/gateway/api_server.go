@@ -1,0 +1,429 @@
+// Package gateway serves the session runtime to people and programs
+// outside the terminal: the OpenAI-compatible API server and the chat
+// platforms (one file each). Every platform is a client of one
+// session.Runtime.
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hermes-go/hermes/internal/session"
+)
+
+// APIServerConfig configures the API server platform (Hermes Agent's
+// API_SERVER_* variables).
+type APIServerConfig struct {
+	// Key is API_SERVER_KEY: the bearer token clients must send. Empty is
+	// only allowed on a loopback address.
+	Key string
+	// Host is API_SERVER_HOST (default 127.0.0.1); Port is API_SERVER_PORT
+	// (default 8642; 0 picks a free port).
+	Host string
+	Port int
+	// ModelName is the model id served by /v1/models (default hermes-agent).
+	ModelName string
+	// MaxBodyBytes bounds a request body (default 4 MiB).
+	MaxBodyBytes int64
+	// TurnTimeout bounds one answer (default 10 minutes).
+	TurnTimeout time.Duration
+	// MaxStoredResponses bounds the responses kept for previous_response_id
+	// (default 1000; the oldest are forgotten).
+	MaxStoredResponses int
+	// Now is the clock (time.Now).
+	Now func() time.Time
+}
+
+// Defaults of APIServerConfig.
+const (
+	DefaultAPIServerHost = "127.0.0.1"
+	DefaultAPIServerPort = 8642
+	DefaultModelName     = "hermes-agent"
+)
+
+// SessionHeader names the session a request continues (Hermes Agent's
+// X-Hermes-Session-Id); responses carry it back.
+const SessionHeader = "X-Hermes-Session-Id"
+
+// APIServer is the OpenAI-compatible HTTP front end of a session runtime.
+type APIServer struct {
+	cfg APIServerConfig
+	rt  *session.Runtime
+	srv *http.Server
+	ln  net.Listener
+
+	mu        sync.Mutex
+	responses map[string]storedResponse
+	order     []string
+}
+
+type storedResponse struct {
+	sessionKey string
+	body       responseObject
+}
+
+// NewAPIServer checks cfg and binds the listener. It refuses a
+// non-loopback address without a key.
+func NewAPIServer(rt *session.Runtime, cfg APIServerConfig) (*APIServer, error) {
+	if cfg.Host == "" {
+		cfg.Host = DefaultAPIServerHost
+	}
+	if cfg.ModelName == "" {
+		cfg.ModelName = DefaultModelName
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 4 << 20
+	}
+	if cfg.TurnTimeout <= 0 {
+		cfg.TurnTimeout = 10 * time.Minute
+	}
+	if cfg.MaxStoredResponses <= 0 {
+		cfg.MaxStoredResponses = 1000
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Key == "" && !isLoopback(cfg.Host) {
+		return nil, fmt.Errorf("API_SERVER_HOST=%s is not a loopback address and API_SERVER_KEY is empty: set API_SERVER_KEY (clients send it as a bearer token) or bind 127.0.0.1", cfg.Host)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return nil, fmt.Errorf("API server: listening on %s:%d (API_SERVER_HOST, API_SERVER_PORT): %w", cfg.Host, cfg.Port, err)
+	}
+	s := &APIServer{cfg: cfg, rt: rt, ln: ln, responses: map[string]storedResponse{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", s.health)
+	mux.HandleFunc("GET /v1/models", s.auth(s.models))
+	mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chatCompletions))
+	mux.HandleFunc("POST /v1/responses", s.auth(s.createResponse))
+	mux.HandleFunc("GET /v1/responses/{id}", s.auth(s.getResponse))
+	mux.HandleFunc("DELETE /v1/responses/{id}", s.auth(s.deleteResponse))
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	return s, nil
+}
+
+// Addr is the address the server listens on.
+func (s *APIServer) Addr() string { return s.ln.Addr().String() }
+
+// Serve answers requests until Shutdown.
+func (s *APIServer) Serve() error {
+	if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Shutdown stops accepting requests and waits for running ones until ctx ends.
+func (s *APIServer) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// auth checks the bearer token in constant time.
+func (s *APIServer) auth(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Key != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.cfg.Key)) != 1 {
+				writeAPIError(w, http.StatusUnauthorized, "invalid_api_key", "missing or wrong bearer token (API_SERVER_KEY)")
+				return
+			}
+		}
+		h(w, r)
+	}
+}
+
+func (s *APIServer) health(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "platform": "hermes-agent"})
+}
+
+func (s *APIServer) models(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []map[string]any{{
+		"id": s.cfg.ModelName, "object": "model", "created": s.cfg.Now().Unix(), "owned_by": "hermes",
+	}}})
+}
+
+// readBody reads a bounded request body, answering 413 past the bound.
+func (s *APIServer) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeAPIError(w, http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("the request body is larger than %d bytes", s.cfg.MaxBodyBytes))
+		} else {
+			writeAPIError(w, http.StatusBadRequest, "invalid_request_error", "reading the request body: "+err.Error())
+		}
+		return nil, false
+	}
+	return body, true
+}
+
+// openSession opens the session of key (a new key when empty), seeding a
+// new session with conv's system text and history.
+func (s *APIServer) openSession(ctx context.Context, key string, conv conversation) (*session.Session, string, error) {
+	if key == "" {
+		key = newID("api_")
+	}
+	sess, err := s.rt.Open(ctx, session.OpenOptions{Key: "api_server:" + key, Source: "api_server", Platform: "api_server",
+		ExtraSystem: conv.System, History: conv.History})
+	return sess, key, err
+}
+
+// answer runs one turn of sess and calls onEvent for its progress events.
+func (s *APIServer) answer(ctx context.Context, sess *session.Session, text string, onEvent func(session.Event)) (session.Event, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.TurnTimeout)
+	defer cancel()
+	sub := sess.Subscribe(session.SubscribeOptions{MaxPendingDeltaBytes: -1})
+	defer sub.Close()
+	turn, _, err := sess.Send(ctx, text, session.SendOptions{})
+	if err != nil {
+		return session.Event{}, err
+	}
+	for {
+		ev, err := sub.Next(context.WithoutCancel(ctx))
+		if err != nil {
+			return session.Event{}, err
+		}
+		if ev.TurnID != turn.ID {
+			continue
+		}
+		switch ev.Kind {
+		case session.Final:
+			return ev, nil
+		case session.Error:
+			return ev, ev.Err
+		default:
+			if onEvent != nil {
+				onEvent(ev)
+			}
+		}
+	}
+}
+
+func (s *APIServer) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	req, conv, err := parseChatRequest(body)
+	if err != nil {
+		writeAPIError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
+	}
+	key := r.Header.Get(SessionHeader)
+	if key != "" {
+		conv.History, conv.System = nil, "" // the session has them
+	}
+	sess, key, err := s.openSession(r.Context(), key, conv)
+	if err != nil {
+		writeAPIError(w, http.StatusInternalServerError, "server_error", "opening the session: "+err.Error())
+		return
+	}
+	w.Header().Set(SessionHeader, key)
+	id := newID("chatcmpl-")
+	created := s.cfg.Now().Unix()
+	if req.Stream {
+		s.streamChat(w, r, sess, conv.Text, id, created)
+		return
+	}
+	final, err := s.answer(r.Context(), sess, conv.Text, nil)
+	if err != nil {
+		writeAPIError(w, http.StatusBadGateway, "upstream_error", err.Error())
+		return
+	}
+	u := final.Result.Usage
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id": id, "object": "chat.completion", "created": created, "model": s.cfg.ModelName,
+		"choices": []map[string]any{{"index": 0, "finish_reason": "stop",
+			"message": map[string]any{"role": "assistant", "content": final.Text}}},
+		"usage": map[string]any{"prompt_tokens": u.InputTokens, "completion_tokens": u.OutputTokens,
+			"total_tokens": u.InputTokens + u.OutputTokens},
+	})
+}
+
+// streamChat answers with server-sent chat.completion.chunk events; tool
+// progress goes out as `event: hermes.tool.progress`.
+func (s *APIServer) streamChat(w http.ResponseWriter, r *http.Request, sess *session.Session, text, id string, created int64) {
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	chunk := func(delta map[string]any, finish any) {
+		writeSSE(w, "", map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": s.cfg.ModelName,
+			"choices": []map[string]any{{"index": 0, "delta": delta, "finish_reason": finish}}})
+	}
+	chunk(map[string]any{"role": "assistant", "content": ""}, nil)
+	flush := func() {
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	flush()
+	_, err := s.answer(r.Context(), sess, text, func(ev session.Event) {
+		switch ev.Kind {
+		case session.TextDelta:
+			chunk(map[string]any{"content": ev.Text}, nil)
+		case session.ToolStart, session.ToolEnd:
+			status := "running"
+			if ev.Kind == session.ToolEnd {
+				status = "done"
+				if ev.IsError {
+					status = "error"
+				}
+			}
+			writeSSE(w, "hermes.tool.progress", map[string]any{"tool": ev.Tool, "call_id": ev.CallID, "status": status})
+		default:
+			return
+		}
+		flush()
+	})
+	if err != nil {
+		writeSSE(w, "", map[string]any{"error": map[string]any{"message": err.Error(), "type": "upstream_error"}})
+	} else {
+		chunk(map[string]any{}, "stop")
+	}
+	io.WriteString(w, "data: [DONE]\n\n")
+	flush()
+}
+
+// responseObject is an OpenAI Responses API response.
+type responseObject struct {
+	ID                 string           `json:"id"`
+	Object             string           `json:"object"`
+	CreatedAt          int64            `json:"created_at"`
+	Status             string           `json:"status"`
+	Model              string           `json:"model"`
+	PreviousResponseID *string          `json:"previous_response_id"`
+	Output             []map[string]any `json:"output"`
+	Usage              map[string]any   `json:"usage"`
+}
+
+func (s *APIServer) createResponse(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	req, conv, err := parseResponsesRequest(body)
+	if err != nil {
+		writeAPIError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
+	}
+	key := r.Header.Get(SessionHeader)
+	if req.PreviousResponseID != "" {
+		s.mu.Lock()
+		prev, found := s.responses[req.PreviousResponseID]
+		s.mu.Unlock()
+		if !found {
+			writeAPIError(w, http.StatusNotFound, "not_found", fmt.Sprintf("previous_response_id %q is not a stored response (deleted, expired or never created)", req.PreviousResponseID))
+			return
+		}
+		key = prev.sessionKey
+	}
+	if key != "" {
+		conv.History, conv.System = nil, ""
+	}
+	sess, key, err := s.openSession(r.Context(), key, conv)
+	if err != nil {
+		writeAPIError(w, http.StatusInternalServerError, "server_error", "opening the session: "+err.Error())
+		return
+	}
+	w.Header().Set(SessionHeader, key)
+	final, err := s.answer(r.Context(), sess, conv.Text, nil)
+	if err != nil {
+		writeAPIError(w, http.StatusBadGateway, "upstream_error", err.Error())
+		return
+	}
+	u := final.Result.Usage
+	resp := responseObject{ID: newID("resp_"), Object: "response", CreatedAt: s.cfg.Now().Unix(), Status: "completed",
+		Model: s.cfg.ModelName,
+		Output: []map[string]any{{"type": "message", "id": newID("msg_"), "status": "completed", "role": "assistant",
+			"content": []map[string]any{{"type": "output_text", "text": final.Text, "annotations": []any{}}}}},
+		Usage: map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "total_tokens": u.InputTokens + u.OutputTokens,
+			"input_tokens_details": map[string]any{"cached_tokens": u.CacheReadTokens}, "output_tokens_details": map[string]any{"reasoning_tokens": u.ReasoningTokens}},
+	}
+	if req.PreviousResponseID != "" {
+		resp.PreviousResponseID = &req.PreviousResponseID
+	}
+	s.store(resp, key)
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// store keeps resp for previous_response_id, forgetting the oldest past the bound.
+func (s *APIServer) store(resp responseObject, key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.responses[resp.ID] = storedResponse{sessionKey: key, body: resp}
+	s.order = append(s.order, resp.ID)
+	for len(s.responses) > s.cfg.MaxStoredResponses && len(s.order) > 0 {
+		delete(s.responses, s.order[0])
+		s.order = s.order[1:]
+	}
+}
+
+func (s *APIServer) getResponse(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	stored, ok := s.responses[r.PathValue("id")]
+	s.mu.Unlock()
+	if !ok {
+		writeAPIError(w, http.StatusNotFound, "not_found", fmt.Sprintf("response %q not found", r.PathValue("id")))
+		return
+	}
+	writeJSON(w, http.StatusOK, stored.body)
+}
+
+func (s *APIServer) deleteResponse(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.mu.Lock()
+	_, ok := s.responses[id]
+	delete(s.responses, id)
+	s.mu.Unlock()
+	if !ok {
+		writeAPIError(w, http.StatusNotFound, "not_found", fmt.Sprintf("response %q not found", id))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "response.deleted", "deleted": true})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeAPIError answers in OpenAI's error shape.
+func writeAPIError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": code, "code": code}})
+}
+
+func writeSSE(w io.Writer, event string, v any) {
+	b, _ := json.Marshal(v)
+	if event != "" {
+		fmt.Fprintf(w, "event: %s\n", event)
+	}
+	fmt.Fprintf(w, "data: %s\n\n", b)
+}
+
+// newID returns prefix + 24 random hex digits.
+func newID(prefix string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,196 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/hermes-go/hermes/internal/llm/llmtest"
+)
+
+const testKey = "test-key-0123456789"
+
+func startAPIServer(t *testing.T, srv *llmtest.Server) *APIServer {
+	t.Helper()
+	rt := newRuntime(t, srv, "")
+	api, err := NewAPIServer(rt, APIServerConfig{Key: testKey, Port: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go api.Serve()
+	t.Cleanup(func() { api.Shutdown(context.Background()) })
+	return api
+}
+
+func client(api *APIServer, opts ...option.RequestOption) openai.Client {
+	return openai.NewClient(append([]option.RequestOption{option.WithBaseURL("http://" + api.Addr() + "/v1"),
+		option.WithAPIKey(testKey), option.WithMaxRetries(0)}, opts...)...)
+}
+
+func TestAPIServerChatCompletionsWithOpenAIClient(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	srv.SetResponder(echo)
+	api := startAPIServer(t, srv)
+	c := client(api)
+	ctx := context.Background()
+
+	var hdr *http.Response
+	res, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+		Model:    "hermes-agent",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")},
+	}, option.WithResponseInto(&hdr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Choices[0].Message.Content; got != "echo: hello #1" {
+		t.Fatalf("answer %q", got)
+	}
+	sid := hdr.Header.Get(SessionHeader)
+	if sid == "" {
+		t.Fatal("no session header in the response")
+	}
+	// The session header continues the session: the model sees both turns.
+	res, err = c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+		Model:    "hermes-agent",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("again")},
+	}, option.WithHeader(SessionHeader, sid))
+	if err != nil || res.Choices[0].Message.Content != "echo: again #2" {
+		t.Fatalf("continued: %v %v", res, err)
+	}
+
+	models, err := c.Models.List(ctx)
+	if err != nil || len(models.Data) != 1 || models.Data[0].ID != "hermes-agent" {
+		t.Fatalf("models %+v %v", models, err)
+	}
+}
+
+func TestAPIServerStreamsTextAndToolProgress(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	srv.SetResponder(func(r llmtest.Request) llmtest.Turn {
+		msgs := chatBody(r)
+		if msgs[len(msgs)-1].Role == "tool" {
+			return llmtest.Turn{Text: "all done here", ChunkSize: 4}
+		}
+		return llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "todo", Args: `{"todos":[{"id":"1","content":"a","status":"pending"}]}`}}}
+	})
+	api := startAPIServer(t, srv)
+	c := client(api)
+	stream := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+		Model: "hermes-agent", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("plan")},
+	})
+	var text strings.Builder
+	chunks := 0
+	for stream.Next() {
+		chunks++
+		for _, ch := range stream.Current().Choices {
+			text.WriteString(ch.Delta.Content)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if text.String() != "all done here" || chunks < 4 {
+		t.Fatalf("streamed %q in %d chunks", text.String(), chunks)
+	}
+
+	// The raw stream names tool progress events for clients that show them.
+	req, _ := http.NewRequest("POST", "http://"+api.Addr()+"/v1/chat/completions",
+		strings.NewReader(`{"model":"hermes-agent","stream":true,"messages":[{"role":"user","content":"plan"}]}`))
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "event: hermes.tool.progress\ndata: {\"call_id\"") ||
+		!strings.Contains(string(body), `"tool":"todo"`) || !strings.HasSuffix(string(body), "data: [DONE]\n\n") {
+		t.Fatalf("stream:\n%s", body)
+	}
+}
+
+func TestAPIServerResponsesChainAndDelete(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	srv.SetResponder(echo)
+	api := startAPIServer(t, srv)
+	c := client(api)
+	ctx := context.Background()
+	first, err := c.Responses.New(ctx, responses.ResponseNewParams{
+		Model: "hermes-agent", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("one")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.OutputText() != "echo: one #1" {
+		t.Fatalf("first %q", first.OutputText())
+	}
+	second, err := c.Responses.New(ctx, responses.ResponseNewParams{
+		Model: "hermes-agent", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("two")},
+		PreviousResponseID: openai.String(first.ID),
+	})
+	if err != nil || second.OutputText() != "echo: two #2" {
+		t.Fatalf("chained: %v %v", second, err)
+	}
+	got, err := c.Responses.Get(ctx, first.ID, responses.ResponseGetParams{})
+	if err != nil || got.ID != first.ID {
+		t.Fatalf("get: %v %v", got, err)
+	}
+	if err := c.Responses.Delete(ctx, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Responses.Get(ctx, first.ID, responses.ResponseGetParams{}); err == nil {
+		t.Fatal("deleted response still served")
+	}
+	if _, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "hermes-agent",
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("x")}, PreviousResponseID: openai.String(first.ID)}); err == nil {
+		t.Fatal("chaining on a deleted response worked")
+	}
+}
+
+func TestAPIServerAuthAndLimits(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	api := startAPIServer(t, srv)
+	bad := client(api, option.WithAPIKey("wrong"))
+	if _, err := bad.Models.List(context.Background()); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("wrong key: %v", err)
+	}
+	resp, err := http.Get("http://" + api.Addr() + "/health")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("health: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	big := `{"messages":[{"role":"user","content":"` + strings.Repeat("a", 5<<20) + `"}]}`
+	req, _ := http.NewRequest("POST", "http://"+api.Addr()+"/v1/chat/completions", strings.NewReader(big))
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("oversized body: %d", resp.StatusCode)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("%d requests reached the model", n)
+	}
+}
+
+func TestAPIServerRefusesOpenBindWithoutKey(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	rt := newRuntime(t, srv, "")
+	_, err := NewAPIServer(rt, APIServerConfig{Host: "0.0.0.0", Port: 0})
+	if err == nil || !strings.Contains(err.Error(), "API_SERVER_KEY") {
+		t.Fatalf("got %v", err)
+	}
+	api, err := NewAPIServer(rt, APIServerConfig{Host: "0.0.0.0", Port: 0, Key: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api.ln.Close()
+}
