@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-go/hermes/internal/gateway/telegramtest"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 )
 
@@ -113,5 +114,39 @@ func TestGatewayRefusesOpenBindWithoutKey(t *testing.T) {
 	res := e.runEnv([]string{"API_SERVER_ENABLED=true", "API_SERVER_HOST=0.0.0.0", "API_SERVER_PORT=" + strconv.Itoa(freePort(t))}, "gateway", "run")
 	if res.code != 1 || !strings.Contains(res.stderr, "API_SERVER_KEY") {
 		t.Fatalf("%s", res)
+	}
+}
+
+// The built gateway talks to a fake Telegram Bot API: an allowed user gets
+// the answer, an unlisted one a refusal, and SIGTERM exits 0.
+func TestGatewayTelegramEndToEnd(t *testing.T) {
+	e := newE2E(t)
+	e.configureModel()
+	e.srv.SetResponder(func(r llmtest.Request) llmtest.Turn { return llmtest.Turn{Text: "hi from the agent"} })
+	fake := telegramtest.New("42:E2ETOKEN")
+	defer fake.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd, _, stderr := e.command(ctx, []string{"TELEGRAM_BOT_TOKEN=" + fake.Token, "TELEGRAM_BASE_URL=" + fake.URL,
+		"GATEWAY_ALLOWED_USERS=11"}, "gateway", "run")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fake.SendText(11, 11, "private", "hello")
+	fake.SendText(12, 12, "private", "hello")
+	if got := fake.WaitSent(11, 1, 30*time.Second); len(got) != 1 || got[0].Text != "hi from the agent" {
+		t.Fatalf("allowed user got %+v\n%s", got, stderr.String())
+	}
+	if got := fake.WaitSent(12, 1, 10*time.Second); len(got) != 1 || !strings.Contains(got[0].Text, "not allowed") {
+		t.Fatalf("unlisted user got %+v", got)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("gateway exit: %v\n%s", err, stderr.String())
+	}
+	if strings.Contains(stderr.String(), fake.Token) {
+		t.Fatal("the bot token reached the log")
 	}
 }
