@@ -107,6 +107,24 @@ func unwrap(args []string) unwrapped {
 		}
 		u.via = append(u.via, name)
 		replace := ""
+		if len(spec.script) > 0 {
+			// su USER -c SCRIPT, flock FILE -c SCRIPT: the script option
+			// may follow operands.
+			for j := 1; j < len(args); j++ {
+				opt, val, hasVal := strings.Cut(args[j], "=")
+				if !strings.HasPrefix(opt, "--") {
+					opt, hasVal = args[j], false
+				}
+				if slices.Contains(spec.script, opt) {
+					if !hasVal && j+1 < len(args) {
+						val, hasVal = args[j+1], true
+					}
+					if hasVal {
+						u.scripts = append(u.scripts, val)
+					}
+				}
+			}
+		}
 		i := 1
 	options:
 		for i < len(args) {
@@ -129,14 +147,13 @@ func unwrap(args []string) unwrapped {
 			case slices.Contains(spec.lookup, opt):
 				return unwrapped{via: u.via, scripts: u.scripts}
 			case slices.Contains(spec.script, opt):
-				if !hasVal && i+1 < len(args) {
-					val, hasVal = args[i+1], true
-					i++
+				if !hasVal {
+					i++ // collected above
 				}
-				if hasVal {
-					u.scripts = append(u.scripts, val)
+			case name == "xargs" && (strings.HasPrefix(opt, "-I") || opt == "--replace"):
+				if len(opt) > 2 && opt[1] == 'I' {
+					val, hasVal = opt[2:], true
 				}
-			case name == "xargs" && (opt == "-I" || opt == "--replace"):
 				if !hasVal && i+1 < len(args) {
 					val = args[i+1]
 					i++
