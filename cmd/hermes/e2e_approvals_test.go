@@ -121,6 +121,10 @@ func TestApprovalsFailClosed(t *testing.T) {
 		if got := e.mustRun("config", "get", "approvals.mode").stdout; strings.Contains(got, "off") {
 			t.Fatalf("the agent turned approvals off: %q", got)
 		}
+		// a hermes child without HERMES_HOME writes ~/.hermes/config.yaml
+		if _, err := os.Stat(filepath.Join(e.userHome, ".hermes", "config.yaml")); err == nil {
+			t.Fatalf("the agent's hermes wrote ~/.hermes/config.yaml")
+		}
 		if out := toolResults(t, e.request(1))["call_off"]; !strings.Contains(out, "never runs") {
 			t.Errorf("changing approvals through hermes must be hardline: %q", out)
 		}

@@ -19,6 +19,7 @@ type dirState struct {
 // pathResolver turns path arguments into absolute, cleaned candidates.
 type pathResolver struct {
 	home, hermesHome string
+	sensitive        []string // see sensitivePrefixes
 }
 
 // placeholderHome stands for the home directory when it is not known, so
@@ -33,7 +34,9 @@ func newPathResolver(home, hermesHome string) pathResolver {
 	if hermesHome == "" {
 		hermesHome = path.Join(home, ".hermes")
 	}
-	return pathResolver{home: home, hermesHome: path.Clean(hermesHome)}
+	r := pathResolver{home: home, hermesHome: path.Clean(hermesHome)}
+	r.sensitive = r.sensitivePrefixes()
+	return r
 }
 
 // resolve returns the absolute cleaned forms p may take in dirs ("~",
@@ -111,7 +114,7 @@ func (r pathResolver) isSensitive(p string) bool {
 	if !strings.HasPrefix(p, "/") {
 		return false
 	}
-	for _, s := range r.sensitivePrefixes() {
+	for _, s := range r.sensitive {
 		if within(p, s) {
 			return true
 		}

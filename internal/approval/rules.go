@@ -74,7 +74,7 @@ var forkBombText = regexp.MustCompile(`(\S+)\s*\(\)\s*\{\s*(\S+)\s*\|\s*(\S+)\s*
 // hardline returns the first unrecoverable action in a, or nil. These never
 // run, whatever the mode (Hermes UNRECOVERABLE_BLOCKLIST, "security.md").
 func hardline(a *analysis) *finding {
-	if a.forkBomb || forkBombText.MatchString(a.normalized) {
+	if a.forkBomb || strings.Contains(a.normalized, "(") && forkBombText.MatchString(a.normalized) {
 		return &finding{"fork bomb", "a fork bomb would exhaust the machine's processes"}
 	}
 	if len(a.blocks) > 0 {
