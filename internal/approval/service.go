@@ -12,9 +12,22 @@
 //  5. unless approvals.command_allowlist or a session approval covers them.
 //
 // Commands are parsed as bash (mvdan.cc/sh), so quoted text is data:
-// `echo "rm -rf /"` only prints, while `sh -c 'rm -rf /'`, `eval`,
-// `echo 'rm -rf /' | sh` and `$(...)` bodies are checked as commands.
-// Launchers (sudo, env, nohup, timeout, nice, ...) are unwrapped.
+// `echo "rm -rf /"` only prints, while `sh -c 'rm -rf /'`, `eval`, `trap`,
+// here-documents and here-strings fed to a shell, `echo ... | sh` and
+// `$(...)` bodies are checked as commands. The check fails closed: a
+// program name computed at run time (`$(echo rm)`, `x=rm; $x`) is resolved
+// where the script itself fixes it and needs approval where it cannot be;
+// launchers (sudo, env -S, xargs, busybox, exec -a, chroot, su -c, watch,
+// find -exec, ...) are seen through; interpreter code (python -c, perl -e,
+// node -e, awk, sed e) needs approval unless trivially safe; text piped
+// into a shell or interpreter needs approval unless it is constant; and a
+// command that cannot be parsed needs approval. Paths are resolved against
+// the terminal workdir and any cd in the command, normalised (//, /./,
+// .., ~user, $HOME, globs) and checked for every writer (redirections, cp
+// -t, install, dd of=, tee, curl -o, wget -O, mv, ln, truncate, sed -i,
+// chmod ...). Text written to a background process is checked as a
+// command typed into it. hermes run by the agent needs approval, and can
+// never change approvals or the terminal backend.
 //
 // A Service answers approval requests: at once when no approval is needed;
 // by asking the attached Prompters (REPL now; TUI, ACP, gateway later) when
