@@ -207,6 +207,19 @@ EOF`,
 		`g=git; $g push`,
 		`command git push`,
 		`"git" 'push'`,
+		`git -c alias.p=push p`,
+		// options that run commands, files written then run
+		`git -c core.sshCommand='sh -c id' fetch`,
+		`git -c alias.x='!rm -rf /tmp/victim' x`,
+		`tar -cf /dev/null x --checkpoint=1 --checkpoint-action=exec='rm -rf /tmp/victim'`,
+		`tar --to-command='sh -c id' -xf a.tar`,
+		`rsync -e 'sh -c id' a b:c`,
+		`ssh -o ProxyCommand='sh -c id' host`,
+		`vim -c ':!rm -rf /tmp/victim' -c ':q'`,
+		`echo 'rm -rf /tmp/victim' > x.sh; bash x.sh`,
+		`printf 'rm -rf ~' > x && chmod +x x && ./x`,
+		`echo 'import os' > m.py && python3 m.py`,
+		`cp payload.sh run.sh; sh ./run.sh`,
 		// unparseable
 		`echo "unterminated`,
 		`rm -rf $(`,
@@ -244,6 +257,8 @@ func TestSafeCommandsStayAllowed(t *testing.T) {
 		"[ -f go.mod ] && echo yes", "test -d build || mkdir build", "hermes --version", "hermes config show",
 		"hermes sessions list", "cat ~/.ssh/id_rsa.pub", "ls ~/.ssh", "bash script.sh", "sh -c 'echo hi'",
 		"echo 'ls -la' | sh", "find . -name '*.o' -exec ls -l {} \\;", "xargs -n1 echo < list.txt", "true", ":",
+		"go build -o app . && ./app --help", "git -c color.ui=always log", "ssh -o StrictHostKeyChecking=no host ls",
+		"tar -czf out.tgz --exclude=.git .", "rsync -av src/ dst/",
 	} {
 		if v := s.Check(cmd); v.Action != Allow && cmd != "git push origin main --dry-run=false | cat" {
 			t.Errorf("%q: want allow, got %v %v (%s)", cmd, v.Action, v.Keys, v.Reason)

@@ -417,6 +417,9 @@ func (a *analysis) classify(c simpleCommand, depth int) bool {
 			a.ask("schedule command", name+" schedules commands to run later, unchecked")
 		}
 	}
+	if f := runsConfiguredCommand(c.args); f != nil {
+		a.asks = append(a.asks, *f)
+	}
 	a.commands = append(a.commands, c)
 	return ok
 }

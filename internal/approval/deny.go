@@ -63,6 +63,14 @@ func denyForms(args []string) []string {
 	if i > 1 && i <= len(args) {
 		out = append(out, strings.Join(append([]string{base}, args[i:]...), " "))
 	}
+	// git -c alias.p=push p runs git push
+	if base == "git" && i < len(args) {
+		for _, kv := range optionValues(args[:i], "c", "") {
+			if name, val, ok := strings.Cut(kv, "="); ok && strings.EqualFold(name, "alias."+args[i]) {
+				out = append(out, strings.Join(append([]string{"git", val}, args[i+1:]...), " "))
+			}
+		}
+	}
 	return out
 }
 

@@ -207,6 +207,9 @@ func (s *Service) dangerous(a *analysis) []finding {
 	for _, t := range a.redirects {
 		a.writeFindings(t.path, t.dir, "a redirection", add)
 	}
+	if f := a.runsWrittenFile(); f != nil {
+		add(f.Key, f.Description)
+	}
 	for _, c := range a.commands {
 		flags, operands := options(c.args)
 		name := c.name()
