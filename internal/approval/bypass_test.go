@@ -358,3 +358,15 @@ func TestHermesCannotChangeItsSafetySettings(t *testing.T) {
 		t.Errorf("other keys under --yolo: got %v", v.Action)
 	}
 }
+
+// TestHugeBraceExpansionIsBounded: a brace sequence of a billion words is
+// not expanded (the check stays fast) and, as a write target, needs approval.
+func TestHugeBraceExpansionIsBounded(t *testing.T) {
+	s := bypassService()
+	if v := s.Check("touch /tmp/x{1..1000000000}"); v.Action != Ask {
+		t.Errorf("got %v", v.Action)
+	}
+	if v := s.Check("rm -rf /{a..z}{a..z}{etc,usr}"); v.Action == Allow {
+		t.Errorf("got %v", v.Action)
+	}
+}

@@ -48,7 +48,7 @@ func (r pathResolver) resolve(p string, st dirState) (cands []string, known bool
 		return nil, true
 	}
 	p = r.expand(p)
-	if strings.Contains(p, "$") {
+	if strings.Contains(p, "$") || isDynamic(p) {
 		return nil, false
 	}
 	if strings.HasPrefix(p, "/") {

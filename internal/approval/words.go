@@ -134,6 +134,9 @@ func readsInto(v vars, r *renderer, args []*syntax.Word) {
 		}
 		names = append(names, "REPLY", "MAPFILE")
 	case "printf":
+		if len(args) < 3 {
+			break
+		}
 		for i, w := range args[1 : len(args)-1] {
 			if s, _ := r.word(w); s == "-v" {
 				n, _ := r.word(args[i+2])
@@ -191,6 +194,10 @@ func (r *renderer) word(w *syntax.Word) (s string, static bool) {
 	return b.String(), static
 }
 
+// maxBraceWords bounds brace expansion; a word expanding to more is
+// treated as computed at run time.
+const maxBraceWords = 64
+
 // fields renders w as the argument list it expands to: brace expansion,
 // and field splitting of a word that is one unquoted expansion
 // ($x, $(echo rm -rf)); an empty unquoted expansion yields no field.
@@ -199,11 +206,16 @@ func (r *renderer) fields(w *syntax.Word) []string {
 		cp := &syntax.Word{Parts: append([]syntax.WordPart(nil), w.Parts...)}
 		if syntax.SplitBraces(cp) {
 			var out []string
-			for _, x := range expand.Braces(cp) {
+			for x, err := range expand.BracesSeq(nil, cp) {
+				if err != nil || len(out) == maxBraceWords {
+					// too many to check one by one: a computed word
+					s, _ := r.word(w)
+					return []string{s + dynamicMark}
+				}
 				s, _ := r.word(x)
 				out = append(out, s)
 			}
-			if len(out) > 0 && len(out) <= 64 {
+			if len(out) > 0 {
 				return out
 			}
 		}
