@@ -35,6 +35,9 @@ func TestBypassSpellingsFailClosed(t *testing.T) {
 		`$'\u0072\u006d' -rf /`,
 		`e=""; $e rm -rf /`,
 		`for c in rm; do $c -rf /; done`,
+		`for c in ls rm; do $c -rf /tmp/victim; done`,
+		`for d in build .ssh; do echo key >> ~/$d/authorized_keys; done`,
+		`for d in tmp etc; do rm -rf /$d; done`,
 		`f() { "$@"; }; f rm -rf /tmp/victim`,
 		// launchers
 		`busybox rm -rf /`,
@@ -257,7 +260,7 @@ func TestSafeCommandsStayAllowed(t *testing.T) {
 		"[ -f go.mod ] && echo yes", "test -d build || mkdir build", "hermes --version", "hermes config show",
 		"hermes sessions list", "cat ~/.ssh/id_rsa.pub", "ls ~/.ssh", "bash script.sh", "sh -c 'echo hi'",
 		"echo 'ls -la' | sh", "find . -name '*.o' -exec ls -l {} \\;", "xargs -n1 echo < list.txt", "true", ":",
-		"go build -o app . && ./app --help", "git -c color.ui=always log", "ssh -o StrictHostKeyChecking=no host ls",
+		"go build -o app . && ./app --help", "for f in a b c; do echo $f > $f.txt; done", "git -c color.ui=always log", "ssh -o StrictHostKeyChecking=no host ls",
 		"tar -czf out.tgz --exclude=.git .", "rsync -av src/ dst/",
 	} {
 		if v := s.Check(cmd); v.Action != Allow && cmd != "git push origin main --dry-run=false | cat" {

@@ -159,8 +159,9 @@ func (a *analysis) stmt(n *syntax.Stmt, r *renderer, depth int) bool {
 		switch rd.Op {
 		case syntax.RdrOut, syntax.AppOut, syntax.RdrInOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob:
 			if rd.Word != nil {
-				s, _ := r.word(rd.Word)
-				a.redirects = append(a.redirects, target{s, a.dir})
+				for _, s := range r.fieldsEach(rd.Word) {
+					a.redirects = append(a.redirects, target{s, a.dir})
+				}
 			}
 		case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc, syntax.RdrIn:
 			call, isCall := n.Cmd.(*syntax.CallExpr)
@@ -201,8 +202,12 @@ func (a *analysis) stmt(n *syntax.Stmt, r *renderer, depth int) bool {
 // launchers run (env -S, su -c, watch).
 func (a *analysis) command(call *syntax.CallExpr, r *renderer, withSubst bool) (simpleCommand, []string) {
 	var args []string
-	for _, w := range call.Args {
-		args = append(args, r.fields(w)...)
+	for i, w := range call.Args {
+		if i == 0 { // a program name with several values is computed
+			args = append(args, r.fields(w)...)
+		} else {
+			args = append(args, r.fieldsEach(w)...)
+		}
 	}
 	c := simpleCommand{dir: a.dir}
 	if withSubst {

@@ -2,6 +2,7 @@ package approval
 
 import (
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -180,6 +181,61 @@ func markArithmNames(v vars, node syntax.Node) {
 // `printf %s rm`, $(which rm)).
 type renderer struct {
 	vars vars
+	// pick fixes, while fieldsEach renders one combination, the value of
+	// each variable that has several static values.
+	pick map[string]string
+}
+
+// multiValued returns the variables in w that have several static values
+// (a for loop over constant words, assignments in branches).
+func (r *renderer) multiValued(w *syntax.Word) []string {
+	var names []string
+	syntax.Walk(w, func(n syntax.Node) bool {
+		switch p := n.(type) {
+		case *syntax.CmdSubst, *syntax.ProcSubst:
+			return false
+		case *syntax.ParamExp:
+			if p.Param != nil {
+				if e := r.vars[p.Param.Value]; e != nil && !e.dynamic && len(e.values) > 1 && !slices.Contains(names, p.Param.Value) {
+					names = append(names, p.Param.Value)
+				}
+			}
+		}
+		return true
+	})
+	return names
+}
+
+// fieldsEach renders an argument word once for every combination of the
+// static values its variables may have (`for f in a b; do touch $f.txt`
+// checks a.txt and b.txt); more than maxBraceWords combinations make it a
+// computed word.
+func (r *renderer) fieldsEach(w *syntax.Word) []string {
+	names := r.multiValued(w)
+	if len(names) == 0 {
+		return r.fields(w)
+	}
+	combos := 1
+	for _, n := range names {
+		combos *= len(r.vars[n].values)
+		if combos > maxBraceWords {
+			s, _ := r.word(w)
+			return []string{s + dynamicMark}
+		}
+	}
+	var out []string
+	r.pick = map[string]string{}
+	defer func() { r.pick = nil }()
+	for i := range combos {
+		k := i
+		for _, n := range names {
+			vals := r.vars[n].values
+			r.pick[n] = vals[k%len(vals)]
+			k /= len(vals)
+		}
+		out = append(out, r.fields(w)...)
+	}
+	return out
 }
 
 // word renders w; static is false when part of it could not be resolved.
@@ -283,6 +339,10 @@ func (r *renderer) param(b *strings.Builder, p *syntax.ParamExp) bool {
 	name := p.Param.Value
 	simple := !p.Excl && !p.Length && !p.Width && p.Index == nil && p.Slice == nil && p.Repl == nil && p.Names == 0 && p.Exp == nil && p.NestedParam == nil
 	if simple {
+		if v, ok := r.pick[name]; ok {
+			b.WriteString(v)
+			return true
+		}
 		if v, ok := r.vars.lookup(name); ok {
 			b.WriteString(v)
 			return true
