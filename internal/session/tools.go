@@ -28,7 +28,7 @@ func (rt *Runtime) buildTools() error {
 			Backend: rt.backend, Approvals: rt.approvals, OutputDir: filepath.Join(o.Home, "cache", "terminal"),
 			Timeout: time.Duration(c.Terminal.Timeout) * time.Second, Secrets: secrets, Processes: rt.processes,
 		}),
-		tool.NewProcessTool(rt.processes, secrets),
+		tool.NewProcessTool(rt.processes, secrets, rt.approvals),
 		tool.NewReadFileTool(fileOpts),
 		tool.NewWriteFileTool(fileOpts),
 		tool.NewPatchTool(fileOpts),
