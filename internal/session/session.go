@@ -168,38 +168,39 @@ func (s *Session) WaitIdle(ctx context.Context) error {
 	}
 }
 
-// work runs queued turns one at a time until the queue is empty.
+// work runs queued turns one at a time until the queue is empty. A
+// turn's last event (Final or Error) is published after the turn left
+// running, under the same lock: a sender that saw the answer finds the
+// session free.
 func (s *Session) work() {
-	for {
-		s.mu.Lock()
-		if len(s.queue) == 0 {
-			s.running = nil
-			close(s.idle)
-			s.mu.Unlock()
-			return
-		}
+	s.mu.Lock()
+	for len(s.queue) > 0 {
 		t := s.queue[0]
 		s.queue = s.queue[1:]
 		s.running = t
 		s.mu.Unlock()
-		s.runTurn(t)
+		end := s.runTurn(t)
+		s.mu.Lock()
+		s.running = nil
+		s.publishLocked(end)
+		t.cancel(nil)
+		close(t.done)
 	}
+	close(s.idle)
+	s.mu.Unlock()
 }
 
-func (s *Session) runTurn(t *Turn) {
-	defer close(t.done)
-	defer t.cancel(nil)
+// runTurn runs t and returns its last event (not yet published).
+func (s *Session) runTurn(t *Turn) Event {
 	if t.ctx.Err() != nil {
 		t.err = agent.ErrCancelled
-		s.publish(Event{TurnID: t.ID, Kind: Error, Err: t.err, Cancelled: true})
-		return
+		return Event{TurnID: t.ID, Kind: Error, Err: t.err, Cancelled: true}
 	}
 	if s.rt.opts.Lock != nil {
 		unlock, err := s.rt.opts.Lock(t.ctx, s.id)
 		if err != nil {
 			t.err = err
-			s.publish(Event{TurnID: t.ID, Kind: Error, Err: err, Cancelled: t.ctx.Err() != nil})
-			return
+			return Event{TurnID: t.ID, Kind: Error, Err: err, Cancelled: t.ctx.Err() != nil}
 		}
 		defer unlock()
 	}
@@ -207,10 +208,9 @@ func (s *Session) runTurn(t *Turn) {
 	t.res, t.err = s.agent.RunTurn(t.ctx, s.state, t.Text)
 	if t.err != nil {
 		t.err = s.rt.redactError(t.err)
-		s.publish(Event{TurnID: t.ID, Kind: Error, Err: t.err, Result: t.res, Cancelled: errors.Is(t.err, agent.ErrCancelled)})
-		return
+		return Event{TurnID: t.ID, Kind: Error, Err: t.err, Result: t.res, Cancelled: errors.Is(t.err, agent.ErrCancelled)}
 	}
-	s.publish(Event{TurnID: t.ID, Kind: Final, Text: t.res.Text, Result: t.res})
+	return Event{TurnID: t.ID, Kind: Final, Text: t.res.Text, Result: t.res}
 }
 
 // Subscribe starts receiving the session's events from now on.

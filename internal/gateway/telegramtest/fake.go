@@ -34,6 +34,9 @@ type Message struct {
 type Server struct {
 	URL   string
 	Token string
+	// OnSend, when set before use, is called with every message sent
+	// (for load tests that wait on many chats).
+	OnSend func(Message)
 
 	srv *httptest.Server
 
@@ -246,6 +249,9 @@ func (s *Server) sendMessage(p map[string]string) (any, *apiError) {
 	s.nextMsg++
 	s.sent = append(s.sent, m)
 	s.wake()
+	if s.OnSend != nil {
+		s.OnSend(m)
+	}
 	return map[string]any{"message_id": m.ID, "date": time.Now().Unix(), "text": m.Text,
 		"chat": map[string]any{"id": chat, "type": "private"}}, nil
 }
