@@ -402,3 +402,22 @@ func TestBusySessionIsNotEvicted(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Regression: the answer used to be published while the turn still
+// counted as running, so a message sent right after it was queued behind
+// a finished turn ("Queued (1 ahead)").
+func TestMessageAfterAnswerIsNotQueued(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	srv.SetResponder(echo)
+	rt := newTestRuntime(t, srv, nil)
+	s, _ := rt.Open(context.Background(), OpenOptions{})
+	sub := s.Subscribe(SubscribeOptions{})
+	defer sub.Close()
+	for i := range 40 {
+		turn, ack, err := s.Send(context.Background(), fmt.Sprint("m", i), SendOptions{})
+		if err != nil || ack.Position != 0 {
+			t.Fatalf("message %d sent after the previous answer: %+v %v", i, ack, err)
+		}
+		collect(t, sub, turn.ID)
+	}
+}
