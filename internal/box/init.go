@@ -197,12 +197,12 @@ func setupRoot(s *initSpec, conns *net.UnixConn) error {
 			return err
 		}
 	}
-	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", strings.Join(s.Lower, ":"),
-		filepath.Join(s.LayerDir, "upper"), filepath.Join(s.LayerDir, "work"))
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,%s", strings.Join(s.Lower, ":"),
+		filepath.Join(s.LayerDir, "upper"), filepath.Join(s.LayerDir, "work"), overlaySafeOptions)
 	if s.UserNS {
 		opts += ",userxattr"
 	}
-	if err := unix.Mount("overlay", s.Merged, "overlay", 0, opts); err != nil {
+	if err := unix.Mount("overlay", s.Merged, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount overlay root at %s (%s): %w; the kernel needs overlayfs (CONFIG_OVERLAY_FS)", s.Merged, opts, err)
 	}
 	root, err := openBoxRoot(s.Merged)
@@ -408,18 +408,55 @@ func mountWorkspace(root *boxRoot, s *initSpec) error {
 	}
 	defer unix.Close(target)
 	if s.WorkspaceOverlay {
-		opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", s.Workspace,
-			filepath.Join(s.LayerDir, "ws-upper"), filepath.Join(s.LayerDir, "ws-work"))
+		opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,%s", s.Workspace,
+			filepath.Join(s.LayerDir, "ws-upper"), filepath.Join(s.LayerDir, "ws-work"), overlaySafeOptions)
 		if s.UserNS {
 			opts += ",userxattr"
 		}
-		if err := unix.Mount("overlay", fdPath(target), "overlay", 0, opts); err != nil {
+		if err := unix.Mount("overlay", fdPath(target), "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 			return fmt.Errorf("mount workspace overlay for %s: %w", s.Workspace, err)
 		}
 		return nil
 	}
 	if err := unix.Mount(s.Workspace, fdPath(target), "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind workspace %s: %w", s.Workspace, err)
+	}
+	return noSuidNoDev(fdPath(target))
+}
+
+// overlaySafeOptions are added to every overlay mount of the box: the
+// kernel neither creates nor follows redirect xattrs (a redirect planted
+// in a restored layer could point a directory at a lower path the box
+// hides, such as /root under host mode) and never uses metacopy (a
+// metacopy file would show the data of another lower file).
+const overlaySafeOptions = "redirect_dir=nofollow,metacopy=off"
+
+// noSuidNoDev makes the bind mount at target (and every mount below it)
+// nosuid and nodev without clearing its other flags (mount_setattr(2);
+// kernels before 5.12 get a bind remount that keeps the read-only,
+// noexec and atime flags statfs reports).
+func noSuidNoDev(target string) error {
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	err := unix.MountSetattr(unix.AT_FDCWD, target, unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW, attr)
+	if err != unix.ENOSYS {
+		if err != nil {
+			return fmt.Errorf("make workspace mount nosuid,nodev: %w", err)
+		}
+		return nil
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(target, &st); err != nil {
+		return fmt.Errorf("statfs workspace: %w", err)
+	}
+	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID | unix.MS_NODEV)
+	for st1, ms := range map[int64]uintptr{unix.ST_RDONLY: unix.MS_RDONLY, unix.ST_NOEXEC: unix.MS_NOEXEC,
+		unix.ST_NOATIME: unix.MS_NOATIME, unix.ST_NODIRATIME: unix.MS_NODIRATIME, unix.ST_RELATIME: unix.MS_RELATIME} {
+		if st.Flags&st1 != 0 {
+			flags |= ms
+		}
+	}
+	if err := unix.Mount("", target, "", flags, ""); err != nil {
+		return fmt.Errorf("remount workspace nosuid,nodev: %w", err)
 	}
 	return nil
 }
