@@ -421,7 +421,14 @@ func mountWorkspace(root *boxRoot, s *initSpec) error {
 	if err := unix.Mount(s.Workspace, fdPath(target), "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind workspace %s: %w", s.Workspace, err)
 	}
-	return noSuidNoDev(fdPath(target))
+	// target is the directory under the new mount; look the path up
+	// again to reach the mount itself.
+	mounted, err := root.resolve(s.Workspace)
+	if err != nil {
+		return fmt.Errorf("find workspace mount %s: %w", s.Workspace, err)
+	}
+	defer unix.Close(mounted)
+	return noSuidNoDev(mounted)
 }
 
 // overlaySafeOptions are added to every overlay mount of the box: the
@@ -431,19 +438,20 @@ func mountWorkspace(root *boxRoot, s *initSpec) error {
 // metacopy file would show the data of another lower file).
 const overlaySafeOptions = "redirect_dir=nofollow,metacopy=off"
 
-// noSuidNoDev makes the bind mount at target (and every mount below it)
+// noSuidNoDev makes the bind mount fd is the root of (and every mount below it)
 // nosuid and nodev without clearing its other flags (mount_setattr(2);
 // kernels before 5.12 get a bind remount that keeps the read-only,
 // noexec and atime flags statfs reports).
-func noSuidNoDev(target string) error {
+func noSuidNoDev(fd int) error {
 	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
-	err := unix.MountSetattr(unix.AT_FDCWD, target, unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW, attr)
+	err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr)
 	if err != unix.ENOSYS {
 		if err != nil {
 			return fmt.Errorf("make workspace mount nosuid,nodev: %w", err)
 		}
 		return nil
 	}
+	target := fdPath(fd)
 	var st unix.Statfs_t
 	if err := unix.Statfs(target, &st); err != nil {
 		return fmt.Errorf("statfs workspace: %w", err)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"unsafe"
 
-	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
 	"kernel.org/pub/linux/libs/security/libcap/psx"
@@ -28,7 +27,7 @@ func restrictSelf(s *initSpec) error {
 	if err := clearCapabilities(); err != nil {
 		return fmt.Errorf("drop capabilities: %w", err)
 	}
-	if err := seccomp.LoadFilter(seccompFilter()); err != nil {
+	if err := loadSeccomp(); err != nil {
 		return fmt.Errorf("load seccomp filter: %w (the kernel needs CONFIG_SECCOMP_FILTER)", err)
 	}
 	return nil

@@ -1,24 +1,28 @@
 package box
 
 import (
-	seccomp "github.com/elastic/go-seccomp-bpf"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"unsafe"
+
 	"github.com/elastic/go-seccomp-bpf/arch"
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
 // The box's seccomp filter is a default-deny allowlist, as runc's and
-// Docker's are. The assembled program checks the architecture field first:
-// a call made through any ABI but the native one (int 0x80 / i386 on
-// amd64, compat ARM on arm64) gets the default action, and x32 calls on
-// amd64 (nr & 0x40000000) fail with ENOSYS before any rule is looked at
-// (go-seccomp-bpf's Policy.Assemble). Native calls are matched in order:
-// the explicit denials below (EPERM, for a clear error), then the
-// allowlist; anything else, including calls newer than the list, fails
-// with ENOSYS so that libc falls back to an older call where it can.
-
-// seccompDefaultErrno is what an unlisted or foreign-architecture call
-// returns.
-const seccompDefaultErrno = unix.ENOSYS
+// Docker's are. The program (seccompProgram) checks the architecture field
+// first: a call made through any ABI but the native one (int 0x80 / i386
+// on amd64, compat ARM on arm64) fails with EPERM, and x32 calls on amd64
+// (nr & 0x40000000) with ENOSYS, before any rule is looked at. Native
+// calls then meet the argument rules (setuid modes, socket families,
+// namespace clone flags, personality), then the allowlist, compiled to
+// ranges of call numbers; anything else fails with EPERM, as in Docker's
+// profile. clone3 and openat2, which libc replaces by older calls when
+// they are missing, fail with ENOSYS. Every rule is a short block that
+// returns or falls through to the next, so no jump is ever longer than
+// BPF's 255 instructions. The name-to-number tables are go-seccomp-bpf's.
 
 // deniedSyscalls fail with EPERM inside the box: mounting (old and new
 // mount API), namespace changes, tracing other processes, kernel keyrings,
@@ -27,7 +31,7 @@ const seccompDefaultErrno = unix.ENOSYS
 // advising on the memory of another process (pidfd_getfd, process_madvise:
 // the init's control socket must stay its own). None of them is in the
 // allowlist either; the list follows Docker's default seccomp profile and
-// sandbox.md §D2 and only chooses the error.
+// sandbox.md §D2 and documents what must never be allowed.
 var deniedSyscalls = []string{
 	"mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsconfig",
 	"fsmount", "fspick", "mount_setattr", "unshare", "setns", "ptrace", "process_vm_readv",
@@ -113,75 +117,199 @@ const setIDBits = unix.S_ISUID | unix.S_ISGID
 // Every other family (AF_VSOCK, whose port space is the host VM's;
 // AF_PACKET, AF_ALG, AF_KEY, AF_XDP, bluetooth, ...) fails with
 // EAFNOSUPPORT.
-var allowedSocketFamilies = []seccomp.ArgumentConditions{
-	{{Argument: 0, Operation: seccomp.Equal, Value: unix.AF_UNIX}},
-	{{Argument: 0, Operation: seccomp.Equal, Value: unix.AF_INET}},
-	{{Argument: 0, Operation: seccomp.Equal, Value: unix.AF_INET6}},
-	{{Argument: 0, Operation: seccomp.Equal, Value: unix.AF_NETLINK}, {Argument: 2, Operation: seccomp.Equal, Value: unix.NETLINK_ROUTE}},
-	{{Argument: 0, Operation: seccomp.Equal, Value: unix.AF_NETLINK}, {Argument: 2, Operation: seccomp.Equal, Value: unix.NETLINK_SOCK_DIAG}},
+var allowedSocketFamilies = [][]seccompCond{
+	{{arg: 0, eq: unix.AF_UNIX}},
+	{{arg: 0, eq: unix.AF_INET}},
+	{{arg: 0, eq: unix.AF_INET6}},
+	{{arg: 0, eq: unix.AF_NETLINK}, {arg: 2, eq: unix.NETLINK_ROUTE}},
+	{{arg: 0, eq: unix.AF_NETLINK}, {arg: 2, eq: unix.NETLINK_SOCK_DIAG}},
 }
 
 // personalityArgs are the personality(2) values allowed (Docker's list):
-// query, PER_LINUX, UNAME26, PER_LINUX32 and the 0xffffffff query.
-var personalityArgs = []uint64{0, 8, 0x20000, 0x20008, 0xffffffff}
+// PER_LINUX, PER_LINUX32, UNAME26, PER_LINUX32|UNAME26 and the
+// 0xffffffff query.
+var personalityArgs = []uint32{0, 8, 0x20000, 0x20008, 0xffffffff}
 
 // newNamespaceFlags are the clone(2) flags that create namespaces.
 const newNamespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUSER | unix.CLONE_NEWPID |
 	unix.CLONE_NEWNET | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWCGROUP
 
-// seccompFilter is the box's filter (see the top of this file). clone3(2),
-// whose flags a filter cannot read, fails with ENOSYS so that libc falls
-// back to clone(2) (as Docker does).
-func seccompFilter() seccomp.Filter {
-	known := map[string]int{}
-	if info, err := arch.GetInfo(""); err == nil {
-		known = info.SyscallNames
+// seccompCond is one argument test of a rule: the whole 64-bit argument
+// equals eq, or (when anyBits is set) its low 32 bits share a bit with
+// anyBits (modes and clone flags: the kernel reads only those bits).
+type seccompCond struct {
+	arg     uint32
+	eq      uint32
+	anyBits uint32
+}
+
+// seccompRule returns ret for call nr when every cond holds.
+type seccompRule struct {
+	nr    int
+	conds []seccompCond
+	ret   uint32
+}
+
+// seccompRet* are SECCOMP_RET_* values.
+const (
+	seccompRetAllow = unix.SECCOMP_RET_ALLOW
+	seccompRetErrno = unix.SECCOMP_RET_ERRNO
+)
+
+func seccompErrno(e unix.Errno) uint32 { return seccompRetErrno | uint32(e) }
+
+// seccompRules are the argument rules for the native architecture, in
+// evaluation order.
+func seccompRules(names map[string]int) []seccompRule {
+	var rules []seccompRule
+	add := func(name string, ret uint32, conds ...seccompCond) {
+		if nr, ok := names[name]; ok {
+			rules = append(rules, seccompRule{nr: nr, conds: conds, ret: ret})
+		}
 	}
-	has := func(name string) bool { _, ok := known[name]; return ok }
-	var setID []seccomp.NameWithConditions
+	add("clone", seccompErrno(unix.EPERM), seccompCond{arg: 0, anyBits: newNamespaceFlags})
 	for _, m := range modeArgument {
-		if has(m.name) {
-			setID = append(setID, seccomp.NameWithConditions{Name: m.name,
-				Conditions: seccomp.ArgumentConditions{{Argument: m.arg, Operation: seccomp.BitsSet, Value: setIDBits}}})
-		}
-	}
-	allow := seccomp.SyscallGroup{Action: seccomp.ActionAllow}
-	for _, name := range allowedSyscalls {
-		if has(name) {
-			allow.Names = append(allow.Names, name)
-		}
+		add(m.name, seccompErrno(unix.EPERM), seccompCond{arg: m.arg, anyBits: setIDBits})
 	}
 	for _, c := range allowedSocketFamilies {
-		allow.NamesWithCondtions = append(allow.NamesWithCondtions, seccomp.NameWithConditions{Name: "socket", Conditions: c})
+		add("socket", seccompRetAllow, c...)
 	}
-	allow.NamesWithCondtions = append(allow.NamesWithCondtions,
-		seccomp.NameWithConditions{Name: "socketpair", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.Equal, Value: unix.AF_UNIX}}},
-		seccomp.NameWithConditions{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsNotSet, Value: newNamespaceFlags}}})
+	add("socket", seccompErrno(unix.EAFNOSUPPORT))
+	add("socketpair", seccompRetAllow, seccompCond{arg: 0, eq: unix.AF_UNIX})
+	add("socketpair", seccompErrno(unix.EAFNOSUPPORT))
 	for _, v := range personalityArgs {
-		allow.NamesWithCondtions = append(allow.NamesWithCondtions, seccomp.NameWithConditions{Name: "personality",
-			Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.Equal, Value: v}}})
+		add("personality", seccompRetAllow, seccompCond{arg: 0, eq: v})
 	}
-	var denied []string
-	for _, name := range deniedSyscalls {
-		if has(name) {
-			denied = append(denied, name)
+	add("clone3", seccompErrno(unix.ENOSYS))
+	add("openat2", seccompErrno(unix.ENOSYS))
+	add("clone", seccompRetAllow)
+	return rules
+}
+
+// seccompData offsets (struct seccomp_data, linux/seccomp.h).
+const (
+	seccompNrOffset   = 0
+	seccompArchOffset = 4
+	seccompArgsOffset = 16
+)
+
+// seccompProgram assembles the box's filter for the running architecture.
+func seccompProgram() ([]bpf.Instruction, error) {
+	info, err := arch.GetInfo("")
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: %w", err)
+	}
+	loadNr := bpf.LoadAbsolute{Off: seccompNrOffset, Size: 4}
+	prog := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: seccompArchOffset, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(info.ID), SkipTrue: 1},
+		bpf.RetConstant{Val: seccompErrno(unix.EPERM)},
+		loadNr,
+	}
+	if info.ID == arch.X86_64.ID {
+		prog = append(prog,
+			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: uint32(arch.X32.SeccompMask), SkipFalse: 1},
+			bpf.RetConstant{Val: seccompErrno(unix.ENOSYS)})
+	}
+	for _, r := range seccompRules(info.SyscallNames) {
+		prog = append(prog, r.block(loadNr)...)
+	}
+	var nrs []int
+	for _, name := range allowedSyscalls {
+		if nr, ok := info.SyscallNames[name]; ok {
+			nrs = append(nrs, nr)
 		}
 	}
-	errno := func(e unix.Errno) seccomp.Action { return seccomp.ActionErrno | seccomp.Action(e) }
-	return seccomp.Filter{
-		NoNewPrivs: true,
-		Flag:       seccomp.FilterFlagTSync,
-		Policy: seccomp.Policy{
-			DefaultAction: errno(seccompDefaultErrno),
-			Syscalls: []seccomp.SyscallGroup{
-				{Action: seccomp.ActionErrno, Names: denied},
-				{Action: seccomp.ActionErrno, NamesWithCondtions: []seccomp.NameWithConditions{{
-					Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: newNamespaceFlags}},
-				}}},
-				{Action: seccomp.ActionErrno, NamesWithCondtions: setID},
-				allow,
-				{Action: errno(unix.EAFNOSUPPORT), Names: []string{"socket", "socketpair"}},
-			},
-		},
+	slices.Sort(nrs)
+	for i := 0; i < len(nrs); {
+		j := i
+		for j+1 < len(nrs) && nrs[j+1] <= nrs[j]+1 {
+			j++
+		}
+		prog = append(prog,
+			bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: uint32(nrs[j]), SkipTrue: 2},
+			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: uint32(nrs[i]), SkipFalse: 1},
+			bpf.RetConstant{Val: seccompRetAllow})
+		i = j + 1
 	}
+	prog = append(prog, bpf.RetConstant{Val: seccompErrno(unix.EPERM)})
+	if len(prog) > unix.BPF_MAXINSNS {
+		return nil, fmt.Errorf("seccomp: the filter has %d instructions, more than BPF's %d", len(prog), unix.BPF_MAXINSNS)
+	}
+	return prog, nil
+}
+
+// block is r as instructions that start and end with the call number in
+// the accumulator: return r.ret when the number and every condition
+// match, else fall through.
+func (r seccompRule) block(loadNr bpf.Instruction) []bpf.Instruction {
+	lo := func(arg uint32) uint32 { return seccompArgsOffset + 8*arg + argWordOffset(false) }
+	hi := func(arg uint32) uint32 { return seccompArgsOffset + 8*arg + argWordOffset(true) }
+	var body []bpf.Instruction
+	var fails []int // indexes of jumps whose false branch leaves the block
+	for _, c := range r.conds {
+		body = append(body, bpf.LoadAbsolute{Off: lo(c.arg), Size: 4})
+		if c.anyBits != 0 {
+			body = append(body, bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: c.anyBits})
+			fails = append(fails, len(body)-1)
+			continue
+		}
+		body = append(body, bpf.JumpIf{Cond: bpf.JumpEqual, Val: c.eq})
+		fails = append(fails, len(body)-1)
+		body = append(body, bpf.LoadAbsolute{Off: hi(c.arg), Size: 4}, bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0})
+		fails = append(fails, len(body)-1)
+	}
+	body = append(body, bpf.RetConstant{Val: r.ret})
+	end := len(body) // index of the trailing reload, relative to body
+	for _, i := range fails {
+		j := body[i].(bpf.JumpIf)
+		j.SkipFalse = uint8(end - i - 1)
+		body[i] = j
+	}
+	head := bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(r.nr), SkipFalse: uint8(len(body))}
+	if len(r.conds) == 0 {
+		return []bpf.Instruction{head, body[len(body)-1]}
+	}
+	head.SkipFalse++ // also past the reload, which the number still is in A for
+	out := append([]bpf.Instruction{head}, body...)
+	return append(out, loadNr)
+}
+
+// argWordOffset is the offset of the high or low 32-bit word of a 64-bit
+// argument in seccomp_data, which is in native byte order.
+func argWordOffset(high bool) uint32 {
+	littleEndian := binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+	if high == littleEndian {
+		return 4
+	}
+	return 0
+}
+
+// loadSeccomp sets no_new_privs and installs the box's filter on every
+// thread of the process (SECCOMP_FILTER_FLAG_TSYNC).
+func loadSeccomp() error {
+	insts, err := seccompProgram()
+	if err != nil {
+		return err
+	}
+	raw, err := bpf.Assemble(insts)
+	if err != nil {
+		return fmt.Errorf("seccomp: assemble: %w", err)
+	}
+	filter := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		filter[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("seccomp: set no_new_privs: %w", err)
+	}
+	r, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
+	if e != 0 {
+		return e
+	}
+	if r != 0 {
+		return fmt.Errorf("seccomp: thread %d could not be synchronized", r)
+	}
+	return nil
 }
