@@ -14,6 +14,8 @@ import (
 
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/box/escapetest"
+	"github.com/hermes-go/hermes/internal/llm/llmtest"
+	"github.com/hermes-go/hermes/internal/tool"
 	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sys/unix"
 )
@@ -131,5 +133,43 @@ func tamperSnapshot(t *testing.T, dir, id string) {
 	data, _ = json.Marshal(man)
 	if err := os.WriteFile(manPath, data, 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBoxSpillFileReadableInBox: with terminal.backend: box, the full
+// output of a long command is saved where the model's tools run (inside
+// the box), not under HERMES_HOME, which the box cannot see.
+func TestBoxSpillFileReadableInBox(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the box needs root (CI runs as root)")
+	}
+	if err := box.Preflight(); err != nil {
+		t.Skipf("the box cannot run here: %v", err)
+	}
+	e := newE2E(t,
+		llmtest.Turn{ToolCalls: []llmtest.Call{{ID: "long", Name: "terminal", Args: args(map[string]any{"command": "seq 1 40000"})}}},
+		llmtest.Turn{ToolCalls: []llmtest.Call{{ID: "look", Name: "terminal", Args: args(map[string]any{"command": "tail -n 1 " + tool.BoxSpillDir + "/terminal-*.log"})}}},
+		llmtest.Turn{Text: "done"},
+	)
+	e.configureModel()
+	e.mustRun("config", "set", "terminal.backend", "box")
+	t.Cleanup(func() { e.run("box", "rm", e.latestSessionID()) })
+	e.mustRun("chat", "-Q", "-q", "count")
+
+	var first struct {
+		Truncated      bool   `json:"truncated"`
+		FullOutputPath string `json:"full_output_path"`
+	}
+	if err := json.Unmarshal([]byte(toolResults(t, e.request(1))["long"]), &first); err != nil {
+		t.Fatal(err)
+	}
+	if !first.Truncated || !strings.HasPrefix(first.FullOutputPath, tool.BoxSpillDir+"/") {
+		t.Fatalf("the long output's result names %q, want a file under %s in the box", first.FullOutputPath, tool.BoxSpillDir)
+	}
+	if look := toolResults(t, e.request(2))["look"]; !strings.Contains(look, "40000") {
+		t.Fatalf("the spill file is not readable in the box:\n%s", look)
+	}
+	if left, _ := filepath.Glob(filepath.Join(e.home, "cache", "terminal", "terminal-*.log")); len(left) != 0 {
+		t.Errorf("spill files left under HERMES_HOME, where the box cannot read them: %v", left)
 	}
 }
