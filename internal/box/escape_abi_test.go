@@ -120,3 +120,14 @@ mkdir d && chmod 2775 d; ./open-suid; ./mknod-suid; true`)
 		t.Errorf("the workspace mount is not nosuid,nodev in the box:\n%s", mounts.Output)
 	}
 }
+
+// TestEscapeMountinfoHidesHermesHome: the box's mount table does not show
+// where HERMES_HOME (which names the user, and holds the box's layer) is
+// on the host.
+func TestEscapeMountinfoHidesHermesHome(t *testing.T) {
+	e := startTestBox(t, nil)
+	res := e.run(t, "cat /proc/self/mountinfo /proc/mounts")
+	if strings.Contains(string(res.Output), e.home) {
+		t.Fatalf("the box's mount table shows HERMES_HOME %s:\n%s", e.home, res.Output)
+	}
+}

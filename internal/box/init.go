@@ -197,8 +197,12 @@ func setupRoot(s *initSpec, conns *net.UnixConn) error {
 			return err
 		}
 	}
-	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,%s", strings.Join(s.Lower, ":"),
-		filepath.Join(s.LayerDir, "upper"), filepath.Join(s.LayerDir, "work"), overlaySafeOptions)
+	dirs, closeDirs, err := overlayDirs(append([]string{filepath.Join(s.LayerDir, "upper"), filepath.Join(s.LayerDir, "work")}, s.Lower...))
+	if err != nil {
+		return err
+	}
+	defer closeDirs()
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,%s", strings.Join(dirs[2:], ":"), dirs[0], dirs[1], overlaySafeOptions)
 	if s.UserNS {
 		opts += ",userxattr"
 	}
@@ -408,8 +412,12 @@ func mountWorkspace(root *boxRoot, s *initSpec) error {
 	}
 	defer unix.Close(target)
 	if s.WorkspaceOverlay {
-		opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,%s", s.Workspace,
-			filepath.Join(s.LayerDir, "ws-upper"), filepath.Join(s.LayerDir, "ws-work"), overlaySafeOptions)
+		dirs, closeDirs, err := overlayDirs([]string{filepath.Join(s.LayerDir, "ws-upper"), filepath.Join(s.LayerDir, "ws-work")})
+		if err != nil {
+			return err
+		}
+		defer closeDirs()
+		opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,%s", s.Workspace, dirs[0], dirs[1], overlaySafeOptions)
 		if s.UserNS {
 			opts += ",userxattr"
 		}
@@ -429,6 +437,31 @@ func mountWorkspace(root *boxRoot, s *initSpec) error {
 	}
 	defer unix.Close(mounted)
 	return noSuidNoDev(mounted)
+}
+
+// overlayDirs opens each of paths (O_PATH) and returns them as
+// /proc/self/fd/N names for overlay mount options, which the kernel shows
+// as given in the box's /proc/self/mountinfo: the host paths of the layer
+// (under HERMES_HOME, often naming the user) stay out of the box. The
+// returned func closes the descriptors once the mount is made.
+func overlayDirs(paths []string) ([]string, func(), error) {
+	var fds []int
+	closeAll := func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("open overlay directory %s: %w", p, err)
+		}
+		fds = append(fds, fd)
+		names[i] = fdPath(fd)
+	}
+	return names, closeAll, nil
 }
 
 // overlaySafeOptions are added to every overlay mount of the box: the
