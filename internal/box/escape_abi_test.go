@@ -1,11 +1,13 @@
 package box
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hermes-go/hermes/internal/box/escapetest"
 	"golang.org/x/sys/unix"
@@ -129,5 +131,32 @@ func TestEscapeMountinfoHidesHermesHome(t *testing.T) {
 	res := e.run(t, "cat /proc/self/mountinfo /proc/mounts")
 	if strings.Contains(string(res.Output), e.home) {
 		t.Fatalf("the box's mount table shows HERMES_HOME %s:\n%s", e.home, res.Output)
+	}
+}
+
+// TestEscapeCommandLineHiddenFromHostPs: what the model runs in a box is
+// not on any host process's command line, where every host user could
+// read it (ps, /proc/PID/cmdline).
+func TestEscapeCommandLineHiddenFromHostPs(t *testing.T) {
+	e := startTestBox(t, nil)
+	const marker = "hermes-cmdline-marker-7f3a"
+	ctx := context.Background()
+	p, err := e.env.Start(ctx, backendReq("echo started; sleep 30 || echo "+marker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	for i := 0; i < 100 && !strings.Contains(string(p.Output()), "started"); i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, path := range paths {
+		if data, err := os.ReadFile(path); err == nil && strings.Contains(string(data), marker) {
+			t.Fatalf("%s shows the box command: %q", path, data)
+		}
+	}
+	res := e.run(t, "echo $HERMES_BOX_COMMAND; echo ok")
+	if got := trimmed(res); got != "ok" {
+		t.Errorf("the command's variable leaked into the command: %q", got)
 	}
 }
