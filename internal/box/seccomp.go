@@ -46,7 +46,8 @@ var deniedSyscalls = []string{
 // default profile (moby profiles/seccomp/default.json) for a process
 // without capabilities, minus what deniedSyscalls names and openat2 (its
 // mode sits in a struct the filter cannot read, see modeArgument), plus
-// calls added to the kernel since that glibc and Go use. Names the running
+// calls added to the kernel since that glibc and Go use (uretprobe is only
+// valid from the kernel's own uprobe trampoline). Names the running
 // architecture does not have (open, stat... on arm64) are skipped.
 var allowedSyscalls = []string{
 	"accept", "accept4", "access", "adjtimex", "alarm", "arch_prctl", "bind", "brk", "cachestat",
@@ -91,7 +92,7 @@ var allowedSyscalls = []string{
 	"syncfs", "sysinfo", "tee", "tgkill", "time", "timer_create", "timer_delete",
 	"timer_getoverrun", "timer_gettime", "timer_settime", "timerfd_create", "timerfd_gettime",
 	"timerfd_settime", "times", "tkill", "truncate", "umask", "uname", "unlink", "unlinkat",
-	"utime", "utimensat", "utimes", "vfork", "vmsplice", "wait4", "waitid", "write", "writev",
+	"uretprobe", "utime", "utimensat", "utimes", "vfork", "vmsplice", "wait4", "waitid", "write", "writev",
 }
 
 // modeArgument is, per call that takes a file mode, the index of that
