@@ -150,7 +150,9 @@ func runChats(b *testing.B, chats, messages int) {
 				case got := <-st.got:
 					d := time.Since(sent)
 					if got.Text != "re: "+text {
-						wrong.Add(1)
+						if wrong.Add(1) <= 3 {
+							b.Logf("chat %d: sent %q, got %q", c, text, got.Text)
+						}
 					}
 					mu.Lock()
 					latencies = append(latencies, d)

@@ -92,7 +92,9 @@ func (rt *Runtime) create(ctx context.Context, o OpenOptions) (*Session, error) 
 	if source == "" {
 		source = "cli"
 	}
+	rt.writes.mu.Lock()
 	st, err := rt.store.CreateSession(ctx, store.NewSession{Source: source, Model: rt.model, Provider: rt.provName, Cwd: rt.cwd})
+	rt.writes.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -100,6 +102,8 @@ func (rt *Runtime) create(ctx context.Context, o OpenOptions) (*Session, error) 
 	if o.ExtraSystem != "" {
 		system += "\n\n" + o.ExtraSystem
 	}
+	rt.writes.mu.Lock()
+	defer rt.writes.mu.Unlock()
 	if err := rt.store.SetSystemPrompt(ctx, st.ID, system); err != nil {
 		return nil, err
 	}
@@ -131,7 +135,10 @@ func (rt *Runtime) resume(ctx context.Context, ref, platform string) (*Session, 
 	system := st.SystemPrompt
 	if system == "" {
 		system = rt.buildSystemPrompt(st.ID, platform)
-		if err := rt.store.SetSystemPrompt(ctx, st.ID, system); err != nil {
+		rt.writes.mu.Lock()
+		err := rt.store.SetSystemPrompt(ctx, st.ID, system)
+		rt.writes.mu.Unlock()
+		if err != nil {
 			return nil, err
 		}
 	}

@@ -105,7 +105,11 @@ type Runtime struct {
 	closed   bool
 	turnSeq  int
 	keys     *keyIndex
+	writes   writeGate
 }
+
+// recorder is the store behind the process's write gate.
+func (rt *Runtime) recorder() recorder { return recorder{st: rt.store, gate: &rt.writes} }
 
 // New builds the shared pieces: store, provider, backend, approvals and
 // tools. Close releases them.

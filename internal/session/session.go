@@ -366,12 +366,12 @@ func (rt *Runtime) newSession(st store.Session, system string, history []llm.Mes
 		compactor = agent.NewCompressor(agent.CompressorOptions{
 			Provider: rt.provider, Model: rt.model, ContextWindow: rt.window,
 			Threshold: c.Compression.Threshold, ProtectFirstN: c.Compression.ProtectFirstN, ProtectLastN: c.Compression.ProtectLastN,
-			Pending: rt.todo.Pending, Rewriter: storeRewriter{rt.store},
+			Pending: rt.todo.Pending, Rewriter: rt.recorder(),
 			Notice: func(text string) { s.onAgentEvent(agent.Event{Kind: agent.EventNotice, Text: text}) },
 		})
 	}
 	s.agent = agent.New(agent.Options{
-		Provider: rt.provider, Model: rt.model, Tools: rt.tools, Recorder: rt.store,
+		Provider: rt.provider, Model: rt.model, Tools: rt.tools, Recorder: rt.recorder(),
 		MaxTurns: c.Agent.MaxTurns, MaxTokens: c.Model.MaxTokens, ReasoningEffort: c.Agent.ReasoningEffort,
 		ParseTextToolCalls: textcall.Extract, Compactor: compactor, OnEvent: s.onAgentEvent, Now: rt.opts.Now,
 		Redact: rt.redact.Redact,
@@ -382,12 +382,6 @@ func (rt *Runtime) newSession(st store.Session, system string, history []llm.Mes
 // MaxTurns is the tool-calling iteration budget per turn.
 func (s *Session) MaxTurns() int { return s.agent.MaxTurns() }
 
-// storeRewriter adapts the session store to agent.HistoryRewriter.
-type storeRewriter struct{ st *store.Store }
-
-func (w storeRewriter) RewriteHistory(ctx context.Context, sessionID string, msgs []llm.Message) error {
-	return w.st.ReplaceActive(ctx, sessionID, msgs)
-}
 
 // redactError removes secrets from a turn's error message, keeping its
 // identity for errors.Is/As.
