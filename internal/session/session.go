@@ -382,7 +382,6 @@ func (rt *Runtime) newSession(st store.Session, system string, history []llm.Mes
 // MaxTurns is the tool-calling iteration budget per turn.
 func (s *Session) MaxTurns() int { return s.agent.MaxTurns() }
 
-
 // redactError removes secrets from a turn's error message, keeping its
 // identity for errors.Is/As.
 func (rt *Runtime) redactError(err error) error {
