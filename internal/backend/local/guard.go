@@ -1,0 +1,363 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// Sandbox is terminal.local_sandbox: how the kernel confines the commands
+// of the local backend (issue 15, modelled on Codex's sandbox modes).
+type Sandbox string
+
+// The values of terminal.local_sandbox.
+const (
+	// SandboxWorkspaceWrite (the default): read everywhere except
+	// HERMES_HOME's secrets; write only the workspace, the temp dir,
+	// terminal.writable_paths and /dev/null-like devices; never HERMES_HOME.
+	SandboxWorkspaceWrite Sandbox = "workspace-write"
+	// SandboxReadOnly: read as above, write nowhere but the devices.
+	SandboxReadOnly Sandbox = "read-only"
+	// SandboxOff: no Landlock ruleset; the approvals are the only guard.
+	SandboxOff Sandbox = "off"
+)
+
+// Landlock filesystem rights, grouped as the guard grants them.
+const (
+	fileRead  = ll.AccessFSExecute | ll.AccessFSReadFile
+	dirRead   = ll.AccessFSReadDir
+	readRight = fileRead | dirRead
+	fileWrite = ll.AccessFSWriteFile | ll.AccessFSTruncate
+	dirWrite  = ll.AccessFSRemoveDir | ll.AccessFSRemoveFile | ll.AccessFSMakeChar | ll.AccessFSMakeDir |
+		ll.AccessFSMakeReg | ll.AccessFSMakeSock | ll.AccessFSMakeFifo | ll.AccessFSMakeBlock |
+		ll.AccessFSMakeSym | ll.AccessFSRefer
+	writeRight = readRight | fileWrite | dirWrite
+	// fileOnly are the rights a rule on a non-directory may carry.
+	fileOnly = fileRead | fileWrite | ll.AccessFSIoctlDev
+	// deviceRight is what the /dev/null-like devices get.
+	deviceRight = ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
+)
+
+// devices are the character devices every command may read and write
+// (and ioctl: terminals), whatever the mode.
+var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"}
+
+// handledRights returns the rights a ruleset handles on Landlock ABI abi:
+// ABI 1 has execute..make_sym, 2 adds refer, 3 truncate, 5 ioctl_dev.
+// LANDLOCK_ACCESS_FS_RESOLVE_UNIX is not handled, so commands may still
+// connect to named sockets (ssh-agent, docker).
+func handledRights(abi int) uint64 {
+	h := uint64(ll.AccessFSMakeSym<<1 - 1)
+	if abi >= 2 {
+		h |= ll.AccessFSRefer
+	}
+	if abi >= 3 {
+		h |= ll.AccessFSTruncate
+	}
+	if abi >= 5 {
+		h |= ll.AccessFSIoctlDev
+	}
+	return h
+}
+
+// IsProtectedName reports whether name, an entry directly in HERMES_HOME,
+// is one that no tool process may read: the API keys (.env, .env.*), the
+// credential stores (secrets/, auth.json, mcp-tokens/, pairing/) and the
+// session database (state.db and its -wal/-shm/-journal files).
+func IsProtectedName(name string) bool {
+	switch name {
+	case ".env", "secrets", "auth.json", "mcp-tokens", "pairing":
+		return true
+	}
+	return strings.HasPrefix(name, ".env.") || strings.HasPrefix(name, "state.db")
+}
+
+// guard confines the commands of one backend with Landlock. The ruleset
+// is built once and rebuilt when a directory it enumerated changes (its
+// modification time moves), so it stays cheap per command.
+type guard struct {
+	mode       Sandbox
+	abi        int      // Landlock ABI of the kernel; 0 = none
+	hermesHome string   // symlinks resolved; "" = none
+	writable   []string // workspace, temp dir, terminal.writable_paths (resolved)
+
+	mu     sync.Mutex
+	fd     int        // cached ruleset; -1 = none built
+	stamps []dirStamp // directories enumerated into the cached ruleset
+	stat   func(string) (unix.Stat_t, error)
+}
+
+// dirStamp is a directory's change time when it was enumerated.
+type dirStamp struct {
+	path string
+	mtim unix.Timespec
+	ino  uint64
+}
+
+// landlockABI returns the kernel's Landlock ABI version, 0 when Landlock
+// is missing or disabled.
+func landlockABI() int {
+	v, err := ll.LandlockGetABIVersion()
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// newGuard prepares the guard of mode; workspace and extra are the
+// writable directories. It does not touch the kernel beyond asking the
+// Landlock ABI.
+func newGuard(mode Sandbox, abi int, hermesHome string, writable []string) *guard {
+	g := &guard{mode: mode, abi: abi, fd: -1, stat: lstatNoFollow}
+	if hermesHome != "" {
+		g.hermesHome = realPath(hermesHome)
+	}
+	if mode == SandboxWorkspaceWrite {
+		for _, w := range writable {
+			if w != "" {
+				g.writable = append(g.writable, realPath(w))
+			}
+		}
+	}
+	return g
+}
+
+// active reports whether commands run under a Landlock ruleset.
+func (g *guard) active() bool { return g.mode != SandboxOff && g.abi > 0 }
+
+func lstatNoFollow(p string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	err := unix.Lstat(p, &st)
+	return st, err
+}
+
+// realPath resolves every symlink of p (an absolute path); a path that does
+// not exist stays as it is, cleaned.
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}
+
+// ruleset returns a duplicate of the current ruleset descriptor, building
+// or rebuilding it first when needed; the caller closes it.
+func (g *guard) ruleset() (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.fd >= 0 && !g.stale() {
+		return unix.FcntlInt(uintptr(g.fd), unix.F_DUPFD_CLOEXEC, 0)
+	}
+	fd, stamps, err := g.build()
+	if err != nil {
+		return -1, err
+	}
+	if g.fd >= 0 {
+		_ = unix.Close(g.fd)
+	}
+	g.fd, g.stamps = fd, stamps
+	return unix.FcntlInt(uintptr(g.fd), unix.F_DUPFD_CLOEXEC, 0)
+}
+
+// stale reports whether a directory enumerated into the ruleset changed.
+func (g *guard) stale() bool {
+	for _, s := range g.stamps {
+		st, err := g.stat(s.path)
+		if err != nil || st.Mtim != s.mtim || st.Ino != s.ino {
+			return true
+		}
+	}
+	return false
+}
+
+// close releases the cached ruleset.
+func (g *guard) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.fd >= 0 {
+		_ = unix.Close(g.fd)
+		g.fd = -1
+	}
+}
+
+// build creates the ruleset: read access to "/" except HERMES_HOME's
+// protected entries (Landlock only allows, so every ancestor of
+// HERMES_HOME is enumerated and each sibling granted on its own), write
+// access to the writable roots except HERMES_HOME, and the devices.
+func (g *guard) build() (int, []dirStamp, error) {
+	handled := handledRights(g.abi)
+	fd, err := ll.LandlockCreateRuleset(&ll.RulesetAttr{HandledAccessFS: handled}, 0)
+	if err != nil {
+		return -1, nil, fmt.Errorf("landlock_create_ruleset: %w", err)
+	}
+	rb := &rules{fd: fd, handled: handled, hole: g.hermesHome, stat: g.stat}
+	rb.tree("/", readRight, func(name string) bool { return !IsProtectedName(name) })
+	for _, w := range g.writable {
+		if g.hermesHome != "" && within(w, g.hermesHome) {
+			continue // a writable path inside HERMES_HOME stays read-only
+		}
+		rb.tree(w, writeRight, nil)
+	}
+	rb.add("/dev", ll.AccessFSIoctlDev, true)
+	for _, d := range devices {
+		rb.add(d, deviceRight, true)
+	}
+	rb.add("/dev/pts", deviceRight, true)
+	if g.mode == SandboxWorkspaceWrite {
+		rb.add("/dev/shm", writeRight|ll.AccessFSIoctlDev, true)
+	}
+	if rb.err != nil {
+		_ = unix.Close(fd)
+		return -1, nil, rb.err
+	}
+	return fd, rb.stamps, nil
+}
+
+// within reports whether p is dir or below it (both clean and absolute).
+func within(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// rules accumulates path-beneath rules into a ruleset. hole is the
+// directory whose own content is special (HERMES_HOME).
+type rules struct {
+	fd      int
+	handled uint64
+	hole    string
+	stat    func(string) (unix.Stat_t, error)
+	stamps  []dirStamp
+	err     error
+}
+
+// tree grants access to dir and everything below it, except the hole:
+// when the hole is dir or below it, dir gets only the right to list it,
+// its entries are granted one by one (recursing towards the hole), and in
+// the hole only the entries keep accepts are granted (keep nil: none).
+func (r *rules) tree(dir string, access uint64, keep func(string) bool) {
+	if r.hole == "" || !within(r.hole, dir) {
+		r.add(dir, access, true)
+		return
+	}
+	r.add(dir, access&dirRead, true)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return // unreadable: nothing below it is granted
+	}
+	if st, err := r.stat(dir); err == nil {
+		r.stamps = append(r.stamps, dirStamp{path: dir, mtim: st.Mtim, ino: st.Ino})
+	}
+	for _, e := range entries {
+		child := filepath.Join(dir, e.Name())
+		switch {
+		case dir == r.hole:
+			if keep != nil && keep(e.Name()) {
+				r.add(child, access, false)
+			}
+		case within(r.hole, child):
+			r.tree(child, access, keep)
+		default:
+			r.add(child, access, false)
+		}
+	}
+}
+
+// add grants access beneath path. follow says whether a symlink at path
+// is followed (configured roots) or skipped (enumerated entries: what it
+// points to is reached through its own location's rules). Missing paths
+// are skipped; rights the ruleset does not handle are dropped.
+func (r *rules) add(path string, access uint64, follow bool) {
+	flags := unix.O_PATH | unix.O_CLOEXEC
+	if !follow {
+		flags |= unix.O_NOFOLLOW
+	}
+	fd, err := unix.Open(path, flags, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		return
+	case unix.S_IFDIR:
+	default:
+		access &= fileOnly
+	}
+	access &= r.handled
+	if access == 0 {
+		return
+	}
+	attr := ll.PathBeneathAttr{AllowedAccess: access, ParentFd: fd}
+	if err := ll.LandlockAddPathBeneathRule(r.fd, &attr, 0); err != nil && r.err == nil {
+		r.err = fmt.Errorf("landlock rule for %s: %w", path, err)
+	}
+}
+
+// start starts cmd confined by the guard, from a dedicated OS thread: the
+// thread restricts itself (Landlock applies per thread, and the child
+// inherits it across fork and exec) and stays alive until release is
+// called, because the child's parent-death signal fires when the thread
+// that forked it exits. Call release once the command has exited.
+func (g *guard) start(cmd *exec.Cmd) (release func(), err error) {
+	fd := -1
+	if g.active() {
+		if fd, err = g.ruleset(); err != nil {
+			return nil, err
+		}
+	}
+	started := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		// Never unlocked: the goroutine's exit ends this thread, so its
+		// Landlock domain is never reused for other goroutines.
+		runtime.LockOSThread()
+		if fd >= 0 {
+			err := restrictThread(fd)
+			_ = unix.Close(fd)
+			if err != nil {
+				started <- err
+				return
+			}
+		}
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		<-done
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	return func() { once.Do(func() { close(done) }) }, nil
+}
+
+// restrictThread enforces the ruleset on the calling thread only. Without
+// CAP_SYS_ADMIN the kernel wants no_new_privs first (set for this thread
+// and inherited by its children: setuid programs such as sudo do not
+// elevate under the guard).
+func restrictThread(fd int) error {
+	err := ll.LandlockRestrictSelf(fd, 0)
+	if errors.Is(err, unix.EPERM) {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("no_new_privs: %w", err)
+		}
+		err = ll.LandlockRestrictSelf(fd, 0)
+	}
+	if err != nil {
+		return fmt.Errorf("landlock_restrict_self: %w", err)
+	}
+	return nil
+}
