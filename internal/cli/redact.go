@@ -8,6 +8,7 @@ import (
 	"github.com/hermes-go/hermes/internal/backend/local"
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/egress"
+	"github.com/hermes-go/hermes/internal/secret"
 )
 
 // Redacted replaces a secret value in text shown to the model, stored in
@@ -31,7 +32,7 @@ func newRedactor(cfg *config.Loaded, environ []string, passthrough []string, hom
 	_, values := local.ScrubEnv(environ, passthrough)
 	values = append(values, cfg.Config.Model.APIKey)
 	for k, v := range cfg.DotEnv {
-		if local.IsSecretName(k) {
+		if secret.IsName(k) {
 			values = append(values, v)
 		}
 	}

@@ -236,12 +236,34 @@ func resolveCwd(cwd string) (string, error) {
 func (a *App) newBackend(c *config.Config, cwd string, environ func() []string) (backend.Backend, error) {
 	switch c.Terminal.Backend {
 	case "", "local":
-		return local.New(cwd, c.Terminal.EnvPassthrough, environ)
+		return a.newLocalBackend(c, cwd, environ)
 	case "box":
 		return a.newBoxBackend(c, cwd)
 	default:
 		return nil, fmt.Errorf("terminal.backend %q is not supported: use local or box (`hermes config set terminal.backend box`)", c.Terminal.Backend)
 	}
+}
+
+// newLocalBackend builds the local backend under terminal.local_sandbox.
+// An unknown mode is an error (never a silent "off"); the hermes process
+// is made non-dumpable so that, even unconfined, a command of another user
+// id, or without CAP_SYS_PTRACE, cannot read its environment or memory
+// through /proc.
+func (a *App) newLocalBackend(c *config.Config, cwd string, environ func() []string) (backend.Backend, error) {
+	mode := c.Terminal.LocalSandbox
+	switch mode {
+	case "", "workspace-write", "read-only", "off":
+	default:
+		return nil, fmt.Errorf("terminal.local_sandbox %q is not one of workspace-write, read-only, off; fix it with `hermes config set terminal.local_sandbox workspace-write`", mode)
+	}
+	if err := local.HideProcess(); err != nil {
+		fmt.Fprintln(a.Stderr, "hermes: warning:", err)
+	}
+	return local.NewWithOptions(local.Options{
+		Cwd: cwd, Passthrough: c.Terminal.EnvPassthrough, Environ: environ,
+		Sandbox: local.Sandbox(mode), WritablePaths: c.Terminal.WritablePaths, HermesHome: a.Home(),
+		Executable: a.Executable, Warn: a.Stderr,
+	})
 }
 
 // openSession resumes the session named by -c/--resume or creates a new

@@ -361,3 +361,16 @@ func restrictThread(fd int) error {
 	}
 	return nil
 }
+
+// HideProcess marks the calling process non-dumpable (prctl
+// PR_SET_DUMPABLE 0): its /proc/PID/environ, mem and fd entries then
+// belong to root and ptrace-style access needs CAP_SYS_PTRACE, so a
+// command running under the same user id without that capability cannot
+// read hermes's environment or memory even with the guard off. It also
+// disables core dumps of hermes.
+func HideProcess() error {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_DUMPABLE, 0): %w", err)
+	}
+	return nil
+}

@@ -117,7 +117,8 @@ func (s *supervisor) add(pgid int) { s.send('+', pgid) }
 func (s *supervisor) remove(pgid int) { s.send('-', pgid) }
 
 // stop closes the pipe: the supervisor kills what is still registered
-// and exits; stop waits for that.
+// and exits. stop does not wait for that (the supervisor may still be
+// starting); a goroutine reaps it.
 func (s *supervisor) stop() error {
 	if s == nil {
 		return nil
@@ -130,6 +131,7 @@ func (s *supervisor) stop() error {
 	if w == nil {
 		return nil
 	}
-	_ = w.Close()
-	return cmd.Wait()
+	err := w.Close()
+	go func() { _ = cmd.Wait() }()
+	return err
 }
