@@ -21,7 +21,9 @@ const minSecretLen = 8
 
 // redactor removes the agent's own secrets from text: provider keys and
 // tokens from the environment and HERMES_HOME/.env, model.api_key, and the
-// real values of box secrets (`hermes secrets`).
+// real values of box secrets (`hermes secrets`), each with its base64,
+// hex, reversed and URL-encoded forms (secret.Forms). It is a last line of
+// defence: the local guard and the box are what keep secrets from tools.
 type redactor struct {
 	values   []string
 	replacer *strings.Replacer
@@ -44,9 +46,14 @@ func newRedactor(cfg *config.Loaded, environ []string, passthrough []string, hom
 	seen := map[string]bool{}
 	var keep []string
 	for _, v := range values {
-		if len(v) >= minSecretLen && !seen[v] {
-			seen[v] = true
-			keep = append(keep, v)
+		if len(v) < minSecretLen {
+			continue
+		}
+		for _, f := range secret.Forms(v) { // v, base64, hex, reversed, URL-encoded
+			if !seen[f] {
+				seen[f] = true
+				keep = append(keep, f)
+			}
 		}
 	}
 	// Longest first, so a secret containing another is replaced whole.
