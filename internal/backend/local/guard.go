@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -305,7 +306,7 @@ func (r *rules) add(path string, access uint64, follow bool) {
 }
 
 // start starts cmd confined by the guard, from a dedicated OS thread: the
-// thread restricts itself (Landlock applies per thread, and the child
+// thread drops CAP_SYS_PTRACE (in every mode) and restricts itself (Landlock applies per thread, and the child
 // inherits it across fork and exec) and stays alive until release is
 // called, because the child's parent-death signal fires when the thread
 // that forked it exits. Call release once the command has exited.
@@ -322,6 +323,10 @@ func (g *guard) start(cmd *exec.Cmd) (release func(), err error) {
 		// Never unlocked: the goroutine's exit ends this thread, so its
 		// Landlock domain is never reused for other goroutines.
 		runtime.LockOSThread()
+		if err := dropPtraceCapability(); err != nil {
+			started <- err
+			return
+		}
 		if fd >= 0 {
 			err := restrictThread(fd)
 			_ = unix.Close(fd)
@@ -344,6 +349,40 @@ func (g *guard) start(cmd *exec.Cmd) (release func(), err error) {
 	return func() { once.Do(func() { close(done) }) }, nil
 }
 
+// dropPtraceCapability removes CAP_SYS_PTRACE from the calling thread
+// (bounding, ambient, effective, permitted and inheritable sets), so that
+// its children, even running as root, cannot read the environment or
+// memory of the non-dumpable hermes process (HideProcess). Without the
+// capability in the first place (not root) there is nothing to do.
+func dropPtraceCapability() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	const word, bit = unix.CAP_SYS_PTRACE / 32, uint32(1) << (unix.CAP_SYS_PTRACE % 32)
+	if (data[word].Permitted|data[word].Effective|data[word].Inheritable)&bit == 0 {
+		return nil
+	}
+	// Bounding set first (needs CAP_SETPCAP, which root has), so that
+	// exec cannot grant it back; then the thread's own sets.
+	if err := unix.Prctl(unix.PR_CAPBSET_DROP, unix.CAP_SYS_PTRACE, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("drop CAP_SYS_PTRACE from the bounding set: %w", err)
+	}
+	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_LOWER, unix.CAP_SYS_PTRACE, 0, 0)
+	for i := range data {
+		if i == word {
+			data[i].Effective &^= bit
+			data[i].Permitted &^= bit
+			data[i].Inheritable &^= bit
+		}
+	}
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset without CAP_SYS_PTRACE: %w", err)
+	}
+	return nil
+}
+
 // restrictThread enforces the ruleset on the calling thread only. Without
 // CAP_SYS_ADMIN the kernel wants no_new_privs first (set for this thread
 // and inherited by its children: setuid programs such as sudo do not
@@ -362,15 +401,84 @@ func restrictThread(fd int) error {
 	return nil
 }
 
-// HideProcess marks the calling process non-dumpable (prctl
-// PR_SET_DUMPABLE 0): its /proc/PID/environ, mem and fd entries then
-// belong to root and ptrace-style access needs CAP_SYS_PTRACE, so a
-// command running under the same user id without that capability cannot
-// read hermes's environment or memory even with the guard off. It also
-// disables core dumps of hermes.
+// HideProcess keeps hermes's secrets out of what its commands can read
+// about it through /proc. It marks the process non-dumpable (prctl
+// PR_SET_DUMPABLE 0: /proc/PID/mem and friends then need CAP_SYS_PTRACE,
+// which commands never have, see dropPtraceCapability), and it overwrites
+// the values of secret variables (IsSecretName) in the process's initial
+// environment block, which /proc/PID/environ shows and which some kernels
+// still let a same-user process read; the values live on in the Go
+// environment (os.Getenv) only. It also disables core dumps of hermes.
 func HideProcess() error {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_DUMPABLE, 0): %w", err)
+	}
+	return scrubInitialEnviron()
+}
+
+// scrubInitialEnviron rewrites, in place, the value of every secret entry
+// of the environment block the kernel set up at exec (between env_start
+// and env_end, fields 48 and 49 of /proc/self/stat) with '*'. os.Setenv
+// first gives each such variable a copy on the heap, so the Go
+// environment keeps its value. The block is written through
+// /proc/self/mem, always open to the process itself.
+func scrubInitialEnviron() error {
+	stat, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return err
+	}
+	s := string(stat)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	// fields[0] is field 3 (state); env_start and env_end are fields 50, 51
+	// in proc(5) numbering since Linux 3.5.
+	if len(fields) < 49 {
+		return nil
+	}
+	var start, end int64
+	if _, err := fmt.Sscan(fields[47], &start); err != nil {
+		return err
+	}
+	if _, err := fmt.Sscan(fields[48], &end); err != nil {
+		return err
+	}
+	if start <= 0 || end <= start || end-start > 1<<24 {
+		return nil
+	}
+	for _, kv := range os.Environ() {
+		name, value, ok := strings.Cut(kv, "=")
+		if ok && value != "" && IsSecretName(name) {
+			_ = os.Setenv(name, strings.Clone(value))
+		}
+	}
+	mem, err := os.OpenFile("/proc/self/mem", os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("scrub the environment block: %w", err)
+	}
+	defer mem.Close()
+	block := make([]byte, end-start)
+	if _, err := mem.ReadAt(block, start); err != nil {
+		return fmt.Errorf("scrub the environment block: %w", err)
+	}
+	changed := false
+	for off := 0; off < len(block); {
+		n := bytes.IndexByte(block[off:], 0)
+		if n < 0 {
+			n = len(block) - off
+		}
+		entry := block[off : off+n]
+		if eq := bytes.IndexByte(entry, '='); eq > 0 && IsSecretName(string(entry[:eq])) {
+			for i := eq + 1; i < len(entry); i++ {
+				entry[i] = '*'
+				changed = true
+			}
+		}
+		off += n + 1
+	}
+	if !changed {
+		return nil
+	}
+	if _, err := mem.WriteAt(block, start); err != nil {
+		return fmt.Errorf("scrub the environment block: %w", err)
 	}
 	return nil
 }
