@@ -82,8 +82,8 @@ func IsProtectedName(name string) bool {
 }
 
 // guard confines the commands of one backend with Landlock. The ruleset
-// is built once and rebuilt when a directory it enumerated changes (its
-// modification time moves), so it stays cheap per command.
+// is built once and brought up to date when a directory it enumerated
+// changes (its modification time moves), so it stays cheap per command.
 type guard struct {
 	mode       Sandbox
 	abi        int      // Landlock ABI of the kernel; 0 = none
@@ -96,11 +96,14 @@ type guard struct {
 	stat   func(string) (unix.Stat_t, error)
 }
 
-// dirStamp is a directory's change time when it was enumerated.
+// dirStamp is a directory enumerated into the ruleset: its identity and
+// change time then, the rights its entries got and the names it had.
 type dirStamp struct {
-	path string
-	mtim unix.Timespec
-	ino  uint64
+	path   string
+	mtim   unix.Timespec
+	ino    uint64
+	access uint64
+	names  map[string]bool
 }
 
 // landlockABI returns the kernel's Landlock ABI version, 0 when Landlock
@@ -150,33 +153,59 @@ func realPath(p string) string {
 }
 
 // ruleset returns a duplicate of the current ruleset descriptor, building
-// or rebuilding it first when needed; the caller closes it.
+// it first when needed; the caller closes it. When an enumerated directory
+// changed, its new entries are added to the ruleset (rules already in it
+// stay: they name inodes, which a rename does not change); when HERMES_HOME
+// itself changed, the ruleset is built anew, so that an entry renamed to a
+// protected name there loses its grant.
 func (g *guard) ruleset() (int, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.fd >= 0 && !g.stale() {
-		return unix.FcntlInt(uintptr(g.fd), unix.F_DUPFD_CLOEXEC, 0)
-	}
-	fd, stamps, err := g.build()
-	if err != nil {
-		return -1, err
-	}
-	if g.fd >= 0 {
+	if g.fd >= 0 && !g.refresh() {
 		_ = unix.Close(g.fd)
+		g.fd = -1
 	}
-	g.fd, g.stamps = fd, stamps
+	if g.fd < 0 {
+		fd, stamps, err := g.build()
+		if err != nil {
+			return -1, err
+		}
+		g.fd, g.stamps = fd, stamps
+	}
 	return unix.FcntlInt(uintptr(g.fd), unix.F_DUPFD_CLOEXEC, 0)
 }
 
-// stale reports whether a directory enumerated into the ruleset changed.
-func (g *guard) stale() bool {
-	for _, s := range g.stamps {
-		st, err := g.stat(s.path)
-		if err != nil || st.Mtim != s.mtim || st.Ino != s.ino {
-			return true
+// refresh brings the cached ruleset up to date with the enumerated
+// directories, adding rules for new entries; it returns false when the
+// ruleset must be built anew.
+func (g *guard) refresh() bool {
+	for i := range g.stamps {
+		st := &g.stamps[i]
+		now, err := g.stat(st.path)
+		if err == nil && now.Mtim == st.mtim && now.Ino == st.ino {
+			continue
 		}
+		if err != nil || now.Ino != st.ino || st.path == g.hermesHome {
+			return false
+		}
+		entries, err := os.ReadDir(st.path)
+		if err != nil {
+			return false
+		}
+		rb := &rules{fd: g.fd, handled: handledRights(g.abi), hole: g.hermesHome, stat: g.stat}
+		for _, e := range entries {
+			child := filepath.Join(st.path, e.Name())
+			if !st.names[e.Name()] && !within(g.hermesHome, child) {
+				rb.add(child, st.access, false)
+			}
+			st.names[e.Name()] = true
+		}
+		if rb.err != nil {
+			return false
+		}
+		st.mtim = now.Mtim
 	}
-	return false
+	return true
 }
 
 // close releases the cached ruleset.
@@ -253,7 +282,11 @@ func (r *rules) tree(dir string, access uint64, keep func(string) bool) {
 		return // unreadable: nothing below it is granted
 	}
 	if st, err := r.stat(dir); err == nil {
-		r.stamps = append(r.stamps, dirStamp{path: dir, mtim: st.Mtim, ino: st.Ino})
+		names := make(map[string]bool, len(entries))
+		for _, e := range entries {
+			names[e.Name()] = true
+		}
+		r.stamps = append(r.stamps, dirStamp{path: dir, mtim: st.Mtim, ino: st.Ino, access: access, names: names})
 	}
 	for _, e := range entries {
 		child := filepath.Join(dir, e.Name())

@@ -336,3 +336,57 @@ func fakeHermesForKill() {
 	_, _ = e.Exec(context.Background(), backend.ExecRequest{Command: `sleep 300 & echo $$ $! >> pids; wait`})
 	select {}
 }
+
+// BenchmarkExecGuard times one foreground command (`true`) per iteration
+// with the guard off and on (workspace-write: ruleset reuse, thread,
+// Landlock, supervisor registration). The difference is the guard's cost
+// per command.
+//
+// Run: go test ./internal/backend/local -run '^$' -bench ExecGuard
+func BenchmarkExecGuard(b *testing.B) {
+	for _, mode := range []Sandbox{SandboxOff, SandboxWorkspaceWrite} {
+		b.Run(string(mode), func(b *testing.B) {
+			home := b.TempDir()
+			dir := filepath.Join(home, "work")
+			_ = os.MkdirAll(filepath.Join(home, ".hermes"), 0o755)
+			_ = os.MkdirAll(dir, 0o755)
+			env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}
+			bk, err := NewWithOptions(Options{Cwd: dir, Environ: func() []string { return env }, Sandbox: mode,
+				HermesHome: filepath.Join(home, ".hermes"), Executable: os.Args[0]})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer bk.Close()
+			e, _ := bk.Open(context.Background(), "s")
+			b.ResetTimer()
+			for range b.N {
+				if _, err := e.Exec(context.Background(), backend.ExecRequest{Command: "true"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestGuardRulesetFollowsChanges: entries created after the first command
+// (a new file in HOME, a new dir in HERMES_HOME) are readable by the next
+// one, and a file renamed to .env in HERMES_HOME is not.
+func TestGuardRulesetFollowsChanges(t *testing.T) {
+	needLandlock(t)
+	f := newGuardFixture(t, SandboxWorkspaceWrite)
+	f.run(t, "true")
+	for p, c := range map[string]string{filepath.Join(f.home, "later.txt"): "later", filepath.Join(f.hermesHome, "notes.md"): "notes"} {
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res := f.run(t, "cat "+f.home+"/later.txt "+f.hermesHome+"/notes.md"); string(res.Output) != "laternotes" {
+		t.Fatalf("new entries must be readable: %q", res.Output)
+	}
+	if err := os.Rename(filepath.Join(f.hermesHome, "notes.md"), filepath.Join(f.hermesHome, ".env")); err != nil {
+		t.Fatal(err)
+	}
+	if res := f.run(t, "cat "+f.hermesHome+"/.env"); res.ExitCode == 0 || strings.Contains(string(res.Output), "notes") {
+		t.Fatalf("a file renamed to .env must become unreadable: %q", res.Output)
+	}
+}
