@@ -128,7 +128,7 @@ func NewWithOptions(o Options) (*Backend, error) {
 	}
 	g := newGuard(mode, max(abi, 0), o.HermesHome, writable)
 	return &Backend{cwd: dir, passthrough: o.Passthrough, environ: environ, guard: g,
-		sup: startSupervisor(o.Executable), envs: map[string]*Environment{}}, nil
+		sup: newSupervisor(o.Executable), envs: map[string]*Environment{}}, nil
 }
 
 // tempDir is TMPDIR from environ, else /tmp.
@@ -186,6 +186,7 @@ func (b *Backend) Open(ctx context.Context, taskID string) (backend.Environment,
 	if e, ok := b.envs[taskID]; ok {
 		return e, nil
 	}
+	b.sup.start() // in the background, before the first command needs it
 	kept, _ := ScrubEnv(b.environ(), b.passthrough)
 	if taskID != "" {
 		kept = append(kept, "HERMES_SESSION_ID="+taskID)

@@ -61,6 +61,8 @@ func superviseGroups(r io.Reader) map[int]bool {
 // still die with hermes through their parent-death signal, but what they
 // started may not.
 type supervisor struct {
+	exe   string
+	once  sync.Once
 	ready chan struct{} // closed once start has finished
 	mu    sync.Mutex
 	w     io.WriteCloser // nil when the supervisor is not running
@@ -68,33 +70,40 @@ type supervisor struct {
 	err   error
 }
 
-// startSupervisor starts exe with SupervisorArg in the background. exe ""
-// means no supervisor.
-func startSupervisor(exe string) *supervisor {
-	s := &supervisor{ready: make(chan struct{})}
-	if exe == "" {
-		close(s.ready)
-		return s
-	}
-	go func() {
-		defer close(s.ready)
-		cmd := exec.Command(exe, SupervisorArg)
-		cmd.Env = []string{} // nothing of hermes's environment
-		cmd.Dir = "/"
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		w, err := cmd.StdinPipe()
-		if err == nil {
-			err = cmd.Start()
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if err != nil {
-			s.err = fmt.Errorf("starting the local backend supervisor %s: %w", exe, err)
+// newSupervisor returns the supervisor of exe ("" = none), not started.
+func newSupervisor(exe string) *supervisor {
+	return &supervisor{exe: exe, ready: make(chan struct{})}
+}
+
+// start starts the supervisor in the background, once; later calls do
+// nothing. Registrations wait until it has started.
+func (s *supervisor) start() {
+	s.once.Do(func() {
+		if s.exe == "" {
+			close(s.ready)
 			return
 		}
-		s.w, s.cmd = w, cmd
-	}()
-	return s
+		go s.run()
+	})
+}
+
+func (s *supervisor) run() {
+	defer close(s.ready)
+	cmd := exec.Command(s.exe, SupervisorArg)
+	cmd.Env = []string{} // nothing of hermes's environment
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	w, err := cmd.StdinPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.err = fmt.Errorf("starting the local backend supervisor %s: %w", s.exe, err)
+		return
+	}
+	s.w, s.cmd = w, cmd
 }
 
 // send writes one protocol line; failures only lose the protection.
@@ -102,6 +111,7 @@ func (s *supervisor) send(op byte, pgid int) {
 	if s == nil {
 		return
 	}
+	s.start()
 	<-s.ready
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -123,6 +133,7 @@ func (s *supervisor) stop() error {
 	if s == nil {
 		return nil
 	}
+	s.once.Do(func() { close(s.ready) }) // never started: nothing to stop
 	<-s.ready
 	s.mu.Lock()
 	w, cmd := s.w, s.cmd
