@@ -9,19 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-go/hermes/internal/backend/local"
 	"github.com/hermes-go/hermes/internal/box"
 )
 
 // TestMain lets this test binary serve as the box init, as the hermes
-// binary does (cmd/hermes dispatches box.InitArg the same way), and as
-// the local backend's supervisor (local.SupervisorArg).
+// binary does (cmd/hermes dispatches box.InitArg the same way).
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == box.InitArg {
 		os.Exit(box.InitMain())
-	}
-	if len(os.Args) > 1 && os.Args[1] == local.SupervisorArg {
-		os.Exit(local.SupervisorMain())
 	}
 	os.Exit(m.Run())
 }

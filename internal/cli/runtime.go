@@ -262,7 +262,7 @@ func (a *App) newLocalBackend(c *config.Config, cwd string, environ func() []str
 	return local.NewWithOptions(local.Options{
 		Cwd: cwd, Passthrough: c.Terminal.EnvPassthrough, Environ: environ,
 		Sandbox: local.Sandbox(mode), WritablePaths: c.Terminal.WritablePaths, HermesHome: a.Home(),
-		Executable: a.Executable, Warn: a.Stderr,
+		Supervise: true, Warn: a.Stderr,
 	})
 }
 

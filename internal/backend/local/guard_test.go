@@ -16,15 +16,6 @@ import (
 	"github.com/hermes-go/hermes/internal/backend"
 )
 
-// TestMain lets the test binary act as the supervisor: the backend re-execs
-// Options.Executable with SupervisorArg, exactly as hermes does.
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == SupervisorArg {
-		os.Exit(SupervisorMain())
-	}
-	os.Exit(m.Run())
-}
-
 // guardFixture is a fake user: HOME with a HERMES_HOME inside, a project
 // (the workspace) and a victim directory, under one temp dir.
 type guardFixture struct {
@@ -69,7 +60,7 @@ func newGuardFixture(t *testing.T, mode Sandbox, writable ...string) *guardFixtu
 	}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + f.home, "TMPDIR=" + f.tmp, "HERMES_HOME=" + f.hermesHome}
 	b, err := NewWithOptions(Options{Cwd: f.work, Environ: func() []string { return env }, Sandbox: mode,
-		WritablePaths: writable, HermesHome: f.hermesHome, Executable: os.Args[0]})
+		WritablePaths: writable, HermesHome: f.hermesHome, Supervise: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +318,7 @@ func fakeHermesForKill() {
 	pids := os.Getenv("HERMES_TEST_FAKE_HERMES")
 	dir := filepath.Dir(pids)
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
-	b, err := NewWithOptions(Options{Cwd: dir, Environ: func() []string { return env }, Executable: os.Args[0], Sandbox: SandboxOff})
+	b, err := NewWithOptions(Options{Cwd: dir, Environ: func() []string { return env }, Supervise: true, Sandbox: SandboxOff})
 	if err != nil {
 		panic(err)
 	}
@@ -352,7 +343,7 @@ func BenchmarkExecGuard(b *testing.B) {
 			_ = os.MkdirAll(dir, 0o755)
 			env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}
 			bk, err := NewWithOptions(Options{Cwd: dir, Environ: func() []string { return env }, Sandbox: mode,
-				HermesHome: filepath.Join(home, ".hermes"), Executable: os.Args[0]})
+				HermesHome: filepath.Join(home, ".hermes"), Supervise: true})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -80,9 +80,9 @@ type Options struct {
 	// HermesHome is HERMES_HOME: never writable by a command, and its
 	// protected entries (IsProtectedName) never readable.
 	HermesHome string
-	// Executable is the hermes binary, started with SupervisorArg as the
-	// supervisor that ends the commands when hermes dies; "" = none.
-	Executable string
+	// Supervise starts the supervisor (a /bin/sh process) that ends the
+	// commands' process groups when hermes dies, even by SIGKILL.
+	Supervise bool
 	// Warn receives the one-line notice that the kernel lacks Landlock;
 	// nil = os.Stderr.
 	Warn io.Writer
@@ -128,7 +128,15 @@ func NewWithOptions(o Options) (*Backend, error) {
 	}
 	g := newGuard(mode, max(abi, 0), o.HermesHome, writable)
 	return &Backend{cwd: dir, passthrough: o.Passthrough, environ: environ, guard: g,
-		sup: newSupervisor(o.Executable), envs: map[string]*Environment{}}, nil
+		sup: newSupervisor(supervisorShell(o.Supervise)), envs: map[string]*Environment{}}, nil
+}
+
+// supervisorShell is /bin/sh when supervision is wanted, else "".
+func supervisorShell(want bool) string {
+	if want {
+		return "/bin/sh"
+	}
+	return ""
 }
 
 // tempDir is TMPDIR from environ, else /tmp.

@@ -1,67 +1,37 @@
 package local
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"os/signal"
 	"strconv"
 	"sync"
 	"syscall"
 )
 
-// SupervisorArg is the hidden first argument that makes the hermes binary
-// run as the local backend's supervisor (SupervisorMain) instead of the
-// CLI, as box.InitArg does for the box init.
-const SupervisorArg = "local-supervisor"
-
-// SupervisorMain is the supervisor: a small process that outlives a killed
-// hermes and ends the process groups of its commands. It reads lines
-// "+PGID" (a group started) and "-PGID" (a group finished) on stdin; when
-// stdin reaches end of file (hermes exited or was killed: the kernel
-// closes its end of the pipe) it sends SIGKILL to every group still
-// registered and exits 0.
-func SupervisorMain() int {
-	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGQUIT, syscall.SIGPIPE)
-	live := superviseGroups(os.Stdin)
-	for pgid := range live {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	}
-	return 0
-}
-
-// superviseGroups reads the registration protocol until end of file and
-// returns the groups still registered.
-func superviseGroups(r io.Reader) map[int]bool {
-	live := map[int]bool{}
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := sc.Text()
-		if len(line) < 2 {
-			continue
-		}
-		pgid, err := strconv.Atoi(line[1:])
-		if err != nil || pgid <= 1 {
-			continue
-		}
-		switch line[0] {
-		case '+':
-			live[pgid] = true
-		case '-':
-			delete(live, pgid)
-		}
-	}
-	return live
-}
+// supervisorScript is the supervisor: a /bin/sh process (tiny next to a
+// second hermes) that outlives a killed hermes and ends the process
+// groups of its commands. It reads lines "+ PGID" (a group started) and
+// "- PGID" (a group finished) on stdin; at end of file (hermes exited or
+// was killed: the kernel closes its end of the pipe) it sends SIGKILL to
+// every group still registered. It ignores the terminal's signals so that
+// a Ctrl-C or hang-up that kills hermes does not kill it first.
+const supervisorScript = `trap '' INT HUP TERM QUIT PIPE
+live=" "
+while read -r op pg; do
+  case $op in
+    +) live="$live$pg " ;;
+    -) case $live in *" $pg "*) live="${live%% $pg *} ${live#* $pg }" ;; esac ;;
+  esac
+done
+for pg in $live; do kill -KILL -$pg 2>/dev/null; done`
 
 // supervisor is hermes's side of the supervisor: the pipe to its stdin.
-// Its zero value (or a failed start) registers nothing; the commands then
-// still die with hermes through their parent-death signal, but what they
-// started may not.
+// When it is not running (not wanted, or failed to start) nothing is
+// registered; the commands then still die with hermes through their
+// parent-death signal, but what they started may not.
 type supervisor struct {
-	exe   string
+	shell string // "" = no supervisor
 	once  sync.Once
 	ready chan struct{} // closed once start has finished
 	mu    sync.Mutex
@@ -70,16 +40,16 @@ type supervisor struct {
 	err   error
 }
 
-// newSupervisor returns the supervisor of exe ("" = none), not started.
-func newSupervisor(exe string) *supervisor {
-	return &supervisor{exe: exe, ready: make(chan struct{})}
+// newSupervisor returns a supervisor run by shell ("" = none), not started.
+func newSupervisor(shell string) *supervisor {
+	return &supervisor{shell: shell, ready: make(chan struct{})}
 }
 
 // start starts the supervisor in the background, once; later calls do
 // nothing. Registrations wait until it has started.
 func (s *supervisor) start() {
 	s.once.Do(func() {
-		if s.exe == "" {
+		if s.shell == "" {
 			close(s.ready)
 			return
 		}
@@ -89,8 +59,8 @@ func (s *supervisor) start() {
 
 func (s *supervisor) run() {
 	defer close(s.ready)
-	cmd := exec.Command(s.exe, SupervisorArg)
-	cmd.Env = []string{} // nothing of hermes's environment
+	cmd := exec.Command(s.shell, "-c", supervisorScript)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"} // nothing of hermes's environment
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	w, err := cmd.StdinPipe()
@@ -100,7 +70,7 @@ func (s *supervisor) run() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
-		s.err = fmt.Errorf("starting the local backend supervisor %s: %w", s.exe, err)
+		s.err = fmt.Errorf("starting the local backend supervisor: %w", err)
 		return
 	}
 	s.w, s.cmd = w, cmd
@@ -116,7 +86,7 @@ func (s *supervisor) send(op byte, pgid int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.w != nil {
-		_, _ = io.WriteString(s.w, string(op)+strconv.Itoa(pgid)+"\n")
+		_, _ = io.WriteString(s.w, string(op)+" "+strconv.Itoa(pgid)+"\n")
 	}
 }
 
@@ -127,8 +97,7 @@ func (s *supervisor) add(pgid int) { s.send('+', pgid) }
 func (s *supervisor) remove(pgid int) { s.send('-', pgid) }
 
 // stop closes the pipe: the supervisor kills what is still registered
-// and exits. stop does not wait for that (the supervisor may still be
-// starting); a goroutine reaps it.
+// and exits. stop does not wait for that; a goroutine reaps it.
 func (s *supervisor) stop() error {
 	if s == nil {
 		return nil
