@@ -5,8 +5,11 @@ import (
 	"encoding/base64"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -52,6 +55,7 @@ func TestLocalGuardContainsAttacks(t *testing.T) {
 	hh := e.home
 	e.writeFile("attack.sh", `
 rm -rf "$HOME"; echo "rm-home=$?"
+HERMES_HOME=`+hh+` `+hermesBin+` config set approvals.mode off; echo "hermes-config=$?"
 echo "approvals: {mode: off}" >> `+hh+`/config.yaml; echo "config=$?"
 rm -f `+hh+`/.env; echo "rm-env=$?"
 cat `+hh+`/.env; echo "cat-env=$?"
@@ -71,7 +75,7 @@ echo contained > inside-workspace.txt
 		t.Fatalf("want 2 model requests, got %d\n%s", len(reqs), res)
 	}
 	body := string(reqs[1].Body)
-	for _, want := range []string{"rm-home=1", "config.yaml: Permission denied", "rm-env=1", "cat-env=1", ".env: Permission denied", "OPENROUTER_API_KEY=***"} {
+	for _, want := range []string{"rm-home=1", "hermes-config=1", "config.yaml: Permission denied", "rm-env=1", "cat-env=1", ".env: Permission denied", "OPENROUTER_API_KEY=***"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the tool result lacks %q:\n%s", want, body)
 		}
@@ -96,6 +100,60 @@ echo contained > inside-workspace.txt
 	if b, _ := os.ReadFile(filepath.Join(e.workspace, "inside-workspace.txt")); string(b) != "contained\n" {
 		t.Errorf("the workspace write did not land (%q): the script did not run as expected", b)
 	}
+}
+
+// TestKillNineEndsLocalCommands (issue 8 "Crash and resume"): SIGKILL of
+// hermes while a foreground command runs ends that command, the child it
+// started, and a background process with its child; none finishes its
+// work after the session was told it was cancelled.
+func TestKillNineEndsLocalCommands(t *testing.T) {
+	bg := llmtest.Turn{ToolCalls: []llmtest.Call{{ID: "call_bg", Name: "terminal",
+		Args: args(map[string]any{"command": "sleep 300 & echo $! > bg-child.pid; echo $$ > bg.pid; wait", "background": true})}}}
+	fg := llmtest.Turn{ToolCalls: []llmtest.Call{{ID: "call_sleep", Name: "terminal",
+		Args: args(map[string]any{"command": "sleep 300 & echo $! > fg-child.pid; echo $$ > sleeper.pid.tmp && mv sleeper.pid.tmp sleeper.pid; wait"})}}}
+	e := newE2E(t, bg, fg, llmtest.Turn{Text: "never reached"})
+	e.configureModel()
+	wait, signal := e.startUntilToolRuns("chat", "-Q", "--yolo", "-q", "start a server, then a long job")
+	var pids []int
+	for _, name := range []string{"bg.pid", "bg-child.pid", "sleeper.pid", "fg-child.pid"} {
+		var pid int
+		for deadline := time.Now().Add(10 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			b, _ := os.ReadFile(filepath.Join(e.workspace, name))
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		if pid == 0 {
+			t.Fatalf("%s never written", name)
+		}
+		pids = append(pids, pid)
+		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	}
+	signal(syscall.SIGKILL)
+	wait()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var alive []int
+		for _, p := range pids {
+			if running(p) {
+				alive = append(alive, p)
+			}
+		}
+		if len(alive) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes outlived a killed hermes: %v (of bg, bg child, fg, fg child %v)", alive, pids)
+		}
+	}
+}
+
+// running reports whether pid exists and is not a zombie.
+func running(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
 // landlockAvailable reports whether the kernel offers Landlock, asking
