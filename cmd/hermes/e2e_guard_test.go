@@ -162,3 +162,15 @@ func landlockAvailable() bool {
 	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
 	return errno == 0 && int(v) > 0
 }
+
+// TestWritablePathInsideHermesHomeIsAnError: terminal.writable_paths may
+// not open HERMES_HOME to commands; the run stops and names the key.
+func TestWritablePathInsideHermesHomeIsAnError(t *testing.T) {
+	e := newE2E(t, llmtest.Turn{Text: "unreached"})
+	e.configureModel()
+	e.mustRun("config", "set", "terminal.writable_paths", "["+filepath.Join(e.home, "skills")+"]")
+	res := e.run("chat", "-Q", "-q", "hi")
+	if res.code == 0 || !strings.Contains(res.stderr, "terminal.writable_paths") || !strings.Contains(res.stderr, "inside HERMES_HOME") {
+		t.Fatalf("want an error naming terminal.writable_paths\n%s", res)
+	}
+}

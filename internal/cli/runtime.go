@@ -256,6 +256,16 @@ func (a *App) newLocalBackend(c *config.Config, cwd string, environ func() []str
 	default:
 		return nil, fmt.Errorf("terminal.local_sandbox %q is not one of workspace-write, read-only, off; fix it with `hermes config set terminal.local_sandbox workspace-write`", mode)
 	}
+	home := filepath.Clean(a.Home())
+	for _, w := range c.Terminal.WritablePaths {
+		p := w
+		if rest, ok := strings.CutPrefix(p, "~"); ok && (rest == "" || rest[0] == '/') {
+			p = a.Getenv("HOME") + rest
+		}
+		if p = filepath.Clean(p); p == home || strings.HasPrefix(p, home+"/") {
+			return nil, fmt.Errorf("terminal.writable_paths: %q is inside HERMES_HOME (%s), which commands may never write; remove it with `hermes config set terminal.writable_paths [...]`", w, home)
+		}
+	}
 	if err := local.HideProcess(); err != nil {
 		fmt.Fprintln(a.Stderr, "hermes: warning:", err)
 	}
