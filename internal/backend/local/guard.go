@@ -443,10 +443,13 @@ func restrictThread(fd int) error {
 // still let a same-user process read; the values live on in the Go
 // environment (os.Getenv) only. It also disables core dumps of hermes.
 func HideProcess() error {
+	// Scrub first: once non-dumpable, /proc/self/mem belongs to root and a
+	// process that is not root can no longer open it.
+	scrubErr := scrubInitialEnviron()
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_DUMPABLE, 0): %w", err)
 	}
-	return scrubInitialEnviron()
+	return scrubErr
 }
 
 // scrubInitialEnviron rewrites, in place, the value of every secret entry
