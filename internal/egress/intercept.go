@@ -87,6 +87,7 @@ func (h *interceptHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if status != 0 {
 		rec.Decision, rec.Reason, rec.Status = "deny", why, status
 		b.record(rec)
+		w.Header().Set("Connection", "close")
 		http.Error(w, "hermes egress: "+why, status)
 		return
 	}

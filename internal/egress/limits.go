@@ -129,7 +129,8 @@ func (b *budget) used() int64 { return b.n.Load() }
 // stallBody is a request body whose every read must make progress within
 // stall: it sets the connection's read deadline before each read (and
 // clears it at the end of the body, since the server reads on between
-// requests).
+// requests; after a failed read it stays expired, so the server does not
+// wait for the rest of the body either).
 type stallBody struct {
 	io.ReadCloser
 	rc    *http.ResponseController
@@ -143,7 +144,7 @@ func newStallBody(w http.ResponseWriter, body io.ReadCloser, stall time.Duration
 func (s *stallBody) Read(p []byte) (int, error) {
 	s.rc.SetReadDeadline(time.Now().Add(s.stall))
 	n, err := s.ReadCloser.Read(p)
-	if err != nil {
+	if err == io.EOF {
 		s.rc.SetReadDeadline(time.Time{})
 	}
 	return n, err
