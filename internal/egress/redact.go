@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"html"
 	"io"
+	"sort"
 	"unicode/utf8"
 )
 
@@ -42,7 +43,7 @@ const filterBits = 16
 type redactor struct {
 	secrets []foldedSecret
 	grams   map[uint64][]gramRef
-	filter  []uint64 // 1<<filterBits bits over hashed grams
+	filter  []uint64 // 1<<filterBits bits over the hashed 4-byte windows of the grams
 	exact   []replacement
 }
 
@@ -74,7 +75,9 @@ func newRedactor(secrets []*boxSecret) *redactor {
 			for k := 0; k+fragmentLen <= len(v); k++ {
 				key := binary.LittleEndian.Uint64(v[k:])
 				r.grams[key] = append(r.grams[key], gramRef{idx, k})
-				h := gramHash(key)
+			}
+			for k := 0; k+4 <= len(v); k++ {
+				h := quadHash(binary.LittleEndian.Uint32(v[k:]))
 				r.filter[h>>6] |= 1 << (h & 63)
 			}
 		}
@@ -98,7 +101,7 @@ func newRedactor(secrets []*boxSecret) *redactor {
 	return r
 }
 
-func gramHash(key uint64) uint64 { return (key * 0x9E3779B97F4A7C15) >> (64 - filterBits) }
+func quadHash(key uint32) uint32 { return (key * 0x9E3779B1) >> (32 - filterBits) }
 
 // String redacts s completely (headers, error text, audit fields).
 func (r *redactor) String(s string) string {
@@ -122,19 +125,21 @@ func (r *redactor) redact(n *normalized, in []byte, final bool, out []byte) ([]b
 		if j < 0 {
 			break
 		}
+		start, _ := n.src(j)
 		if open && !final {
-			hold := n.from[j]
-			return append(out, in[pos:hold]...), hold
+			return append(out, in[pos:start]...), start
 		}
-		out = append(out, in[pos:n.from[j]]...)
+		out = append(out, in[pos:start]...)
 		out = append(out, repl...)
-		pos, i = n.to[j+m-1], j+m
+		_, end := n.src(j + m - 1)
+		pos, i = end, j+m
 	}
 	hold := len(in)
 	if !final {
 		hold = n.incomplete
 		if t := r.pendingTail(n.b[i:]); t > 0 {
-			hold = min(hold, n.from[len(n.b)-t])
+			from, _ := n.src(len(n.b) - t)
+			hold = min(hold, from)
 		}
 	}
 	return append(out, in[pos:hold]...), hold
@@ -158,32 +163,42 @@ func (r *redactor) next(norm []byte, i int) (j, m int, repl string, open bool) {
 	if j >= 0 {
 		end = min(end, j)
 	}
-	for p := i; p <= end; p++ {
-		key := binary.LittleEndian.Uint64(norm[p:])
-		h := gramHash(key)
+	// A fragment starting at q holds the 4-byte window at the one p in
+	// [q, q+3] on this stride, so windows are screened every 4 bytes and
+	// only a hit is looked at closely (starts p-4..p, leftmost first).
+	for p := i; p <= end+3 && p+4 <= len(norm); p += 4 {
+		h := quadHash(binary.LittleEndian.Uint32(norm[p:]))
 		if r.filter[h>>6]&(1<<(h&63)) == 0 {
 			continue
 		}
-		best, bestOpen, bestRepl := 0, false, ""
-		for _, g := range r.grams[key] {
-			s := r.secrets[g.secret].value
-			l := fragmentLen
-			for p+l < len(norm) && g.off+l < len(s) && norm[p+l] == s[g.off+l] {
-				l++
+		for q := max(i, p-4); q <= min(p, end); q++ {
+			m2, repl2, open2 := r.fragmentAt(norm, q)
+			if m2 == 0 {
+				continue
 			}
-			if l > best {
-				best, bestOpen, bestRepl = l, p+l == len(norm) && g.off+l < len(s), r.secrets[g.secret].placeholder
+			if q == j && m >= m2 {
+				return j, m, repl, false
 			}
+			return q, m2, repl2, open2
 		}
-		if best == 0 {
-			continue
-		}
-		if p == j && m >= best {
-			return j, m, repl, false
-		}
-		return p, best, bestRepl, bestOpen
 	}
 	return j, m, repl, false
+}
+
+// fragmentAt is the longest fragment of a secret starting at norm[q]
+// (0 when none of fragmentLen bytes does).
+func (r *redactor) fragmentAt(norm []byte, q int) (m int, repl string, open bool) {
+	for _, g := range r.grams[binary.LittleEndian.Uint64(norm[q:])] {
+		s := r.secrets[g.secret].value
+		l := fragmentLen
+		for q+l < len(norm) && g.off+l < len(s) && norm[q+l] == s[g.off+l] {
+			l++
+		}
+		if l > m {
+			m, repl, open = l, r.secrets[g.secret].placeholder, q+l == len(norm) && g.off+l < len(s)
+		}
+	}
+	return m, repl, open
 }
 
 // pendingTail is the length of the longest suffix of norm that could be
@@ -210,28 +225,75 @@ func (r *redactor) pendingTail(norm []byte) int {
 	return tail
 }
 
-// normalized is the matching view of a byte slice: b[i] came from the
-// original bytes [from[i], to[i]). incomplete is where an escape that the
-// next bytes could finish starts (len of the input when there is none).
+// normalized is the matching view of a byte slice. Bytes map one to one
+// (case folded) except where an edit says otherwise: edit e turned the
+// original bytes [e.from, e.to) into b[e.norm:e.normEnd] (a decoded escape,
+// or nothing for a NUL byte). incomplete is where an escape that the next
+// bytes could finish starts (len of the input when there is none).
 type normalized struct {
 	b          []byte
-	from, to   []int
+	edits      []edit
 	incomplete int
 }
 
+type edit struct{ norm, normEnd, from, to int }
+
+// specialBytes start something other than a one-to-one byte.
+const specialBytes = "\x00%\\&"
+
+// emit appends c (already folded), decoded from the original [from, to).
 func (n *normalized) emit(c byte, from, to int) {
+	k := len(n.edits) - 1
+	if k >= 0 && n.edits[k].from == from && n.edits[k].normEnd == len(n.b) {
+		n.edits[k].normEnd++ // another byte of the same escape (UTF-8 of \uXXXX)
+	} else {
+		n.edits = append(n.edits, edit{norm: len(n.b), normEnd: len(n.b) + 1, from: from, to: to})
+	}
 	n.b = append(n.b, c)
-	n.from = append(n.from, from)
-	n.to = append(n.to, to)
+}
+
+// src is the original range b[j] came from.
+func (n *normalized) src(j int) (from, to int) {
+	i := sort.Search(len(n.edits), func(i int) bool { return n.edits[i].norm > j }) - 1
+	if i < 0 {
+		return j, j + 1
+	}
+	e := n.edits[i]
+	if j < e.normEnd {
+		return e.from, e.to
+	}
+	from = e.to + j - e.normEnd
+	return from, from + 1
 }
 
 func (n *normalized) run(in []byte, final bool) {
-	n.b, n.from, n.to, n.incomplete = n.b[:0], n.from[:0], n.to[:0], len(in)
+	n.b, n.edits, n.incomplete = n.b[:0], n.edits[:0], len(in)
+	next := [len(specialBytes)]int{-1, -1, -1, -1} // next position of each special byte
 	for p := 0; p < len(in); {
-		c := in[p]
+		start := p
+		p = len(in)
+		for k := range len(specialBytes) {
+			c := specialBytes[k]
+			if next[k] < start {
+				next[k] = len(in)
+				if i := bytes.IndexByte(in[start:], c); i >= 0 {
+					next[k] = start + i
+				}
+			}
+			p = min(p, next[k])
+		}
+		if p > start {
+			k := len(n.b)
+			n.b = append(n.b, in[start:p]...)
+			foldInPlace(n.b[k:])
+		}
+		if p == len(in) {
+			break
+		}
 		var span int
-		switch c {
+		switch in[p] {
 		case 0:
+			n.edits = append(n.edits, edit{norm: len(n.b), normEnd: len(n.b), from: p, to: p + 1})
 			p++
 			continue
 		case '%':
@@ -248,8 +310,8 @@ func (n *normalized) run(in []byte, final bool) {
 			}
 			span = 0
 		}
-		if span == 0 {
-			n.emit(lowerASCII(c), p, p+1)
+		if span == 0 { // not an escape: the byte stands for itself
+			n.b = append(n.b, in[p])
 			span = 1
 		}
 		p += span
@@ -401,6 +463,22 @@ func lowerASCII(c byte) byte {
 		return c + 'a' - 'A'
 	}
 	return c
+}
+
+// foldInPlace lower-cases the ASCII letters of b, eight bytes at a time:
+// a byte gets 0x20 when its low seven bits are in 'A'..'Z' and its high
+// bit is clear.
+func foldInPlace(b []byte) {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		h := x & 0x7f7f7f7f7f7f7f7f
+		upper := (h + 0x3f3f3f3f3f3f3f3f) &^ (h + 0x2525252525252525) &^ x & 0x8080808080808080
+		binary.LittleEndian.PutUint64(b[i:], x|upper>>2)
+	}
+	for ; i < len(b); i++ {
+		b[i] = lowerASCII(b[i])
+	}
 }
 
 func foldASCII(b []byte) []byte {
