@@ -31,9 +31,9 @@ func TestExpectContinueYieldsOneContinue(t *testing.T) {
 }
 
 func TestTrailingDotHostIsForwardedCanonical(t *testing.T) {
-	r, _, port, _ := secretRig(t)
+	r, _, _, _ := secretRig(t)
 	hosts := make(chan string, 2)
-	port = r.upCA.upstream(t, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	port := r.upCA.upstream(t, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		hosts <- req.Host
 	}), "api.secret.test", "plain.test")
 	c := r.interceptedConn(t, port)
