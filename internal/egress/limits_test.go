@@ -142,11 +142,22 @@ func TestConnectionsPerBoxAreCapped(t *testing.T) {
 	if !<-closed {
 		t.Fatal("a connection past MaxConns was served")
 	}
-	for _, c := range conns {
-		c.SetReadDeadline(time.Now())
-	}
+	// The others are still open: cut their reads short (again, until each
+	// reader has set its own deadline) and expect timeouts.
 	for range len(conns) - 1 {
-		if <-closed {
+		var ok bool
+	wait:
+		for {
+			for _, c := range conns {
+				c.SetReadDeadline(time.Now())
+			}
+			select {
+			case ok = <-closed:
+				break wait
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		if ok {
 			t.Fatal("connections within MaxConns were closed")
 		}
 	}
