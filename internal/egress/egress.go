@@ -33,7 +33,10 @@
 // percent-encoding (either case), JSON/JS escapes (\/, \uXXXX, \xHH) and
 // HTML character references decoded; it catches any fragment of 8 or more
 // characters of a secret, and its base64 (standard and URL alphabets,
-// padded or not, also inside a larger base64 string) and hex forms.
+// padded or not, also inside a larger base64 string) and hex forms. A
+// secret that shares 8-character runs with ordinary text (a dictionary
+// word) has those runs redacted wherever they appear in its hosts'
+// responses.
 //
 // Limit: redaction is a last line, not the boundary; the allowlist is. A
 // box that can make an upstream store a secret and serve it back through
