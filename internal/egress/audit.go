@@ -87,7 +87,6 @@ type auditLog struct {
 	now  func() time.Time
 
 	mu   sync.Mutex
-	size int64 // -1: unknown
 	rate map[string]*rateEntry
 }
 
@@ -101,7 +100,7 @@ func newAuditLog(path string, lim AuditLimits, now func() time.Time) *auditLog {
 	if now == nil {
 		now = time.Now
 	}
-	return &auditLog{path: path, lim: lim.withDefaults(), now: now, size: -1, rate: map[string]*rateEntry{}}
+	return &auditLog{path: path, lim: lim.withDefaults(), now: now, rate: map[string]*rateEntry{}}
 }
 
 // write appends one record; a failure is returned so the caller can report
@@ -123,19 +122,38 @@ func (l *auditLog) write(r AuditRecord) error {
 	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
 		return err
 	}
-	if err := l.rotateFor(int64(len(line))); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := l.open(int64(len(line)))
 	if err != nil {
 		return err
 	}
-	n, err := f.Write(line)
-	l.size += int64(n)
+	_, err = f.Write(line)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// open opens the log for appending n bytes, rotating it first when they
+// would take it past MaxFileSize (the size is read from the open file, so
+// several hermes processes appending to one log still rotate it).
+func (l *auditLog) open(n int64) (*os.File, error) {
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 || st.Size()+n <= l.lim.MaxFileSize {
+		return f, nil
+	}
+	f.Close()
+	os.Remove(l.path + "." + strconv.Itoa(l.lim.Keep))
+	for i := l.lim.Keep - 1; i >= 1; i-- {
+		os.Rename(l.path+"."+strconv.Itoa(i), l.path+"."+strconv.Itoa(i+1))
+	}
+	if err := os.Rename(l.path, l.path+".1"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	return os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 }
 
 // admit applies the per-box rate limit of identical records; a record let
@@ -163,29 +181,6 @@ func (l *auditLog) admit(r *AuditRecord) bool {
 	}
 	e.n++
 	return true
-}
-
-// rotateFor renames the log to .1 (and .1 to .2 ...) when adding n bytes
-// would take it past MaxFileSize, dropping the oldest beyond Keep.
-func (l *auditLog) rotateFor(n int64) error {
-	if l.size < 0 {
-		l.size = 0
-		if st, err := os.Stat(l.path); err == nil {
-			l.size = st.Size()
-		}
-	}
-	if l.size == 0 || l.size+n <= l.lim.MaxFileSize {
-		return nil
-	}
-	os.Remove(l.path + "." + strconv.Itoa(l.lim.Keep))
-	for i := l.lim.Keep - 1; i >= 1; i-- {
-		os.Rename(l.path+"."+strconv.Itoa(i), l.path+"."+strconv.Itoa(i+1))
-	}
-	if err := os.Rename(l.path, l.path+".1"); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	l.size = 0
-	return nil
 }
 
 // truncateField cuts s to at most max bytes (on a UTF-8 boundary) and says
