@@ -67,25 +67,32 @@ func closedWithin(c net.Conn, wait time.Duration) (bool, string) {
 
 func TestStalledUploadsToASecretHostAreBoundedPerBox(t *testing.T) {
 	// Each stalled upload announces a body the gate would buffer; the
-	// box's buffer budget holds two of them, the third gets 413 at once.
+	// box's buffer budget holds two of them, so whichever of three the
+	// gate takes last gets 413 at once while the others wait.
 	r, port := limitedRig(t, Limits{MaxBuffered: 1 << 20, MaxBodyBuffer: 512 << 10, BodyStallTimeout: time.Hour})
 	const announced = 500 << 10
-	for range 2 {
+	type answer struct {
+		resp *http.Response
+		err  error
+	}
+	answers := make(chan answer, 3)
+	for range 3 {
 		c := r.interceptedConn(t, port)
 		fmt.Fprintf(c, "POST /upload HTTP/1.1\r\nHost: api.secret.test:%d\r\nContent-Length: %d\r\n\r\n", port, announced)
-		c.Write(make([]byte, announced-1)) // all but one byte, then stall
+		go func() {
+			c.Write(make([]byte, announced-1)) // all but one byte, then stall
+			c.SetReadDeadline(time.Now().Add(20 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			answers <- answer{resp, err}
+		}()
 	}
-	c := r.interceptedConn(t, port)
-	fmt.Fprintf(c, "POST /upload HTTP/1.1\r\nHost: api.secret.test:%d\r\nContent-Length: %d\r\n\r\n", port, announced)
-	go c.Write(make([]byte, announced))
-	c.SetReadDeadline(time.Now().Add(20 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatalf("third upload not refused while two stall: %v", err)
+	a := <-answers
+	if a.err != nil {
+		t.Fatalf("no upload refused while three stall: %v", a.err)
 	}
-	body := readAllString(resp.Body)
-	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(body, "terminal.container_memory") {
-		t.Fatalf("%d %q, want 413 naming the budget", resp.StatusCode, body)
+	body := readAllString(a.resp.Body)
+	if a.resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(body, "terminal.container_memory") {
+		t.Fatalf("%d %q, want 413 naming the budget", a.resp.StatusCode, body)
 	}
 }
 
