@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/hermes-go/hermes/internal/llm"
+	"github.com/hermes-go/hermes/internal/llm/toolargs"
 	"github.com/hermes-go/hermes/internal/tool"
 )
 
@@ -145,7 +146,7 @@ func (a *Agent) stream(ctx context.Context, s *Session, withTools bool) (llm.Res
 	req := llm.Request{
 		Model:           a.opts.Model,
 		System:          s.System,
-		Messages:        s.History,
+		Messages:        ValidArguments(s.History),
 		MaxTokens:       a.opts.MaxTokens,
 		ReasoningEffort: a.opts.ReasoningEffort,
 	}
@@ -218,14 +219,14 @@ func (a *Agent) runTool(ctx context.Context, sessionID string, tc llm.ToolCall) 
 	if !ok {
 		return tool.Errorf("unknown tool %q; available tools: %s", tc.Name, strings.Join(a.opts.Tools.Names(), ", "))
 	}
-	args := strings.TrimSpace(tc.Arguments)
-	if args == "" {
-		args = "{}"
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(args), &obj); err != nil {
+	fixed, err := toolargs.Repair(tc.Arguments)
+	if err != nil {
 		return tool.Errorf("the arguments of this %s call are not a valid JSON object (%v), so it was not executed; "+
-			"call it again with a JSON object matching its schema. Arguments received: %s", tc.Name, err, truncate(args, 500))
+			"call it again with a complete JSON object matching its schema. Arguments received: %s", tc.Name, err, truncate(tc.Arguments, 500))
+	}
+	args, _ := toolargs.Coerce(fixed.JSON, t.Spec().Parameters)
+	if note := fixed.Note(); note != "" {
+		defer func() { r.Content = note + "\n" + r.Content }()
 	}
 	defer func() {
 		if p := recover(); p != nil {

@@ -94,6 +94,39 @@ type Server struct {
 	turns  []Turn
 	reqs   []Request
 	models []Model
+	strict bool
+	// rejected counts requests answered by the strict check, which use up
+	// no turn.
+	rejected int
+}
+
+// StrictToolArguments makes the server answer HTTP 400 "invalid function
+// arguments json string" to any request whose history holds an assistant
+// tool call with arguments that are not valid JSON, as vLLM and some
+// OpenAI-compatible gateways do. The request is recorded and uses up no turn.
+func (s *Server) StrictToolArguments() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.strict = true
+}
+
+// invalidArguments returns the first tool-call arguments in an
+// OpenAI-wire request body that are not valid JSON, and whether one exists.
+func invalidArguments(body []byte) (string, bool) {
+	var req struct {
+		Messages []ChatMessage `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return "", false
+	}
+	for _, m := range req.Messages {
+		for _, tc := range m.ToolCalls {
+			if !json.Valid([]byte(tc.Function.Arguments)) {
+				return tc.Function.Arguments, true
+			}
+		}
+	}
+	return "", false
 }
 
 // NewServer starts a server that answers with turns in order and closes it
@@ -169,8 +202,14 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
-	n := len(s.reqs)
 	s.reqs = append(s.reqs, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	if bad, ok := invalidArguments(body); ok && s.strict && strings.HasSuffix(r.URL.Path, "/chat/completions") {
+		s.rejected++
+		s.mu.Unlock()
+		writeError(w, false, http.StatusBadRequest, "invalid_request_error", "invalid function arguments json string: "+bad)
+		return
+	}
+	n := len(s.reqs) - 1 - s.rejected
 	var turn *Turn
 	if n < len(s.turns) {
 		t := s.turns[n]
