@@ -74,6 +74,12 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 	for _, w := range cfg.Warnings {
 		fmt.Fprintln(a.Stderr, "hermes: warning:", w)
 	}
+	if err := config.CheckString("model.api_mode", cfg.Config.Model.APIMode); err != nil {
+		// Reported on every run, not only by `config check`: the value is
+		// ignored and the wire follows model.provider.
+		fmt.Fprintf(a.Stderr, "hermes: warning: %v (from %s); it is ignored and the API follows model.provider; fix it with `hermes config set model.api_mode chat_completions` or `hermes config unset model.api_mode`\n",
+			err, cfg.Source("model.api_mode"))
+	}
 	for key, val := range map[string]string{"model.default": o.model, "model.provider": o.provider, "model.base_url": o.baseURL} {
 		if val != "" {
 			if err := cfg.Override(key, val); err != nil {
