@@ -121,12 +121,18 @@ func (a *Agent) call(ctx context.Context, s *Session, withTools bool, last llm.U
 			a.notice("context compression failed, keeping the full history: %v", err)
 		}
 	}
-	resp, err := a.stream(ctx, s, withTools)
+	resp, err := a.stream(ctx, s, withTools, false)
 	var apiErr *llm.APIError
 	if err != nil && errors.As(err, &apiErr) && apiErr.ContextOverflow && a.opts.Compactor != nil {
-		a.notice("the provider says the prompt is too long; compressing and retrying once")
-		if changed, cerr := a.opts.Compactor.Compact(ctx, s, last, true); cerr == nil && changed {
-			resp, err = a.stream(ctx, s, withTools)
+		changed, cerr := a.opts.Compactor.Compact(ctx, s, last, true)
+		_, fits := a.opts.Compactor.(RequestFitter)
+		switch {
+		case cerr == nil && changed:
+			a.notice("the provider says the prompt is too long; compressed the history, retrying once")
+			resp, err = a.stream(ctx, s, withTools, false)
+		case fits:
+			a.notice("the provider says the prompt is too long and there is nothing left to summarise; retrying once with large tool results cut further")
+			resp, err = a.stream(ctx, s, withTools, true)
 		}
 	}
 	if err != nil {
@@ -142,13 +148,20 @@ func (a *Agent) call(ctx context.Context, s *Session, withTools bool, last llm.U
 	return resp, nil
 }
 
-func (a *Agent) stream(ctx context.Context, s *Session, withTools bool) (llm.Response, error) {
+// stream makes one model call with s's history. Tool-call arguments are
+// made valid JSON and, when the Compactor is a RequestFitter, single tool
+// results too large for the context window are cut in the request (tight:
+// cut further, after an overflow error).
+func (a *Agent) stream(ctx context.Context, s *Session, withTools, tight bool) (llm.Response, error) {
 	req := llm.Request{
 		Model:           a.opts.Model,
 		System:          s.System,
 		Messages:        ValidArguments(s.History),
 		MaxTokens:       a.opts.MaxTokens,
 		ReasoningEffort: a.opts.ReasoningEffort,
+	}
+	if f, ok := a.opts.Compactor.(RequestFitter); ok {
+		req.Messages = f.FitRequest(s.ID, req.Messages, tight)
 	}
 	if withTools {
 		req.Tools = a.opts.Tools.Specs()

@@ -199,7 +199,7 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 		compactor = agent.NewCompressor(agent.CompressorOptions{
 			Provider: rt.provider, Model: rt.model, ContextWindow: window,
 			Threshold: c.Compression.Threshold, ProtectFirstN: c.Compression.ProtectFirstN, ProtectLastN: c.Compression.ProtectLastN,
-			Pending: rt.todo.Pending, Rewriter: storeRewriter{rt.store},
+			Pending: rt.todo.Pending, Rewriter: storeRewriter{rt.store}, SpillDir: filepath.Join(home, "cache", "context"),
 			Notice: func(s string) { r.event(agent.Event{Kind: agent.EventNotice, Text: s}) },
 		})
 	}

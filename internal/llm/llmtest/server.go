@@ -95,9 +95,21 @@ type Server struct {
 	reqs   []Request
 	models []Model
 	strict bool
-	// rejected counts requests answered by the strict check, which use up
-	// no turn.
+	// rejected counts requests answered by the strict check or the
+	// context limit, which use up no turn.
 	rejected int
+	// maxBody, when > 0, is the largest request body answered normally.
+	maxBody int
+}
+
+// ContextLimit makes the server answer HTTP 400 "context_length_exceeded"
+// to any request whose body is larger than maxBytes, as a model server does
+// to a prompt larger than its context window. The request is recorded and
+// uses up no turn.
+func (s *Server) ContextLimit(maxBytes int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.maxBody = maxBytes
 }
 
 // StrictToolArguments makes the server answer HTTP 400 "invalid function
@@ -207,6 +219,13 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.rejected++
 		s.mu.Unlock()
 		writeError(w, false, http.StatusBadRequest, "invalid_request_error", "invalid function arguments json string: "+bad)
+		return
+	}
+	if s.maxBody > 0 && len(body) > s.maxBody {
+		s.rejected++
+		s.mu.Unlock()
+		writeError(w, strings.HasSuffix(r.URL.Path, "/messages"), http.StatusBadRequest, "invalid_request_error",
+			fmt.Sprintf("context_length_exceeded: this model's maximum context length is %d bytes, the request has %d", s.maxBody, len(body)))
 		return
 	}
 	n := len(s.reqs) - 1 - s.rejected
