@@ -121,7 +121,7 @@ func (a *Agent) call(ctx context.Context, s *Session, withTools bool, last llm.U
 			a.notice("context compression failed, keeping the full history: %v", err)
 		}
 	}
-	resp, err := a.stream(ctx, s, withTools, false)
+	resp, err := a.streamRetrying(ctx, s, withTools)
 	var apiErr *llm.APIError
 	if err != nil && errors.As(err, &apiErr) && apiErr.ContextOverflow && a.opts.Compactor != nil {
 		changed, cerr := a.opts.Compactor.Compact(ctx, s, last, true)
@@ -146,6 +146,32 @@ func (a *Agent) call(ctx context.Context, s *Session, withTools bool, last llm.U
 		}
 	}
 	return resp, nil
+}
+
+// midStreamRetries is how many times a model call cut off mid-answer (the
+// connection closed after some of the answer arrived) is repeated.
+const midStreamRetries = 2
+
+// streamRetrying is stream, repeated when the connection closed in the
+// middle of the answer: errors before the first event are retried by
+// llm.WithRetry, but once events were delivered only the whole call can
+// be repeated (the partial answer is discarded, like a 5xx).
+func (a *Agent) streamRetrying(ctx context.Context, s *Session, withTools bool) (llm.Response, error) {
+	for attempt := 1; ; attempt++ {
+		resp, err := a.stream(ctx, s, withTools, false)
+		if err == nil || attempt > midStreamRetries || ctx.Err() != nil || !cutMidStream(resp, err) {
+			return resp, err
+		}
+		a.emit(Event{Kind: EventRetry, Text: fmt.Sprintf("the model's answer was cut off mid-stream (%v); retrying (%d/%d)", err, attempt, midStreamRetries)})
+	}
+}
+
+// cutMidStream reports whether err ended a stream that had already
+// delivered part of an answer, for a reason worth retrying.
+func cutMidStream(resp llm.Response, err error) bool {
+	m := resp.Message
+	partial := m.Content != "" || m.Reasoning != "" || len(m.ToolCalls) > 0
+	return partial && (errors.Is(err, llm.ErrIncompleteStream) || llm.IsRetryable(err))
 }
 
 // stream makes one model call with s's history. Tool-call arguments are

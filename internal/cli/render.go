@@ -67,6 +67,12 @@ func (r *renderer) event(ev agent.Event) {
 		case r.verbose:
 			fmt.Fprintf(r.diag, "  ✓ %s: %s\n", ev.Call.Name, preview(ev.Result.Content, 200))
 		}
+	case agent.EventRetry:
+		if r.quiet {
+			return
+		}
+		r.endLine()
+		fmt.Fprintf(r.diag, "hermes: %s\n", ev.Text)
 	case agent.EventNotice:
 		r.endLine()
 		fmt.Fprintf(r.diag, "hermes: %s\n", ev.Text)

@@ -115,6 +115,10 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 	popts := providers.Options{
 		Provider: c.Model.Provider, Model: c.Model.Default, BaseURL: c.Model.BaseURL, APIKey: c.Model.APIKey,
 		Getenv: cfg.Getenv, RecordPath: o.record, ReplayPath: o.replay,
+		Timeouts: llm.Timeouts{Request: seconds(c.Model.RequestTimeout), Idle: seconds(c.Model.StreamIdleTimeout)},
+		Retry: llm.RetryPolicy{OnRetry: func(attempt int, d time.Duration, err error) {
+			r.event(agent.Event{Kind: agent.EventRetry, Text: fmt.Sprintf("%v; retrying in %s (attempt %d)", err, d.Round(100*time.Millisecond), attempt)})
+		}},
 	}
 	if rt.provName, err = providers.Resolve(popts); err != nil {
 		return nil, err
@@ -214,6 +218,9 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 }
 
 func enabled(b *bool) bool { return b == nil || *b }
+
+// seconds converts a config duration in seconds (0 = default).
+func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
 
 func quoteAll(list []string) []string {
 	out := make([]string, len(list))

@@ -62,6 +62,18 @@ type Turn struct {
 	// RawBody, when set, is sent verbatim as a 200 text/event-stream body
 	// (used to replay recorded cassettes).
 	RawBody string `json:"raw_body,omitempty"`
+	// ContentType overrides the Content-Type of a 200 answer (for example
+	// text/html with an HTML RawBody: a wrong base URL).
+	ContentType string `json:"content_type,omitempty"`
+	// Stall, when set, accepts the request and sends nothing until the
+	// client gives up (a server that never answers).
+	Stall bool `json:"stall,omitempty"`
+	// StallAfterFrames > 0 sends that many SSE frames, then nothing until
+	// the client gives up (a stream that stops mid-answer).
+	StallAfterFrames int `json:"stall_after_frames,omitempty"`
+	// CutAfterFrames > 0 sends that many SSE frames, then closes the
+	// connection abruptly (a connection lost mid-answer).
+	CutAfterFrames int `json:"cut_after_frames,omitempty"`
 }
 
 // Request is one request the server received.
@@ -259,7 +271,15 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		writeError(w, anthropic, turn.Status, errorType(*turn, msg), msg)
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
+	if turn.Stall {
+		<-r.Context().Done()
+		return
+	}
+	ct := "text/event-stream"
+	if turn.ContentType != "" {
+		ct = turn.ContentType
+	}
+	w.Header().Set("Content-Type", ct)
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	if turn.RawBody != "" {
@@ -273,7 +293,19 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		frames = openAIFrames(*turn, n+1)
 	}
 	flusher, _ := w.(http.Flusher)
-	for _, f := range frames {
+	for i, f := range frames {
+		switch {
+		case turn.StallAfterFrames > 0 && i == turn.StallAfterFrames:
+			<-r.Context().Done()
+			return
+		case turn.CutAfterFrames > 0 && i == turn.CutAfterFrames:
+			if hj, ok := w.(http.Hijacker); ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					_ = conn.Close()
+				}
+			}
+			return
+		}
 		_, _ = io.WriteString(w, f)
 		if flusher != nil {
 			flusher.Flush()

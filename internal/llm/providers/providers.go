@@ -54,6 +54,8 @@ type Options struct {
 	ReplayPath string
 	// Retry bounds retries of 429, 5xx, overload and connection errors
 	// (zero value: 3 retries, 2s doubling backoff, 60s cap).
+	// Timeouts bound the waits of each model call (zero: the defaults).
+	Timeouts llm.Timeouts
 	Retry llm.RetryPolicy
 }
 
@@ -157,7 +159,7 @@ func New(o Options) (llm.Provider, error) {
 			Hints:      llm.ErrorHints{KeyFix: "set ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN (or model.api_key in config.yaml)"},
 		})
 	}
-	return record(llm.WithRetry(base, o.Retry), o)
+	return record(llm.WithRetry(llm.WithTimeouts(base, o.Timeouts), o.Retry), o)
 }
 
 func record(p llm.Provider, o Options) (llm.Provider, error) {
