@@ -56,7 +56,7 @@ type Options struct {
 	// (zero value: 3 retries, 2s doubling backoff, 60s cap).
 	// Timeouts bound the waits of each model call (zero: the defaults).
 	Timeouts llm.Timeouts
-	Retry llm.RetryPolicy
+	Retry    llm.RetryPolicy
 }
 
 // Resolve returns the provider name Options selects, applying the "auto"
