@@ -126,7 +126,7 @@ func (t *TerminalTool) Run(ctx context.Context, call Call) Result {
 		timeout = t.opts.MaxTimeout
 	}
 	if t.opts.Approvals != nil {
-		d, err := t.opts.Approvals.Request(ctx, approval.Request{SessionID: call.SessionID, Command: args.Command})
+		d, err := t.opts.Approvals.Request(ctx, approval.Request{SessionID: call.SessionID, Command: args.Command, Workdir: args.Workdir})
 		if err != nil {
 			return Errorf("terminal: command not run: %v", err)
 		}
@@ -198,7 +198,7 @@ func (t *TerminalTool) startBackground(ctx context.Context, env backend.Environm
 	if err != nil {
 		return Errorf("terminal: could not start the command: %v", err)
 	}
-	id := t.opts.Processes.add(sessionID, args.Command, p)
+	id := t.opts.Processes.add(sessionID, args.Command, args.Workdir, p)
 	return jsonResult(map[string]any{
 		"process_id": id,
 		"pid":        p.PID(),

@@ -40,7 +40,7 @@ func newTerminalFixture(t *testing.T, svc *approval.Service, environ ...string) 
 	table := NewProcessTable()
 	outDir := filepath.Join(t.TempDir(), "cache", "terminal")
 	term := NewTerminalTool(TerminalOptions{Backend: b, Approvals: svc, OutputDir: outDir, Secrets: b.SecretValues(), Processes: table})
-	return terminalFixture{dir: dir, outDir: outDir, backend: b, term: term, proc: NewProcessTool(table, b.SecretValues())}
+	return terminalFixture{dir: dir, outDir: outDir, backend: b, term: term, proc: NewProcessTool(table, b.SecretValues(), nil)}
 }
 
 func run(t *testing.T, tl Tool, args string) Result {
