@@ -14,9 +14,11 @@ import (
 )
 
 // A stream cut after some text, with no finish reason and no [DONE], is a
-// failed run, not a complete answer.
+// failed run, not a complete answer. (It is retried like a 5xx first: the
+// script cuts every attempt.)
 func TestCutOffStreamFails(t *testing.T) {
-	e := newE2E(t, llmtest.Turn{RawBody: `data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"half"}}]}` + "\n\n"})
+	cut := llmtest.Turn{RawBody: `data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"half"}}]}` + "\n\n"}
+	e := newE2E(t, cut, cut, cut)
 	usage := filepath.Join(t.TempDir(), "usage.json")
 	res := e.chatQ("hi", "--yolo", "--usage-file", usage)
 	if res.code == 0 || res.stdout != "" {

@@ -74,6 +74,12 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 	for _, w := range cfg.Warnings {
 		fmt.Fprintln(a.Stderr, "hermes: warning:", w)
 	}
+	if err := config.CheckString("model.api_mode", cfg.Config.Model.APIMode); err != nil {
+		// Reported on every run, not only by `config check`: the value is
+		// ignored and the wire follows model.provider.
+		fmt.Fprintf(a.Stderr, "hermes: warning: %v (from %s); it is ignored and the API follows model.provider; fix it with `hermes config set model.api_mode chat_completions` or `hermes config unset model.api_mode`\n",
+			err, cfg.Source("model.api_mode"))
+	}
 	for key, val := range map[string]string{"model.default": o.model, "model.provider": o.provider, "model.base_url": o.baseURL} {
 		if val != "" {
 			if err := cfg.Override(key, val); err != nil {
@@ -109,6 +115,10 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 	popts := providers.Options{
 		Provider: c.Model.Provider, Model: c.Model.Default, BaseURL: c.Model.BaseURL, APIKey: c.Model.APIKey,
 		Getenv: cfg.Getenv, RecordPath: o.record, ReplayPath: o.replay,
+		Timeouts: llm.Timeouts{Request: seconds(c.Model.RequestTimeout), Idle: seconds(c.Model.StreamIdleTimeout)},
+		Retry: llm.RetryPolicy{OnRetry: func(attempt int, d time.Duration, err error) {
+			r.event(agent.Event{Kind: agent.EventRetry, Text: fmt.Sprintf("%v; retrying in %s (attempt %d)", err, d.Round(100*time.Millisecond), attempt)})
+		}},
 	}
 	if rt.provName, err = providers.Resolve(popts); err != nil {
 		return nil, err
@@ -193,7 +203,7 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 		compactor = agent.NewCompressor(agent.CompressorOptions{
 			Provider: rt.provider, Model: rt.model, ContextWindow: window,
 			Threshold: c.Compression.Threshold, ProtectFirstN: c.Compression.ProtectFirstN, ProtectLastN: c.Compression.ProtectLastN,
-			Pending: rt.todo.Pending, Rewriter: storeRewriter{rt.store},
+			Pending: rt.todo.Pending, Rewriter: storeRewriter{rt.store}, SpillDir: filepath.Join(home, "cache", "context"),
 			Notice: func(s string) { r.event(agent.Event{Kind: agent.EventNotice, Text: s}) },
 		})
 	}
@@ -208,6 +218,9 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 }
 
 func enabled(b *bool) bool { return b == nil || *b }
+
+// seconds converts a config duration in seconds (0 = default).
+func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
 
 func quoteAll(list []string) []string {
 	out := make([]string, len(list))

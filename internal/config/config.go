@@ -29,6 +29,12 @@ type ModelConfig struct {
 	APIMode       string `yaml:"api_mode"` // chat_completions | anthropic_messages
 	ContextLength int    `yaml:"context_length"`
 	MaxTokens     int    `yaml:"max_tokens"`
+	// RequestTimeout is the longest wait, in seconds, from sending a model
+	// request to its first streamed data (0 = 300).
+	RequestTimeout int `yaml:"request_timeout"`
+	// StreamIdleTimeout is the longest wait, in seconds, between two pieces
+	// of a streamed answer (0 = 120).
+	StreamIdleTimeout int `yaml:"stream_idle_timeout"`
 }
 
 // AgentConfig is the agent: section.

@@ -106,3 +106,9 @@ func closestValue(s string, allowed []string) string {
 	}
 	return best
 }
+
+// CheckString reports a string value that key cannot take (see checkValue),
+// as an *Error naming the key; nil when it is allowed.
+func CheckString(key, value string) error {
+	return checkValue(key, reflect.ValueOf(value))
+}
