@@ -164,7 +164,7 @@ func (a *App) runChat(ctx context.Context, o *chatOptions) (err error) {
 	if interactive {
 		return a.repl(ctx, rt, text)
 	}
-	result, err = rt.agent.RunTurn(ctx, rt.session, text)
+	result, err = rt.runTurn(ctx, text)
 	if err != nil {
 		return a.turnError(ctx, err)
 	}
