@@ -269,3 +269,29 @@ func TestConcurrentContinueNeverInterleaves(t *testing.T) {
 		}
 	}
 }
+
+// Regression (issue 8): `</dev/null` (a character device, not a terminal)
+// made a headless run a REPL that exited 0 on a provider error and stored
+// the session as "cli".
+func TestDevNullIsNotATerminal(t *testing.T) {
+	e := newE2E(t, llmtest.Turn{Status: 400, Error: "model is down"})
+	e.configureModel()
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd, _, stderr := e.command(ctx, nil, "chat", "-q", "hello")
+	cmd.Stdin, cmd.Stdout = null, null
+	code := exitCode(cmd.Run())
+	if code != 1 || !strings.Contains(stderr.String(), "model is down") {
+		t.Fatalf("exit %d, want 1 with the provider error\n%s", code, stderr)
+	}
+	for _, s := range e.storedSessions() {
+		if s.Source != "oneshot" {
+			t.Errorf("session stored as %q, want oneshot", s.Source)
+		}
+	}
+}

@@ -284,6 +284,9 @@ func (a *App) configCheck() error {
 		return &ExitError{Code: 1, Err: err}
 	}
 	problems := l.Problems()
+	for _, k := range l.UnknownKeys {
+		problems = append(problems, fmt.Sprintf("%s: unknown key %s (remove it, or check its spelling with `hermes config show`)", l.Path, k))
+	}
 	for _, p := range problems {
 		fmt.Fprintln(a.Stdout, "problem:", p)
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/term"
 	"io"
 	"os"
 	"time"
@@ -52,10 +53,9 @@ func NewApp() *App {
 	}
 }
 
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
+// isTerminal reports whether f is a terminal (isatty: the TCGETS ioctl
+// succeeds). Any other character device, /dev/null included, is not.
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 // Home is HERMES_HOME for this app.
 func (a *App) Home() string { return config.Home(a.Getenv) }
