@@ -7,11 +7,21 @@
 // 20261130_145500_a1b2c3, unique titles); the schema itself is ours and is
 // described in schema.go.
 //
-// Every write is its own transaction, committed with synchronous=FULL before
-// the call returns, so a process killed at any point (kill -9) loses nothing
-// a call already acknowledged. The database runs in WAL mode so that
-// several hermes processes can read while one writes; writers wait up to
-// the busy timeout for each other.
+// Every write is its own transaction, committed to the WAL before the call
+// returns, so a process killed at any point (kill -9) loses nothing a call
+// already acknowledged (TestCrashLosesNothingAcknowledged). The database
+// runs in WAL mode so that several hermes processes can read while one
+// writes; writers wait up to the busy timeout for each other.
+//
+// Durability: synchronous=NORMAL, not FULL. In WAL mode NORMAL syncs the
+// WAL at checkpoints instead of at every commit: a committed transaction is
+// in the OS page cache when the call returns and survives any crash of
+// hermes; only a power loss or kernel crash may drop the last transactions
+// (the database stays consistent, and a resumed session reports tool calls
+// without a stored result as having an unknown outcome). FULL costs one
+// fsync per message: measured 326 vs 23 fsyncs for 300 appends, and
+// 140→130 ms median for a `hermes -z` run with one tool call on a loaded
+// machine; under disk load one fsync took up to ~22 ms.
 package store
 
 import (
@@ -87,7 +97,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Set("_txlock", "immediate")
