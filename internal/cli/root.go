@@ -115,6 +115,9 @@ func (a *App) newRootCmd() *cobra.Command {
 				a.printVersion()
 				return nil
 			}
+			if err := checkChatFlags(cmd, opts); err != nil {
+				return err
+			}
 			return a.runChat(cmd.Context(), opts)
 		},
 	}
