@@ -150,7 +150,7 @@ func Load(home string, opts LoadOptions) (*Loaded, error) {
 		return l, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", l.Path, err)
+		return nil, readError(l.Path, err)
 	}
 	doc, err := parseDocument(l.Path, b)
 	if err != nil {
@@ -190,7 +190,7 @@ func readDotEnv(path string) (map[string]string, error) {
 		return map[string]string{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, readError(path, err)
 	}
 	defer f.Close()
 	m, err := godotenv.Parse(f)

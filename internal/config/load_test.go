@@ -296,3 +296,16 @@ func TestGet(t *testing.T) {
 		t.Errorf("Get unknown = %v", err)
 	}
 }
+
+// Regression (issue 8): a config.yaml that is a directory was reported as
+// "read X: read X: is a directory".
+func TestLoadDirectoryConfigNamesFileOnce(t *testing.T) {
+	home := t.TempDir()
+	if err := os.Mkdir(filepath.Join(home, "config.yaml"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(home, LoadOptions{})
+	if err == nil || strings.Count(err.Error(), "config.yaml") != 1 || !strings.Contains(err.Error(), "is a directory") {
+		t.Fatalf("err = %v, want the file named once", err)
+	}
+}
