@@ -1,8 +1,12 @@
 package main_test
 
 import (
+	"context"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 )
@@ -66,4 +70,31 @@ func TestConfigTypoIsAnError(t *testing.T) {
 		t.Errorf("a Hermes Agent key this build ignores should warn:\n%s", res)
 	}
 	e.mustRun("config", "check")
+}
+
+// Regression (issue 8): read-only commands failed on a read-only
+// HERMES_HOME (opening state.db for writing). The test mounts HERMES_HOME
+// read-only in a private mount namespace (root only).
+func TestSessionsListOnReadOnlyHome(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a read-only bind mount")
+	}
+	e := newE2E(t, llmtest.Turn{Text: "stored answer"})
+	e.configureModel()
+	e.mustRun("chat", "-Q", "-q", "remember the walrus")
+	script := `mount --bind "$HERMES_HOME" "$HERMES_HOME" && mount -o remount,ro,bind "$HERMES_HOME" && ` +
+		`touch "$HERMES_HOME/probe" 2>/dev/null && { echo still writable >&2; exit 99; }; ` +
+		`"$0" sessions list && "$0" sessions search walrus`
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "unshare", "-m", "--propagation", "private", "sh", "-c", script, hermesBin)
+	cmd.Dir = e.workspace
+	cmd.Env = append(e.baseEnv(), e.env...)
+	out, err := cmd.CombinedOutput()
+	if exitCode(err) == 99 || strings.Contains(string(out), "unshare failed") {
+		t.Skipf("cannot make a read-only mount here: %s", out)
+	}
+	if err != nil || !strings.Contains(string(out), "remember the walrus") || !strings.Contains(string(out), "walrus") {
+		t.Fatalf("read-only HERMES_HOME: %v\n%s", err, out)
+	}
 }

@@ -239,3 +239,41 @@ func (s *Store) newSessionID(t time.Time) (string, error) {
 func millis(t time.Time) int64 { return t.UnixMilli() }
 
 func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// OpenReadOnly opens an existing session database for reading only, for
+// commands that only read (sessions list/show/export/search) when
+// HERMES_HOME is read-only. It tries SQLite's read-only mode, then
+// immutable mode (no locks, no -shm: what a read-only file system allows;
+// transactions still only in the WAL are then not seen). A missing file is
+// an error wrapping fs.ErrNotExist; nothing is created or migrated.
+func OpenReadOnly(path string, opts ...Option) (*Store, error) {
+	s := &Store{path: path, now: time.Now, rand: rand.Reader}
+	for _, o := range opts {
+		o(s)
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("session store: %w", err)
+	}
+	base := (&url.URL{Scheme: "file", Path: path}).String()
+	var lastErr error
+	for _, mode := range []string{"mode=ro", "mode=ro&immutable=1"} {
+		db, err := sql.Open("sqlite", base+"?"+mode+"&_pragma=busy_timeout(10000)&_pragma=query_only(1)")
+		if err != nil {
+			return nil, fmt.Errorf("session store %s: %w", path, err)
+		}
+		var version int
+		if err = db.QueryRow("PRAGMA user_version").Scan(&version); err == nil {
+			if _, err = db.Exec("SELECT count(*) FROM sessions"); err == nil {
+				if version > len(migrations) {
+					db.Close()
+					return nil, fmt.Errorf("session store %s: schema version %d is newer than this hermes understands (%d); upgrade hermes", path, version, len(migrations))
+				}
+				s.db = db
+				return s, nil
+			}
+		}
+		db.Close()
+		lastErr = err
+	}
+	return nil, fmt.Errorf("session store %s (read-only): %w", path, lastErr)
+}
