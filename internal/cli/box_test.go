@@ -258,7 +258,7 @@ func TestBoxCLIApplyDoesNotFollowHostSymlinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	// In the box, replace the link by a directory with a file in it.
-	if _, errs, code := c.run(t, "", "box", "exec", "ol", "--", "sh", "-c", "rm link && mkdir link && echo x > link/planted"); code != 0 {
+	if _, errs, code := c.run(t, "", "box", "exec", "--new", "ol", "--", "sh", "-c", "rm link && mkdir link && echo x > link/planted"); code != 0 {
 		t.Fatalf("exec: %s", errs)
 	}
 	if _, errs, code := c.run(t, "", "box", "apply", "ol"); code != 0 {
@@ -278,7 +278,7 @@ func TestBoxCLIApplyDoesNotFollowHostSymlinks(t *testing.T) {
 
 func TestBoxCLIDiffNeedsOverlayWorkspace(t *testing.T) {
 	c := newBoxCLI(t)
-	if _, errs, code := c.run(t, "", "box", "exec", "bw", "--", "true"); code != 0 {
+	if _, errs, code := c.run(t, "", "box", "exec", "--new", "bw", "--", "true"); code != 0 {
 		t.Fatalf("exec: %s", errs)
 	}
 	if _, errs, code := c.run(t, "", "box", "diff", "bw"); code == 0 || !strings.Contains(errs, "box_workspace: overlay") {
