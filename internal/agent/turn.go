@@ -319,18 +319,23 @@ func RepairHistory(h []llm.Message) []llm.Message {
 // messages (a turn that failed or was interrupted before the model answered,
 // then the next prompt) is sent as one user message, so the conversation
 // alternates without an assistant answer the provider never gave. The
-// stored rows stay as they were.
+// stored rows stay as they were. A compression summary stays a message of
+// its own.
 func requestMessages(h []llm.Message) []llm.Message {
+	mergeable := func(prev, m llm.Message) bool {
+		return prev.Role == llm.RoleUser && m.Role == llm.RoleUser &&
+			!strings.HasPrefix(prev.Content, summaryHeader) && !strings.HasPrefix(m.Content, summaryHeader)
+	}
 	merged := false
 	for i := 1; i < len(h) && !merged; i++ {
-		merged = h[i].Role == llm.RoleUser && h[i-1].Role == llm.RoleUser
+		merged = mergeable(h[i-1], h[i])
 	}
 	if !merged {
 		return h
 	}
 	out := make([]llm.Message, 0, len(h))
 	for _, m := range h {
-		if n := len(out); n > 0 && m.Role == llm.RoleUser && out[n-1].Role == llm.RoleUser {
+		if n := len(out); n > 0 && mergeable(out[n-1], m) {
 			out[n-1].Content += "\n\n" + m.Content
 			continue
 		}
