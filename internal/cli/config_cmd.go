@@ -325,7 +325,7 @@ func (a *App) configCheck() error {
 func toolCatalog() *tool.Registry {
 	fileOpts := tool.FileToolOptions{}
 	return tool.NewRegistry(
-		tool.NewTerminalTool(tool.TerminalOptions{}), tool.NewProcessTool(nil, nil),
+		tool.NewTerminalTool(tool.TerminalOptions{}), tool.NewProcessTool(nil, nil, nil),
 		tool.NewReadFileTool(fileOpts), tool.NewWriteFileTool(fileOpts), tool.NewPatchTool(fileOpts),
 		tool.NewSearchFilesTool(fileOpts), tool.NewSessionSearch(nil),
 		tool.NewSkillsList(nil), tool.NewSkillView(nil), tool.NewSkillManage(nil),
