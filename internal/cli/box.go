@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -102,11 +103,23 @@ func shellQuote(argv []string) string {
 }
 
 // withBox opens the box of task with the configured terminal section and
-// calls fn, stopping the box afterwards (its persistent layer is kept).
-func (a *App) withBox(ctx context.Context, task string, publish []string, fn func(b *box.Box) error) error {
+// calls fn, stopping the box afterwards (its persistent layer is kept). With
+// persistent boxes (terminal.container_persistent, the default) a task
+// without a box is an error unless create is set (--new): a typo must not
+// silently create a persistent box.
+func (a *App) withBox(ctx context.Context, task string, create bool, publish []string, fn func(b *box.Box) error) error {
 	t, err := a.boxTerminalConfig()
 	if err != nil {
 		return err
+	}
+	if enabled(t.ContainerPersistent) && !create {
+		boxes, err := box.ListBoxes(a.Home())
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(boxes, func(b box.BoxInfo) bool { return b.Task == task }) {
+			return fmt.Errorf("no box for task %q (hermes box ls lists them); to create it, run: hermes box exec --new %s -- CMD", task, task)
+		}
 	}
 	m, err := a.newBoxManager(t, "", false)
 	if err != nil {
@@ -134,11 +147,12 @@ func (a *App) withBox(ctx context.Context, task string, publish []string, fn fun
 func (a *App) newBoxExecCmd() *cobra.Command {
 	var publish []string
 	var timeout time.Duration
+	var create bool
 	cmd := &cobra.Command{
-		Use: "exec TASK -- CMD [ARG...]", Short: "run a command in the box of TASK (started if needed)",
+		Use: "exec TASK -- CMD [ARG...]", Short: "run a command in the box of TASK (started if needed; --new creates it)",
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withBox(cmd.Context(), args[0], publish, func(b *box.Box) error {
+			return a.withBox(cmd.Context(), args[0], create, publish, func(b *box.Box) error {
 				res, err := b.Exec(cmd.Context(), backend.ExecRequest{Command: shellQuote(args[1:]), Timeout: timeout, Output: a.Stdout})
 				if err != nil {
 					return err
@@ -149,6 +163,7 @@ func (a *App) newBoxExecCmd() *cobra.Command {
 	}
 	cmd.Flags().StringArrayVarP(&publish, "publish", "p", nil, "forward host port to box port, HOSTPORT:BOXPORT (repeatable)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill the command's tree after this long (0 = none)")
+	cmd.Flags().BoolVar(&create, "new", false, "create the box of TASK if it does not exist yet")
 	return cmd
 }
 
@@ -169,11 +184,12 @@ func boxExitError(res backend.ExecResult) error {
 
 func (a *App) newBoxShellCmd() *cobra.Command {
 	var publish []string
+	var create bool
 	cmd := &cobra.Command{
 		Use: "shell TASK", Short: "run a shell in the box of TASK reading commands from stdin (no terminal emulation)",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withBox(cmd.Context(), args[0], publish, func(b *box.Box) error {
+			return a.withBox(cmd.Context(), args[0], create, publish, func(b *box.Box) error {
 				if a.IsTerminal {
 					fmt.Fprintf(a.Stderr, "hermes: shell in box %s (no prompt; end with Ctrl-D)\n", args[0])
 				}
@@ -186,6 +202,7 @@ func (a *App) newBoxShellCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringArrayVarP(&publish, "publish", "p", nil, "forward host port to box port, HOSTPORT:BOXPORT (repeatable)")
+	cmd.Flags().BoolVar(&create, "new", false, "create the box of TASK if it does not exist yet")
 	return cmd
 }
 
@@ -207,7 +224,7 @@ or, interactively, hermes box shell -p 8080:3000 TASK. On its own, port starts
 an idle box in which nothing listens until something is started there.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := a.withBox(cmd.Context(), args[0], args[1:], func(b *box.Box) error {
+			err := a.withBox(cmd.Context(), args[0], false, args[1:], func(b *box.Box) error {
 				<-cmd.Context().Done()
 				return nil
 			})

@@ -87,9 +87,29 @@ func (c *boxCLI) run(t *testing.T, stdin string, args ...string) (string, string
 	return out.String(), errb.String(), code
 }
 
+// Regression (issue 8): `hermes box exec TYPO -- true` silently created a
+// persistent box named TYPO. A task without a box needs --new. (The check
+// runs before any box starts, so this test needs no root.)
+func TestBoxExecUnknownTaskNeedsNew(t *testing.T) {
+	c := &boxCLI{home: t.TempDir(), ws: t.TempDir()}
+	cfg := "terminal:\n  backend: box\n  cwd: " + c.ws + "\n"
+	if err := os.WriteFile(filepath.Join(c.home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{{"box", "exec", "TYPO", "--", "true"}, {"box", "shell", "TYPO"}, {"box", "port", "TYPO", "8080:80"}} {
+		_, errs, code := c.run(t, "", cmd...)
+		if code == 0 || !strings.Contains(errs, `no box for task "TYPO"`) || !strings.Contains(errs, "--new") {
+			t.Errorf("%q: code %d, stderr %q", cmd, code, errs)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(c.home, "boxes", "TYPO")); err == nil {
+		t.Error("a box was created for the mistyped task")
+	}
+}
+
 func TestBoxCLIExecPersistsAndPassesExitCode(t *testing.T) {
 	c := newBoxCLI(t)
-	out, errs, code := c.run(t, "", "box", "exec", "t1", "--", "sh", "-c", "echo kept > /root/f; cat /root/f")
+	out, errs, code := c.run(t, "", "box", "exec", "--new", "t1", "--", "sh", "-c", "echo kept > /root/f; cat /root/f")
 	if code != 0 || out != "kept\n" {
 		t.Fatalf("exec: code %d out %q err %q", code, out, errs)
 	}
@@ -116,7 +136,7 @@ func TestBoxCLIExecPersistsAndPassesExitCode(t *testing.T) {
 
 func TestBoxCLISnapshotForkRoundTrip(t *testing.T) {
 	c := newBoxCLI(t)
-	if _, errs, code := c.run(t, "", "box", "exec", "src", "--", "sh", "-c", "echo one > /root/a; echo two > /root/b; rm /etc/hostname"); code != 0 {
+	if _, errs, code := c.run(t, "", "box", "exec", "--new", "src", "--", "sh", "-c", "echo one > /root/a; echo two > /root/b; rm /etc/hostname"); code != 0 {
 		t.Fatalf("exec: %s", errs)
 	}
 	out, errs, code := c.run(t, "", "box", "snapshot", "src")
@@ -148,7 +168,7 @@ func TestBoxCLISnapshotsList(t *testing.T) {
 	if out, _, _ := c.run(t, "", "box", "snapshots"); len(strings.Fields(out)) != 4 || !strings.HasPrefix(out, "ID") {
 		t.Fatalf("empty list should be a header: %q", out)
 	}
-	if _, errs, code := c.run(t, "", "box", "exec", "snapme", "--", "sh", "-c", "echo x > /root/x"); code != 0 {
+	if _, errs, code := c.run(t, "", "box", "exec", "--new", "snapme", "--", "sh", "-c", "echo x > /root/x"); code != 0 {
 		t.Fatalf("exec: %s", errs)
 	}
 	out, errs, code := c.run(t, "", "box", "snapshot", "snapme")
@@ -187,7 +207,7 @@ func overlayWorkspaceCLI(t *testing.T) *boxCLI {
 func TestBoxCLIDiffApplyOverlayWorkspace(t *testing.T) {
 	c := overlayWorkspaceCLI(t)
 	script := "echo two > a.txt; rm del.txt sub/old.txt; mkdir -p newdir/deep; echo n > newdir/deep/n.txt; echo x > new.txt; cat a.txt"
-	if out, errs, code := c.run(t, "", "box", "exec", "ow", "--", "sh", "-c", script); code != 0 || out != "two\n" {
+	if out, errs, code := c.run(t, "", "box", "exec", "--new", "ow", "--", "sh", "-c", script); code != 0 || out != "two\n" {
 		t.Fatalf("exec: %q %s", out, errs)
 	}
 	if data, _ := os.ReadFile(filepath.Join(c.ws, "a.txt")); string(data) != "one\n" {
@@ -238,7 +258,7 @@ func TestBoxCLIApplyDoesNotFollowHostSymlinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	// In the box, replace the link by a directory with a file in it.
-	if _, errs, code := c.run(t, "", "box", "exec", "ol", "--", "sh", "-c", "rm link && mkdir link && echo x > link/planted"); code != 0 {
+	if _, errs, code := c.run(t, "", "box", "exec", "--new", "ol", "--", "sh", "-c", "rm link && mkdir link && echo x > link/planted"); code != 0 {
 		t.Fatalf("exec: %s", errs)
 	}
 	if _, errs, code := c.run(t, "", "box", "apply", "ol"); code != 0 {
@@ -258,7 +278,7 @@ func TestBoxCLIApplyDoesNotFollowHostSymlinks(t *testing.T) {
 
 func TestBoxCLIDiffNeedsOverlayWorkspace(t *testing.T) {
 	c := newBoxCLI(t)
-	if _, errs, code := c.run(t, "", "box", "exec", "bw", "--", "true"); code != 0 {
+	if _, errs, code := c.run(t, "", "box", "exec", "--new", "bw", "--", "true"); code != 0 {
 		t.Fatalf("exec: %s", errs)
 	}
 	if _, errs, code := c.run(t, "", "box", "diff", "bw"); code == 0 || !strings.Contains(errs, "box_workspace: overlay") {

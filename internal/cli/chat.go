@@ -76,6 +76,9 @@ func (a *App) newChatCmd() *cobra.Command {
 		Short: "chat with the agent (one turn with -q and -Q/--oneshot, else a REPL)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkChatFlags(cmd, opts); err != nil {
+				return err
+			}
 			return a.runChat(cmd.Context(), opts)
 		},
 	}
@@ -99,6 +102,18 @@ func releaseDateLabel(date string) string {
 		}
 	}
 	return date
+}
+
+// checkChatFlags rejects flag values that would otherwise be ignored
+// silently: a negative --max-turns, an empty --resume.
+func checkChatFlags(cmd *cobra.Command, o *chatOptions) error {
+	if o.maxTurns < 0 {
+		return fmt.Errorf("--max-turns %d: must be a positive number of tool-calling iterations (or leave it out for agent.max_turns)", o.maxTurns)
+	}
+	if cmd.Flags().Changed("resume") && strings.TrimSpace(o.resume) == "" {
+		return errors.New(`--resume "": give a session id, id prefix or title (see hermes sessions list), or use -c for the latest`)
+	}
+	return nil
 }
 
 // runChat is `hermes chat` and bare `hermes`: one turn for -z, -q with
@@ -167,7 +182,7 @@ func (a *App) runChat(ctx context.Context, o *chatOptions) (err error) {
 	if interactive {
 		return a.repl(ctx, rt, text)
 	}
-	result, err = rt.agent.RunTurn(ctx, rt.session, text)
+	result, err = rt.runTurn(ctx, text)
 	if err != nil {
 		return a.turnError(ctx, err)
 	}

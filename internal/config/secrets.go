@@ -49,7 +49,7 @@ var dotEnvLine = regexp.MustCompile(`^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)
 func setDotEnv(path, name string, value *string) (bool, error) {
 	b, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
-		return false, fmt.Errorf("read %s: %w", path, err)
+		return false, readError(path, err)
 	}
 	text := string(b)
 	var lines []string

@@ -70,6 +70,14 @@ func checkValue(key string, v reflect.Value) error {
 			}
 		}
 	}
+	if key == "model.base_url" && v.Kind() == reflect.String && v.String() != "" {
+		// ${VAR} references are resolved at load time and checked there.
+		if s := v.String(); !strings.HasPrefix(s, "${") {
+			if err := CheckBaseURL(s); err != nil {
+				return &Error{Key: key, Msg: err.Error()}
+			}
+		}
+	}
 	switch v.Kind() {
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		if v.Int() < 0 {
