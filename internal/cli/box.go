@@ -260,7 +260,7 @@ func (a *App) newBoxStatsCmd() *cobra.Command {
 				if len(args) == 1 && b.Task != args[0] {
 					continue
 				}
-				st, err := box.CgroupStats(b.Task)
+				st, err := box.CgroupStats(a.Home(), b.Task)
 				if err != nil {
 					if len(args) == 1 {
 						return fmt.Errorf("box %s is not running", b.Task)
