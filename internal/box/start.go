@@ -234,6 +234,7 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 			}
 		}
 	}()
+	recordStartedWorkspace(dir, workspace, t.BoxWorkspace == "overlay")
 	if t.BoxWorkspace == "overlay" && m.persistent() {
 		if err = m.recordWorkspace(dir, workspace); err != nil {
 			return nil, err
