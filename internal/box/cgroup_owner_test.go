@@ -66,6 +66,10 @@ func TestBoxSameTaskInTwoHomesKeepsRunning(t *testing.T) {
 	if b0.cg.Name() == b1.cg.Name() {
 		t.Fatalf("both boxes run in cgroup %s", b0.cg.Name())
 	}
+	sleeping := backend.ExecRequest{Command: "for i in $(seq 200); do pgrep -x sleep >/dev/null && echo alive && exit; sleep 0.05; done"}
+	if res, err := envs[1].Exec(ctx, sleeping); err != nil || trimmed(res) != "alive" {
+		t.Fatalf("the command did not start: %v %+v", err, res)
+	}
 	if err := managers[0].Close(); err != nil {
 		t.Fatal(err)
 	}
