@@ -97,7 +97,7 @@ func (a *analysis) parse(src string, depth int) bool {
 		case *syntax.Stmt:
 			for _, r := range n.Redirs {
 				switch r.Op {
-				case syntax.RdrOut, syntax.AppOut, syntax.RdrInOut, syntax.ClbOut, syntax.RdrAll, syntax.AppAll:
+				case syntax.RdrOut, syntax.AppOut, syntax.RdrInOut, syntax.RdrClob, syntax.RdrAll, syntax.AppAll:
 					if r.Word != nil {
 						a.redirects = append(a.redirects, wordString(r.Word))
 					}

@@ -159,7 +159,7 @@ func TestSOCKS5ConnectAllowedAndDenied(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &http.Client{Transport: &http.Transport{
-		Dial:            dialer.Dial,
+		DialContext:     dialer.(proxy.ContextDialer).DialContext,
 		TLSClientConfig: &tls.Config{RootCAs: r.upCA.pool},
 	}}
 	resp, err := c.Get(fmt.Sprintf("https://plain.test:%d/s", port))
