@@ -298,14 +298,15 @@ func (m *Manager) spareFileName(id, kind string) string {
 }
 
 // sweepSpareFiles removes the prestarted files in dir whose owner is gone
-// and which no loop device holds.
+// and which no loop device holds, with the temporary copies of images
+// (".<name>.tmp…", copySparse) their owner was making when it ended.
 func sweepSpareFiles(dir string, l *Leftovers) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		o, _, ok := parseOwnerTag(e.Name())
+		o, _, ok := parseOwnerTag(strings.TrimPrefix(e.Name(), "."))
 		if !ok || e.IsDir() || o.alive() {
 			continue
 		}

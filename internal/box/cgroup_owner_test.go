@@ -149,8 +149,9 @@ func TestBoxStartSweepsGroupsOfGoneOwners(t *testing.T) {
 	spareDir := filepath.Join(home, "boxes", ".spare")
 	os.MkdirAll(spareDir, 0o700)
 	staleFile := filepath.Join(spareDir, dead.tag()+"_aaaaaaaa.init.log")
+	staleTemp := filepath.Join(spareDir, "."+dead.tag()+"_aaaaaaaa.disk.img.tmp123") // killed while copying
 	liveFile := filepath.Join(spareDir, live.tag()+"_dddddddd.init.log")
-	for _, f := range []string{staleFile, liveFile} {
+	for _, f := range []string{staleFile, staleTemp, liveFile} {
 		os.WriteFile(f, []byte("log"), 0o600)
 	}
 
@@ -172,8 +173,8 @@ func TestBoxStartSweepsGroupsOfGoneOwners(t *testing.T) {
 			t.Errorf("the sweep removed %s (it has processes, or its owner runs)", d)
 		}
 	}
-	if exists(staleFile) || !exists(liveFile) {
-		t.Errorf("spare files: gone owner's kept %v, live owner's kept %v", exists(staleFile), exists(liveFile))
+	if exists(staleFile) || exists(staleTemp) || !exists(liveFile) {
+		t.Errorf("spare files: gone owner's kept %v (temp %v), live owner's kept %v", exists(staleFile), exists(staleTemp), exists(liveFile))
 	}
 	if st, err := processOwner(busyProc.Process.Pid); err != nil || st.pid == 0 {
 		t.Fatalf("the sweep killed a process of a group it does not own: %v", err)
