@@ -3,7 +3,7 @@ package approval
 import (
 	"path"
 	"regexp"
-	"strconv"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -14,12 +14,17 @@ import (
 // bodies are parsed; deeper nesting is treated as unparseable.
 const maxNesting = 4
 
-// simpleCommand is one command the shell would run, after quote removal and
-// after unwrapping launchers (sudo, env, nohup, timeout, nice, ...).
+// simpleCommand is one command the shell would run, after quote removal,
+// variable resolution and unwrapping launchers (sudo, env, nohup, timeout,
+// nice, xargs, busybox...).
 type simpleCommand struct {
-	args []string // argv; expansions the check cannot evaluate stay as written ("$HOME", "$(...)")
+	args []string // argv; expansions the check cannot evaluate hold a "$" ("$HOME", "$(...)")
 	// subst lists the command names run inside $(...) or <(...) arguments.
 	subst []string
+	// via lists the launchers unwrapped, outermost first.
+	via []string
+	// dir is where the command runs.
+	dir dirState
 }
 
 // name is the base name of argv[0] ("/usr/bin/rm" → "rm").
@@ -27,28 +32,45 @@ func (c simpleCommand) name() string {
 	if len(c.args) == 0 {
 		return ""
 	}
-	return path.Base(c.args[0])
+	return baseName(c.args[0])
+}
+
+func baseName(s string) string { return path.Base(s) }
+
+// target is an output redirection's path and where it was opened.
+type target struct {
+	path string
+	dir  dirState
 }
 
 // analysis is what the checks know about a command line.
 type analysis struct {
 	normalized string
-	parsed     bool // false when the quoting could not be parsed
+	parsed     bool // false when some part could not be parsed
 	commands   []simpleCommand
-	redirects  []string // targets of output redirections (>, >>, &>, >|, <>)
+	redirects  []target
 	// texts are the strings deny globs are matched against: the whole
-	// normalized command, each sub-command as written and each unwrapped argv.
+	// normalized command, each sub-command as written and the forms of
+	// each unwrapped argv (see denyForms).
 	texts []string
 	// pipes are the commands on each side of every `|`.
 	pipes    []pipe
 	forkBomb bool
+	// asks and blocks are findings made while parsing (computed command
+	// words, interpreter code, hermes run by the agent...).
+	asks, blocks []finding
+
+	dir   dirState
+	paths pathResolver
 }
 
 type pipe struct{ from, to []simpleCommand }
 
-// analyze normalizes and parses command.
-func analyze(command string) *analysis {
-	a := &analysis{normalized: normalize(command)}
+func (a *analysis) ask(key, desc string) { a.asks = append(a.asks, finding{key, desc}) }
+
+// analyze normalizes and parses command as run in dir.
+func analyze(command string, paths pathResolver, dir dirState) *analysis {
+	a := &analysis{normalized: normalize(command), paths: paths, dir: dir}
 	a.texts = append(a.texts, a.normalized)
 	a.parsed = a.parse(a.normalized, 0)
 	return a
@@ -62,15 +84,19 @@ var ansiEscape = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]
 // (U+FF01–U+FF5E, as NFKC does) to ASCII and other Unicode spaces to a
 // plain space, then trims.
 func normalize(command string) string {
-	s := ansiEscape.ReplaceAllString(command, "")
+	s := command
+	if strings.IndexByte(s, 0x1b) >= 0 {
+		s = ansiEscape.ReplaceAllString(s, "")
+	}
 	var b strings.Builder
+	b.Grow(len(s))
 	for _, r := range s {
 		switch {
 		case r == 0:
+		case r < 0x80 && r != '\v' && r != '\f' && r != '\r' && r != 0x85:
+			b.WriteRune(r)
 		case r >= 0xFF01 && r <= 0xFF5E:
 			b.WriteRune(r - 0xFEE0)
-		case r == '\n' || r == '\t':
-			b.WriteRune(r)
 		case unicode.IsSpace(r):
 			b.WriteByte(' ')
 		case unicode.Is(unicode.Cf, r): // zero-width and format characters
@@ -91,44 +117,29 @@ func (a *analysis) parse(src string, depth int) bool {
 	if err != nil {
 		return false
 	}
+	r := &renderer{vars: collectVars(file)}
 	ok := true
 	syntax.Walk(file, func(node syntax.Node) bool {
 		switch n := node.(type) {
 		case *syntax.Stmt:
-			for _, r := range n.Redirs {
-				switch r.Op {
-				case syntax.RdrOut, syntax.AppOut, syntax.RdrInOut, syntax.RdrClob, syntax.RdrAll, syntax.AppAll:
-					if r.Word != nil {
-						a.redirects = append(a.redirects, wordString(r.Word))
-					}
-				}
-			}
+			ok = a.stmt(n, r, depth) && ok
 		case *syntax.CallExpr:
-			if len(n.Args) == 0 {
-				return true
+			if len(n.Args) > 0 {
+				a.texts = append(a.texts, strings.TrimSpace(src[n.Pos().Offset():n.End().Offset()]))
+				c, scripts := a.command(n, r, true)
+				for _, s := range scripts {
+					ok = a.parse(s, depth+1) && ok
+				}
+				ok = a.classify(c, depth) && ok
 			}
-			a.texts = append(a.texts, strings.TrimSpace(src[n.Pos().Offset():n.End().Offset()]))
-			cmd := a.callCommand(n)
-			if len(cmd.args) == 0 {
-				return true
-			}
-			a.commands = append(a.commands, cmd)
-			a.texts = append(a.texts, strings.Join(cmd.args, " "))
-			if body, isScript := shellScript(cmd.args); isScript {
-				ok = a.parse(body, depth+1) && ok
+			for _, as := range n.Assigns {
+				if as.Name != nil && as.Name.Value == "HERMES_YOLO_MODE" {
+					a.ask("hermes self", "sets HERMES_YOLO_MODE, which turns approvals off for hermes run from here")
+				}
 			}
 		case *syntax.BinaryCmd:
 			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
-				p := pipe{from: a.stmtCommands(n.X), to: a.stmtCommands(n.Y)}
-				a.pipes = append(a.pipes, p)
-				// `echo 'rm -rf /' | sh` runs the echoed text.
-				if len(p.to) > 0 && isShell(p.to[0].name()) && !hasScriptOperand(p.to[0].args) {
-					for _, from := range p.from {
-						if from.name() == "echo" || from.name() == "printf" {
-							ok = a.parse(strings.Join(from.args[1:], " "), depth+1) && ok
-						}
-					}
-				}
+				ok = a.pipe(n, r, depth) && ok
 			}
 		case *syntax.FuncDecl:
 			if n.Name != nil && isForkBomb(n.Name.Value, n.Body) {
@@ -140,269 +151,353 @@ func (a *analysis) parse(src string, depth int) bool {
 	return ok
 }
 
-// callCommand renders and unwraps a call.
-func (a *analysis) callCommand(call *syntax.CallExpr) simpleCommand {
-	var cmd simpleCommand
-	for _, w := range call.Args {
-		cmd.args = append(cmd.args, wordString(w))
-		syntax.Walk(w, func(node syntax.Node) bool {
-			var stmts []*syntax.Stmt
-			switch n := node.(type) {
-			case *syntax.CmdSubst:
-				stmts = n.Stmts
-			case *syntax.ProcSubst:
-				stmts = n.Stmts
-			}
-			for _, s := range stmts {
-				for _, c := range a.stmtCommands(s) {
-					cmd.subst = append(cmd.subst, c.name())
+// stmt records a statement's output redirections and checks here-documents
+// and here-strings fed to a shell or interpreter.
+func (a *analysis) stmt(n *syntax.Stmt, r *renderer, depth int) bool {
+	ok := true
+	for _, rd := range n.Redirs {
+		switch rd.Op {
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrInOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob:
+			if rd.Word != nil {
+				for _, s := range r.fieldsEach(rd.Word) {
+					a.redirects = append(a.redirects, target{s, a.dir})
 				}
 			}
-			return true
-		})
+		case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc, syntax.RdrIn:
+			call, isCall := n.Cmd.(*syntax.CallExpr)
+			if !isCall || len(call.Args) == 0 {
+				continue
+			}
+			c, _ := a.command(call, r, false)
+			lang := readsCode(c)
+			if lang == "" {
+				continue
+			}
+			w := rd.Hdoc
+			if rd.Op == syntax.WordHdoc || rd.Op == syntax.RdrIn {
+				w = rd.Word
+			}
+			if w == nil {
+				continue
+			}
+			text, static := r.word(w)
+			switch {
+			case rd.Op == syntax.RdrIn:
+				if !static {
+					a.ask("run computed code", c.name()+" reads its program from "+text+", computed at run time")
+				}
+			case !static:
+				a.ask("run computed code", "the text fed to "+c.name()+" is computed at run time")
+			case lang == "shell":
+				ok = a.parse(text, depth+1) && ok
+			case !trivialCode(lang, text):
+				a.ask("interpreter code", "runs "+c.name()+" code that could reach the system: "+clip(text))
+			}
+		}
 	}
-	cmd.args = unwrap(cmd.args)
-	return cmd
+	return ok
+}
+
+// command renders and unwraps a call; scripts are the shell scripts its
+// launchers run (env -S, su -c, watch).
+func (a *analysis) command(call *syntax.CallExpr, r *renderer, withSubst bool) (simpleCommand, []string) {
+	var args []string
+	for i, w := range call.Args {
+		if i == 0 { // a program name with several values is computed
+			args = append(args, r.fields(w)...)
+		} else {
+			args = append(args, r.fieldsEach(w)...)
+		}
+	}
+	c := simpleCommand{dir: a.dir}
+	if withSubst {
+		for _, w := range call.Args {
+			syntax.Walk(w, func(node syntax.Node) bool {
+				var stmts []*syntax.Stmt
+				switch n := node.(type) {
+				case *syntax.CmdSubst:
+					stmts = n.Stmts
+				case *syntax.ProcSubst:
+					stmts = n.Stmts
+				}
+				for _, s := range stmts {
+					if inner, isCall := s.Cmd.(*syntax.CallExpr); isCall && len(inner.Args) > 0 {
+						name, _ := r.word(inner.Args[0])
+						c.subst = append(c.subst, baseName(name))
+					}
+				}
+				return true
+			})
+		}
+	}
+	u := unwrap(args)
+	c.args, c.via = u.args, u.via
+	return c, u.scripts
 }
 
 // stmtCommands lists the unwrapped simple commands inside s, in order.
-func (a *analysis) stmtCommands(s *syntax.Stmt) []simpleCommand {
+func (a *analysis) stmtCommands(s *syntax.Stmt, r *renderer) []simpleCommand {
 	var out []simpleCommand
 	syntax.Walk(s, func(node syntax.Node) bool {
 		if call, ok := node.(*syntax.CallExpr); ok && len(call.Args) > 0 {
-			out = append(out, simpleCommand{args: unwrap(renderArgs(call.Args))})
+			c, _ := a.command(call, r, false)
+			if len(c.args) > 0 {
+				out = append(out, c)
+			}
 		}
 		return true
 	})
 	return out
 }
 
-func renderArgs(words []*syntax.Word) []string {
-	out := make([]string, 0, len(words))
-	for _, w := range words {
-		out = append(out, wordString(w))
+// pipe records a pipeline and checks what is piped into a shell or
+// interpreter reading its program from stdin: constant text from echo or
+// printf is parsed (or checked as program text); anything else needs approval.
+func (a *analysis) pipe(n *syntax.BinaryCmd, r *renderer, depth int) bool {
+	p := pipe{from: a.stmtCommands(n.X, r), to: a.stmtCommands(n.Y, r)}
+	a.pipes = append(a.pipes, p)
+	if len(p.to) == 0 {
+		return true
+	}
+	lang := readsCode(p.to[0])
+	if lang == "" {
+		return true
+	}
+	text, static := echoedText(p.from)
+	specific := slices.ContainsFunc(p.from, func(c simpleCommand) bool { return isDownloader(c.name()) || isDecoder(c.name()) })
+	switch {
+	case !static && specific: // "pipe remote script to shell" or "decode and run"
+	case !static:
+		a.ask("pipe into interpreter", "output of "+commandNames(p.from)+" is piped into "+p.to[0].name()+", which runs it as a program")
+	case lang == "shell":
+		return a.parse(text, depth+1)
+	case !trivialCode(lang, text):
+		a.ask("interpreter code", "runs "+p.to[0].name()+" code that could reach the system: "+clip(text))
+	}
+	return true
+}
+
+// echoedText returns the text a list of echo/printf commands prints, when
+// it is constant.
+func echoedText(cmds []simpleCommand) (string, bool) {
+	var parts []string
+	for _, c := range cmds {
+		switch c.name() {
+		case "echo":
+			if len(c.args) > 1 && strings.HasPrefix(c.args[1], "-") && c.args[1] != "-n" {
+				return "", false
+			}
+			parts = append(parts, strings.Join(c.args[1:], " "))
+		case "printf":
+			if len(c.args) < 2 || strings.ContainsAny(c.args[1], `%\`) {
+				return "", false
+			}
+			parts = append(parts, c.args[1])
+		default:
+			return "", false
+		}
+		if slices.ContainsFunc(c.args, func(s string) bool { return strings.Contains(s, "$") }) {
+			return "", false
+		}
+	}
+	return strings.Join(parts, "\n"), len(parts) > 0
+}
+
+func commandNames(cmds []simpleCommand) string {
+	var names []string
+	for _, c := range cmds {
+		names = append(names, c.name())
+	}
+	return strings.Join(names, ", ")
+}
+
+// readsCode reports whether c runs the program it reads from stdin: "shell"
+// for shells (and at, batch, source /dev/stdin), the language for
+// interpreters, "" otherwise.
+func readsCode(c simpleCommand) string {
+	if len(c.args) == 0 {
+		return ""
+	}
+	name := c.name()
+	switch {
+	case isShell(name):
+		if shellReadsStdin(c.args) {
+			return "shell"
+		}
+	case name == "source" || name == ".":
+		if len(c.args) > 1 && isStdinPath(c.args[1]) {
+			return "shell"
+		}
+	case name == "at" || name == "batch":
+		return "shell"
+	default:
+		if lang := interpreterLang(name); lang != "" && lang != "awk" {
+			if _, stdin, _ := interpreterCode(lang, c.args); stdin {
+				return lang
+			}
+		}
+	}
+	return ""
+}
+
+// computedWord reports whether a command word is computed at run time: it
+// holds an expansion the check could not resolve or a glob in its base name.
+// A static base name under a computed directory ("$HOME/bin/tool") is known.
+func computedWord(w string) bool {
+	if w == "[" {
+		return false
+	}
+	base := w
+	if i := strings.LastIndexByte(w, '/'); i >= 0 {
+		base = w[i+1:]
+	}
+	return base == "" || strings.ContainsAny(base, "$*?[") || strings.ContainsAny(w, "`")
+}
+
+// classify records c and the findings about how it runs code: computed
+// command words, nested scripts, interpreter code, find -exec, cd and
+// hermes run by the agent.
+func (a *analysis) classify(c simpleCommand, depth int) bool {
+	if len(c.args) == 0 {
+		return true
+	}
+	ok := true
+	a.texts = append(a.texts, denyForms(c.args)...)
+	name := c.name()
+	if computedWord(c.args[0]) {
+		a.ask("computed command", "the program name "+c.args[0]+" is computed at run time, so what runs cannot be checked")
+	}
+	if script, found, missing := shellScript(c.args); found {
+		ok = a.parse(script, depth+1) && ok
+	} else if missing {
+		a.ask("computed command", name+" -c runs a script that is not on the command line")
+	}
+	switch lang := interpreterLang(name); {
+	case lang != "":
+		code, _, script := interpreterCode(lang, c.args)
+		for _, text := range code {
+			if isDynamic(text) || !trivialCode(lang, text) {
+				a.ask("interpreter code", "runs "+name+" code that could reach the system: "+clip(text))
+			}
+		}
+		if isDynamic(script) {
+			a.ask("run computed code", name+" runs the program "+script+", computed at run time")
+		}
+	case isShell(name) || name == "source" || name == ".":
+		if s := shellScriptOperand(c.args); name == "source" || name == "." {
+			if len(c.args) > 1 && isDynamic(c.args[1]) {
+				a.ask("run computed code", name+" runs "+c.args[1]+", computed at run time")
+			}
+		} else if isDynamic(s) {
+			a.ask("run computed code", name+" runs "+s+", computed at run time")
+		}
+	case name == "sed":
+		_, operands := options(c.args)
+		scripts := optionValues(c.args, "e", "--expression")
+		if len(scripts) == 0 && len(operands) > 0 {
+			scripts = operands[:1]
+		}
+		for _, s := range scripts {
+			if sedRuns(s) {
+				a.ask("interpreter code", "the sed script runs commands or writes files: "+clip(s))
+			}
+		}
+	case name == "find":
+		for _, sub := range findExecs(c.args) {
+			u := unwrap(sub)
+			ok = a.classifyAll(simpleCommand{args: u.args, via: u.via, dir: c.dir}, u.scripts, depth+1) && ok
+		}
+	case name == "cd" || name == "pushd":
+		a.chdir(c.args)
+	case name == "hermes":
+		block, ask := hermesSelf(c.args)
+		if block != nil {
+			a.blocks = append(a.blocks, *block)
+		}
+		if ask != nil {
+			a.asks = append(a.asks, *ask)
+		}
+	case name == "crontab" || name == "at" || name == "batch":
+		if !slices.Contains(c.args[1:], "-l") {
+			a.ask("schedule command", name+" schedules commands to run later, unchecked")
+		}
+	}
+	if f := runsConfiguredCommand(c.args); f != nil {
+		a.asks = append(a.asks, *f)
+	}
+	a.commands = append(a.commands, c)
+	return ok
+}
+
+// classifyAll classifies a command found inside another (find -exec) with
+// the scripts its launchers run.
+func (a *analysis) classifyAll(c simpleCommand, scripts []string, depth int) bool {
+	if depth > maxNesting {
+		return false
+	}
+	ok := true
+	for _, s := range scripts {
+		ok = a.parse(s, depth+1) && ok
+	}
+	return a.classify(c, depth) && ok
+}
+
+// findExecs returns the commands of find's -exec, -execdir, -ok and -okdir
+// actions; {} (a found path) becomes stdinMarker.
+func findExecs(args []string) [][]string {
+	var out [][]string
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case "-exec", "-execdir", "-ok", "-okdir":
+		default:
+			continue
+		}
+		j := i + 1
+		for j < len(args) && args[j] != ";" && args[j] != "+" {
+			j++
+		}
+		var sub []string
+		for _, s := range args[i+1 : j] {
+			sub = append(sub, strings.ReplaceAll(s, "{}", stdinMarker))
+		}
+		if len(sub) > 0 {
+			out = append(out, sub)
+		}
+		i = j
 	}
 	return out
 }
 
-// wordString returns the word after quote removal. Parameter expansions
-// stay as "$NAME", command substitutions as "$(...)"; the check treats them
-// as unknown text.
-func wordString(w *syntax.Word) string {
-	var b strings.Builder
-	for _, part := range w.Parts {
-		writePart(&b, part, false)
+// chdir follows cd/pushd: the new directory joins the candidates (a cd in a
+// branch or subshell may or may not have happened); one computed at run
+// time makes the directory unknown.
+func (a *analysis) chdir(args []string) {
+	dest := "~"
+	_, operands := options(args)
+	if len(operands) > 0 {
+		dest = operands[0]
 	}
-	return b.String()
+	cands, known := a.paths.resolve(dest, a.dir)
+	if dest == "-" || !known {
+		a.dir = dirState{dirs: a.dir.dirs, known: false}
+		return
+	}
+	dirs := slices.Clone(a.dir.dirs)
+	for _, c := range cands {
+		if !slices.Contains(dirs, c) {
+			dirs = append(dirs, c)
+		}
+	}
+	a.dir = dirState{dirs: dirs, known: a.dir.known}
 }
 
-func writePart(b *strings.Builder, part syntax.WordPart, inDouble bool) {
-	switch p := part.(type) {
-	case *syntax.Lit:
-		b.WriteString(unescape(p.Value, inDouble))
-	case *syntax.SglQuoted:
-		if p.Dollar {
-			b.WriteString(ansiC(p.Value))
-		} else {
-			b.WriteString(p.Value)
-		}
-	case *syntax.DblQuoted:
-		for _, q := range p.Parts {
-			writePart(b, q, true)
-		}
-	case *syntax.ParamExp:
-		if p.Param != nil {
-			b.WriteString("$" + p.Param.Value)
-		} else {
-			b.WriteString("$?")
-		}
-	case *syntax.CmdSubst, *syntax.ProcSubst:
-		b.WriteString("$(...)")
-	default:
-		b.WriteString("$?")
+// clip shortens program text for a message.
+func clip(s string) string {
+	s = strings.Join(strings.Fields(strings.ReplaceAll(s, dynamicMark, "")), " ")
+	if len(s) > 80 {
+		return s[:77] + "..."
 	}
-}
-
-// unescape removes backslash quoting: outside double quotes every `\x` is
-// x; inside, only \$ \` \" \\ and backslash-newline are escapes.
-func unescape(s string, inDouble bool) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			next := s[i+1]
-			if !inDouble || strings.IndexByte("$`\"\\\n", next) >= 0 {
-				if next != '\n' {
-					b.WriteByte(next)
-				}
-				i++
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// ansiC decodes the escapes of bash $'...' strings that matter for hiding
-// command names: \xHH, \NNN (octal), \n, \t, \\, \', \".
-func ansiC(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '\\' || i+1 >= len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		i++
-		switch c := s[i]; {
-		case c == 'x':
-			j := i + 1
-			for j < len(s) && j < i+3 && isHex(s[j]) {
-				j++
-			}
-			if v, err := strconv.ParseUint(s[i+1:j], 16, 8); err == nil {
-				b.WriteByte(byte(v))
-				i = j - 1
-			} else {
-				b.WriteString(`\x`)
-			}
-		case c >= '0' && c <= '7':
-			j := i
-			for j < len(s) && j < i+3 && s[j] >= '0' && s[j] <= '7' {
-				j++
-			}
-			v, _ := strconv.ParseUint(s[i:j], 8, 8)
-			b.WriteByte(byte(v))
-			i = j - 1
-		case c == 'n':
-			b.WriteByte('\n')
-		case c == 't':
-			b.WriteByte('\t')
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-// launcherOptionsWithValue lists, per launcher, the options that take a
-// separate value (sudo -u USER, timeout -s SIG, ...).
-var launcherOptionsWithValue = map[string]string{
-	"sudo":    "-u -g -h -p -C -D -r -t -U -T",
-	"doas":    "-u -C",
-	"env":     "-u -C -S --unset --chdir",
-	"timeout": "-s -k --signal --kill-after",
-	"nice":    "-n --adjustment",
-	"ionice":  "-c -n -p -t",
-	"stdbuf":  "-i -o -e",
-	"chroot":  "--userspec --groups",
-}
-
-// unwrap strips launcher commands that run their arguments as a command:
-// sudo, doas, env (with NAME=value), nohup, timeout DURATION, nice, ionice,
-// stdbuf, setsid, command, builtin, exec, time, chrt, taskset are removed
-// with their options.
-func unwrap(args []string) []string {
-	for len(args) > 0 {
-		name := path.Base(args[0])
-		switch name {
-		case "sudo", "doas", "env", "nohup", "timeout", "nice", "ionice", "stdbuf", "setsid", "command", "builtin", "exec", "time", "chrt", "taskset", "unbuffer":
-		default:
-			return args
-		}
-		withValue := strings.Fields(launcherOptionsWithValue[name])
-		i := 1
-		for i < len(args) {
-			arg := args[i]
-			if arg == "--" {
-				i++
-				break
-			}
-			if name == "env" && strings.Contains(arg, "=") && !strings.HasPrefix(arg, "-") {
-				i++
-				continue
-			}
-			if !strings.HasPrefix(arg, "-") || arg == "-" {
-				break
-			}
-			i++
-			for _, opt := range withValue {
-				if arg == opt {
-					i++ // skip the option's value
-				}
-			}
-		}
-		switch name {
-		case "timeout": // DURATION
-			i++
-		case "chrt", "taskset": // priority / mask
-			i++
-		}
-		if i >= len(args) {
-			return nil
-		}
-		args = args[i:]
-	}
-	return args
-}
-
-var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true, "fish": true, "busybox": true}
-
-func isShell(name string) bool { return shells[name] }
-
-// isInterpreter reports shells and script interpreters that run what they read.
-func isInterpreter(name string) bool {
-	if isShell(name) || name == "source" || name == "." {
-		return true
-	}
-	for _, p := range []string{"python", "perl", "ruby", "node", "php"} {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// shellScript returns the script of `sh -c SCRIPT` (also -lc, -ec...) and
-// of `eval ARGS...`.
-func shellScript(args []string) (string, bool) {
-	name := path.Base(args[0])
-	if name == "eval" {
-		return strings.Join(args[1:], " "), len(args) > 1
-	}
-	if !isShell(name) {
-		return "", false
-	}
-	for i := 1; i < len(args)-1; i++ {
-		arg := args[i]
-		if !strings.HasPrefix(arg, "-") || strings.HasPrefix(arg, "--") {
-			continue
-		}
-		if strings.Contains(arg[1:], "c") {
-			return args[i+1], true
-		}
-	}
-	return "", false
-}
-
-// hasScriptOperand reports whether a shell invocation names a script file
-// or -c, i.e. does not read its script from stdin.
-func hasScriptOperand(args []string) bool {
-	for _, a := range args[1:] {
-		if !strings.HasPrefix(a, "-") {
-			return true
-		}
-		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a[1:], "c") {
-			return true
-		}
-	}
-	return false
+	return s
 }
 
 // isForkBomb reports a function that runs itself in a pipeline or in the
@@ -411,8 +506,10 @@ func isForkBomb(name string, body *syntax.Stmt) bool {
 	calls := func(s *syntax.Stmt) bool {
 		found := false
 		syntax.Walk(s, func(node syntax.Node) bool {
-			if c, ok := node.(*syntax.CallExpr); ok && len(c.Args) > 0 && wordString(c.Args[0]) == name {
-				found = true
+			if c, ok := node.(*syntax.CallExpr); ok && len(c.Args) > 0 {
+				if lit := c.Args[0].Lit(); lit == name {
+					found = true
+				}
 			}
 			return !found
 		})

@@ -15,43 +15,6 @@ type finding struct {
 	Description string
 }
 
-// systemDirs are the top-level directories whose recursive removal leaves
-// the machine unusable; with "/" and the home directory they are the
-// hardline rm/chmod/chown/find targets.
-var systemDirs = []string{"bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "opt", "proc", "root", "sbin", "srv", "sys", "usr", "var"}
-
-// isCriticalTarget reports whether a path argument names /, a top-level
-// system directory, or the home directory (~, $HOME), possibly with a
-// trailing slash, "/." or a "/*" glob.
-func isCriticalTarget(p string) bool {
-	p = strings.TrimSpace(p)
-	if p == "" {
-		return false
-	}
-	for {
-		trimmed := p
-		for _, suffix := range []string{"/*", "/.*", "/.", "/"} {
-			trimmed = strings.TrimSuffix(trimmed, suffix)
-		}
-		if trimmed == p {
-			break
-		}
-		p = trimmed
-	}
-	switch p {
-	case "", "~", "$HOME", "*", "~root":
-		return true
-	}
-	if strings.HasPrefix(p, "/") {
-		clean := path.Clean(p)
-		if clean == "/" {
-			return true
-		}
-		return slices.Contains(systemDirs, strings.TrimPrefix(clean, "/"))
-	}
-	return false
-}
-
 // diskDevice matches block devices holding filesystems.
 var diskDevice = regexp.MustCompile(`^/dev/(sd[a-z]|nvme\d|vd[a-z]|xvd[a-z]|hd[a-z]|mmcblk\d|disk/|dm-\d|md\d|mapper/|root$)`)
 
@@ -91,12 +54,18 @@ func hasFlag(flags []string, short string, long ...string) bool {
 	return false
 }
 
-func anyCritical(operands []string) bool {
-	return slices.ContainsFunc(operands, isCriticalTarget)
+func (a *analysis) anyCritical(operands []string, dir dirState) bool {
+	return slices.ContainsFunc(operands, func(o string) bool { return a.paths.isCritical(o, dir) })
 }
 
-func anyDisk(args []string) bool {
-	return slices.ContainsFunc(args, func(a string) bool { return diskDevice.MatchString(a) })
+// anyDisk reports an argument that resolves to a disk device.
+func (a *analysis) anyDisk(args []string, dir dirState) bool {
+	return slices.ContainsFunc(args, func(arg string) bool { return a.isDiskPath(arg, dir) })
+}
+
+func (a *analysis) isDiskPath(p string, dir dirState) bool {
+	cands, _ := a.paths.resolve(p, dir)
+	return slices.ContainsFunc(cands, isDisk)
 }
 
 // forkBombText catches the classic fork bomb when it does not parse.
@@ -105,45 +74,62 @@ var forkBombText = regexp.MustCompile(`(\S+)\s*\(\)\s*\{\s*(\S+)\s*\|\s*(\S+)\s*
 // hardline returns the first unrecoverable action in a, or nil. These never
 // run, whatever the mode (Hermes UNRECOVERABLE_BLOCKLIST, "security.md").
 func hardline(a *analysis) *finding {
-	if a.forkBomb || forkBombText.MatchString(a.normalized) {
+	if a.forkBomb || strings.Contains(a.normalized, "(") && forkBombText.MatchString(a.normalized) {
 		return &finding{"fork bomb", "a fork bomb would exhaust the machine's processes"}
 	}
+	if len(a.blocks) > 0 {
+		return &a.blocks[0]
+	}
 	for _, t := range a.redirects {
-		if diskDevice.MatchString(t) {
-			return &finding{"overwrite disk device", "redirecting output onto disk device " + t + " destroys its filesystem"}
+		if a.isDiskPath(t.path, t.dir) {
+			return &finding{"overwrite disk device", "redirecting output onto disk device " + t.path + " destroys its filesystem"}
 		}
 	}
 	for _, c := range a.commands {
-		flags, operands := options(c.args)
-		switch name := c.name(); {
-		case name == "rm":
-			recursive := hasFlag(flags, "rR", "--recursive")
-			if recursive && (anyCritical(operands) || hasFlag(flags, "", "--no-preserve-root")) {
-				return &finding{"delete root or home", "recursive rm of " + strings.Join(operands, " ") + " would wipe the system or the home directory"}
+		if f := a.hardlineCommand(c); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+func (a *analysis) hardlineCommand(c simpleCommand) *finding {
+	flags, operands := options(c.args)
+	switch name := c.name(); {
+	case name == "rm":
+		recursive := hasFlag(flags, "rR", "--recursive")
+		if recursive && (a.anyCritical(operands, c.dir) || hasFlag(flags, "", "--no-preserve-root")) {
+			return &finding{"delete root or home", "recursive rm of " + strings.Join(operands, " ") + " would wipe the system or the home directory"}
+		}
+	case name == "mv":
+		if a.anyCritical(operands[:max(0, len(operands)-1)], c.dir) || len(optionValues(c.args, "t", "--target-directory")) > 0 && a.anyCritical(operands, c.dir) {
+			return &finding{"move root or home", "mv of " + strings.Join(operands, " ") + " would move a system directory or the home directory away"}
+		}
+	case name == "chmod" || name == "chown" || name == "chgrp":
+		if hasFlag(flags, "R", "--recursive") && len(operands) > 1 && a.anyCritical(operands[1:], c.dir) {
+			return &finding{"recursive permission change of root", name + " -R on " + strings.Join(operands[1:], " ") + " breaks the whole system"}
+		}
+	case name == "find":
+		deletes := slices.Contains(c.args, "-delete") || execsRm(c.args)
+		if deletes && len(operands) > 0 && a.paths.isCritical(operands[0], c.dir) {
+			return &finding{"delete root or home", "find " + operands[0] + " with -delete would wipe the system or the home directory"}
+		}
+	case strings.HasPrefix(name, "mkfs") || slices.Contains([]string{"mke2fs", "mkswap", "mkntfs", "mkdosfs", "wipefs", "blkdiscard"}, name):
+		if slices.ContainsFunc(operands, func(o string) bool {
+			cands, _ := a.paths.resolve(o, c.dir)
+			return slices.ContainsFunc(cands, func(p string) bool { return strings.HasPrefix(p, "/dev/") })
+		}) {
+			return &finding{"format disk", name + " on a device destroys its filesystem"}
+		}
+	case name == "dd":
+		for _, arg := range c.args[1:] {
+			if target, ok := strings.CutPrefix(arg, "of="); ok && a.isDiskPath(target, c.dir) {
+				return &finding{"overwrite disk device", "dd onto disk device " + target + " destroys its filesystem"}
 			}
-		case name == "chmod" || name == "chown" || name == "chgrp":
-			if hasFlag(flags, "R", "--recursive") && len(operands) > 1 && anyCritical(operands[1:]) {
-				return &finding{"recursive permission change of root", name + " -R on " + strings.Join(operands[1:], " ") + " breaks the whole system"}
-			}
-		case name == "find":
-			deletes := slices.Contains(c.args, "-delete") || execsRm(c.args)
-			if deletes && len(operands) > 0 && isCriticalTarget(operands[0]) {
-				return &finding{"delete root or home", "find " + operands[0] + " with -delete would wipe the system or the home directory"}
-			}
-		case strings.HasPrefix(name, "mkfs") || slices.Contains([]string{"mke2fs", "mkswap", "mkntfs", "mkdosfs", "wipefs", "blkdiscard"}, name):
-			if slices.ContainsFunc(operands, func(o string) bool { return strings.HasPrefix(o, "/dev/") }) {
-				return &finding{"format disk", name + " on a device destroys its filesystem"}
-			}
-		case name == "dd":
-			for _, arg := range c.args[1:] {
-				if target, ok := strings.CutPrefix(arg, "of="); ok && diskDevice.MatchString(target) {
-					return &finding{"overwrite disk device", "dd onto disk device " + target + " destroys its filesystem"}
-				}
-			}
-		case name == "shred" || name == "tee" || name == "cp":
-			if anyDisk(operands) {
-				return &finding{"overwrite disk device", name + " onto a disk device destroys its filesystem"}
-			}
+		}
+	case name == "shred" || name == "tee" || name == "cp" || name == "truncate" || name == "install":
+		if a.anyDisk(operands, c.dir) {
+			return &finding{"overwrite disk device", name + " onto a disk device destroys its filesystem"}
 		}
 	}
 	return nil
@@ -159,41 +145,34 @@ func execsRm(args []string) bool {
 	return false
 }
 
-// sensitivePaths returns the path prefixes whose writes need approval:
-// /etc, ~/.ssh, HERMES_HOME/.env and HERMES_HOME/config.yaml (a write there
-// could set approvals.mode: off), in the spellings a command may use.
-func (s *Service) sensitivePaths() []string {
-	var out []string
-	out = append(out, "/etc/", "~/.ssh/", "$HOME/.ssh/")
-	for _, hermesHome := range []string{"~/.hermes", "$HOME/.hermes", "$HERMES_HOME"} {
-		out = append(out, hermesHome+"/.env", hermesHome+"/config.yaml")
+// writeFindings checks one written path: a path computed at run time, a
+// sensitive place (/etc, ~/.ssh, HERMES_HOME, shell startup files...) or a
+// device.
+func (a *analysis) writeFindings(p string, dir dirState, how string, add func(key, desc string)) {
+	if p == cwdFile {
+		if !dir.known {
+			add("write to computed path", how+" writes into a directory computed at run time")
+		}
+		for _, d := range dir.dirs {
+			if d != "" && a.paths.isSensitive(d) {
+				add("write to sensitive path", how+" writes into "+d)
+			}
+		}
+		return
 	}
-	if s.cfg.Home != "" {
-		out = append(out, path.Join(s.cfg.Home, ".ssh")+"/", path.Join(s.cfg.Home, ".hermes", ".env"), path.Join(s.cfg.Home, ".hermes", "config.yaml"))
+	cands, known := a.paths.resolve(p, dir)
+	if !known {
+		add("write to computed path", how+" writes to "+clip(p)+", a path computed at run time (or relative to one)")
+		return
 	}
-	if s.cfg.HermesHome != "" {
-		out = append(out, path.Join(s.cfg.HermesHome, ".env"), path.Join(s.cfg.HermesHome, "config.yaml"))
-	}
-	return out
-}
-
-func (s *Service) isSensitive(target string) bool {
-	if target == "" {
-		return false
-	}
-	t := target
-	if strings.HasPrefix(t, "/") {
-		t = path.Clean(t)
-		if t == "/etc" {
-			return true
+	for _, c := range cands {
+		if a.paths.isSensitive(c) {
+			add("write to sensitive path", how+" writes into "+c)
+		}
+		if strings.HasPrefix(c, "/dev/") && !harmlessDevice(c) {
+			add("write to device", how+" writes to device "+c)
 		}
 	}
-	for _, p := range s.sensitivePaths() {
-		if strings.HasPrefix(t, p) || t == strings.TrimSuffix(p, "/") {
-			return true
-		}
-	}
-	return false
 }
 
 var (
@@ -222,13 +201,14 @@ func (s *Service) dangerous(a *analysis) []finding {
 			add("pipe remote script to shell", "downloads a script and runs it unseen")
 		}
 	}
+	for _, f := range a.asks {
+		add(f.Key, f.Description)
+	}
 	for _, t := range a.redirects {
-		if s.isSensitive(t) {
-			add("write to sensitive path", "writes into "+t)
-		}
-		if strings.HasPrefix(t, "/dev/") && !slices.Contains([]string{"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}, t) && !strings.HasPrefix(t, "/dev/fd/") {
-			add("write to device", "writes to device "+t)
-		}
+		a.writeFindings(t.path, t.dir, "a redirection", add)
+	}
+	if f := a.runsWrittenFile(); f != nil {
+		add(f.Key, f.Description)
 	}
 	for _, c := range a.commands {
 		flags, operands := options(c.args)
@@ -240,13 +220,9 @@ func (s *Service) dangerous(a *analysis) []finding {
 			}
 		case "chmod":
 			if len(operands) > 0 {
-				mode := operands[0]
-				if worldWritableMode.MatchString(mode) || strings.Contains(mode, "o+w") || strings.Contains(mode, "a+w") || strings.Contains(mode, "o=rw") || strings.Contains(mode, "a=rw") {
-					add("world-writable permissions", "chmod "+mode+" makes files writable by every user")
+				if key, desc := chmodRisk(operands[0]); key != "" {
+					add(key, "chmod "+operands[0]+" "+desc)
 				}
-			}
-			if hasFlag(flags, "R", "--recursive") && slices.ContainsFunc(operands[min(1, len(operands)):], s.isSensitive) {
-				add("write to sensitive path", "recursive chmod in a sensitive directory")
 			}
 		case "chown", "chgrp":
 			if hasFlag(flags, "R", "--recursive") {
@@ -277,31 +253,21 @@ func (s *Service) dangerous(a *analysis) []finding {
 			if slices.ContainsFunc(operands, func(o string) bool { return strings.Contains(strings.ToLower(o), "hermes") }) {
 				add("kill hermes", name+" would stop hermes itself")
 			}
-		case "xargs":
-			if slices.ContainsFunc(c.args[1:], func(x string) bool { return path.Base(x) == "rm" || path.Base(x) == "shred" }) {
-				add("xargs delete", "xargs feeds input to rm")
-			}
 		case "find":
 			if slices.Contains(c.args, "-delete") || execsRm(c.args) {
 				add("find delete", "find deletes what it matches")
 			}
 		case "git":
-			if len(operands) > 0 && operands[0] == "push" && (hasFlag(flags, "f", "--force", "--force-if-includes") ||
+			if subcommand(c.args) == "push" && (hasFlag(flags, "f", "--force", "--force-if-includes") ||
 				slices.ContainsFunc(operands[1:], func(o string) bool { return strings.HasPrefix(o, "+") })) {
 				add("git force push", "force push rewrites remote history")
 			}
-		case "tee":
-			if slices.ContainsFunc(operands, s.isSensitive) {
-				add("write to sensitive path", "tee into "+strings.Join(operands, " "))
-			}
-		case "sed", "perl":
-			if hasFlag(flags, "i", "--in-place") && slices.ContainsFunc(operands, s.isSensitive) {
-				add("write to sensitive path", name+" -i edits "+strings.Join(operands, " "))
-			}
-		case "cp", "mv", "install", "ln", "rsync", "truncate":
-			if len(operands) > 0 && s.isSensitive(operands[len(operands)-1]) {
-				add("write to sensitive path", name+" into "+operands[len(operands)-1])
-			}
+		}
+		if slices.Contains(c.via, "xargs") && (name == "rm" || name == "shred" || name == "unlink") {
+			add("xargs delete", "xargs feeds input to "+name)
+		}
+		for _, t := range writeTargets(c.args) {
+			a.writeFindings(t, c.dir, name, add)
 		}
 		if strings.HasPrefix(name, "mkfs") || name == "mke2fs" || name == "mkswap" {
 			add("format filesystem", name+" formats a filesystem")
@@ -319,7 +285,7 @@ func (s *Service) dangerous(a *analysis) []finding {
 			if isDownloader(from.name()) {
 				add("pipe remote script to shell", from.name()+" output piped into "+p.to[0].name()+" runs a script unseen")
 			}
-			if from.name() == "base64" || from.name() == "xxd" || from.name() == "openssl" {
+			if isDecoder(from.name()) {
 				add("decode and run", "decoded data piped into "+p.to[0].name()+" hides what runs")
 			}
 		}
@@ -334,6 +300,10 @@ func (s *Service) dangerous(a *analysis) []finding {
 		add("sql delete without where", "DELETE FROM without WHERE deletes every row")
 	}
 	return out
+}
+
+func isDecoder(name string) bool {
+	return name == "base64" || name == "base32" || name == "xxd" || name == "openssl" || name == "gpg" || name == "gunzip" || name == "zcat" || name == "uudecode"
 }
 
 func isDownloader(name string) bool {
@@ -353,4 +323,33 @@ func deleteWithoutWhere(s string) bool {
 		}
 	}
 	return false
+}
+
+// chmodRisk classifies a chmod mode: world-writable (0777, o+w, a+rwx,
+// +w with no "who", a=rw) or setuid/setgid (u+s, g+s, +s, 4755).
+func chmodRisk(mode string) (key, desc string) {
+	if worldWritableMode.MatchString(mode) {
+		return "world-writable permissions", "makes files writable by every user"
+	}
+	if len(mode) == 4 && strings.Trim(mode, "01234567") == "" && (mode[0]-'0')&6 != 0 {
+		return "setuid permissions", "sets the setuid or setgid bit"
+	}
+	for _, clause := range strings.Split(mode, ",") {
+		i := 0
+		for i < len(clause) && strings.IndexByte("ugoa", clause[i]) >= 0 {
+			i++
+		}
+		who, rest := clause[:i], clause[i:]
+		if rest == "" || (rest[0] != '+' && rest[0] != '=') {
+			continue
+		}
+		perms := rest[1:]
+		if strings.Contains(perms, "s") {
+			return "setuid permissions", "sets the setuid or setgid bit"
+		}
+		if strings.Contains(perms, "w") && (who == "" || strings.ContainsAny(who, "oa")) {
+			return "world-writable permissions", "makes files writable by every user"
+		}
+	}
+	return "", ""
 }

@@ -12,9 +12,22 @@
 //  5. unless approvals.command_allowlist or a session approval covers them.
 //
 // Commands are parsed as bash (mvdan.cc/sh), so quoted text is data:
-// `echo "rm -rf /"` only prints, while `sh -c 'rm -rf /'`, `eval`,
-// `echo 'rm -rf /' | sh` and `$(...)` bodies are checked as commands.
-// Launchers (sudo, env, nohup, timeout, nice, ...) are unwrapped.
+// `echo "rm -rf /"` only prints, while `sh -c 'rm -rf /'`, `eval`, `trap`,
+// here-documents and here-strings fed to a shell, `echo ... | sh` and
+// `$(...)` bodies are checked as commands. The check fails closed: a
+// program name computed at run time (`$(echo rm)`, `x=rm; $x`) is resolved
+// where the script itself fixes it and needs approval where it cannot be;
+// launchers (sudo, env -S, xargs, busybox, exec -a, chroot, su -c, watch,
+// find -exec, ...) are seen through; interpreter code (python -c, perl -e,
+// node -e, awk, sed e) needs approval unless trivially safe; text piped
+// into a shell or interpreter needs approval unless it is constant; and a
+// command that cannot be parsed needs approval. Paths are resolved against
+// the terminal workdir and any cd in the command, normalised (//, /./,
+// .., ~user, $HOME, globs) and checked for every writer (redirections, cp
+// -t, install, dd of=, tee, curl -o, wget -O, mv, ln, truncate, sed -i,
+// chmod ...). Text written to a background process is checked as a
+// command typed into it. hermes run by the agent needs approval, and can
+// never change approvals or the terminal backend.
 //
 // A Service answers approval requests: at once when no approval is needed;
 // by asking the attached Prompters (REPL now; TUI, ACP, gateway later) when
@@ -25,6 +38,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -84,6 +98,10 @@ type Config struct {
 	// Home is the user's home directory, HermesHome is HERMES_HOME; both
 	// spell out sensitive paths (~/.ssh, HERMES_HOME/.env, HERMES_HOME/config.yaml).
 	Home, HermesHome string
+	// Cwd is the directory commands run in when a request names no workdir
+	// (terminal.cwd); relative paths and workdirs resolve against it. ""
+	// leaves relative paths relative (treated as inside the workspace).
+	Cwd string
 	// SaveAllowlist persists approvals.command_allowlist after an "always"
 	// answer; it gets the whole new list. Nil keeps it in memory only.
 	SaveAllowlist func(allowlist []string) error
@@ -128,6 +146,15 @@ func ParseAnswer(s string) Answer {
 type Request struct {
 	SessionID string
 	Command   string
+	// Workdir is the terminal tool's workdir argument (absolute, ~/...,
+	// or relative to Config.Cwd); the command's relative paths resolve
+	// against it.
+	Workdir string
+	// Target, when set, is the command line of the background process
+	// that Command is written to (the process tool's write action): the
+	// text is checked as a command typed into that process (a shell, or an
+	// interpreter's program text), with an unknown working directory.
+	Target string
 	// Reason is why the model wants to run it, shown to the person.
 	Reason string
 }
@@ -170,8 +197,9 @@ func (f PrompterFunc) Prompt(ctx context.Context, p Prompt) (Answer, error) { re
 // Service is the one approval service of a process. It is safe for
 // concurrent use.
 type Service struct {
-	cfg  Config
-	deny []denyGlob
+	cfg   Config
+	deny  []denyGlob
+	paths pathResolver
 
 	mu        sync.Mutex
 	allowlist []string
@@ -207,6 +235,7 @@ func New(cfg Config) *Service {
 		pending:    map[string]*pending{},
 		yolo:       cfg.Yolo,
 		promptSlot: make(chan struct{}, 1),
+		paths:      newPathResolver(cfg.Home, cfg.HermesHome),
 	}
 	for _, g := range cfg.Deny {
 		if strings.TrimSpace(g) != "" {
@@ -230,14 +259,62 @@ func (s *Service) Allowlist() []string {
 	return slices.Clone(s.allowlist)
 }
 
-// Check classifies command without session approvals.
-func (s *Service) Check(command string) Verdict { return s.check("", command) }
+// Check classifies command (run in Config.Cwd) without session approvals.
+func (s *Service) Check(command string) Verdict { return s.check(Request{Command: command}) }
 
-func (s *Service) check(sessionID, command string) Verdict {
+// CheckRequest classifies req (its command, workdir and target) without
+// session approvals.
+func (s *Service) CheckRequest(req Request) Verdict {
+	req.SessionID = ""
+	return s.check(req)
+}
+
+// workdir returns where a request's command runs.
+func (s *Service) workdir(req Request) dirState {
+	cwd := s.cfg.Cwd
+	if cwd != "" {
+		cwd = path.Clean(cwd)
+	}
+	dir := dirState{dirs: []string{cwd}, known: true}
+	if strings.TrimSpace(req.Workdir) == "" {
+		return dir
+	}
+	cands, known := s.paths.resolve(strings.TrimSpace(req.Workdir), dir)
+	if !known || len(cands) == 0 {
+		return dirState{dirs: dir.dirs, known: false}
+	}
+	return dirState{dirs: cands, known: true}
+}
+
+// analyzeRequest parses a request: a terminal command, or text written to
+// a background process (checked as a command for that process, or as
+// program text when it is an interpreter reading its program from stdin).
+func (s *Service) analyzeRequest(req Request) *analysis {
+	dir := s.workdir(req)
+	if req.Target == "" {
+		return analyze(req.Command, s.paths, dir)
+	}
+	unknown := dirState{dirs: dir.dirs, known: false}
+	target := analyze(req.Target, s.paths, dir)
+	for _, c := range target.commands {
+		if lang := readsCode(c); lang != "" && lang != "shell" {
+			a := &analysis{normalized: normalize(req.Command), parsed: true, paths: s.paths, dir: unknown}
+			a.texts = []string{a.normalized}
+			if !trivialCode(lang, a.normalized) {
+				a.ask("interpreter code", "writes "+c.name()+" code that could reach the system into process "+clip(req.Target)+": "+clip(a.normalized))
+			}
+			return a
+		}
+	}
+	return analyze(req.Command, s.paths, unknown)
+}
+
+func (s *Service) check(req Request) Verdict {
+	sessionID, command := req.SessionID, req.Command
 	if strings.TrimSpace(command) == "" {
 		return Verdict{Action: Allow}
 	}
-	a := analyze(command)
+	a := s.analyzeRequest(req)
 	if f := hardline(a); f != nil {
 		return Verdict{Action: Block, Rule: f.Key, Hardline: true,
 			Reason: "blocked: " + f.Description + "; this command is on the hardline list and never runs, even with --yolo"}
@@ -334,7 +411,7 @@ const headlessReason = "; nobody can approve it in this run, so it was not run. 
 // It never blocks without a prompter, and fails closed after
 // approvals.timeout. The error is ctx.Err() when ctx ends first.
 func (s *Service) Request(ctx context.Context, req Request) (Decision, error) {
-	v := s.check(req.SessionID, req.Command)
+	v := s.check(req)
 	switch v.Action {
 	case Allow:
 		return Decision{Allowed: true, Answer: Once, Verdict: v}, nil
@@ -367,7 +444,7 @@ func (s *Service) Request(ctx context.Context, req Request) (Decision, error) {
 		return timedOut()
 	}
 	// An earlier prompt may have approved these keys for the session.
-	if v2 := s.check(req.SessionID, req.Command); v2.Action == Allow {
+	if v2 := s.check(req); v2.Action == Allow {
 		return Decision{Allowed: true, Answer: Session, Verdict: v2}, nil
 	}
 

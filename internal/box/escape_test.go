@@ -259,11 +259,13 @@ func TestEscapeProcessSurvivesClose(t *testing.T) {
 	e := startTestBox(t, nil)
 	marker := strconv.Itoa(900000 + time.Now().Nanosecond()%99999)
 	e.run(t, fmt.Sprintf("setsid sleep %s >/dev/null 2>&1 < /dev/null & nohup sleep %s >/dev/null 2>&1 &", marker, marker))
-	// The shell returns once it has forked them; their exec may lag.
-	for deadline := time.Now().Add(10 * time.Second); len(hostProcessesWith(marker)) < 2; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("background sleepers did not start")
-		}
+	// The command itself is not on a command line (boxCommandVar): wait
+	// for the sleepers to exec.
+	for i := 0; i < 250 && len(hostProcessesWith(marker)) < 2; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(hostProcessesWith(marker)) == 0 {
+		t.Fatal("background sleeper did not start")
 	}
 	if err := e.m.Close(); err != nil {
 		t.Fatal(err)

@@ -130,7 +130,7 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 	rt.approvals = approval.New(approval.Config{
 		Mode: c.Approvals.Mode, Yolo: o.yolo, Backend: rt.backend.Kind(), Deny: c.Approvals.Deny,
 		Allowlist: c.Approvals.CommandAllowlist, Timeout: time.Duration(c.Approvals.Timeout) * time.Second,
-		Home: a.Getenv("HOME"), HermesHome: home,
+		Home: a.Getenv("HOME"), HermesHome: home, Cwd: rt.cwd,
 		SaveAllowlist: func(list []string) error {
 			return config.Set(home, "approvals.command_allowlist", "["+strings.Join(quoteAll(list), ", ")+"]")
 		},
@@ -146,7 +146,7 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 			Backend: rt.backend, Approvals: rt.approvals, OutputDir: filepath.Join(home, "cache", "terminal"),
 			Timeout: time.Duration(c.Terminal.Timeout) * time.Second, Secrets: secrets, Processes: rt.processes,
 		}),
-		tool.NewProcessTool(rt.processes, secrets),
+		tool.NewProcessTool(rt.processes, secrets, rt.approvals),
 		tool.NewReadFileTool(fileOpts),
 		tool.NewWriteFileTool(fileOpts),
 		tool.NewPatchTool(fileOpts),

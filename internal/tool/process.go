@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hermes-go/hermes/internal/approval"
 	"github.com/hermes-go/hermes/internal/backend"
 	"github.com/hermes-go/hermes/internal/llm"
 )
@@ -26,14 +27,17 @@ const (
 // resolves the alias): it lists, polls, reads, waits for, writes to and
 // kills the background processes the terminal tool started in the session.
 type ProcessTool struct {
-	table   *ProcessTable
-	secrets []string
+	table     *ProcessTable
+	secrets   []string
+	approvals *approval.Service
 }
 
 // NewProcessTool returns the process tool over table (the same table given
-// to NewTerminalTool). secrets are redacted from output.
-func NewProcessTool(table *ProcessTable, secrets []string) *ProcessTool {
-	return &ProcessTool{table: table, secrets: secrets}
+// to NewTerminalTool). secrets are redacted from output. approvals checks
+// the data of every write as a command typed into the process (nil writes
+// unchecked: only for tests and trusted embedders).
+func NewProcessTool(table *ProcessTable, secrets []string, approvals *approval.Service) *ProcessTool {
+	return &ProcessTool{table: table, secrets: secrets, approvals: approvals}
 }
 
 // Toolset is "terminal".
@@ -118,6 +122,15 @@ func (p *ProcessTool) Run(ctx context.Context, call Call) Result {
 	default: // write
 		if args.Data == nil {
 			return Errorf("process: write needs data, the text to send to stdin")
+		}
+		if p.approvals != nil {
+			d, err := p.approvals.Request(ctx, approval.Request{SessionID: call.SessionID, Command: *args.Data, Workdir: e.workdir, Target: e.command})
+			if err != nil {
+				return Errorf("process: not written: %v", err)
+			}
+			if !d.Allowed {
+				return Errorf("process: not written to %s: %s", id, d.Reason)
+			}
 		}
 		if _, err := e.proc.Write([]byte(*args.Data)); err != nil {
 			return Errorf("process: write to %s: %v", id, err)
@@ -257,6 +270,7 @@ type processEntry struct {
 	id        string
 	sessionID string
 	command   string
+	workdir   string // the terminal workdir argument it started in
 	started   time.Time
 	proc      backend.Process
 	logRead   int // bytes of output already returned by poll
@@ -267,12 +281,12 @@ func NewProcessTable() *ProcessTable {
 	return &ProcessTable{procs: map[string]*processEntry{}}
 }
 
-func (t *ProcessTable) add(sessionID, command string, p backend.Process) string {
+func (t *ProcessTable) add(sessionID, command, workdir string, p backend.Process) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.next++
 	id := "proc_" + strconv.Itoa(t.next)
-	t.procs[id] = &processEntry{id: id, sessionID: sessionID, command: command, started: time.Now(), proc: p}
+	t.procs[id] = &processEntry{id: id, sessionID: sessionID, command: command, workdir: workdir, started: time.Now(), proc: p}
 	return id
 }
 

@@ -40,7 +40,7 @@ func newTerminalFixture(t *testing.T, svc *approval.Service, environ ...string) 
 	table := NewProcessTable()
 	outDir := filepath.Join(t.TempDir(), "cache", "terminal")
 	term := NewTerminalTool(TerminalOptions{Backend: b, Approvals: svc, OutputDir: outDir, Secrets: b.SecretValues(), Processes: table})
-	return terminalFixture{dir: dir, outDir: outDir, backend: b, term: term, proc: NewProcessTool(table, b.SecretValues())}
+	return terminalFixture{dir: dir, outDir: outDir, backend: b, term: term, proc: NewProcessTool(table, b.SecretValues(), nil)}
 }
 
 func run(t *testing.T, tl Tool, args string) Result {
@@ -293,5 +293,34 @@ func TestBackgroundPollKillAndErrors(t *testing.T) {
 		if r := run(t, f.proc, args); !r.IsError || !strings.Contains(r.Content, want) {
 			t.Errorf("%s: want %q, got %+v", args, want, r)
 		}
+	}
+}
+
+// TestTerminalSpillIsCappedAndPruned: a command printing far more than
+// MaxSpillBytes leaves a spill file of at most that size (plus a note),
+// and old spill files are pruned to KeepSpillFiles.
+func TestTerminalSpillIsCappedAndPruned(t *testing.T) {
+	f := newTerminalFixture(t, nil)
+	os.MkdirAll(f.outDir, 0o700)
+	for i := range KeepSpillFiles + 5 {
+		p := filepath.Join(f.outDir, "terminal-old"+strconv.Itoa(i)+".log")
+		os.WriteFile(p, []byte("old"), 0o600)
+		old := time.Now().Add(-time.Duration(i+1) * time.Hour)
+		os.Chtimes(p, old, old)
+	}
+	cmd := "head -c " + strconv.Itoa(MaxSpillBytes+3<<20) + " /dev/zero | tr '\\\\0' a"
+	r := decodeTerminal(t, run(t, f.term, `{"command":"`+cmd+`"}`))
+	if r.FullOutputPath == "" {
+		t.Fatalf("no spill file named: %+v", r.Error)
+	}
+	fi, err := os.Stat(r.FullOutputPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() < MaxSpillBytes || fi.Size() > MaxSpillBytes+200 {
+		t.Errorf("spill file holds %d bytes, want %d plus a note", fi.Size(), MaxSpillBytes)
+	}
+	if left, _ := filepath.Glob(filepath.Join(f.outDir, "terminal-*.log")); len(left) > KeepSpillFiles {
+		t.Errorf("%d spill files kept, want at most %d", len(left), KeepSpillFiles)
 	}
 }
