@@ -130,5 +130,6 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newEgressCmd(),
 		a.newSecretsCmd(),
 	)
+	root.AddCommand(a.faceCommands()...)
 	return root
 }
