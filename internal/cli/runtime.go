@@ -74,7 +74,7 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 	for _, w := range cfg.Warnings {
 		fmt.Fprintln(a.Stderr, "hermes: warning:", w)
 	}
-	for key, val := range map[string]string{"model.default": o.model, "model.provider": o.provider, "model.base_url": o.baseURL} {
+	for key, val := range map[string]string{"model.default": o.model, "model.provider": o.provider, "model.base_url": o.baseURL, reasoningKey: o.reasoning} {
 		if val != "" {
 			if err := cfg.Override(key, val); err != nil {
 				return nil, err
@@ -116,6 +116,7 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 	if rt.provider, err = providers.New(popts); err != nil {
 		return nil, err
 	}
+	a.reasoningNotice(rt.provName, c.Agent.ReasoningEffort)
 	if cl, isCloser := rt.provider.(io.Closer); isCloser {
 		rt.closers = append(rt.closers, cl.Close)
 	}
