@@ -259,6 +259,11 @@ func TestEscapeProcessSurvivesClose(t *testing.T) {
 	e := startTestBox(t, nil)
 	marker := strconv.Itoa(900000 + time.Now().Nanosecond()%99999)
 	e.run(t, fmt.Sprintf("setsid sleep %s >/dev/null 2>&1 < /dev/null & nohup sleep %s >/dev/null 2>&1 &", marker, marker))
+	// The command itself is not on a command line (boxCommandVar): wait
+	// for the sleepers to exec.
+	for i := 0; i < 250 && len(hostProcessesWith(marker)) < 2; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
 	if len(hostProcessesWith(marker)) == 0 {
 		t.Fatal("background sleeper did not start")
 	}

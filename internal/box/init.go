@@ -197,12 +197,16 @@ func setupRoot(s *initSpec, conns *net.UnixConn) error {
 			return err
 		}
 	}
-	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", strings.Join(s.Lower, ":"),
-		filepath.Join(s.LayerDir, "upper"), filepath.Join(s.LayerDir, "work"))
+	dirs, closeDirs, err := overlayDirs(append([]string{filepath.Join(s.LayerDir, "upper"), filepath.Join(s.LayerDir, "work")}, s.Lower...))
+	if err != nil {
+		return err
+	}
+	defer closeDirs()
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,%s", strings.Join(dirs[2:], ":"), dirs[0], dirs[1], overlaySafeOptions)
 	if s.UserNS {
 		opts += ",userxattr"
 	}
-	if err := unix.Mount("overlay", s.Merged, "overlay", 0, opts); err != nil {
+	if err := unix.Mount("overlay", s.Merged, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount overlay root at %s (%s): %w; the kernel needs overlayfs (CONFIG_OVERLAY_FS)", s.Merged, opts, err)
 	}
 	root, err := openBoxRoot(s.Merged)
@@ -408,18 +412,92 @@ func mountWorkspace(root *boxRoot, s *initSpec) error {
 	}
 	defer unix.Close(target)
 	if s.WorkspaceOverlay {
-		opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", s.Workspace,
-			filepath.Join(s.LayerDir, "ws-upper"), filepath.Join(s.LayerDir, "ws-work"))
+		dirs, closeDirs, err := overlayDirs([]string{filepath.Join(s.LayerDir, "ws-upper"), filepath.Join(s.LayerDir, "ws-work")})
+		if err != nil {
+			return err
+		}
+		defer closeDirs()
+		opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,%s", s.Workspace, dirs[0], dirs[1], overlaySafeOptions)
 		if s.UserNS {
 			opts += ",userxattr"
 		}
-		if err := unix.Mount("overlay", fdPath(target), "overlay", 0, opts); err != nil {
+		if err := unix.Mount("overlay", fdPath(target), "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 			return fmt.Errorf("mount workspace overlay for %s: %w", s.Workspace, err)
 		}
 		return nil
 	}
 	if err := unix.Mount(s.Workspace, fdPath(target), "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind workspace %s: %w", s.Workspace, err)
+	}
+	// target is the directory under the new mount; look the path up
+	// again to reach the mount itself.
+	mounted, err := root.resolve(s.Workspace)
+	if err != nil {
+		return fmt.Errorf("find workspace mount %s: %w", s.Workspace, err)
+	}
+	defer unix.Close(mounted)
+	return noSuidNoDev(mounted)
+}
+
+// overlayDirs opens each of paths (O_PATH) and returns them as
+// /proc/self/fd/N names for overlay mount options, which the kernel shows
+// as given in the box's /proc/self/mountinfo: the host paths of the layer
+// (under HERMES_HOME, often naming the user) stay out of the box. The
+// returned func closes the descriptors once the mount is made.
+func overlayDirs(paths []string) ([]string, func(), error) {
+	var fds []int
+	closeAll := func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("open overlay directory %s: %w", p, err)
+		}
+		fds = append(fds, fd)
+		names[i] = fdPath(fd)
+	}
+	return names, closeAll, nil
+}
+
+// overlaySafeOptions are added to every overlay mount of the box: the
+// kernel neither creates nor follows redirect xattrs (a redirect planted
+// in a restored layer could point a directory at a lower path the box
+// hides, such as /root under host mode) and never uses metacopy (a
+// metacopy file would show the data of another lower file).
+const overlaySafeOptions = "redirect_dir=nofollow,metacopy=off"
+
+// noSuidNoDev makes the bind mount fd is the root of (and every mount below it)
+// nosuid and nodev without clearing its other flags (mount_setattr(2);
+// kernels before 5.12 get a bind remount that keeps the read-only,
+// noexec and atime flags statfs reports).
+func noSuidNoDev(fd int) error {
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr)
+	if err != unix.ENOSYS {
+		if err != nil {
+			return fmt.Errorf("make workspace mount nosuid,nodev: %w", err)
+		}
+		return nil
+	}
+	target := fdPath(fd)
+	var st unix.Statfs_t
+	if err := unix.Statfs(target, &st); err != nil {
+		return fmt.Errorf("statfs workspace: %w", err)
+	}
+	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID | unix.MS_NODEV)
+	for st1, ms := range map[int64]uintptr{unix.ST_RDONLY: unix.MS_RDONLY, unix.ST_NOEXEC: unix.MS_NOEXEC,
+		unix.ST_NOATIME: unix.MS_NOATIME, unix.ST_NODIRATIME: unix.MS_NODIRATIME, unix.ST_RELATIME: unix.MS_RELATIME} {
+		if st.Flags&st1 != 0 {
+			flags |= ms
+		}
+	}
+	if err := unix.Mount("", target, "", flags, ""); err != nil {
+		return fmt.Errorf("remount workspace nosuid,nodev: %w", err)
 	}
 	return nil
 }

@@ -288,8 +288,23 @@ func (b *Box) Start(ctx context.Context, req backend.ExecRequest) (backend.Proce
 }
 
 func (b *Box) start(ctx context.Context, req backend.ExecRequest) (*boxProcess, error) {
-	return b.startArgv(ctx, []string{b.shell, "-c", req.Command}, req)
+	env := make(map[string]string, len(req.Env)+1)
+	for k, v := range req.Env {
+		env[k] = v
+	}
+	env[boxCommandVar] = req.Command
+	req.Env = env
+	return b.startArgv(ctx, []string{b.shell, "-c", boxCommandScript}, req)
 }
+
+// The command a shell runs travels in the environment, not on its command
+// line: host users who can list processes (ps, /proc/PID/cmdline) do not
+// see what the model runs, while /proc/PID/environ is readable only by the
+// box's owner. The variable is unset before the command runs.
+const (
+	boxCommandVar    = "HERMES_BOX_COMMAND"
+	boxCommandScript = `__hermes_c=$` + boxCommandVar + `; unset ` + boxCommandVar + `; eval "$__hermes_c"`
+)
 
 // startArgv runs argv (no shell) with the workdir, environment, timeout,
 // stdin and output of req.

@@ -7,52 +7,10 @@ import (
 	"strings"
 	"unsafe"
 
-	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
 	"kernel.org/pub/linux/libs/security/libcap/psx"
 )
-
-// deniedSyscalls fail with EPERM inside the box: mounting (old and new
-// mount API), namespace changes, tracing other processes, kernel keyrings,
-// BPF, io_uring, perf, kernel modules and kexec, reboot, swap and
-// file-handle opens (the "shocker" escape), and taking a descriptor or
-// advising on the memory of another process (pidfd_getfd, process_madvise:
-// the init's control socket must stay its own). The list follows Docker's
-// default seccomp profile and sandbox.md §D2.
-var deniedSyscalls = []string{
-	"mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsconfig",
-	"fsmount", "fspick", "mount_setattr", "unshare", "setns", "ptrace", "process_vm_readv",
-	"process_vm_writev", "bpf", "kexec_load", "kexec_file_load", "keyctl", "add_key",
-	"request_key", "io_uring_setup", "io_uring_enter", "io_uring_register", "perf_event_open",
-	"init_module", "finit_module", "delete_module", "reboot", "swapon", "swapoff",
-	"open_by_handle_at", "name_to_handle_at", "userfaultfd", "acct", "quotactl", "chroot",
-	"pidfd_getfd", "process_madvise",
-}
-
-// newNamespaceFlags are the clone(2) flags that create namespaces.
-const newNamespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUSER | unix.CLONE_NEWPID |
-	unix.CLONE_NEWNET | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWCGROUP
-
-// seccompFilter is the box's filter: deniedSyscalls and namespace-creating
-// clone(2) fail with EPERM; clone3(2), whose flags a filter cannot read,
-// fails with ENOSYS so that libc falls back to clone(2) (as Docker does).
-func seccompFilter() seccomp.Filter {
-	return seccomp.Filter{
-		NoNewPrivs: true,
-		Flag:       seccomp.FilterFlagTSync,
-		Policy: seccomp.Policy{
-			DefaultAction: seccomp.ActionAllow,
-			Syscalls: []seccomp.SyscallGroup{
-				{Action: seccomp.ActionErrno, Names: deniedSyscalls},
-				{Action: seccomp.ActionErrno, NamesWithCondtions: []seccomp.NameWithConditions{{
-					Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: newNamespaceFlags}},
-				}}},
-				{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"clone3"}},
-			},
-		},
-	}
-}
 
 // restrictSelf drops the init's privileges for good; every command it
 // starts inherits the result. Order: Landlock (needs no_new_privs, which
@@ -69,7 +27,7 @@ func restrictSelf(s *initSpec) error {
 	if err := clearCapabilities(); err != nil {
 		return fmt.Errorf("drop capabilities: %w", err)
 	}
-	if err := seccomp.LoadFilter(seccompFilter()); err != nil {
+	if err := loadSeccomp(); err != nil {
 		return fmt.Errorf("load seccomp filter: %w (the kernel needs CONFIG_SECCOMP_FILTER)", err)
 	}
 	return nil

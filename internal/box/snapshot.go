@@ -35,7 +35,7 @@ const snapshotPAXXattrPrefix = "SCHILY.xattr."
 // link entries to the first path seen), fifos, permission bits including
 // setuid/setgid/sticky, numeric uid/gid, mtimes to the nanosecond, and the
 // extended attributes listed by snapshotKeepsXattr as PAX
-// "SCHILY.xattr.*" records (trusted.overlay.opaque/redirect, user.*,
+// "SCHILY.xattr.*" records (trusted.overlay.opaque, user.*,
 // security.capability, POSIX ACLs). Overlay whiteouts (character devices
 // 0:0, see the kernel's Documentation/filesystems/overlayfs.rst) are kept
 // as tar character-device entries. Other device nodes and sockets cannot
@@ -87,7 +87,7 @@ func RestoreUpper(r io.Reader, upperDir string) error {
 		return fmt.Errorf("restore into %s: start zstd: %w", upperDir, err)
 	}
 	defer dec.Close()
-	if err := snapshotExtractTree(dec, upperDir, snapshotExtractPolicy{keepWhiteouts: true}); err != nil {
+	if err := snapshotExtractTree(dec, upperDir, snapshotExtractPolicy{keepWhiteouts: true, fromBox: true}); err != nil {
 		return fmt.Errorf("restore into %s: %w", upperDir, err)
 	}
 	return nil
@@ -118,12 +118,15 @@ func snapshotEnsureEmptyDir(dir string) error {
 // in snapshots and base images. Overlay's own bookkeeping that names
 // inodes of one particular filesystem (origin, impure, nlink, upper,
 // uuid) is dropped: it is a cache the kernel rebuilds, and a stale file
-// handle from another filesystem would only confuse it.
+// handle from another filesystem would only confuse it. Redirects and
+// metacopy are dropped too: boxes mount overlays with
+// overlaySafeOptions, so the kernel ignores them, and a restore refuses
+// them (snapshotSanitize).
 func snapshotKeepsXattr(name string) bool {
 	for _, prefix := range []string{"trusted.overlay.", "user.overlay."} {
 		if rest, ok := strings.CutPrefix(name, prefix); ok {
 			switch rest {
-			case "opaque", "redirect", "metacopy", "whiteout", "whiteouts":
+			case "opaque", "whiteout", "whiteouts":
 				return true
 			}
 			return false

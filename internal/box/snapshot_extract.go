@@ -21,6 +21,39 @@ type snapshotExtractPolicy struct {
 	// and rejects any other device node. When false (base images) all
 	// device nodes are skipped: the box mounts its own /dev.
 	keepWhiteouts bool
+	// fromBox marks an archive a box wrote (a snapshot being restored):
+	// setuid and setgid bits and security.capability are dropped, and
+	// overlay redirect or metacopy xattrs, which can make a layer show
+	// files from outside itself, refuse the archive (snapshotSanitize).
+	fromBox bool
+}
+
+// snapshotSanitize applies the fromBox policy to hdr before anything is
+// created from it.
+func snapshotSanitize(hdr *tar.Header) error {
+	hdr.Mode &^= unix.S_ISUID | unix.S_ISGID
+	for key, value := range hdr.PAXRecords {
+		attr, ok := strings.CutPrefix(key, snapshotPAXXattrPrefix)
+		if !ok {
+			continue
+		}
+		if attr == "security.capability" {
+			delete(hdr.PAXRecords, key)
+			continue
+		}
+		for _, prefix := range []string{"trusted.overlay.", "user.overlay."} {
+			rest, ok := strings.CutPrefix(attr, prefix)
+			if !ok {
+				continue
+			}
+			switch {
+			case rest == "opaque" && (value == "y" || value == "x"), (rest == "whiteout" || rest == "whiteouts") && value == "y":
+			default:
+				return fmt.Errorf("archive entry %q carries %s=%q, which could expose files outside the layer; the snapshot was altered or comes from elsewhere, so it is refused", hdr.Name, attr, value)
+			}
+		}
+	}
+	return nil
 }
 
 // snapshotInlineFileLimit is the largest regular file handed to an
@@ -226,6 +259,11 @@ func (x *snapshotExtractor) extract(hdr *tar.Header, body io.Reader) error {
 	name, err := snapshotEntryName(hdr.Name)
 	if err != nil {
 		return err
+	}
+	if x.policy.fromBox {
+		if err := snapshotSanitize(hdr); err != nil {
+			return err
+		}
 	}
 	if name == "." {
 		if hdr.Typeflag != tar.TypeDir {

@@ -3,6 +3,7 @@ package box
 import (
 	"archive/tar"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+	"golang.org/x/sys/unix"
 )
 
 // snapEntry is one entry of a hand-made archive.
@@ -165,4 +167,87 @@ func TestRestoreUpperManyDirectories(t *testing.T) {
 	restored := filepath.Join(dir, "restored")
 	snapRoundTrip(t, src, restored)
 	snapDiff(t, "restored tree", snapDescribe(t, src), snapDescribe(t, restored))
+}
+
+// snapArchiveHeaders builds a tar.zst archive from raw headers (bodies are
+// the header's size in 'x' bytes), as an attacker editing a snapshot could.
+func snapArchiveHeaders(t *testing.T, hdrs ...*tar.Header) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc, err := zstd.NewWriter(&buf)
+	snapMust(t, err)
+	tw := tar.NewWriter(enc)
+	for _, hdr := range hdrs {
+		snapMust(t, tw.WriteHeader(hdr))
+		if hdr.Size > 0 {
+			_, err := tw.Write(bytes.Repeat([]byte("x"), int(hdr.Size)))
+			snapMust(t, err)
+		}
+	}
+	snapMust(t, tw.Close())
+	snapMust(t, enc.Close())
+	return buf.Bytes()
+}
+
+// TestRestoreUpperRefusesOverlayRedirects: a tampered snapshot whose
+// entries carry overlay redirect or metacopy xattrs (which would make the
+// restored layer show lower files the box hides, e.g. host /root) is
+// refused, whichever entry type and xattr namespace carry them.
+func TestRestoreUpperRefusesOverlayRedirects(t *testing.T) {
+	snapRequireRoot(t)
+	for _, tc := range []struct {
+		attr, value string
+		typ         byte
+	}{
+		{"trusted.overlay.redirect", "/root", tar.TypeDir},
+		{"trusted.overlay.redirect", "../../etc", tar.TypeDir},
+		{"user.overlay.redirect", "/root", tar.TypeDir},
+		{"trusted.overlay.metacopy", "", tar.TypeReg},
+		{"trusted.overlay.opaque", "../x", tar.TypeDir},
+		{"trusted.overlay.upper", "x", tar.TypeReg},
+	} {
+		hdr := &tar.Header{Name: "exposed", Typeflag: tc.typ, Mode: 0o755,
+			PAXRecords: map[string]string{snapshotPAXXattrPrefix + tc.attr: tc.value}}
+		if tc.typ == tar.TypeDir {
+			hdr.Name = "exposed/"
+		}
+		target := filepath.Join(t.TempDir(), "upper")
+		err := RestoreUpper(bytes.NewReader(snapArchiveHeaders(t, hdr)), target)
+		if err == nil || !strings.Contains(err.Error(), tc.attr) || !strings.Contains(err.Error(), "refused") {
+			t.Errorf("%s=%q on a %c entry: got %v, want the snapshot refused naming the xattr", tc.attr, tc.value, tc.typ, err)
+		}
+	}
+}
+
+// TestRestoreUpperStripsSetIDAndCapabilities: files leaving a snapshot
+// never carry setuid/setgid bits or file capabilities, whatever the
+// archive says (a box must not plant a root program for the host).
+func TestRestoreUpperStripsSetIDAndCapabilities(t *testing.T) {
+	snapRequireRoot(t)
+	capKey := snapshotPAXXattrPrefix + "security.capability"
+	archive := snapArchiveHeaders(t,
+		&tar.Header{Name: "suid", Typeflag: tar.TypeReg, Mode: 0o4755, Size: 3},
+		&tar.Header{Name: "sgid", Typeflag: tar.TypeReg, Mode: 0o2755, Size: 3},
+		&tar.Header{Name: "big", Typeflag: tar.TypeReg, Mode: 0o6755, Size: snapshotInlineFileLimit + 1},
+		&tar.Header{Name: "cap", Typeflag: tar.TypeReg, Mode: 0o755, Size: 3, PAXRecords: map[string]string{capKey: string(snapCapNetRaw())}},
+		&tar.Header{Name: "dir/", Typeflag: tar.TypeDir, Mode: 0o2775},
+		&tar.Header{Name: "link", Typeflag: tar.TypeLink, Linkname: "suid"},
+	)
+	target := filepath.Join(t.TempDir(), "upper")
+	if err := RestoreUpper(bytes.NewReader(archive), target); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"suid", "sgid", "big", "cap", "dir", "link"} {
+		fi, err := os.Lstat(filepath.Join(target, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+			t.Errorf("%s restored with mode %v: setuid/setgid must be stripped", name, fi.Mode())
+		}
+	}
+	buf := make([]byte, 64)
+	if _, err := unix.Getxattr(filepath.Join(target, "cap"), "security.capability", buf); !errors.Is(err, unix.ENODATA) {
+		t.Errorf("security.capability was restored: err %v", err)
+	}
 }

@@ -2,14 +2,18 @@ package box
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -42,6 +46,25 @@ type WorkspaceChange struct {
 	Path  string // relative to the workspace, with '/' separators
 	Kind  ChangeKind
 	IsDir bool
+	// Link is a symlink's target; External says it points outside the
+	// workspace (an absolute path elsewhere, or ".." past its root).
+	Link     string
+	External bool
+}
+
+// ErrExternalSymlinks is returned by ApplyWorkspace when the changes hold
+// symlinks pointing outside the workspace and they were not allowed.
+var ErrExternalSymlinks = errors.New("the box's workspace changes hold symlinks pointing outside the workspace")
+
+// linkLeaves reports whether symlink target, found at rel (relative to the
+// workspace ws), points outside ws when resolved lexically.
+func linkLeaves(ws, rel, target string) bool {
+	abs := target
+	if !filepath.IsAbs(target) {
+		abs = filepath.Join(ws, filepath.Dir(rel), target)
+	}
+	abs = filepath.Clean(abs)
+	return abs != ws && !strings.HasPrefix(abs, ws+string(filepath.Separator))
 }
 
 // recordWorkspace notes, for a persistent box with a copy-on-write
@@ -78,8 +101,11 @@ func (m *Manager) WorkspaceDiff(task string) (string, []WorkspaceChange, error) 
 // has a directory is replaced, not followed). New paths get the owner of
 // the workspace directory, changed ones keep theirs. The copy-on-write
 // layer is emptied afterwards, so the box sees the host tree again. It
-// returns the workspace and the changes applied.
-func (m *Manager) ApplyWorkspace(task string) (string, []WorkspaceChange, error) {
+// returns the workspace and the changes applied. Symlinks pointing
+// outside the workspace are only applied with allowExternal; otherwise
+// nothing is applied and the error wraps ErrExternalSymlinks (the changes
+// are returned so the caller can list them).
+func (m *Manager) ApplyWorkspace(task string, allowExternal bool) (string, []WorkspaceChange, error) {
 	var ws string
 	var changes []WorkspaceChange
 	err := m.withWorkspaceUpper(task, func(workspace, upper string) error {
@@ -87,6 +113,13 @@ func (m *Manager) ApplyWorkspace(task string) (string, []WorkspaceChange, error)
 		var err error
 		if changes, err = diffWorkspace(upper, workspace); err != nil {
 			return err
+		}
+		if !allowExternal {
+			for _, c := range changes {
+				if c.External {
+					return ErrExternalSymlinks
+				}
+			}
 		}
 		if err := applyWorkspace(upper, workspace, changes); err != nil {
 			return err
@@ -188,10 +221,12 @@ func diffWorkspace(upper, ws string) ([]WorkspaceChange, error) {
 			}
 		case unix.S_IFLNK:
 			target, _ := os.Readlink(p)
+			c := WorkspaceChange{Path: filepath.ToSlash(rel), Kind: ChangeAdded, Link: target, External: linkLeaves(ws, rel, target)}
 			if !hostHas {
-				out = append(out, WorkspaceChange{Path: filepath.ToSlash(rel), Kind: ChangeAdded})
+				out = append(out, c)
 			} else if ht, err := host.Readlink(rel); err != nil || ht != target {
-				out = append(out, WorkspaceChange{Path: filepath.ToSlash(rel), Kind: ChangeModified})
+				c.Kind = ChangeModified
+				out = append(out, c)
 			}
 		}
 		return nil
@@ -364,15 +399,39 @@ func ownerOf(fi fs.FileInfo) (int, int) {
 }
 
 // FormatChanges renders changes one per line, "A path", "M path", "D
-// path", directories with a trailing '/'.
+// path", directories with a trailing '/', symlinks as "path -> target"
+// marked "(outside the workspace)" when they point out of it. Names are
+// printed with QuoteName, so a name cannot rewrite the terminal.
 func FormatChanges(changes []WorkspaceChange) string {
 	var b strings.Builder
 	for _, c := range changes {
-		p := c.Path
+		p := QuoteName(c.Path)
 		if c.IsDir {
 			p += "/"
+		}
+		if c.Link != "" {
+			p += " -> " + QuoteName(c.Link)
+			if c.External {
+				p += "  (symlink outside the workspace)"
+			}
 		}
 		fmt.Fprintf(&b, "%s %s\n", c.Kind, p)
 	}
 	return b.String()
+}
+
+// QuoteName returns name as is when it is printable UTF-8 without
+// spaces at its ends or quote characters, and otherwise as a Go-quoted
+// string ("a\x1b[0mb"), as git does with core.quotePath: control
+// characters, escape sequences and invalid bytes are never printed raw.
+func QuoteName(name string) string {
+	if !utf8.ValidString(name) || strings.ContainsAny(name, "\"\\") || strings.TrimSpace(name) != name {
+		return strconv.Quote(name)
+	}
+	for _, r := range name {
+		if !unicode.IsPrint(r) && r != ' ' {
+			return strconv.Quote(name)
+		}
+	}
+	return name
 }

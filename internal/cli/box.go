@@ -73,7 +73,7 @@ func (a *App) newBoxLsCmd() *cobra.Command {
 				if b.InUse {
 					state = "running"
 				}
-				fmt.Fprintf(w, "%s\t%v\t%.1f MiB\t%s\n", b.Task, b.Persistent, float64(b.DiskBytes)/(1<<20), state)
+				fmt.Fprintf(w, "%s\t%v\t%.1f MiB\t%s\n", box.QuoteName(b.Task), b.Persistent, float64(b.DiskBytes)/(1<<20), state)
 			}
 			return w.Flush()
 		},
@@ -390,7 +390,7 @@ func (a *App) newBoxSnapshotsCmd() *cobra.Command {
 			w := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tTASK\tCREATED\tSIZE")
 			for _, s := range snaps {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%.1f MiB\n", s.ID, s.Task, s.Created.UTC().Format(time.RFC3339), float64(s.Size)/(1<<20))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%.1f MiB\n", box.QuoteName(s.ID), box.QuoteName(s.Task), s.Created.UTC().Format(time.RFC3339), float64(s.Size)/(1<<20))
 			}
 			return w.Flush()
 		},
@@ -430,7 +430,8 @@ host workspace (the box is stopped first); hermes box apply TASK copies them ove
 }
 
 func (a *App) newBoxApplyCmd() *cobra.Command {
-	return &cobra.Command{
+	var allowExternal bool
+	cmd := &cobra.Command{
 		Use:   "apply TASK",
 		Short: "copy the copy-on-write workspace changes of the box of TASK onto the host workspace",
 		Long: `Stops the box of TASK and carries the changes hermes box diff lists over to the
@@ -444,13 +445,25 @@ box's workspace layer is emptied afterwards, so the box sees the host tree again
 				return err
 			}
 			defer m.Close()
-			ws, changes, err := m.ApplyWorkspace(args[0])
+			ws, changes, err := m.ApplyWorkspace(args[0], allowExternal)
+			if errors.Is(err, box.ErrExternalSymlinks) {
+				var external []box.WorkspaceChange
+				for _, c := range changes {
+					if c.External {
+						external = append(external, c)
+					}
+				}
+				fmt.Fprint(a.Stderr, box.FormatChanges(external))
+				return fmt.Errorf("%w (listed above); nothing was applied: review them with hermes box diff %s, then re-run with --allow-external-symlinks to apply them", err, box.QuoteName(args[0]))
+			}
 			if err != nil {
 				return workspaceLayerError(err)
 			}
 			fmt.Fprint(a.Stdout, box.FormatChanges(changes))
-			fmt.Fprintf(a.Stderr, "hermes: applied %d changes to %s\n", len(changes), ws)
+			fmt.Fprintf(a.Stderr, "hermes: applied %d changes to %s\n", len(changes), box.QuoteName(ws))
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&allowExternal, "allow-external-symlinks", false, "also apply symlinks that point outside the workspace")
+	return cmd
 }

@@ -10,7 +10,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -93,12 +96,29 @@ func (a *App) Run(ctx context.Context, args []string) int {
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		if !ee.Silent && ee.Err != nil {
-			fmt.Fprintln(a.Stderr, "hermes:", ee.Err)
+			fmt.Fprintln(a.Stderr, "hermes:", escapeControls(ee.Err.Error()))
 		}
 		return ee.Code
 	}
-	fmt.Fprintln(a.Stderr, "hermes:", err)
+	fmt.Fprintln(a.Stderr, "hermes:", escapeControls(err.Error()))
 	return 1
+}
+
+// escapeControls writes the control characters of an error message other
+// than newline and tab as Go escapes (\x1b, \r, \u009b): a file or task
+// name in an error cannot move the cursor or rewrite what the terminal
+// shows.
+func escapeControls(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) && r != '\n' && r != '\t' {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func (a *App) newRootCmd() *cobra.Command {

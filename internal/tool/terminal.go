@@ -145,19 +145,16 @@ func (t *TerminalTool) Run(ctx context.Context, call Call) Result {
 		return t.startBackground(ctx, env, call.SessionID, args)
 	}
 
+	spill := newSpill(t.opts.OutputDir)
 	var raw *os.File
-	if t.opts.OutputDir != "" {
-		if err := os.MkdirAll(t.opts.OutputDir, 0o700); err == nil {
-			raw, _ = os.CreateTemp(t.opts.OutputDir, "terminal-*.log")
-		}
-	}
 	req := backend.ExecRequest{Command: args.Command, Workdir: args.Workdir, Timeout: timeout}
-	if raw != nil {
-		req.Output = raw
+	if spill != nil {
+		raw = spill.f
+		req.Output = spill
 	}
 	res, err := env.Exec(ctx, req)
-	if raw != nil {
-		raw.Close()
+	if spill != nil {
+		spill.close()
 	}
 	if err != nil {
 		if raw != nil {
@@ -171,11 +168,15 @@ func (t *TerminalTool) Run(ctx context.Context, call Call) Result {
 	out := cleanOutput(res.Output, t.opts.Secrets)
 	var fullPath string
 	if raw != nil {
-		fullPath = raw.Name()
+		fullPath = spillPath(t.opts.Backend.Kind(), raw.Name())
 	}
 	shown, truncated := capOutput(out, MaxOutputChars, fullPath)
 	if truncated && raw != nil {
-		if err := saveRedacted(raw.Name(), t.opts.Secrets); err != nil {
+		err := saveRedacted(raw.Name(), t.opts.Secrets)
+		if err == nil {
+			err = moveSpill(ctx, env, raw.Name(), fullPath)
+		}
+		if err != nil {
 			os.Remove(raw.Name())
 			shown, _ = capOutput(out, MaxOutputChars, "")
 			fullPath = ""

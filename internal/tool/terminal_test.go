@@ -295,3 +295,32 @@ func TestBackgroundPollKillAndErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestTerminalSpillIsCappedAndPruned: a command printing far more than
+// MaxSpillBytes leaves a spill file of at most that size (plus a note),
+// and old spill files are pruned to KeepSpillFiles.
+func TestTerminalSpillIsCappedAndPruned(t *testing.T) {
+	f := newTerminalFixture(t, nil)
+	os.MkdirAll(f.outDir, 0o700)
+	for i := range KeepSpillFiles + 5 {
+		p := filepath.Join(f.outDir, "terminal-old"+strconv.Itoa(i)+".log")
+		os.WriteFile(p, []byte("old"), 0o600)
+		old := time.Now().Add(-time.Duration(i+1) * time.Hour)
+		os.Chtimes(p, old, old)
+	}
+	cmd := "head -c " + strconv.Itoa(MaxSpillBytes+3<<20) + " /dev/zero | tr '\\\\0' a"
+	r := decodeTerminal(t, run(t, f.term, `{"command":"`+cmd+`"}`))
+	if r.FullOutputPath == "" {
+		t.Fatalf("no spill file named: %+v", r.Error)
+	}
+	fi, err := os.Stat(r.FullOutputPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() < MaxSpillBytes || fi.Size() > MaxSpillBytes+200 {
+		t.Errorf("spill file holds %d bytes, want %d plus a note", fi.Size(), MaxSpillBytes)
+	}
+	if left, _ := filepath.Glob(filepath.Join(f.outDir, "terminal-*.log")); len(left) > KeepSpillFiles {
+		t.Errorf("%d spill files kept, want at most %d", len(left), KeepSpillFiles)
+	}
+}
