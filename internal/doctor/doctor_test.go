@@ -116,7 +116,7 @@ func TestEgressCAFileMissing(t *testing.T) {
 // and reports a model it does not list as ⚠.
 func TestProviderModels(t *testing.T) {
 	srv := llmtest.NewServer(t)
-	srv.SetModels(llmtest.Model{ID: "anthropic/claude-sonnet-4", ContextLength: 200000})
+	srv.SetModels(llmtest.Model{ID: "anthropic/claude-sonnet-4", ContextLength: 200000}, llmtest.Model{ID: "openai/gpt-5"})
 	home := t.TempDir()
 	env := map[string]string{"OPENROUTER_API_KEY": "sk-or-test", "OPENROUTER_BASE_URL": srv.URL}
 	load := func(model string) *Env {
@@ -132,6 +132,9 @@ func TestProviderModels(t *testing.T) {
 	}
 	if got := find(t, Run(context.Background(), load("anthropic/claude-sonnet-4"), Checks()), "provider /models"); got.Status != OK {
 		t.Errorf("listed model: %+v", got)
+	}
+	if got := find(t, Run(context.Background(), load("openai/gpt-5"), Checks()), "provider /models"); got.Status != OK {
+		t.Errorf("a model listed without a window (OpenAI's /models) is fine: %+v", got)
 	}
 	if got := find(t, Run(context.Background(), load("no/such-model"), Checks()), "provider /models"); got.Status != Warn {
 		t.Errorf("unlisted model: %+v", got)
