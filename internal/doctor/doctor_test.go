@@ -163,3 +163,41 @@ func TestStoreCorrupt(t *testing.T) {
 		t.Fatalf("want ✗ naming %s, got %+v", db, got)
 	}
 }
+
+// Not root on a kernel with unprivileged user namespaces switched off: ✗
+// with the sysctl that enables them.
+func TestUserNamespacesDisabledForNonRoot(t *testing.T) {
+	proc := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(proc, "sys", "kernel"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proc, "sys", "kernel", "unprivileged_userns_clone"), []byte("0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := boxEnv(t, fakeCgroupV2(t, "memory pids cpu"))
+	e.ProcRoot = proc
+	e.Geteuid = func() int { return 1000 }
+	got := find(t, Run(context.Background(), e, Checks()), "privileges")
+	if got.Status != Fail || !strings.Contains(got.Fix, "unprivileged_userns_clone=1") {
+		t.Fatalf("want ✗ with the sysctl fix, got %+v", got)
+	}
+	e.Geteuid = func() int { return 0 }
+	if got := find(t, Run(context.Background(), e, Checks()), "privileges"); got.Status != OK {
+		t.Errorf("root needs no user namespaces: %+v", got)
+	}
+}
+
+// A missing HERMES_HOME is ⚠; --fix creates it with mode 0700.
+func TestFixCreatesHome(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "hermes")
+	e := &Env{Home: home}
+	if got := find(t, Run(context.Background(), e, Checks()), "HERMES_HOME"); got.Status != Warn {
+		t.Fatalf("missing home: %+v", got)
+	}
+	e.Fix = true
+	got := find(t, Run(context.Background(), e, Checks()), "HERMES_HOME")
+	st, err := os.Stat(home)
+	if got.Status != OK || !got.Fixed || err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("--fix: %+v, %v %v", got, st, err)
+	}
+}
