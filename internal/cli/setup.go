@@ -58,7 +58,7 @@ func (a *App) newSetupCmd() *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			if nonInteractive || !a.IsTerminal {
 				return errors.New("name what to set up with flags: hermes setup model --non-interactive --provider P --model M, " +
-					"or hermes setup terminal --non-interactive --backend box ...")
+					"or hermes setup terminal --non-interactive --backend box --memory 4096")
 			}
 			if err := a.runModel(&modelOptions{}); err != nil {
 				return err

@@ -57,6 +57,9 @@ func TestStatusSummary(t *testing.T) {
 			t.Errorf("missing %q in:\n%s", want, out)
 		}
 	}
+	if i := strings.Index(out, ids[6]); i < 0 || i > strings.Index(out, ids[2]) {
+		t.Errorf("want the newest session (%s) first:\n%s", ids[6], out)
+	}
 	if strings.Contains(out, "task 1") || strings.Count(out, "  task ") != 5 {
 		t.Errorf("want exactly the 5 most recent sessions:\n%s", out)
 	}
