@@ -81,6 +81,9 @@ const (
 	// EventNotice: Text is a one-line notice for the person (budget reached,
 	// compression, retry...).
 	EventNotice
+	// EventRetry: Text is a one-line retry progress message (a model call
+	// failed transiently and is being repeated); quiet runs do not show it.
+	EventRetry
 )
 
 // Event is progress of a turn, for display.

@@ -31,6 +31,9 @@ type CompressorOptions struct {
 	Rewriter HistoryRewriter // nil = in memory only
 	Notice   func(string)
 	Now      func() time.Time
+	// SpillDir receives the whole text of tool results cut by FitRequest
+	// ("" = none; the stored session keeps them whole anyway).
+	SpillDir string
 }
 
 // Compressor summarises the middle of a long conversation with the model,
@@ -44,6 +47,7 @@ type Compressor struct {
 	mu       sync.Mutex
 	failures int
 	until    time.Time
+	told     map[string]bool // oversized results already reported (FitRequest)
 }
 
 // Cooldowns after consecutive summary failures.

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/hermes-go/hermes/internal/llm"
+	"github.com/hermes-go/hermes/internal/llm/toolargs"
 	"github.com/hermes-go/hermes/internal/tool"
 )
 
@@ -120,12 +121,18 @@ func (a *Agent) call(ctx context.Context, s *Session, withTools bool, last llm.U
 			a.notice("context compression failed, keeping the full history: %v", err)
 		}
 	}
-	resp, err := a.stream(ctx, s, withTools)
+	resp, err := a.streamRetrying(ctx, s, withTools)
 	var apiErr *llm.APIError
 	if err != nil && errors.As(err, &apiErr) && apiErr.ContextOverflow && a.opts.Compactor != nil {
-		a.notice("the provider says the prompt is too long; compressing and retrying once")
-		if changed, cerr := a.opts.Compactor.Compact(ctx, s, last, true); cerr == nil && changed {
-			resp, err = a.stream(ctx, s, withTools)
+		changed, cerr := a.opts.Compactor.Compact(ctx, s, last, true)
+		_, fits := a.opts.Compactor.(RequestFitter)
+		switch {
+		case cerr == nil && changed:
+			a.notice("the provider says the prompt is too long; compressed the history, retrying once")
+			resp, err = a.stream(ctx, s, withTools, false)
+		case fits:
+			a.notice("the provider says the prompt is too long and there is nothing left to summarise; retrying once with large tool results cut further")
+			resp, err = a.stream(ctx, s, withTools, true)
 		}
 	}
 	if err != nil {
@@ -141,13 +148,46 @@ func (a *Agent) call(ctx context.Context, s *Session, withTools bool, last llm.U
 	return resp, nil
 }
 
-func (a *Agent) stream(ctx context.Context, s *Session, withTools bool) (llm.Response, error) {
+// midStreamRetries is how many times a model call cut off mid-answer (the
+// connection closed after some of the answer arrived) is repeated.
+const midStreamRetries = 2
+
+// streamRetrying is stream, repeated when the connection closed in the
+// middle of the answer: errors before the first event are retried by
+// llm.WithRetry, but once events were delivered only the whole call can
+// be repeated (the partial answer is discarded, like a 5xx).
+func (a *Agent) streamRetrying(ctx context.Context, s *Session, withTools bool) (llm.Response, error) {
+	for attempt := 1; ; attempt++ {
+		resp, err := a.stream(ctx, s, withTools, false)
+		if err == nil || attempt > midStreamRetries || ctx.Err() != nil || !cutMidStream(resp, err) {
+			return resp, err
+		}
+		a.emit(Event{Kind: EventRetry, Text: fmt.Sprintf("the model's answer was cut off mid-stream (%v); retrying (%d/%d)", err, attempt, midStreamRetries)})
+	}
+}
+
+// cutMidStream reports whether err ended a stream that had already
+// delivered part of an answer, for a reason worth retrying.
+func cutMidStream(resp llm.Response, err error) bool {
+	m := resp.Message
+	partial := m.Content != "" || m.Reasoning != "" || len(m.ToolCalls) > 0
+	return partial && (errors.Is(err, llm.ErrIncompleteStream) || llm.IsRetryable(err))
+}
+
+// stream makes one model call with s's history. Tool-call arguments are
+// made valid JSON and, when the Compactor is a RequestFitter, single tool
+// results too large for the context window are cut in the request (tight:
+// cut further, after an overflow error).
+func (a *Agent) stream(ctx context.Context, s *Session, withTools, tight bool) (llm.Response, error) {
 	req := llm.Request{
 		Model:           a.opts.Model,
 		System:          s.System,
-		Messages:        s.History,
+		Messages:        ValidArguments(s.History),
 		MaxTokens:       a.opts.MaxTokens,
 		ReasoningEffort: a.opts.ReasoningEffort,
+	}
+	if f, ok := a.opts.Compactor.(RequestFitter); ok {
+		req.Messages = f.FitRequest(s.ID, req.Messages, tight)
 	}
 	if withTools {
 		req.Tools = a.opts.Tools.Specs()
@@ -218,14 +258,14 @@ func (a *Agent) runTool(ctx context.Context, sessionID string, tc llm.ToolCall) 
 	if !ok {
 		return tool.Errorf("unknown tool %q; available tools: %s", tc.Name, strings.Join(a.opts.Tools.Names(), ", "))
 	}
-	args := strings.TrimSpace(tc.Arguments)
-	if args == "" {
-		args = "{}"
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(args), &obj); err != nil {
+	fixed, err := toolargs.Repair(tc.Arguments)
+	if err != nil {
 		return tool.Errorf("the arguments of this %s call are not a valid JSON object (%v), so it was not executed; "+
-			"call it again with a JSON object matching its schema. Arguments received: %s", tc.Name, err, truncate(args, 500))
+			"call it again with a complete JSON object matching its schema. Arguments received: %s", tc.Name, err, truncate(tc.Arguments, 500))
+	}
+	args, _ := toolargs.Coerce(fixed.JSON, t.Spec().Parameters)
+	if note := fixed.Note(); note != "" {
+		defer func() { r.Content = note + "\n" + r.Content }()
 	}
 	defer func() {
 		if p := recover(); p != nil {

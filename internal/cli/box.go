@@ -26,7 +26,8 @@ func (a *App) newBoxManager(t config.TerminalConfig, cwd string, prestart bool) 
 	if cwd != "" {
 		t.Cwd = cwd
 	}
-	gate, err := egress.New(egress.Options{Home: a.Home(), Allow: t.BoxNetwork.Allow, Deny: t.BoxNetwork.Deny, CAFile: t.BoxNetwork.CAFile})
+	gate, err := egress.New(egress.Options{Home: a.Home(), Allow: t.BoxNetwork.Allow, Deny: t.BoxNetwork.Deny, CAFile: t.BoxNetwork.CAFile,
+		BoxMemoryMiB: t.ContainerMemory})
 	if err != nil {
 		return nil, fmt.Errorf("terminal.box_network: %w", err)
 	}

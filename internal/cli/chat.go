@@ -116,6 +116,9 @@ func (a *App) runChat(ctx context.Context, o *chatOptions) (err error) {
 	}
 	quiet := o.quiet || o.oneshotPrompt != ""
 	r := &renderer{out: a.Stdout, diag: a.Stderr, quiet: quiet, verbose: o.verbose}
+	if a.StdoutTerminal {
+		r.safe = &termSafe{}
+	}
 
 	var (
 		rt     *chatRuntime

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/term"
 	"io"
 	"os"
 	"strconv"
@@ -40,6 +41,9 @@ type App struct {
 	Now func() time.Time
 	// IsTerminal reports whether stdin and stdout are a terminal.
 	IsTerminal bool
+	// StdoutTerminal reports whether stdout is a terminal (isatty): the
+	// model's text is then written with control sequences neutralised.
+	StdoutTerminal bool
 	// Executable is the path of the running binary (for box init re-exec).
 	Executable string
 }
@@ -50,8 +54,9 @@ func NewApp() *App {
 	return &App{
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		Getenv: os.Getenv, Environ: os.Environ, Now: time.Now,
-		IsTerminal: isTerminal(os.Stdin) && isTerminal(os.Stdout),
-		Executable: exe,
+		IsTerminal:     isTerminal(os.Stdin) && isTerminal(os.Stdout),
+		StdoutTerminal: term.IsTerminal(int(os.Stdout.Fd())),
+		Executable:     exe,
 	}
 }
 

@@ -74,6 +74,12 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 	for _, w := range cfg.Warnings {
 		fmt.Fprintln(a.Stderr, "hermes: warning:", w)
 	}
+	if err := config.CheckString("model.api_mode", cfg.Config.Model.APIMode); err != nil {
+		// Reported on every run, not only by `config check`: the value is
+		// ignored and the wire follows model.provider.
+		fmt.Fprintf(a.Stderr, "hermes: warning: %v (from %s); it is ignored and the API follows model.provider; fix it with `hermes config set model.api_mode chat_completions` or `hermes config unset model.api_mode`\n",
+			err, cfg.Source("model.api_mode"))
+	}
 	for key, val := range map[string]string{"model.default": o.model, "model.provider": o.provider, "model.base_url": o.baseURL, reasoningKey: o.reasoning} {
 		if val != "" {
 			if err := cfg.Override(key, val); err != nil {
@@ -109,6 +115,10 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 	popts := providers.Options{
 		Provider: c.Model.Provider, Model: c.Model.Default, BaseURL: c.Model.BaseURL, APIKey: c.Model.APIKey,
 		Getenv: cfg.Getenv, RecordPath: o.record, ReplayPath: o.replay,
+		Timeouts: llm.Timeouts{Request: seconds(c.Model.RequestTimeout), Idle: seconds(c.Model.StreamIdleTimeout)},
+		Retry: llm.RetryPolicy{OnRetry: func(attempt int, d time.Duration, err error) {
+			r.event(agent.Event{Kind: agent.EventRetry, Text: fmt.Sprintf("%v; retrying in %s (attempt %d)", err, d.Round(100*time.Millisecond), attempt)})
+		}},
 	}
 	if rt.provName, err = providers.Resolve(popts); err != nil {
 		return nil, err
@@ -194,7 +204,7 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 		compactor = agent.NewCompressor(agent.CompressorOptions{
 			Provider: rt.provider, Model: rt.model, ContextWindow: window,
 			Threshold: c.Compression.Threshold, ProtectFirstN: c.Compression.ProtectFirstN, ProtectLastN: c.Compression.ProtectLastN,
-			Pending: rt.todo.Pending, Rewriter: storeRewriter{rt.store},
+			Pending: rt.todo.Pending, Rewriter: storeRewriter{rt.store}, SpillDir: filepath.Join(home, "cache", "context"),
 			Notice: func(s string) { r.event(agent.Event{Kind: agent.EventNotice, Text: s}) },
 		})
 	}
@@ -209,6 +219,9 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 }
 
 func enabled(b *bool) bool { return b == nil || *b }
+
+// seconds converts a config duration in seconds (0 = default).
+func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
 
 func quoteAll(list []string) []string {
 	out := make([]string, len(list))
@@ -237,12 +250,44 @@ func resolveCwd(cwd string) (string, error) {
 func (a *App) newBackend(c *config.Config, cwd string, environ func() []string) (backend.Backend, error) {
 	switch c.Terminal.Backend {
 	case "", "local":
-		return local.New(cwd, c.Terminal.EnvPassthrough, environ)
+		return a.newLocalBackend(c, cwd, environ)
 	case "box":
 		return a.newBoxBackend(c, cwd)
 	default:
 		return nil, fmt.Errorf("terminal.backend %q is not supported: use local or box (`hermes config set terminal.backend box`)", c.Terminal.Backend)
 	}
+}
+
+// newLocalBackend builds the local backend under terminal.local_sandbox.
+// An unknown mode is an error (never a silent "off"); the hermes process
+// is made non-dumpable so that, even unconfined, a command of another user
+// id, or without CAP_SYS_PTRACE, cannot read its environment or memory
+// through /proc.
+func (a *App) newLocalBackend(c *config.Config, cwd string, environ func() []string) (backend.Backend, error) {
+	mode := c.Terminal.LocalSandbox
+	switch mode {
+	case "", "workspace-write", "read-only", "off":
+	default:
+		return nil, fmt.Errorf("terminal.local_sandbox %q is not one of workspace-write, read-only, off; fix it with `hermes config set terminal.local_sandbox workspace-write`", mode)
+	}
+	home := filepath.Clean(a.Home())
+	for _, w := range c.Terminal.WritablePaths {
+		p := w
+		if rest, ok := strings.CutPrefix(p, "~"); ok && (rest == "" || rest[0] == '/') {
+			p = a.Getenv("HOME") + rest
+		}
+		if p = filepath.Clean(p); p == home || strings.HasPrefix(p, home+"/") {
+			return nil, fmt.Errorf("terminal.writable_paths: %q is inside HERMES_HOME (%s), which commands may never write; remove it with `hermes config set terminal.writable_paths [...]`", w, home)
+		}
+	}
+	if err := local.HideProcess(); err != nil {
+		fmt.Fprintln(a.Stderr, "hermes: warning:", err)
+	}
+	return local.NewWithOptions(local.Options{
+		Cwd: cwd, Passthrough: c.Terminal.EnvPassthrough, Environ: environ,
+		Sandbox: local.Sandbox(mode), WritablePaths: c.Terminal.WritablePaths, HermesHome: a.Home(),
+		Supervise: true, Warn: a.Stderr,
+	})
 }
 
 // openSession resumes the session named by -c/--resume or creates a new
