@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-go/hermes/internal/backend/local"
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/doctor"
 )
@@ -46,7 +47,7 @@ func (a *App) newDoctorCmd() *cobra.Command {
 // packages are appended here: the box's leftover-cgroup sweeper and the
 // local backend guard's status plug in as further doctor.Check values.
 func (a *App) doctorChecks() []doctor.Check {
-	return doctor.Checks()
+	return append(doctor.Checks(), localGuardCheck(local.LandlockABI), boxLeftoversCheck())
 }
 
 // doctorEnv loads what the checks look at; a config that fails to load is
