@@ -46,6 +46,7 @@ func (a *App) runGateway(ctx context.Context) error {
 	}
 	o := a.sessionOptions(cfg, &chatOptions{})
 	o.Platform = "gateway"
+	o.Lock = a.turnLock("hermes gateway")
 	o.MaxSessions = 256
 	rt, err := session.New(context.WithoutCancel(ctx), o)
 	if err != nil {

@@ -16,6 +16,9 @@ type renderer struct {
 	out, diag io.Writer
 	quiet     bool
 	verbose   bool
+	// safe, when set (stdout is a terminal), neutralises control
+	// sequences in the model's text; nil writes the text as is.
+	safe *termSafe
 
 	mu       sync.Mutex
 	streamed bool // some answer text was streamed in this model call
@@ -34,9 +37,15 @@ func (r *renderer) event(ev session.Event) {
 		if r.quiet {
 			return
 		}
-		fmt.Fprint(r.out, ev.Text)
+		text := ev.Text
+		if r.safe != nil {
+			text = r.safe.Filter(text)
+		}
+		fmt.Fprint(r.out, text)
 		r.streamed = true
-		r.midLine = !strings.HasSuffix(ev.Text, "\n")
+		if text != "" {
+			r.midLine = !strings.HasSuffix(text, "\n")
+		}
 	case session.ToolStart:
 		if r.quiet && !r.verbose {
 			return
@@ -47,10 +56,18 @@ func (r *renderer) event(ev session.Event) {
 		switch {
 		case r.quiet && !r.verbose:
 		case ev.IsError:
-			fmt.Fprintf(r.diag, "  ✗ %s: %s\n", ev.Tool, preview(ev.Text, 200))
+			// Tool errors often start with the tool's name already.
+			msg := strings.TrimPrefix(ev.Text, ev.Tool+": ")
+			fmt.Fprintf(r.diag, "  ✗ %s: %s\n", ev.Tool, preview(msg, 200))
 		case r.verbose:
 			fmt.Fprintf(r.diag, "  ✓ %s: %s\n", ev.Tool, preview(ev.Text, 200))
 		}
+	case session.Retry:
+		if r.quiet {
+			return
+		}
+		r.endLine()
+		fmt.Fprintf(r.diag, "hermes: %s\n", ev.Text)
 	case session.Notice:
 		r.endLine()
 		fmt.Fprintf(r.diag, "hermes: %s\n", ev.Text)
@@ -70,6 +87,9 @@ func (r *renderer) finish(text string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.quiet || !r.streamed {
+		if r.safe != nil {
+			text = (&termSafe{}).Filter(text)
+		}
 		if text != "" {
 			fmt.Fprintln(r.out, strings.TrimRight(text, "\n"))
 		}
@@ -77,6 +97,9 @@ func (r *renderer) finish(text string) {
 		r.endLine()
 	}
 	r.streamed = false
+	if r.safe != nil {
+		*r.safe = termSafe{}
+	}
 }
 
 // preview returns s on one line, cut to n runes.

@@ -166,11 +166,18 @@ func (a *App) slashCommand(ctx context.Context, rt *chatRuntime, line string) (b
 			return false, errors.New("usage: /title TEXT")
 		}
 		title := strings.Join(fields[1:], " ")
+		if err := rt.rt.Recorder().Ensure(ctx, rt.session.ID()); err != nil {
+			return false, err
+		}
 		if err := rt.rt.Store().SetTitle(ctx, rt.session.ID(), title); err != nil {
 			return false, err
 		}
 		fmt.Fprintf(a.Stdout, "session %s is now titled %q\n", rt.session.ID(), title)
 	case "/usage":
+		if rt.rt.Recorder().Pending(rt.session.ID()) {
+			fmt.Fprintln(a.Stdout, "input 0 · output 0 · cache read 0 · api calls 0")
+			return false, nil
+		}
 		s, err := rt.rt.Store().Session(ctx, rt.session.ID())
 		if err != nil {
 			return false, err

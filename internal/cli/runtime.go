@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/approval"
@@ -11,6 +13,7 @@ import (
 	"github.com/hermes-go/hermes/internal/backend/local"
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/session"
+	"github.com/hermes-go/hermes/internal/store"
 )
 
 // chatRuntime is the CLI's client of the session runtime: one runtime, one
@@ -41,7 +44,13 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 	for _, w := range cfg.Warnings {
 		fmt.Fprintln(a.Stderr, "hermes: warning:", w)
 	}
-	for key, val := range map[string]string{"model.default": o.model, "model.provider": o.provider, "model.base_url": o.baseURL} {
+	if err := config.CheckString("model.api_mode", cfg.Config.Model.APIMode); err != nil {
+		// Reported on every run, not only by `config check`: the value is
+		// ignored and the wire follows model.provider.
+		fmt.Fprintf(a.Stderr, "hermes: warning: %v (from %s); it is ignored and the API follows model.provider; fix it with `hermes config set model.api_mode chat_completions` or `hermes config unset model.api_mode`\n",
+			err, cfg.Source("model.api_mode"))
+	}
+	for key, val := range map[string]string{"model.default": o.model, "model.provider": o.provider, "model.base_url": o.baseURL, reasoningKey: o.reasoning} {
 		if val != "" {
 			if err := cfg.Override(key, val); err != nil {
 				return nil, err
@@ -57,6 +66,7 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 	if err != nil {
 		return nil, err
 	}
+	a.reasoningNotice(srt.ProviderName(), cfg.Config.Agent.ReasoningEffort)
 	return &chatRuntime{app: a, cfg: cfg, opts: o, rt: srt, render: r, redact: redactor{srt.Redactor()}}, nil
 }
 
@@ -68,19 +78,68 @@ func (a *App) sessionOptions(cfg *config.Loaded, o *chatOptions) session.Options
 		RecordPath: o.record, ReplayPath: o.replay, Yolo: o.yolo, IgnoreRules: o.ignoreRules,
 		Toolsets: o.toolsets, Platform: "cli", NewBackend: a.newBackend,
 		Warn: func(msg string) { fmt.Fprintln(a.Stderr, "hermes:", msg) },
+		Lock: a.turnLock(lockOwner),
 	}
+}
+
+func enabled(b *bool) bool { return b == nil || *b }
+
+// lockOwner is how a hermes chat run names itself in a session's turn lock.
+const lockOwner = "hermes chat"
+
+// turnLock is the session runtime's per-session turn lock
+// (store.WaitLockSession), so two hermes processes never interleave their
+// turns in one session. When another process holds it, the turn says so on
+// stderr and waits (Ctrl-C gives up), then continues from the history that
+// process stored.
+func (a *App) turnLock(owner string) func(context.Context, *store.Store, string) (func(), error) {
+	return session.WaitLock(owner, func(b *store.BusyError) {
+		fmt.Fprintf(a.Stderr, "hermes: %v; waiting for that turn to finish (Ctrl-C to give up)\n", b)
+	})
 }
 
 // newBackend builds the terminal.backend named in config.
 func (a *App) newBackend(c *config.Config, cwd string) (backend.Backend, error) {
 	switch c.Terminal.Backend {
 	case "", "local":
-		return local.New(cwd, c.Terminal.EnvPassthrough, a.Environ)
+		return a.newLocalBackend(c, cwd, a.Environ)
 	case "box":
 		return a.newBoxBackend(c, cwd)
 	default:
 		return nil, fmt.Errorf("terminal.backend %q is not supported: use local or box (`hermes config set terminal.backend box`)", c.Terminal.Backend)
 	}
+}
+
+// newLocalBackend builds the local backend under terminal.local_sandbox.
+// An unknown mode is an error (never a silent "off"); the hermes process
+// is made non-dumpable so that, even unconfined, a command of another user
+// id, or without CAP_SYS_PTRACE, cannot read its environment or memory
+// through /proc.
+func (a *App) newLocalBackend(c *config.Config, cwd string, environ func() []string) (backend.Backend, error) {
+	mode := c.Terminal.LocalSandbox
+	switch mode {
+	case "", "workspace-write", "read-only", "off":
+	default:
+		return nil, fmt.Errorf("terminal.local_sandbox %q is not one of workspace-write, read-only, off; fix it with `hermes config set terminal.local_sandbox workspace-write`", mode)
+	}
+	home := filepath.Clean(a.Home())
+	for _, w := range c.Terminal.WritablePaths {
+		p := w
+		if rest, ok := strings.CutPrefix(p, "~"); ok && (rest == "" || rest[0] == '/') {
+			p = a.Getenv("HOME") + rest
+		}
+		if p = filepath.Clean(p); p == home || strings.HasPrefix(p, home+"/") {
+			return nil, fmt.Errorf("terminal.writable_paths: %q is inside HERMES_HOME (%s), which commands may never write; remove it with `hermes config set terminal.writable_paths [...]`", w, home)
+		}
+	}
+	if err := local.HideProcess(); err != nil {
+		fmt.Fprintln(a.Stderr, "hermes: warning:", err)
+	}
+	return local.NewWithOptions(local.Options{
+		Cwd: cwd, Passthrough: c.Terminal.EnvPassthrough, Environ: environ,
+		Sandbox: local.Sandbox(mode), WritablePaths: c.Terminal.WritablePaths, HermesHome: a.Home(),
+		Supervise: true, Warn: a.Stderr,
+	})
 }
 
 // openSession resumes the session named by -c/--resume or creates a new

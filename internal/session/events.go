@@ -32,6 +32,9 @@ const (
 	ToolEnd
 	// Notice: Text is a one-line notice for the person.
 	Notice
+	// Retry: Text is a one-line retry progress message (a model call
+	// failed and is tried again); front ends may leave it out in quiet mode.
+	Retry
 	// ApprovalRequest: Approval asks the person; answer with Session.Approve.
 	ApprovalRequest
 	// Final: the turn ended with the answer Text (Result holds usage).
@@ -41,7 +44,7 @@ const (
 )
 
 var kindNames = [...]string{"", "text_delta", "reasoning_delta", "queued", "turn_start", "tool_start",
-	"tool_end", "notice", "approval_request", "final", "error"}
+	"tool_end", "notice", "retry", "approval_request", "final", "error"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {

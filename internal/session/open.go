@@ -92,26 +92,27 @@ func (rt *Runtime) create(ctx context.Context, o OpenOptions) (*Session, error) 
 	if source == "" {
 		source = "cli"
 	}
-	rt.writes.mu.Lock()
-	st, err := rt.store.CreateSession(ctx, store.NewSession{Source: source, Model: rt.model, Provider: rt.provName, Cwd: rt.cwd})
-	rt.writes.mu.Unlock()
+	id, err := rt.store.NewSessionID()
 	if err != nil {
 		return nil, err
 	}
-	system := rt.buildSystemPrompt(st.ID, o.Platform)
+	system := rt.buildSystemPrompt(id, o.Platform)
 	if o.ExtraSystem != "" {
 		system += "\n\n" + o.ExtraSystem
 	}
-	rt.writes.mu.Lock()
-	defer rt.writes.mu.Unlock()
-	if err := rt.store.SetSystemPrompt(ctx, st.ID, system); err != nil {
+	// The row is written with the first message (store.Recorder), so a
+	// session nobody spoke in leaves nothing behind.
+	ns := store.NewSession{ID: id, Source: source, Model: rt.model, Provider: rt.provName, Cwd: rt.cwd, SystemPrompt: system}
+	if err := rt.lazy.Defer(ns); err != nil {
 		return nil, err
 	}
+	rec := rt.recorder()
 	for _, m := range o.History {
-		if _, err := rt.store.AppendMessage(ctx, st.ID, m); err != nil {
+		if _, err := rec.AppendMessage(ctx, id, m); err != nil {
 			return nil, err
 		}
 	}
+	st := store.Session{ID: id, Source: source, MessageCount: len(o.History)}
 	return rt.add(rt.newSession(st, system, o.History, o.Platform))
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/hermes-go/hermes/internal/backend/local"
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/egress"
+	"github.com/hermes-go/hermes/internal/secret"
 )
 
 // Redacted replaces a secret value in text shown to the model, stored in
@@ -19,7 +20,9 @@ const minSecretLen = 8
 
 // Redactor removes the agent's own secrets from text: provider keys and
 // tokens from the environment and HERMES_HOME/.env, model.api_key, and the
-// real values of box secrets (`hermes secrets`).
+// real values of box secrets (`hermes secrets`), each with its base64,
+// hex, reversed and URL-encoded forms (secret.Forms). It is a last line of
+// defence: the local guard and the box are what keep secrets from tools.
 type Redactor struct {
 	values   []string
 	replacer *strings.Replacer
@@ -30,7 +33,7 @@ func NewRedactor(cfg *config.Loaded, environ []string, passthrough []string, hom
 	_, values := local.ScrubEnv(environ, passthrough)
 	values = append(values, cfg.Config.Model.APIKey)
 	for k, v := range cfg.DotEnv {
-		if local.IsSecretName(k) {
+		if secret.IsName(k) {
 			values = append(values, v)
 		}
 	}
@@ -42,9 +45,14 @@ func NewRedactor(cfg *config.Loaded, environ []string, passthrough []string, hom
 	seen := map[string]bool{}
 	var keep []string
 	for _, v := range values {
-		if len(v) >= minSecretLen && !seen[v] {
-			seen[v] = true
-			keep = append(keep, v)
+		if len(v) < minSecretLen {
+			continue
+		}
+		for _, f := range secret.Forms(v) { // v, base64, hex, reversed, URL-encoded
+			if !seen[f] {
+				seen[f] = true
+				keep = append(keep, f)
+			}
 		}
 	}
 	// Longest first, so a secret containing another is replaced whole.

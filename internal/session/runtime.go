@@ -73,16 +73,33 @@ type Options struct {
 	// Sessions with a running or queued turn or a subscriber are never evicted.
 	MaxSessions int
 	// Lock, when set, takes a cross-process lock on a session for the
-	// length of one turn (state.db's per-session lock); unlock releases it.
-	// Within the process the runtime already runs one turn at a time.
-	Lock func(ctx context.Context, sessionID string) (unlock func(), err error)
+	// length of one turn (state.db's per-session lock, see WaitLock);
+	// unlock releases it. Within the process the runtime already runs one
+	// turn at a time. Every front end should set it, so that two processes
+	// never interleave their turns in one session.
+	Lock func(ctx context.Context, st *store.Store, sessionID string) (unlock func(), err error)
 }
+
+// WaitLock is an Options.Lock taking state.db's per-session turn lock
+// (store.WaitLockSession) as owner; when another process holds it, waiting
+// is told once (to tell the person) and the turn waits for it.
+func WaitLock(owner string, waiting func(*store.BusyError)) func(context.Context, *store.Store, string) (func(), error) {
+	return func(ctx context.Context, st *store.Store, sessionID string) (func(), error) {
+		return st.WaitLockSession(ctx, sessionID, owner, 0, waiting)
+	}
+}
+
+// emptySessionGrace is how old a session without messages must be before
+// the runtime deletes it at start: younger ones may belong to a run that
+// is starting.
+const emptySessionGrace = time.Hour
 
 // Runtime hosts many sessions in one process. It is safe for concurrent use.
 type Runtime struct {
 	opts      Options
 	cfg       *config.Config
 	store     *store.Store
+	lazy      *store.Recorder
 	provider  llm.Provider
 	provName  string
 	model     string
@@ -109,7 +126,9 @@ type Runtime struct {
 }
 
 // recorder is the store behind the process's write gate.
-func (rt *Runtime) recorder() recorder { return recorder{st: rt.store, gate: &rt.writes} }
+func (rt *Runtime) recorder() recorder {
+	return recorder{st: rt.store, lazy: rt.lazy, gate: &rt.writes}
+}
 
 // New builds the shared pieces: store, provider, backend, approvals and
 // tools. Close releases them.
@@ -146,6 +165,10 @@ func New(ctx context.Context, o Options) (*Runtime, error) {
 		return nil, fmt.Errorf("opening the session store: %w", err)
 	}
 	rt.closers = append(rt.closers, rt.store.Close)
+	rt.lazy = rt.store.NewRecorder()
+	// Rows a killed run of an older build left without messages. Best
+	// effort: a read-only HERMES_HOME must not stop the run here.
+	_, _ = rt.store.PruneEmpty(ctx, emptySessionGrace)
 	if err := rt.buildProvider(); err != nil {
 		return nil, err
 	}
@@ -190,6 +213,10 @@ func (rt *Runtime) buildProvider() error {
 	rt.popts = providers.Options{
 		Provider: c.Model.Provider, Model: c.Model.Default, BaseURL: c.Model.BaseURL, APIKey: c.Model.APIKey,
 		Getenv: o.Config.Getenv, RecordPath: o.RecordPath, ReplayPath: o.ReplayPath,
+		Timeouts: llm.Timeouts{Request: seconds(c.Model.RequestTimeout), Idle: seconds(c.Model.StreamIdleTimeout)},
+		Retry: llm.RetryPolicy{OnRetry: func(attempt int, d time.Duration, err error) {
+			rt.retried(fmt.Sprintf("%v; retrying in %s (attempt %d)", err, d.Round(100*time.Millisecond), attempt))
+		}},
 	}
 	if o.Provider != nil {
 		rt.provider, rt.provName = o.Provider, o.ProviderName
@@ -206,6 +233,36 @@ func (rt *Runtime) buildProvider() error {
 		rt.closers = append(rt.closers, cl.Close)
 	}
 	return nil
+}
+
+// retried tells the sessions with a running turn that a model call is
+// being retried (a Retry event). The provider is shared and its retry hook
+// does not name the session, so every running session hears it; with one
+// session (the CLI) that is exactly the turn that waits.
+func (rt *Runtime) retried(text string) {
+	rt.mu.Lock()
+	var running []*Session
+	for e := rt.lru.Front(); e != nil; e = e.Next() {
+		running = append(running, e.Value.(*Session))
+	}
+	rt.mu.Unlock()
+	for _, s := range running {
+		s.mu.Lock()
+		if s.running != nil {
+			s.publishLocked(Event{TurnID: s.running.ID, Kind: Retry, Text: text})
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Recorder writes sessions to state.db (lazily for new sessions: Ensure
+// writes a new session's row before its first message, Pending reports
+// whether it is still unwritten).
+func (rt *Runtime) Recorder() interface {
+	Ensure(ctx context.Context, sessionID string) error
+	Pending(sessionID string) bool
+} {
+	return rt.recorder()
 }
 
 // Store is the session store (state.db).
@@ -296,6 +353,9 @@ func (rt *Runtime) closeShared() error {
 }
 
 func enabled(b *bool) bool { return b == nil || *b }
+
+// seconds converts a config duration in seconds (0 = default).
+func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
 
 func quoteAll(list []string) []string {
 	out := make([]string, len(list))

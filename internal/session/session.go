@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -39,6 +40,10 @@ type Session struct {
 	pending []approval.Prompt // approval prompts waiting for an answer
 	closed  bool
 	elem    *list.Element
+	// seen is the session's stored message count when this process last
+	// read or wrote it; another process's turn in between changes it, and
+	// the next turn then reloads the history first. Owned by the running turn.
+	seen int
 }
 
 // ID is the session id (state.db).
@@ -197,20 +202,56 @@ func (s *Session) runTurn(t *Turn) Event {
 		return Event{TurnID: t.ID, Kind: Error, Err: t.err, Cancelled: true}
 	}
 	if s.rt.opts.Lock != nil {
-		unlock, err := s.rt.opts.Lock(t.ctx, s.id)
+		unlock, err := s.rt.opts.Lock(t.ctx, s.rt.store, s.id)
+		if err != nil && t.ctx.Err() != nil {
+			err = agent.ErrCancelled // given up while waiting for another process's turn
+		}
 		if err != nil {
 			t.err = err
 			return Event{TurnID: t.ID, Kind: Error, Err: err, Cancelled: t.ctx.Err() != nil}
 		}
 		defer unlock()
 	}
+	if err := s.reloadIfChanged(t.ctx); err != nil {
+		t.err = err
+		return Event{TurnID: t.ID, Kind: Error, Err: err, Cancelled: t.ctx.Err() != nil}
+	}
 	s.publish(Event{TurnID: t.ID, Kind: TurnStart, Text: t.Text})
 	t.res, t.err = s.agent.RunTurn(t.ctx, s.state, t.Text)
+	if st, err := s.rt.store.Session(context.WithoutCancel(t.ctx), s.id); err == nil {
+		s.seen = st.MessageCount
+	}
 	if t.err != nil {
 		t.err = s.rt.redactError(t.err)
 		return Event{TurnID: t.ID, Kind: Error, Err: t.err, Result: t.res, Cancelled: errors.Is(t.err, agent.ErrCancelled)}
 	}
 	return Event{TurnID: t.ID, Kind: Final, Text: t.res.Text, Result: t.res}
+}
+
+// reloadIfChanged reloads the history when another process stored
+// messages in the session since this one last read or wrote it (two
+// REPLs on one session, taking turns under the turn lock).
+func (s *Session) reloadIfChanged(ctx context.Context) error {
+	if s.rt.lazy.Pending(s.id) {
+		return nil
+	}
+	st, err := s.rt.store.Session(ctx, s.id)
+	if err != nil {
+		return err
+	}
+	if st.MessageCount == s.seen {
+		return nil
+	}
+	history, err := s.rt.store.Messages(ctx, s.id)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.state.History = agent.RepairHistory(history)
+	s.mu.Unlock()
+	s.rt.todo.Restore(s.id, history)
+	s.seen = st.MessageCount
+	return nil
 }
 
 // Subscribe starts receiving the session's events from now on.
@@ -271,6 +312,8 @@ func (s *Session) onAgentEvent(ev agent.Event) {
 		out.Text, out.IsError = ev.Result.Content, ev.Result.IsError
 	case agent.EventNotice:
 		out.Kind, out.Text = Notice, ev.Text
+	case agent.EventRetry:
+		out.Kind, out.Text = Retry, ev.Text
 	default:
 		return
 	}
@@ -358,7 +401,7 @@ func (s *Session) shutdown() {
 
 // newSession wires an agent for the stored session st with history.
 func (rt *Runtime) newSession(st store.Session, system string, history []llm.Message, platform string) *Session {
-	s := &Session{rt: rt, id: st.ID, source: st.Source, platform: platform,
+	s := &Session{rt: rt, id: st.ID, source: st.Source, platform: platform, seen: st.MessageCount,
 		state: &agent.Session{ID: st.ID, System: system, History: agent.RepairHistory(history)}}
 	var compactor agent.Compactor
 	c := rt.cfg
@@ -366,7 +409,7 @@ func (rt *Runtime) newSession(st store.Session, system string, history []llm.Mes
 		compactor = agent.NewCompressor(agent.CompressorOptions{
 			Provider: rt.provider, Model: rt.model, ContextWindow: rt.window,
 			Threshold: c.Compression.Threshold, ProtectFirstN: c.Compression.ProtectFirstN, ProtectLastN: c.Compression.ProtectLastN,
-			Pending: rt.todo.Pending, Rewriter: rt.recorder(),
+			Pending: rt.todo.Pending, Rewriter: rt.recorder(), SpillDir: filepath.Join(rt.opts.Home, "cache", "context"),
 			Notice: func(text string) { s.onAgentEvent(agent.Event{Kind: agent.EventNotice, Text: text}) },
 		})
 	}
