@@ -54,7 +54,10 @@ func lastUser(r llmtest.Request) string {
 	_ = json.Unmarshal(r.Body, &body)
 	for i := len(body.Messages) - 1; i >= 0; i-- {
 		if body.Messages[i].Role == "user" {
-			return body.Messages[i].Text()
+			// An unanswered prompt is sent merged with the next one
+			// ("slow one\n\nnow this"): the newest prompt is the last part.
+			parts := strings.Split(body.Messages[i].Text(), "\n\n")
+			return parts[len(parts)-1]
 		}
 	}
 	return ""

@@ -11,7 +11,6 @@ import (
 
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/approval"
-	"github.com/hermes-go/hermes/internal/llm"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 )
 
@@ -151,11 +150,18 @@ func TestInterruptStopsRunningTurnAndAnswersNewMessage(t *testing.T) {
 	if err != nil || res.Text != "echo: now this" {
 		t.Fatalf("second: %+v %v", res, err)
 	}
-	// The stored history stays alternating: the interrupted turn is closed.
-	h := s.History()
-	for i := 1; i < len(h); i++ {
-		if h[i].Role == llm.RoleUser && h[i-1].Role == llm.RoleUser {
-			t.Fatalf("two user messages in a row: %+v", h)
+	// The interrupted turn gets no invented answer; the model sees both
+	// prompts as one user message, so the conversation it gets alternates.
+	reqs := srv.Requests()
+	var body struct {
+		Messages []llmtest.ChatMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(reqs[len(reqs)-1].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(body.Messages); i++ {
+		if body.Messages[i].Role == "user" && body.Messages[i-1].Role == "user" {
+			t.Fatalf("two user messages in a row sent to the model: %+v", body.Messages)
 		}
 	}
 }
