@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -223,6 +225,9 @@ func (g *guard) close() {
 // HERMES_HOME is enumerated and each sibling granted on its own), write
 // access to the writable roots except HERMES_HOME, and the devices.
 func (g *guard) build() (int, []dirStamp, error) {
+	if g.mode != SandboxOff && g.hermesHome != "" {
+		detachHardLinks(g.hermesHome)
+	}
 	handled := handledRights(g.abi)
 	fd, err := ll.LandlockCreateRuleset(&ll.RulesetAttr{HandledAccessFS: handled}, 0)
 	if err != nil {
@@ -249,6 +254,47 @@ func (g *guard) build() (int, []dirStamp, error) {
 		return -1, nil, rb.err
 	}
 	return fd, rb.stamps, nil
+}
+
+// detachHardLinks gives every regular file directly in HERMES_HOME that
+// has other hard links (made earlier, e.g. by a command run with
+// local_sandbox off) a fresh inode with the same content and mode, so the
+// other names keep the old inode and no longer reach config.yaml, .env or
+// auth.json (for the protected names, the old inode is also emptied, so
+// the links keep no key): Landlock decides by the path a command opens, and a link
+// outside HERMES_HOME would otherwise be read and written freely. The
+// SQLite files (state.db*) are left alone: hermes may have them open.
+// Errors leave the file as it was.
+func detachHardLinks(home string) {
+	dirfd, err := unix.Open(home, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(dirfd)
+	entries, err := os.ReadDir(home)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() || strings.HasPrefix(name, "state.db") {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Nlink < 2 || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			continue
+		}
+		fd, err := unix.Openat(dirfd, name, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		f := os.NewFile(uintptr(fd), name)
+		data, err := io.ReadAll(f)
+		if err == nil && replaceAt(dirfd, name, data, fs.FileMode(st.Mode&0o777)) == nil && IsProtectedName(name) {
+			_ = f.Truncate(0) // the old inode, still reachable elsewhere, keeps no key
+		}
+		_ = f.Close()
+	}
 }
 
 // within reports whether p is dir or below it (both clean and absolute).

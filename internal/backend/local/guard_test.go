@@ -421,3 +421,43 @@ func BenchmarkConfineThread(b *testing.B) {
 		}
 	}
 }
+
+// TestGuardHardLinksMadeEarlierReachNothing: hard links to config.yaml
+// and .env made before the guard (an earlier run with local_sandbox off,
+// a backup script) sit in the temp dir and the workspace, where commands
+// may read and write. Landlock decides by path, so through them a command
+// appended "approvals: {mode: off}" to config.yaml and read the key; the
+// guard now gives such files a fresh inode first.
+func TestGuardHardLinksMadeEarlierReachNothing(t *testing.T) {
+	needLandlock(t)
+	f := newGuardFixture(t, SandboxWorkspaceWrite)
+	if err := os.Link(filepath.Join(f.hermesHome, ".env"), filepath.Join(f.work, "env.link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(f.hermesHome, "config.yaml"), filepath.Join(f.tmp, "cfg.link")); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(f.hermesHome, "config.yaml"))
+	res := f.run(t, `echo "approvals: {mode: off}" >> "$TMPDIR/cfg.link"; cat env.link`)
+	if strings.Contains(string(res.Output), fakeKey) {
+		t.Errorf(".env read through a hard link:\n%s", res.Output)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.hermesHome, ".env")); !strings.Contains(string(b), fakeKey) {
+		t.Errorf(".env lost its content: %q", b)
+	}
+	if after, _ := os.ReadFile(filepath.Join(f.hermesHome, "config.yaml")); !bytes.Equal(before, after) {
+		t.Errorf("config.yaml changed through a hard link:\n%s", after)
+	}
+	// A key written after the guard came up does not reach the link either.
+	if err := os.WriteFile(filepath.Join(f.hermesHome, ".env"), []byte("OPENAI_API_KEY=rotated-"+fakeKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res = f.run(t, `cat env.link`)
+	if strings.Contains(string(res.Output), "rotated-") {
+		t.Errorf(".env read through a hard link:\n%s", res.Output)
+	}
+	st, err := os.Stat(filepath.Join(f.hermesHome, "config.yaml"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("config.yaml lost its mode: %v %v", st.Mode(), err)
+	}
+}
