@@ -453,3 +453,15 @@ func TestMoreBypassSpellingsFailClosed(t *testing.T) {
 		}
 	}
 }
+
+// TestProcessWriteStartingAnInterpreter: perl (or python, node...) typed
+// into a background shell reads its program from the next writes, which
+// would be checked as shell commands; starting it needs approval.
+func TestProcessWriteStartingAnInterpreter(t *testing.T) {
+	s := bypassService()
+	for _, data := range []string{"perl\n", "python3 -\n", "node\n", "ruby\n"} {
+		if v := s.CheckRequest(Request{Command: data, Target: "sh"}); v.Action == Allow {
+			t.Errorf("%q written to sh ran unasked", data)
+		}
+	}
+}
