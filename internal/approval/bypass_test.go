@@ -465,3 +465,31 @@ func TestProcessWriteStartingAnInterpreter(t *testing.T) {
 		}
 	}
 }
+
+// TestContainerBindMountsAreWrites: the container engine's daemon is not
+// confined by the local guard, so a host path bound into a container is
+// written with the daemon's rights (docker run -v /:/h alpine rm -rf /h/...
+// ran unasked, and the guard could not stop it).
+func TestContainerBindMountsAreWrites(t *testing.T) {
+	s := bypassService()
+	for _, cmd := range []string{
+		`docker run --rm -v /:/h alpine rm -rf /h/tmp/victim`,
+		`docker run -v /home/u:/h alpine sh -c 'echo x >> /h/.bashrc'`,
+		`docker run --volume=/home/u/.hermes:/x alpine sh -c 'cat /x/.env'`,
+		`podman run -v ~/.ssh:/k alpine cat /k/id_rsa`,
+		`docker create --mount type=bind,source=/etc,target=/e alpine`,
+		`docker run --privileged alpine true`,
+		`docker run --pid=host alpine kill 1`,
+		`docker -H unix:///var/run/docker.sock run -v /:/h alpine true`,
+		`sudo docker run -v /:/h alpine true`,
+	} {
+		if v := s.Check(cmd); v.Action == Allow {
+			t.Errorf("%q ran unasked (want ask or block)", cmd)
+		}
+	}
+	for _, cmd := range []string{"docker ps", "docker run --rm -v $PWD:/src -w /src golang go build ./...", "docker run --rm alpine echo hi", "docker build -t x ."} {
+		if v := s.Check(cmd); v.Action != Allow {
+			t.Errorf("%q: want allow, got %v %v (%s)", cmd, v.Action, v.Keys, v.Reason)
+		}
+	}
+}

@@ -286,6 +286,7 @@ func (s *Service) dangerous(a *analysis) []finding {
 		for _, t := range writeTargets(c.args) {
 			a.writeFindings(t, c.dir, name, add)
 		}
+		a.containerFindings(c, add)
 		if strings.HasPrefix(name, "mkfs") || name == "mke2fs" || name == "mkswap" {
 			add("format filesystem", name+" formats a filesystem")
 		}
