@@ -180,7 +180,12 @@ func writeTargets(args []string) []string {
 			return []string{cwdFile}
 		}
 	case "patch":
-		return []string{cwdFile}
+		// patch FILE < diff, patch -d DIR, else the files the diff names
+		// under the current directory
+		out := append(optionValues(args, "do", "--directory", "--output"), operands...)
+		return append(out, cwdFile)
+	case "rename", "prename", "file-rename", "ed", "ex", "red":
+		return operands
 	}
 	return nil
 }
