@@ -157,5 +157,6 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newEgressCmd(),
 		a.newSecretsCmd(),
 	)
+	root.AddCommand(a.faceCommands()...)
 	return root
 }

@@ -84,7 +84,7 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 		fmt.Fprintf(a.Stderr, "hermes: warning: %v (from %s); it is ignored and the API follows model.provider; fix it with `hermes config set model.api_mode chat_completions` or `hermes config unset model.api_mode`\n",
 			err, cfg.Source("model.api_mode"))
 	}
-	for key, val := range map[string]string{"model.default": o.model, "model.provider": o.provider, "model.base_url": o.baseURL} {
+	for key, val := range map[string]string{"model.default": o.model, "model.provider": o.provider, "model.base_url": o.baseURL, reasoningKey: o.reasoning} {
 		if val != "" {
 			if err := cfg.Override(key, val); err != nil {
 				return nil, err
@@ -134,6 +134,7 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 	if rt.provider, err = providers.New(popts); err != nil {
 		return nil, err
 	}
+	a.reasoningNotice(rt.provName, c.Agent.ReasoningEffort)
 	if cl, isCloser := rt.provider.(io.Closer); isCloser {
 		rt.closers = append(rt.closers, cl.Close)
 	}
