@@ -430,7 +430,43 @@ func (g *guard) start(cmd *exec.Cmd) (release func(), err error) {
 		return nil, err
 	}
 	var once sync.Once
-	return func() { once.Do(func() { close(done) }) }, nil
+	return func() {
+		once.Do(func() {
+			close(done)
+			if g.active() && g.hermesHome != "" {
+				restoreProtectedModes(g.hermesHome)
+			}
+		})
+	}, nil
+}
+
+// restoreProtectedModes takes group and other permissions back from
+// HERMES_HOME's protected entries (and write from HERMES_HOME itself)
+// after a command: Landlock does not govern chmod, so `chmod 644
+// HERMES_HOME/.env` run by a command would leave the keys readable to
+// every local user. Symlinks are not followed.
+func restoreProtectedModes(home string) {
+	dirfd, err := unix.Open(home, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(dirfd)
+	var st unix.Stat_t
+	if unix.Fstat(dirfd, &st) == nil && st.Mode&0o022 != 0 {
+		_ = unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", dirfd), st.Mode&0o7777&^0o022)
+	}
+	entries, err := os.ReadDir(home)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !IsProtectedName(e.Name()) || e.Type()&fs.ModeSymlink != 0 {
+			continue
+		}
+		if unix.Fstatat(dirfd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&0o077 != 0 {
+			_ = unix.Fchmodat(dirfd, e.Name(), st.Mode&0o7777&^0o077, 0)
+		}
+	}
 }
 
 // dropPtraceCapability removes CAP_SYS_PTRACE from the calling thread

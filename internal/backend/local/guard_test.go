@@ -461,3 +461,31 @@ func TestGuardHardLinksMadeEarlierReachNothing(t *testing.T) {
 		t.Errorf("config.yaml lost its mode: %v %v", st.Mode(), err)
 	}
 }
+
+// TestGuardRestoresProtectedModes: Landlock does not govern chmod, so a
+// command could make .env readable to every local user (chmod 644) or
+// HERMES_HOME writable by them; once the command ends, the guard takes
+// those permissions back.
+func TestGuardRestoresProtectedModes(t *testing.T) {
+	needLandlock(t)
+	f := newGuardFixture(t, SandboxWorkspaceWrite)
+	if err := os.Chmod(f.hermesHome, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := f.run(t, "HERMES_HOME="+f.hermesHome+`; chmod 644 "$HERMES_HOME/.env" "$HERMES_HOME/state.db" && chmod 777 "$HERMES_HOME" "$HERMES_HOME/secrets" && echo changed`)
+	if !strings.Contains(string(res.Output), "changed") {
+		t.Skipf("chmod was refused, nothing to restore:\n%s", res.Output)
+	}
+	for p, want := range map[string]os.FileMode{
+		filepath.Join(f.hermesHome, ".env"): 0o600, filepath.Join(f.hermesHome, "state.db"): 0o600,
+		filepath.Join(f.hermesHome, "secrets"): 0o700, f.hermesHome: 0o755,
+	} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != want {
+			t.Errorf("%s: mode %v after the command, want %v", p, st.Mode().Perm(), want)
+		}
+	}
+}
