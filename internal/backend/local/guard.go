@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -96,6 +97,8 @@ type guard struct {
 	fd     int        // cached ruleset; -1 = none built
 	stamps []dirStamp // directories enumerated into the cached ruleset
 	stat   func(string) (unix.Stat_t, error)
+
+	setID []bpf.RawInstruction // seccomp filter refusing setuid/setgid modes (root only); nil = none
 }
 
 // dirStamp is a directory enumerated into the ruleset: its identity and
@@ -136,6 +139,14 @@ func newGuard(mode Sandbox, abi int, hermesHome string, writable []string) *guar
 			if w != "" {
 				g.writable = append(g.writable, realPath(w))
 			}
+		}
+	}
+	if mode != SandboxOff && os.Geteuid() == 0 {
+		// Root commands could leave setuid-root files where Landlock lets
+		// them write; refuse the modes (see setIDFilter). An assembly
+		// failure leaves the filter off, as on a kernel without seccomp.
+		if insts, err := setIDFilter(); err == nil {
+			g.setID, _ = bpf.Assemble(insts)
 		}
 	}
 	return g
@@ -415,6 +426,12 @@ func (g *guard) start(cmd *exec.Cmd) (release func(), err error) {
 			err := restrictThread(fd)
 			_ = unix.Close(fd)
 			if err != nil {
+				started <- err
+				return
+			}
+		}
+		if g.setID != nil {
+			if err := denySetIDModes(g.setID); err != nil {
 				started <- err
 				return
 			}
