@@ -23,9 +23,15 @@ import (
 // the allowlist is the boundary.
 
 // secretHostAt returns a host name bound to one of the box's secrets that
-// resolves to a ("" when none does). Wildcard hosts cannot be resolved and
-// are not looked at.
-func (b *box) secretHostAt(ctx context.Context, a netip.Addr) string {
+// resolves to one of addrs ("" when none does; addresses compared in their
+// canonical form, so ::ffff:a.b.c.d and NAT64 forms count). Wildcard hosts
+// cannot be resolved and are not looked at. It resolves each such host on
+// every call, so it is only called for boxes that hold secrets.
+func (b *box) secretHostAt(ctx context.Context, addrs ...netip.Addr) string {
+	want := map[netip.Addr]bool{}
+	for _, a := range addrs {
+		want[canonicalAddr(a)] = true
+	}
 	seen := map[string]bool{}
 	for _, s := range b.secrets {
 		for _, r := range s.hosts {
@@ -34,10 +40,10 @@ func (b *box) secretHostAt(ctx context.Context, a netip.Addr) string {
 			}
 			seen[r.Name] = true
 			rctx, cancel := context.WithTimeout(ctx, b.gate.opts.DialTimeout)
-			addrs, _ := b.gate.opts.Resolver.LookupNetIP(rctx, "ip", r.Name)
+			found, _ := b.gate.opts.Resolver.LookupNetIP(rctx, "ip", r.Name)
 			cancel()
-			for _, x := range addrs {
-				if x.Unmap().WithZone("") == a {
+			for _, x := range found {
+				if want[canonicalAddr(x)] {
 					return r.Name
 				}
 			}
