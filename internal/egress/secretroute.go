@@ -86,6 +86,12 @@ func (b *box) frontedSecretHost(br *bufio.Reader) string {
 		// let through to what might be a secret host.
 		return "(unreadable TLS ClientHello)"
 	}
+	if h := rec[5:]; len(h) < 4 || h[0] != 1 || 4+(int(h[1])<<16|int(h[2])<<8|int(h[3])) > len(h) {
+		// A ClientHello split over several records could carry its
+		// server name past what one record shows; browsers and TLS
+		// libraries send it whole.
+		return "(a TLS ClientHello split across records)"
+	}
 	name := clientHelloServerName(rec[5:])
 	if name != "" && b.secretBound(name) {
 		return name

@@ -83,3 +83,52 @@ func TestClientHelloServerNameOfARealHello(t *testing.T) {
 		b.Close()
 	}
 }
+
+// splitHelloConn writes the first TLS record (the ClientHello) as two
+// records of the same type, as a client hiding its server name from a
+// one-record parser would.
+type splitHelloConn struct {
+	net.Conn
+	done bool
+}
+
+func (c *splitHelloConn) Write(p []byte) (int, error) {
+	if c.done || len(p) < 5+64 || p[0] != 0x16 {
+		return c.Conn.Write(p)
+	}
+	c.done = true
+	n := int(p[3])<<8 | int(p[4])
+	body := p[5 : 5+n]
+	var out []byte
+	for _, part := range [][]byte{body[:40], body[40:]} {
+		out = append(out, 0x16, p[1], p[2], byte(len(part)>>8), byte(len(part)))
+		out = append(out, part...)
+	}
+	out = append(out, p[5+n:]...)
+	if _, err := c.Conn.Write(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func TestClientHelloSplitAcrossRecordsIsRefusedInABlindTunnel(t *testing.T) {
+	r, _, port, _ := secretRig(t)
+	c, err := net.Dial("tcp", r.proxyAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", hostPort("plain.test", port), hostPort("plain.test", port))
+	br := bufio.NewReader(c)
+	for l := ""; l != "\r\n"; {
+		if l, err = br.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tc := tls.Client(&splitHelloConn{Conn: &bufferedConn{Conn: c, r: br}}, &tls.Config{ServerName: "api.secret.test", RootCAs: r.upCA.pool})
+	fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: api.secret.test\r\nConnection: close\r\n\r\n")
+	if out, _ := io.ReadAll(tc); strings.Contains(string(out), "200 OK") {
+		t.Fatalf("a ClientHello split in two records reached the secret host:\n%s", out)
+	}
+}
