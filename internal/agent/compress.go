@@ -138,7 +138,7 @@ func (c *Compressor) Compact(ctx context.Context, s *Session, last llm.Usage, fo
 	c.mu.Lock()
 	c.failures, c.until = 0, time.Time{}
 	c.mu.Unlock()
-	text := "[Summary of the earlier part of this conversation, made by context compression]\n" + summary
+	text := summaryHeader + "\n" + summary
 	if c.opts.Pending != nil {
 		if p := c.opts.Pending(s.ID); p != "" {
 			text += "\n\n" + p
@@ -242,3 +242,6 @@ func (c *Compressor) summarise(ctx context.Context, msgs []llm.Message) (string,
 	}
 	return resp.Message.Content, nil
 }
+
+// summaryHeader starts the user message that replaces compressed history.
+const summaryHeader = "[Summary of the earlier part of this conversation, made by context compression]"

@@ -118,7 +118,7 @@ func TestBoxExecCannotReadAStoredSecretBackThroughAnyProxyPath(t *testing.T) {
 		"range slice":                fmt.Sprintf("%s -x http://127.0.0.1:3128 -r 3-12 https://localhost:%d/slice", curl, port),
 	}
 	for name, script := range attacks {
-		out, errs, code := c.run(t, "", "box", "exec", "attack", "--", "bash", "-c", script)
+		out, errs, code := c.run(t, "", "box", "exec", "--new", "attack", "--", "bash", "-c", script)
 		if leaksStored(out) {
 			t.Errorf("%s: the stored secret came back in clear:\n%s", name, out)
 		}
@@ -135,7 +135,7 @@ func TestBoxExecFloodOfLongDeniedPathsKeepsTheAuditLogSmallAndStatusSafe(t *test
 		t.Skip("needs curl (apt-get install curl)")
 	}
 	script := `p=$(head -c 100000 /dev/zero | tr '\0' a); for i in $(seq 1 40); do curl -gs -o /dev/null -w "%{http_code} " --max-time 10 --noproxy '' -x http://127.0.0.1:3128 "http://denied.test/%1b%5b2J%1b]0;owned%07/$i/$p"; done; echo done`
-	out, errs, code := c.run(t, "", "box", "exec", "flood", "--", "bash", "-c", script)
+	out, errs, code := c.run(t, "", "box", "exec", "--new", "flood", "--", "bash", "-c", script)
 	if code != 0 || !strings.Contains(out, "done") {
 		t.Fatalf("flood: %d %s %s", code, out, errs)
 	}

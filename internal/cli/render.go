@@ -63,7 +63,9 @@ func (r *renderer) event(ev agent.Event) {
 		switch {
 		case r.quiet && !r.verbose:
 		case ev.Result.IsError:
-			fmt.Fprintf(r.diag, "  ✗ %s: %s\n", ev.Call.Name, preview(ev.Result.Content, 200))
+			// Tool errors often start with the tool's name already.
+			msg := strings.TrimPrefix(ev.Result.Content, ev.Call.Name+": ")
+			fmt.Fprintf(r.diag, "  ✗ %s: %s\n", ev.Call.Name, preview(msg, 200))
 		case r.verbose:
 			fmt.Fprintf(r.diag, "  ✓ %s: %s\n", ev.Call.Name, preview(ev.Result.Content, 200))
 		}

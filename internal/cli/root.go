@@ -60,10 +60,9 @@ func NewApp() *App {
 	}
 }
 
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
+// isTerminal reports whether f is a terminal (isatty: the TCGETS ioctl
+// succeeds). Any other character device, /dev/null included, is not.
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 // Home is HERMES_HOME for this app.
 func (a *App) Home() string { return config.Home(a.Getenv) }
@@ -140,6 +139,9 @@ func (a *App) newRootCmd() *cobra.Command {
 				a.printVersion()
 				return nil
 			}
+			if err := checkChatFlags(cmd, opts); err != nil {
+				return err
+			}
 			return a.runChat(cmd.Context(), opts)
 		},
 	}
@@ -155,5 +157,6 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newEgressCmd(),
 		a.newSecretsCmd(),
 	)
+	root.AddCommand(a.faceCommands()...)
 	return root
 }
