@@ -55,12 +55,17 @@ func capOutput(s string, max int, fullPath string) (string, bool) {
 	headEnd := byteOffset(s, headChars)
 	tailStart := byteOffset(s, n-tailChars)
 	cut := s[headEnd:tailStart]
-	marker := fmt.Sprintf("\n\n[OUTPUT TRUNCATED: %d characters (%d lines) omitted from the middle", n-headChars-tailChars, strings.Count(cut, "\n"))
+	marker := truncationMarker(int64(n-headChars-tailChars), int64(strings.Count(cut, "\n")), fullPath)
+	return s[:headEnd] + marker + s[tailStart:], true
+}
+
+// truncationMarker is the line that stands where output was cut.
+func truncationMarker(chars, lines int64, fullPath string) string {
+	marker := fmt.Sprintf("\n\n[OUTPUT TRUNCATED: %d characters (%d lines) omitted from the middle", chars, lines)
 	if fullPath != "" {
 		marker += "; full output saved to " + fullPath + " (read it with read_file or search_files)"
 	}
-	marker += "]\n\n"
-	return s[:headEnd] + marker + s[tailStart:], true
+	return marker + "]\n\n"
 }
 
 // byteOffset returns the byte index of the rune at index runes in s.
