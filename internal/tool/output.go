@@ -4,9 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/hermes-go/hermes/internal/lazyregexp"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -19,7 +19,7 @@ const MaxOutputChars = 50_000
 const redactedPlaceholder = "[REDACTED]"
 
 // ansiSequence matches terminal escape sequences (colors, cursor moves, OSC titles).
-var ansiSequence = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[@-Z\\-_]`)
+var ansiSequence = lazyregexp.New(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[@-Z\\-_]`)
 
 // cleanOutput turns raw command output into text for the model: bytes are
 // decoded once, as a whole, so a multibyte character split across reads is
@@ -27,7 +27,7 @@ var ansiSequence = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1
 // sequences are removed; secret values are replaced by [REDACTED].
 func cleanOutput(raw []byte, secrets []string) string {
 	s := strings.ToValidUTF8(string(raw), "\uFFFD")
-	s = ansiSequence.ReplaceAllString(s, "")
+	s = ansiSequence().ReplaceAllString(s, "")
 	return redact(s, secrets)
 }
 
