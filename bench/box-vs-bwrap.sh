@@ -95,12 +95,12 @@ bwrap_echo=$(median_ms "$RUNS" "" "${BWRAP[@]}" echo hi)
 # Create + first command: the prepare step removes the task, so every
 # timed run starts a new box with an empty upper layer.
 rm_create="$(printf '%q' "$hermes") box rm bench-create"
-"$hermes" box exec bench-create -- true >/dev/null || die "hermes box exec bench-create -- true failed; run it by hand to see why"
-create_ms=$(median_ms "$RUNS" "$rm_create" "$hermes" box exec bench-create -- true)
-create_echo=$(median_ms "$RUNS" "$rm_create" "$hermes" box exec bench-create -- echo hi)
+"$hermes" box exec --new bench-create -- true >/dev/null || die "hermes box exec bench-create -- true failed; run it by hand to see why"
+create_ms=$(median_ms "$RUNS" "$rm_create" "$hermes" box exec --new bench-create -- true)
+create_echo=$(median_ms "$RUNS" "$rm_create" "$hermes" box exec --new bench-create -- echo hi)
 
 # Warm: the task's box already exists; each run is one more command.
-"$hermes" box exec bench-warm -- true >/dev/null || die "hermes box exec bench-warm -- true failed"
+"$hermes" box exec --new bench-warm -- true >/dev/null || die "hermes box exec bench-warm -- true failed"
 warm_ms=$(median_ms "$WARM_RUNS" "" "$hermes" box exec bench-warm -- true)
 
 printf '\n%-44s %10s %10s\n' "row" "median ms" "vs bwrap"

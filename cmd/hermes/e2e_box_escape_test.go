@@ -57,7 +57,7 @@ func TestBoxEscapeAttacksThroughBinary(t *testing.T) {
 			script += fmt.Sprintf("./%s; echo %s=$?; ", a.name, a.name)
 		}
 	}
-	res := e.run("box", "exec", task, "--", "sh", "-c", script+"true")
+	res := e.run("box", "exec", "--new", task, "--", "sh", "-c", script+"true")
 	if res.code != 0 {
 		t.Fatalf("box exec failed:\n%s", res)
 	}

@@ -59,6 +59,8 @@ type e2e struct {
 	userHome  string // HOME
 	workspace string
 	env       []string // extra KEY=VALUE for every run
+	// lastResumeRequests is the fake model of the latest resumeServer.
+	lastResumeRequests *llmtest.Server
 }
 
 // newE2E starts a fake model server with turns and wires OpenRouter and

@@ -22,7 +22,9 @@ import (
 const DefaultMaxTurns = 90
 
 // Recorder persists a session as it happens. The session store implements it;
-// every call must be durable when it returns.
+// every call must be durable when it returns, and AppendMessage must be
+// safe for concurrent use: the results of a parallel batch are stored from
+// their tool goroutines as each call finishes.
 type Recorder interface {
 	AppendMessage(ctx context.Context, sessionID string, m llm.Message) (int64, error)
 	AddUsage(ctx context.Context, sessionID string, u llm.Usage, apiCalls int) error
@@ -81,6 +83,9 @@ const (
 	// EventNotice: Text is a one-line notice for the person (budget reached,
 	// compression, retry...).
 	EventNotice
+	// EventRetry: Text is a one-line retry progress message (a model call
+	// failed transiently and is being repeated); quiet runs do not show it.
+	EventRetry
 )
 
 // Event is progress of a turn, for display.
@@ -153,12 +158,18 @@ func (a *Agent) notice(format string, args ...any) {
 // record appends m to the session history and persists it.
 func (a *Agent) record(ctx context.Context, s *Session, m llm.Message) error {
 	s.History = append(s.History, m)
+	return a.persist(ctx, s.ID, m)
+}
+
+// persist stores m in the session's record without touching the in-memory
+// history. It is safe to call from tool goroutines.
+func (a *Agent) persist(ctx context.Context, sessionID string, m llm.Message) error {
 	if a.opts.Recorder == nil {
 		return nil
 	}
 	// Persist even when ctx is cancelled: an interrupted turn must still
 	// leave a valid history behind.
-	if _, err := a.opts.Recorder.AppendMessage(context.WithoutCancel(ctx), s.ID, m); err != nil {
+	if _, err := a.opts.Recorder.AppendMessage(context.WithoutCancel(ctx), sessionID, m); err != nil {
 		return fmt.Errorf("saving message to the session store: %w", err)
 	}
 	return nil

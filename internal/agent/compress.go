@@ -31,6 +31,9 @@ type CompressorOptions struct {
 	Rewriter HistoryRewriter // nil = in memory only
 	Notice   func(string)
 	Now      func() time.Time
+	// SpillDir receives the whole text of tool results cut by FitRequest
+	// ("" = none; the stored session keeps them whole anyway).
+	SpillDir string
 }
 
 // Compressor summarises the middle of a long conversation with the model,
@@ -44,6 +47,7 @@ type Compressor struct {
 	mu       sync.Mutex
 	failures int
 	until    time.Time
+	told     map[string]bool // oversized results already reported (FitRequest)
 }
 
 // Cooldowns after consecutive summary failures.
@@ -134,7 +138,7 @@ func (c *Compressor) Compact(ctx context.Context, s *Session, last llm.Usage, fo
 	c.mu.Lock()
 	c.failures, c.until = 0, time.Time{}
 	c.mu.Unlock()
-	text := "[Summary of the earlier part of this conversation, made by context compression]\n" + summary
+	text := summaryHeader + "\n" + summary
 	if c.opts.Pending != nil {
 		if p := c.opts.Pending(s.ID); p != "" {
 			text += "\n\n" + p
@@ -238,3 +242,6 @@ func (c *Compressor) summarise(ctx context.Context, msgs []llm.Message) (string,
 	}
 	return resp.Message.Content, nil
 }
+
+// summaryHeader starts the user message that replaces compressed history.
+const summaryHeader = "[Summary of the earlier part of this conversation, made by context compression]"

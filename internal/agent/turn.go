@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/hermes-go/hermes/internal/llm"
+	"github.com/hermes-go/hermes/internal/llm/toolargs"
 	"github.com/hermes-go/hermes/internal/tool"
 )
 
@@ -16,13 +18,21 @@ import (
 const wrapUpNote = "[The tool-call budget for this turn is used up. Do not call tools. " +
 	"Give your final answer now: summarise what you did, what you found and what is left.]"
 
-// InterruptedAnswer is the synthetic assistant message stored before a new
-// user message when the previous turn ended without any answer.
+// InterruptedAnswer is the synthetic assistant message older builds stored
+// before a new user message when the previous turn ended without any answer.
+// It is no longer written (see requestMessages); stored sessions may hold it.
 const InterruptedAnswer = "[no answer: this turn was interrupted before the model replied]"
 
 // CancelledResult is the synthetic tool result stored for a tool call that was
 // interrupted before it finished.
 const CancelledResult = "[cancelled: the user interrupted the turn before this tool call finished]"
+
+// UnknownOutcomeResult is the synthetic tool result a resumed session gets
+// for a call whose result was never stored: hermes was killed (or crashed)
+// while the call ran, so nobody knows whether it had effects.
+const UnknownOutcomeResult = "[interrupted: hermes stopped while this tool call ran and its result was never recorded, " +
+	"so its outcome is unknown: it may have run completely, partly or not at all. " +
+	"Check its side effects (files, processes, remote state) before repeating it.]"
 
 // RunTurn sends userText to the model as a new user message of s and runs
 // tool calls until the model answers in text. Every message is recorded as it
@@ -31,14 +41,10 @@ const CancelledResult = "[cancelled: the user interrupted the turn before this t
 // returns that error (an *llm.APIError) with the history kept valid.
 func (a *Agent) RunTurn(ctx context.Context, s *Session, userText string) (TurnResult, error) {
 	var res TurnResult
+	// A previous turn that ended without an answer (Ctrl-C, kill, provider
+	// error) leaves its user message last; no assistant text is invented for
+	// it: requestMessages sends it together with this one.
 	s.History = RepairHistory(s.History)
-	if n := len(s.History); n > 0 && s.History[n-1].Role == llm.RoleUser {
-		// The previous turn was interrupted (Ctrl-C, kill, provider error)
-		// before any answer: keep user and assistant turns alternating.
-		if err := a.record(ctx, s, llm.Message{Role: llm.RoleAssistant, Content: InterruptedAnswer, FinishReason: "interrupted"}); err != nil {
-			return res, err
-		}
-	}
 	if err := a.record(ctx, s, llm.Message{Role: llm.RoleUser, Content: userText}); err != nil {
 		return res, err
 	}
@@ -86,14 +92,15 @@ func (a *Agent) RunTurn(ctx context.Context, s *Session, userText string) (TurnR
 			}
 			return res, nil
 		}
-		results := a.runTools(ctx, s.ID, msg.ToolCalls)
+		results, err := a.runTools(ctx, s.ID, msg.ToolCalls)
 		res.ToolCalls += len(msg.ToolCalls)
+		// Each result was stored as its call finished; the history gets
+		// them in call order, the order a resumed session loads them in.
 		for i, tc := range msg.ToolCalls {
-			r := results[i]
-			m := llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, Content: r.Content, IsError: r.IsError}
-			if err := a.record(ctx, s, m); err != nil {
-				return res, err
-			}
+			s.History = append(s.History, resultMessage(tc, results[i]))
+		}
+		if err != nil {
+			return res, err
 		}
 		if ctx.Err() != nil {
 			return res, ErrCancelled
@@ -120,12 +127,18 @@ func (a *Agent) call(ctx context.Context, s *Session, withTools bool, last llm.U
 			a.notice("context compression failed, keeping the full history: %v", err)
 		}
 	}
-	resp, err := a.stream(ctx, s, withTools)
+	resp, err := a.streamRetrying(ctx, s, withTools)
 	var apiErr *llm.APIError
 	if err != nil && errors.As(err, &apiErr) && apiErr.ContextOverflow && a.opts.Compactor != nil {
-		a.notice("the provider says the prompt is too long; compressing and retrying once")
-		if changed, cerr := a.opts.Compactor.Compact(ctx, s, last, true); cerr == nil && changed {
-			resp, err = a.stream(ctx, s, withTools)
+		changed, cerr := a.opts.Compactor.Compact(ctx, s, last, true)
+		_, fits := a.opts.Compactor.(RequestFitter)
+		switch {
+		case cerr == nil && changed:
+			a.notice("the provider says the prompt is too long; compressed the history, retrying once")
+			resp, err = a.stream(ctx, s, withTools, false)
+		case fits:
+			a.notice("the provider says the prompt is too long and there is nothing left to summarise; retrying once with large tool results cut further")
+			resp, err = a.stream(ctx, s, withTools, true)
 		}
 	}
 	if err != nil {
@@ -141,13 +154,46 @@ func (a *Agent) call(ctx context.Context, s *Session, withTools bool, last llm.U
 	return resp, nil
 }
 
-func (a *Agent) stream(ctx context.Context, s *Session, withTools bool) (llm.Response, error) {
+// midStreamRetries is how many times a model call cut off mid-answer (the
+// connection closed after some of the answer arrived) is repeated.
+const midStreamRetries = 2
+
+// streamRetrying is stream, repeated when the connection closed in the
+// middle of the answer: errors before the first event are retried by
+// llm.WithRetry, but once events were delivered only the whole call can
+// be repeated (the partial answer is discarded, like a 5xx).
+func (a *Agent) streamRetrying(ctx context.Context, s *Session, withTools bool) (llm.Response, error) {
+	for attempt := 1; ; attempt++ {
+		resp, err := a.stream(ctx, s, withTools, false)
+		if err == nil || attempt > midStreamRetries || ctx.Err() != nil || !cutMidStream(resp, err) {
+			return resp, err
+		}
+		a.emit(Event{Kind: EventRetry, Text: fmt.Sprintf("the model's answer was cut off mid-stream (%v); retrying (%d/%d)", err, attempt, midStreamRetries)})
+	}
+}
+
+// cutMidStream reports whether err ended a stream that had already
+// delivered part of an answer, for a reason worth retrying.
+func cutMidStream(resp llm.Response, err error) bool {
+	m := resp.Message
+	partial := m.Content != "" || m.Reasoning != "" || len(m.ToolCalls) > 0
+	return partial && (errors.Is(err, llm.ErrIncompleteStream) || llm.IsRetryable(err))
+}
+
+// stream makes one model call with s's history. Tool-call arguments are
+// made valid JSON and, when the Compactor is a RequestFitter, single tool
+// results too large for the context window are cut in the request (tight:
+// cut further, after an overflow error).
+func (a *Agent) stream(ctx context.Context, s *Session, withTools, tight bool) (llm.Response, error) {
 	req := llm.Request{
 		Model:           a.opts.Model,
 		System:          s.System,
-		Messages:        s.History,
+		Messages:        requestMessages(ValidArguments(s.History)),
 		MaxTokens:       a.opts.MaxTokens,
 		ReasoningEffort: a.opts.ReasoningEffort,
+	}
+	if f, ok := a.opts.Compactor.(RequestFitter); ok {
+		req.Messages = f.FitRequest(s.ID, req.Messages, tight)
 	}
 	if withTools {
 		req.Tools = a.opts.Tools.Specs()
@@ -159,10 +205,21 @@ func (a *Agent) stream(ctx context.Context, s *Session, withTools bool) (llm.Res
 	return llm.Accumulate(st, func(ev llm.Event) { a.emit(Event{Kind: EventModel, Model: ev}) })
 }
 
+// resultMessage is the tool message answering tc with r.
+func resultMessage(tc llm.ToolCall, r tool.Result) llm.Message {
+	return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, Content: r.Content, IsError: r.IsError}
+}
+
 // runTools executes calls and returns their results in call order. Calls
-// run concurrently when every tool of the batch allows it.
-func (a *Agent) runTools(ctx context.Context, sessionID string, calls []llm.ToolCall) []tool.Result {
+// run concurrently when every tool of the batch allows it. Each result is
+// persisted as soon as its call finishes, so a kill during a batch loses
+// only the calls still running; the error is the first failure to store.
+func (a *Agent) runTools(ctx context.Context, sessionID string, calls []llm.ToolCall) ([]tool.Result, error) {
 	results := make([]tool.Result, len(calls))
+	var (
+		mu       sync.Mutex
+		storeErr error
+	)
 	parallel := len(calls) > 1
 	for _, tc := range calls {
 		if t, ok := a.opts.Tools.Get(tc.Name); !ok || !t.Parallel() {
@@ -173,6 +230,11 @@ func (a *Agent) runTools(ctx context.Context, sessionID string, calls []llm.Tool
 		tc := calls[i]
 		if ctx.Err() != nil {
 			results[i] = tool.Result{Content: CancelledResult, IsError: true}
+			if err := a.persist(ctx, sessionID, resultMessage(tc, results[i])); err != nil {
+				mu.Lock()
+				storeErr = cmp.Or(storeErr, err)
+				mu.Unlock()
+			}
 			return
 		}
 		a.emit(Event{Kind: EventToolStart, Call: tc})
@@ -183,13 +245,18 @@ func (a *Agent) runTools(ctx context.Context, sessionID string, calls []llm.Tool
 		if ctx.Err() != nil {
 			results[i] = cancelled(results[i])
 		}
+		if err := a.persist(ctx, sessionID, resultMessage(tc, results[i])); err != nil {
+			mu.Lock()
+			storeErr = cmp.Or(storeErr, err)
+			mu.Unlock()
+		}
 		a.emit(Event{Kind: EventToolResult, Call: tc, Result: results[i]})
 	}
 	if !parallel {
 		for i := range calls {
 			run(i)
 		}
-		return results
+		return results, storeErr
 	}
 	var wg sync.WaitGroup
 	for i := range calls {
@@ -197,7 +264,7 @@ func (a *Agent) runTools(ctx context.Context, sessionID string, calls []llm.Tool
 		go func() { defer wg.Done(); run(i) }()
 	}
 	wg.Wait()
-	return results
+	return results, storeErr
 }
 
 // cancelled marks the result of a call interrupted while it ran: the
@@ -218,14 +285,14 @@ func (a *Agent) runTool(ctx context.Context, sessionID string, tc llm.ToolCall) 
 	if !ok {
 		return tool.Errorf("unknown tool %q; available tools: %s", tc.Name, strings.Join(a.opts.Tools.Names(), ", "))
 	}
-	args := strings.TrimSpace(tc.Arguments)
-	if args == "" {
-		args = "{}"
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(args), &obj); err != nil {
+	fixed, err := toolargs.Repair(tc.Arguments)
+	if err != nil {
 		return tool.Errorf("the arguments of this %s call are not a valid JSON object (%v), so it was not executed; "+
-			"call it again with a JSON object matching its schema. Arguments received: %s", tc.Name, err, truncate(args, 500))
+			"call it again with a complete JSON object matching its schema. Arguments received: %s", tc.Name, err, truncate(tc.Arguments, 500))
+	}
+	args, _ := toolargs.Coerce(fixed.JSON, t.Spec().Parameters)
+	if note := fixed.Note(); note != "" {
+		defer func() { r.Content = note + "\n" + r.Content }()
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -253,9 +320,11 @@ func (a *Agent) repeatedFailure(failures map[string]int, calls []llm.ToolCall, r
 	return ""
 }
 
-// RepairHistory returns h with a synthetic cancelled result added after any
-// assistant tool call that has no result (a crash or kill between the call
-// and its result), so that every provider accepts the history. It also drops
+// RepairHistory returns h with the synthetic UnknownOutcomeResult added
+// after any assistant tool call that has no result (a crash or kill while
+// the call ran), so that every provider accepts the history. Results are
+// put next to their call in call order (they are stored as each call
+// finishes, so the store may hold them in completion order). It also drops
 // tool results whose call is not in the history.
 func RepairHistory(h []llm.Message) []llm.Message {
 	out := make([]llm.Message, 0, len(h))
@@ -278,10 +347,39 @@ func RepairHistory(h []llm.Message) []llm.Message {
 			if r, ok := have[tc.ID]; ok {
 				out = append(out, r)
 			} else {
-				out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, Content: CancelledResult, IsError: true})
+				out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, Content: UnknownOutcomeResult, IsError: true})
 			}
 		}
 		i = j - 1
+	}
+	return out
+}
+
+// requestMessages is the history as sent to the provider: a run of user
+// messages (a turn that failed or was interrupted before the model answered,
+// then the next prompt) is sent as one user message, so the conversation
+// alternates without an assistant answer the provider never gave. The
+// stored rows stay as they were. A compression summary stays a message of
+// its own.
+func requestMessages(h []llm.Message) []llm.Message {
+	mergeable := func(prev, m llm.Message) bool {
+		return prev.Role == llm.RoleUser && m.Role == llm.RoleUser &&
+			!strings.HasPrefix(prev.Content, summaryHeader) && !strings.HasPrefix(m.Content, summaryHeader)
+	}
+	merged := false
+	for i := 1; i < len(h) && !merged; i++ {
+		merged = mergeable(h[i-1], h[i])
+	}
+	if !merged {
+		return h
+	}
+	out := make([]llm.Message, 0, len(h))
+	for _, m := range h {
+		if n := len(out); n > 0 && mergeable(out[n-1], m) {
+			out[n-1].Content += "\n\n" + m.Content
+			continue
+		}
+		out = append(out, m)
 	}
 	return out
 }

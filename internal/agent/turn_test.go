@@ -320,7 +320,7 @@ func TestCancellationMidToolStoresCancelledResult(t *testing.T) {
 	}
 }
 
-// RepairHistory adds a cancelled result for a tool call whose result is
+// RepairHistory adds an unknown-outcome result for a tool call whose result is
 // missing (a crash between call and result), keeps results next to their
 // call in call order, and drops results whose call is not in the history.
 func TestRepairHistory(t *testing.T) {
@@ -341,7 +341,7 @@ func TestRepairHistory(t *testing.T) {
 		}
 		shape = append(shape, s)
 	}
-	want := []string{"user", "assistant", "tool:a=" + CancelledResult, "tool:b=b done", "user", "assistant", "tool:c=" + CancelledResult}
+	want := []string{"user", "assistant", "tool:a=" + UnknownOutcomeResult, "tool:b=b done", "user", "assistant", "tool:c=" + UnknownOutcomeResult}
 	if fmt.Sprint(shape) != fmt.Sprint(want) {
 		t.Fatalf("repaired history:\n got %q\nwant %q", shape, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -26,7 +27,8 @@ func (a *App) newBoxManager(t config.TerminalConfig, cwd string, prestart bool) 
 	if cwd != "" {
 		t.Cwd = cwd
 	}
-	gate, err := egress.New(egress.Options{Home: a.Home(), Allow: t.BoxNetwork.Allow, Deny: t.BoxNetwork.Deny, CAFile: t.BoxNetwork.CAFile})
+	gate, err := egress.New(egress.Options{Home: a.Home(), Allow: t.BoxNetwork.Allow, Deny: t.BoxNetwork.Deny, CAFile: t.BoxNetwork.CAFile,
+		BoxMemoryMiB: t.ContainerMemory})
 	if err != nil {
 		return nil, fmt.Errorf("terminal.box_network: %w", err)
 	}
@@ -60,8 +62,9 @@ func (a *App) newBoxCmd() *cobra.Command {
 
 func (a *App) newBoxLsCmd() *cobra.Command {
 	return &cobra.Command{
-		Use: "ls", Short: "list boxes and their persistent layers", Args: cobra.NoArgs,
+		Use: "ls", Short: "list boxes and their persistent layers (and clean up after crashed hermes processes)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			a.reportLeftovers(box.CleanLeftovers(a.Home()))
 			boxes, err := box.ListBoxes(a.Home())
 			if err != nil {
 				return err
@@ -77,6 +80,23 @@ func (a *App) newBoxLsCmd() *cobra.Command {
 			}
 			return w.Flush()
 		},
+	}
+}
+
+// reportLeftovers tells on stderr what box.CleanLeftovers removed and
+// what it found but left alone.
+func (a *App) reportLeftovers(l box.Leftovers) {
+	if n := len(l.Removed) + len(l.Files); n > 0 {
+		fmt.Fprintf(a.Stderr, "hermes: removed %d cgroups and %d prestart files left by hermes processes that ended without closing their boxes\n", len(l.Removed), len(l.Files))
+	}
+	for _, d := range l.Busy {
+		fmt.Fprintf(a.Stderr, "hermes: cgroup %s belongs to an ended hermes process but still has processes: left alone (kill them, then run hermes box ls again)\n", d)
+	}
+	for _, d := range l.Loops {
+		fmt.Fprintf(a.Stderr, "hermes: loop device %s is attached to a box image but no box runs: detach it with losetup -d\n", d)
+	}
+	for _, d := range l.Mounts {
+		fmt.Fprintf(a.Stderr, "hermes: %s is mounted under the box state: unmount it with umount\n", d)
 	}
 }
 
@@ -101,11 +121,23 @@ func shellQuote(argv []string) string {
 }
 
 // withBox opens the box of task with the configured terminal section and
-// calls fn, stopping the box afterwards (its persistent layer is kept).
-func (a *App) withBox(ctx context.Context, task string, publish []string, fn func(b *box.Box) error) error {
+// calls fn, stopping the box afterwards (its persistent layer is kept). With
+// persistent boxes (terminal.container_persistent, the default) a task
+// without a box is an error unless create is set (--new): a typo must not
+// silently create a persistent box.
+func (a *App) withBox(ctx context.Context, task string, create bool, publish []string, fn func(b *box.Box) error) error {
 	t, err := a.boxTerminalConfig()
 	if err != nil {
 		return err
+	}
+	if enabled(t.ContainerPersistent) && !create {
+		boxes, err := box.ListBoxes(a.Home())
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(boxes, func(b box.BoxInfo) bool { return b.Task == task }) {
+			return fmt.Errorf("no box for task %q (hermes box ls lists them); to create it, run: hermes box exec --new %s -- CMD", task, task)
+		}
 	}
 	m, err := a.newBoxManager(t, "", false)
 	if err != nil {
@@ -133,11 +165,12 @@ func (a *App) withBox(ctx context.Context, task string, publish []string, fn fun
 func (a *App) newBoxExecCmd() *cobra.Command {
 	var publish []string
 	var timeout time.Duration
+	var create bool
 	cmd := &cobra.Command{
-		Use: "exec TASK -- CMD [ARG...]", Short: "run a command in the box of TASK (started if needed)",
+		Use: "exec TASK -- CMD [ARG...]", Short: "run a command in the box of TASK (started if needed; --new creates it)",
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withBox(cmd.Context(), args[0], publish, func(b *box.Box) error {
+			return a.withBox(cmd.Context(), args[0], create, publish, func(b *box.Box) error {
 				res, err := b.Exec(cmd.Context(), backend.ExecRequest{Command: shellQuote(args[1:]), Timeout: timeout, Output: a.Stdout})
 				if err != nil {
 					return err
@@ -148,6 +181,7 @@ func (a *App) newBoxExecCmd() *cobra.Command {
 	}
 	cmd.Flags().StringArrayVarP(&publish, "publish", "p", nil, "forward host port to box port, HOSTPORT:BOXPORT (repeatable)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill the command's tree after this long (0 = none)")
+	cmd.Flags().BoolVar(&create, "new", false, "create the box of TASK if it does not exist yet")
 	return cmd
 }
 
@@ -168,11 +202,12 @@ func boxExitError(res backend.ExecResult) error {
 
 func (a *App) newBoxShellCmd() *cobra.Command {
 	var publish []string
+	var create bool
 	cmd := &cobra.Command{
 		Use: "shell TASK", Short: "run a shell in the box of TASK reading commands from stdin (no terminal emulation)",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withBox(cmd.Context(), args[0], publish, func(b *box.Box) error {
+			return a.withBox(cmd.Context(), args[0], create, publish, func(b *box.Box) error {
 				if a.IsTerminal {
 					fmt.Fprintf(a.Stderr, "hermes: shell in box %s (no prompt; end with Ctrl-D)\n", args[0])
 				}
@@ -185,6 +220,7 @@ func (a *App) newBoxShellCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringArrayVarP(&publish, "publish", "p", nil, "forward host port to box port, HOSTPORT:BOXPORT (repeatable)")
+	cmd.Flags().BoolVar(&create, "new", false, "create the box of TASK if it does not exist yet")
 	return cmd
 }
 
@@ -206,7 +242,7 @@ or, interactively, hermes box shell -p 8080:3000 TASK. On its own, port starts
 an idle box in which nothing listens until something is started there.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := a.withBox(cmd.Context(), args[0], args[1:], func(b *box.Box) error {
+			err := a.withBox(cmd.Context(), args[0], false, args[1:], func(b *box.Box) error {
 				<-cmd.Context().Done()
 				return nil
 			})
@@ -254,13 +290,13 @@ func (a *App) newBoxStatsCmd() *cobra.Command {
 				return err
 			}
 			w := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "TASK\tMEMORY\tPEAK\tPIDS\tCPU\tTHROTTLED\tOOM KILLS")
-			found := false
+			fmt.Fprintln(w, "TASK\tMEMORY\tPEAK\tPIDS\tCPU\tTHROTTLED\tOOM KILLS\tWORKSPACE")
+			found, bindSeen := false, false
 			for _, b := range boxes {
 				if len(args) == 1 && b.Task != args[0] {
 					continue
 				}
-				st, err := box.CgroupStats(b.Task)
+				st, err := box.CgroupStats(a.Home(), b.Task)
 				if err != nil {
 					if len(args) == 1 {
 						return fmt.Errorf("box %s is not running", b.Task)
@@ -268,8 +304,12 @@ func (a *App) newBoxStatsCmd() *cobra.Command {
 					continue
 				}
 				found = true
-				fmt.Fprintf(w, "%s\t%.1f MiB\t%.1f MiB\t%d\t%s\t%d\t%d\n", b.Task, float64(st.MemoryBytes)/(1<<20),
-					float64(st.MemoryMaxBytes)/(1<<20), st.PIDs, st.CPUUsage.Round(time.Millisecond), st.ThrottledPeriod, st.OOMKills)
+				fmt.Fprintf(w, "%s\t%.1f MiB\t%.1f MiB\t%d\t%s\t%d\t%d\t%s\n", b.Task, float64(st.MemoryBytes)/(1<<20),
+					float64(st.MemoryMaxBytes)/(1<<20), st.PIDs, st.CPUUsage.Round(time.Millisecond), st.ThrottledPeriod, st.OOMKills,
+					workspaceColumn(a.Home(), b.Task, &bindSeen))
+			}
+			if bindSeen {
+				defer fmt.Fprintln(a.Stdout, "bind: the box writes the host workspace directly; terminal.container_disk does not limit it (box_workspace: overlay keeps changes in the layer, within the limit)")
 			}
 			if len(args) == 1 && !found {
 				return fmt.Errorf("no box %q (see hermes box ls)", args[0])
@@ -277,6 +317,24 @@ func (a *App) newBoxStatsCmd() *cobra.Command {
 			return w.Flush()
 		},
 	}
+}
+
+// workspaceColumn is the WORKSPACE column of hermes box stats: the host
+// workspace's disk use and its mode; bindSeen is set for a bind mount
+// (not limited by terminal.container_disk).
+func workspaceColumn(home, task string, bindSeen *bool) string {
+	ws, err := box.WorkspaceUsage(home, task)
+	if err != nil {
+		return "?"
+	}
+	if ws.Mode == "bind" {
+		*bindSeen = true
+	}
+	more := ""
+	if ws.Partial {
+		more = "+"
+	}
+	return fmt.Sprintf("%.1f%s MiB (%s)", float64(ws.Bytes)/(1<<20), more, ws.Mode)
 }
 
 // boxManagerForLayers is a Manager used only to reach stopped boxes' layers.

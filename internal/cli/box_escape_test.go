@@ -14,7 +14,7 @@ import (
 func TestBoxCLIDiffQuotesNamesAndGatesExternalSymlinks(t *testing.T) {
 	c := overlayWorkspaceCLI(t)
 	script := `printf x > "$(printf 'evil.sh\033[2K\rM README.md')"; ln -s /etc/shadow ext; ln -s ../../../root up; ln -s a.txt inner`
-	if _, errs, code := c.run(t, "", "box", "exec", "esc", "--", "sh", "-c", script); code != 0 {
+	if _, errs, code := c.run(t, "", "box", "exec", "--new", "esc", "--", "sh", "-c", script); code != 0 {
 		t.Fatalf("exec: %s", errs)
 	}
 	out, errs, code := c.run(t, "", "box", "diff", "esc")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,9 +88,29 @@ func (c *boxCLI) run(t *testing.T, stdin string, args ...string) (string, string
 	return out.String(), errb.String(), code
 }
 
+// Regression (issue 8): `hermes box exec TYPO -- true` silently created a
+// persistent box named TYPO. A task without a box needs --new. (The check
+// runs before any box starts, so this test needs no root.)
+func TestBoxExecUnknownTaskNeedsNew(t *testing.T) {
+	c := &boxCLI{home: t.TempDir(), ws: t.TempDir()}
+	cfg := "terminal:\n  backend: box\n  cwd: " + c.ws + "\n"
+	if err := os.WriteFile(filepath.Join(c.home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{{"box", "exec", "TYPO", "--", "true"}, {"box", "shell", "TYPO"}, {"box", "port", "TYPO", "8080:80"}} {
+		_, errs, code := c.run(t, "", cmd...)
+		if code == 0 || !strings.Contains(errs, `no box for task "TYPO"`) || !strings.Contains(errs, "--new") {
+			t.Errorf("%q: code %d, stderr %q", cmd, code, errs)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(c.home, "boxes", "TYPO")); err == nil {
+		t.Error("a box was created for the mistyped task")
+	}
+}
+
 func TestBoxCLIExecPersistsAndPassesExitCode(t *testing.T) {
 	c := newBoxCLI(t)
-	out, errs, code := c.run(t, "", "box", "exec", "t1", "--", "sh", "-c", "echo kept > /root/f; cat /root/f")
+	out, errs, code := c.run(t, "", "box", "exec", "--new", "t1", "--", "sh", "-c", "echo kept > /root/f; cat /root/f")
 	if code != 0 || out != "kept\n" {
 		t.Fatalf("exec: code %d out %q err %q", code, out, errs)
 	}
@@ -116,7 +137,7 @@ func TestBoxCLIExecPersistsAndPassesExitCode(t *testing.T) {
 
 func TestBoxCLISnapshotForkRoundTrip(t *testing.T) {
 	c := newBoxCLI(t)
-	if _, errs, code := c.run(t, "", "box", "exec", "src", "--", "sh", "-c", "echo one > /root/a; echo two > /root/b; rm /etc/hostname"); code != 0 {
+	if _, errs, code := c.run(t, "", "box", "exec", "--new", "src", "--", "sh", "-c", "echo one > /root/a; echo two > /root/b; rm /etc/hostname"); code != 0 {
 		t.Fatalf("exec: %s", errs)
 	}
 	out, errs, code := c.run(t, "", "box", "snapshot", "src")
@@ -148,7 +169,7 @@ func TestBoxCLISnapshotsList(t *testing.T) {
 	if out, _, _ := c.run(t, "", "box", "snapshots"); len(strings.Fields(out)) != 4 || !strings.HasPrefix(out, "ID") {
 		t.Fatalf("empty list should be a header: %q", out)
 	}
-	if _, errs, code := c.run(t, "", "box", "exec", "snapme", "--", "sh", "-c", "echo x > /root/x"); code != 0 {
+	if _, errs, code := c.run(t, "", "box", "exec", "--new", "snapme", "--", "sh", "-c", "echo x > /root/x"); code != 0 {
 		t.Fatalf("exec: %s", errs)
 	}
 	out, errs, code := c.run(t, "", "box", "snapshot", "snapme")
@@ -187,7 +208,7 @@ func overlayWorkspaceCLI(t *testing.T) *boxCLI {
 func TestBoxCLIDiffApplyOverlayWorkspace(t *testing.T) {
 	c := overlayWorkspaceCLI(t)
 	script := "echo two > a.txt; rm del.txt sub/old.txt; mkdir -p newdir/deep; echo n > newdir/deep/n.txt; echo x > new.txt; cat a.txt"
-	if out, errs, code := c.run(t, "", "box", "exec", "ow", "--", "sh", "-c", script); code != 0 || out != "two\n" {
+	if out, errs, code := c.run(t, "", "box", "exec", "--new", "ow", "--", "sh", "-c", script); code != 0 || out != "two\n" {
 		t.Fatalf("exec: %q %s", out, errs)
 	}
 	if data, _ := os.ReadFile(filepath.Join(c.ws, "a.txt")); string(data) != "one\n" {
@@ -238,7 +259,7 @@ func TestBoxCLIApplyDoesNotFollowHostSymlinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	// In the box, replace the link by a directory with a file in it.
-	if _, errs, code := c.run(t, "", "box", "exec", "ol", "--", "sh", "-c", "rm link && mkdir link && echo x > link/planted"); code != 0 {
+	if _, errs, code := c.run(t, "", "box", "exec", "--new", "ol", "--", "sh", "-c", "rm link && mkdir link && echo x > link/planted"); code != 0 {
 		t.Fatalf("exec: %s", errs)
 	}
 	if _, errs, code := c.run(t, "", "box", "apply", "ol"); code != 0 {
@@ -258,10 +279,45 @@ func TestBoxCLIApplyDoesNotFollowHostSymlinks(t *testing.T) {
 
 func TestBoxCLIDiffNeedsOverlayWorkspace(t *testing.T) {
 	c := newBoxCLI(t)
-	if _, errs, code := c.run(t, "", "box", "exec", "bw", "--", "true"); code != 0 {
+	if _, errs, code := c.run(t, "", "box", "exec", "--new", "bw", "--", "true"); code != 0 {
 		t.Fatalf("exec: %s", errs)
 	}
 	if _, errs, code := c.run(t, "", "box", "diff", "bw"); code == 0 || !strings.Contains(errs, "box_workspace: overlay") {
 		t.Fatalf("diff of a bind-workspace box should name the setting: %q", errs)
+	}
+}
+
+// TestBoxCLIStatsShowsWorkspace: box stats shows the size of a running
+// box's bind-mounted workspace, which container_disk does not limit.
+func TestBoxCLIStatsShowsWorkspace(t *testing.T) {
+	c := newBoxCLI(t)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.run(t, "", "box", "exec", "t1", "--", "sh", "-c", "head -c 3000000 /dev/urandom > blob; touch started; while [ ! -e stop ]; do sleep 0.05; done")
+	}()
+	var out string
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(c.ws, "started")); err == nil {
+			var code int
+			if out, _, code = c.run(t, "", "box", "stats", "t1"); code == 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the box never ran")
+		}
+	}
+	if !strings.Contains(out, "WORKSPACE") || !strings.Contains(out, "(bind)") || !strings.Contains(out, "does not limit it") {
+		t.Errorf("box stats does not report the bound workspace:\n%s", out)
+	}
+	os.WriteFile(filepath.Join(c.ws, "stop"), nil, 0o644)
+	<-done
+	f := strings.Fields(out[strings.Index(out, "\nt1"):])
+	if len(f) < 12 {
+		t.Fatalf("box stats:\n%s", out)
+	}
+	if mib, err := strconv.ParseFloat(f[9], 64); err != nil || mib < 2.8 {
+		t.Errorf("box stats workspace column %q, want ≥ 2.8 MiB:\n%s", f[9], out)
 	}
 }

@@ -40,6 +40,8 @@ type chatOptions struct {
 	record           string
 	replay           string
 	verbose          bool
+	reasoning        string // --reasoning LEVEL (agent.reasoning_effort)
+	tui, cli         bool   // --tui / --cli
 }
 
 func addChatFlags(cmd *cobra.Command, o *chatOptions, root bool) {
@@ -67,6 +69,7 @@ func addChatFlags(cmd *cobra.Command, o *chatOptions, root bool) {
 	f.StringVar(&o.record, "record", "", "record the model traffic of this run to FILE")
 	f.StringVar(&o.replay, "replay", "", "with --provider replay: the recording to play back")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "verbose diagnostics on stderr")
+	addFaceFlags(f, o)
 }
 
 func (a *App) newChatCmd() *cobra.Command {
@@ -76,6 +79,9 @@ func (a *App) newChatCmd() *cobra.Command {
 		Short: "chat with the agent (one turn with -q and -Q/--oneshot, else a REPL)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkChatFlags(cmd, opts); err != nil {
+				return err
+			}
 			return a.runChat(cmd.Context(), opts)
 		},
 	}
@@ -101,15 +107,33 @@ func releaseDateLabel(date string) string {
 	return date
 }
 
+// checkChatFlags rejects flag values that would otherwise be ignored
+// silently: a negative --max-turns, an empty --resume.
+func checkChatFlags(cmd *cobra.Command, o *chatOptions) error {
+	if o.maxTurns < 0 {
+		return fmt.Errorf("--max-turns %d: must be a positive number of tool-calling iterations (or leave it out for agent.max_turns)", o.maxTurns)
+	}
+	if cmd.Flags().Changed("resume") && strings.TrimSpace(o.resume) == "" {
+		return errors.New(`--resume "": give a session id, id prefix or title (see hermes sessions list), or use -c for the latest`)
+	}
+	return nil
+}
+
 // runChat is `hermes chat` and bare `hermes`: one turn for -z, -q with
 // -Q/--oneshot or a non-terminal, else the REPL.
 func (a *App) runChat(ctx context.Context, o *chatOptions) (err error) {
+	if err := a.checkFaceFlags(o); err != nil {
+		return err
+	}
 	text, err := a.resolvePrompt(o)
 	if err != nil {
 		return err
 	}
 	quiet := o.quiet || o.oneshotPrompt != ""
 	r := &renderer{out: a.Stdout, diag: a.Stderr, quiet: quiet, verbose: o.verbose}
+	if a.StdoutTerminal {
+		r.safe = &termSafe{}
+	}
 
 	var (
 		rt     *chatRuntime
@@ -164,7 +188,7 @@ func (a *App) runChat(ctx context.Context, o *chatOptions) (err error) {
 	if interactive {
 		return a.repl(ctx, rt, text)
 	}
-	result, err = rt.agent.RunTurn(ctx, rt.session, text)
+	result, err = rt.runTurn(ctx, text)
 	if err != nil {
 		return a.turnError(ctx, err)
 	}

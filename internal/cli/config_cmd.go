@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v4"
 
 	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/tool"
 )
 
 // newConfigCmd is `hermes config show|get|set|unset|path|env-path|check`
@@ -102,6 +103,22 @@ func (a *App) newConfigSetCmd() *cobra.Command {
 			return a.configSet(args[0], rest)
 		},
 	}
+}
+
+// checkToolsetsValue refuses a `config set toolsets VALUE` naming a toolset
+// this build does not know (a list "[file, terminal]" or "file,terminal").
+func checkToolsetsValue(value string) error {
+	var names []string
+	for _, n := range strings.Split(strings.Trim(strings.TrimSpace(value), "[]"), ",") {
+		if n = strings.Trim(strings.TrimSpace(n), `"'`); n != "" {
+			names = append(names, n)
+		}
+	}
+	reg := toolCatalog()
+	if unknown, _ := reg.CheckToolsets(names); len(unknown) > 0 {
+		return fmt.Errorf("toolsets: unknown toolset %s; available: %s", strings.Join(unknown, ", "), strings.Join(reg.Toolsets(), ", "))
+	}
+	return nil
 }
 
 // loadConfig loads HERMES_HOME's configuration and prints its warnings to
@@ -238,6 +255,11 @@ func (a *App) configSet(key string, rest []string) error {
 	} else {
 		value = strings.Join(rest, " ")
 	}
+	if key == "toolsets" {
+		if err := checkToolsetsValue(value); err != nil {
+			return err
+		}
+	}
 	if err := config.Set(home, key, value); err != nil {
 		return err
 	}
@@ -284,6 +306,9 @@ func (a *App) configCheck() error {
 		return &ExitError{Code: 1, Err: err}
 	}
 	problems := l.Problems()
+	for _, k := range l.UnknownKeys {
+		problems = append(problems, fmt.Sprintf("%s: unknown key %s (remove it, or check its spelling with `hermes config show`)", l.Path, k))
+	}
 	for _, p := range problems {
 		fmt.Fprintln(a.Stdout, "problem:", p)
 	}
@@ -292,4 +317,18 @@ func (a *App) configCheck() error {
 	}
 	fmt.Fprintf(a.Stdout, "config OK: %s\n", l.Path)
 	return nil
+}
+
+// toolCatalog is every tool of this build without live dependencies: only
+// its names and toolsets are used (to validate `toolsets`). Keep it in step
+// with the registry newRuntime builds.
+func toolCatalog() *tool.Registry {
+	fileOpts := tool.FileToolOptions{}
+	return tool.NewRegistry(
+		tool.NewTerminalTool(tool.TerminalOptions{}), tool.NewProcessTool(nil, nil, nil),
+		tool.NewReadFileTool(fileOpts), tool.NewWriteFileTool(fileOpts), tool.NewPatchTool(fileOpts),
+		tool.NewSearchFilesTool(fileOpts), tool.NewSessionSearch(nil),
+		tool.NewSkillsList(nil), tool.NewSkillView(nil), tool.NewSkillManage(nil),
+		tool.NewTodoList(), tool.NewMemory(nil),
+	)
 }

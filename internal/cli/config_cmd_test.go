@@ -103,8 +103,9 @@ func TestConfigErrorsNameKeyAndFile(t *testing.T) {
 		}
 	}
 	os.WriteFile(path, []byte("terminal:\n  timout: 5\n"), 0o600)
-	if code := ta.run("config", "check"); code != 0 || !strings.Contains(ta.stderr.String(), `warning: `+path+`:2: terminal.timout: unknown key (did you mean "terminal.timeout"?)`) {
-		t.Errorf("unknown key warning: %d %s", code, ta.stderr)
+	// A close misspelling is an error (issue 8: terminl: turned the box off).
+	if code := ta.run("config", "check"); code != 1 || !strings.Contains(ta.stderr.String(), path+`:2: terminal.timout: unknown key (did you mean "terminal.timeout"?)`) {
+		t.Errorf("misspelled key: %d %s", code, ta.stderr)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -178,7 +180,7 @@ func (a *App) egressPrintLists() (*config.Loaded, error) {
 		}
 		fmt.Fprintf(a.Stdout, "%s:\n", label)
 		for _, e := range list {
-			fmt.Fprintf(a.Stdout, "  %s\n", e)
+			fmt.Fprintf(a.Stdout, "  %s\n", printable(e))
 		}
 	}
 	showRules := func(label string, list []string) {
@@ -191,10 +193,10 @@ func (a *App) egressPrintLists() (*config.Loaded, error) {
 		for _, e := range list {
 			r, err := egress.ParseRule(e)
 			if err != nil {
-				fmt.Fprintf(tw, "  %s\tinvalid: %v\n", e, err)
+				fmt.Fprintf(tw, "  %s\tinvalid: %s\n", printable(e), printable(err.Error()))
 				continue
 			}
-			fmt.Fprintf(tw, "  %s\t%s\n", e, r.PortsText())
+			fmt.Fprintf(tw, "  %s\t%s\n", printable(e), r.PortsText())
 		}
 		tw.Flush()
 	}
@@ -222,10 +224,14 @@ func (a *App) egressStatus(last int) error {
 	}
 	path := egress.AuditPath(a.Home())
 	fmt.Fprintf(a.Stdout, "audit log: %s\n", path)
-	recs, err := egress.ReadAudit(path, last)
+	tail, err := egress.ReadAuditTail(path, last)
 	if err != nil {
 		return err
 	}
+	if tail.Oversized > 0 || tail.Unparsed > 0 {
+		fmt.Fprintf(a.Stdout, "skipped %d oversized and %d unreadable lines of the audit log\n", tail.Oversized, tail.Unparsed)
+	}
+	recs := tail.Records
 	if len(recs) == 0 {
 		fmt.Fprintln(a.Stdout, "no decisions logged yet")
 		return nil
@@ -238,9 +244,33 @@ func (a *App) egressStatus(last int) error {
 		if r.Error != "" {
 			reason += " (error: " + r.Error + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s%s\t%d/%d\t%s\n",
-			r.Time.Local().Format("2006-01-02 15:04:05"), r.Box, r.Decision, r.Proto, r.Method,
-			net.JoinHostPort(r.Host, strconv.Itoa(r.Port)), r.Path, r.BytesOut, r.BytesIn, reason)
+		if r.Suppressed > 0 {
+			reason += fmt.Sprintf(" (%d identical lines before this one not logged)", r.Suppressed)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n",
+			r.Time.Local().Format("2006-01-02 15:04:05"), printable(r.Box), printable(r.Decision), printable(r.Proto),
+			printable(r.Method), printable(net.JoinHostPort(r.Host, strconv.Itoa(r.Port))+r.Path), r.BytesOut, r.BytesIn,
+			printable(reason))
 	}
 	return tw.Flush()
+}
+
+// printable escapes what a terminal would interpret in text read from a
+// file a box can influence (the audit log): control characters (C0, DEL,
+// C1; tab and newline too, which would forge columns and rows), bidi
+// controls and invalid UTF-8 are shown as Go escapes (\x1b, \u202e).
+func printable(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029':
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

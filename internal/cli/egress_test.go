@@ -142,3 +142,30 @@ func TestEgressCAFileKeyIsSettableAndDocumented(t *testing.T) {
 		t.Errorf("egress --help does not document ca_file:\n%s", ta.stdout)
 	}
 }
+
+func TestEgressStatusSurvivesLongLinesAndEscapesControlCharacters(t *testing.T) {
+	ta := newTestApp(t, nil, "", false)
+	path := egress.AuditPath(ta.home)
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	var content []byte
+	good, _ := json.Marshal(egress.AuditRecord{Box: "task-1", Proto: "http", Method: "GET", Host: "ok.test", Port: 80, Decision: "allow", Reason: "allowed by ok.test"})
+	content = append(append(content, good...), '\n')
+	long, _ := json.Marshal(egress.AuditRecord{Box: "task-1", Host: "x.test", Path: "/" + strings.Repeat("a", 2<<20), Decision: "deny"})
+	content = append(append(content, long...), '\n')
+	forged, _ := json.Marshal(egress.AuditRecord{Box: "task-1\x1b]0;owned\x07", Proto: "http", Method: "GET\t", Host: "evil.test", Port: 80,
+		Path: "/\x1b[2J\x1b[1;1H\nTIME  BOX  allow\u202e", Decision: "deny", Reason: "x\r\x1b[31m"})
+	content = append(append(content, forged...), '\n')
+	os.WriteFile(path, content, 0o600)
+	if code := ta.run("egress", "status"); code != 0 {
+		t.Fatalf("status on a log with a 2 MiB line: %d %s", code, ta.stderr)
+	}
+	out := ta.stdout.String()
+	if strings.ContainsAny(out, "\x1b\x07\r\u202e") {
+		t.Fatalf("status printed raw control characters:\n%q", out)
+	}
+	for _, want := range []string{"skipped 1 oversized", "ok.test:80", `evil.test:80/\x1b[2J\x1b[1;1H\nTIME  BOX  allow\u202e`, `task-1\x1b]0;owned\a`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -116,6 +116,9 @@ func (a *App) runModel(o *modelOptions) error {
 		}
 		fmt.Fprintf(a.Stdout, "Removed model.base_url (%s), which belonged to provider %s\n", cur.BaseURL, cur.Provider)
 	}
+	if err := a.dropOldKey(home, cur, choice); err != nil {
+		return err
+	}
 	keyNote := ""
 	if choice.apiKey != "" {
 		keyName := "model.api_key"
@@ -142,6 +145,42 @@ func (a *App) runModel(o *modelOptions) error {
 		fmt.Fprintln(a.Stdout, keyNote)
 	}
 	return nil
+}
+
+// dropOldKey removes model.api_key when the provider or its endpoint
+// changes and no new key was given: the key was configured for the old
+// host, and keeping it would send it to the new one (and hide the new
+// provider's own variable, such as OPENROUTER_API_KEY). A key is only ever
+// sent to the host it was configured for.
+func (a *App) dropOldKey(home string, cur config.ModelConfig, choice modelOptions) error {
+	if choice.apiKey != "" && !config.IsEnvKey(providerKeyName(choice.provider)) {
+		return nil // replaced by the new key below
+	}
+	moved := choice.provider != cur.Provider || (choice.baseURL != "" && choice.baseURL != cur.BaseURL)
+	if !moved || cur.APIKey == "" {
+		return nil
+	}
+	removed, err := config.UnsetKey(home, "model.api_key")
+	if err != nil {
+		return err
+	}
+	if removed {
+		where := cur.Provider
+		if cur.BaseURL != "" {
+			where += " at " + cur.BaseURL
+		}
+		fmt.Fprintf(a.Stdout, "Removed model.api_key, which was configured for %s\n", where)
+	}
+	return nil
+}
+
+// providerKeyName is where `hermes model` saves a provider's key: its
+// variable (OPENROUTER_API_KEY…) or model.api_key for custom.
+func providerKeyName(provider string) string {
+	if names := config.ProviderKeyEnv(provider); len(names) > 0 {
+		return names[0]
+	}
+	return "model.api_key"
 }
 
 // askModel prompts for the provider, model, base URL and API key that the

@@ -108,3 +108,34 @@ func TestModelInteractiveCustom(t *testing.T) {
 		t.Errorf("EOF: %d %s", code, ta.stderr)
 	}
 }
+
+// TestModelSwitchDropsOldKey: a key saved for a custom endpoint is removed
+// when switching to OpenRouter, so it is never sent to openrouter.ai (and
+// OPENROUTER_API_KEY is used again); a new custom endpoint drops it too.
+func TestModelSwitchDropsOldKey(t *testing.T) {
+	ta := newTestApp(t, nil, "", false)
+	if code := ta.run("model", "--provider", "custom", "--model", "llama3", "--base-url", "http://10.0.0.5:8000/v1", "--api-key", "sk-custom-only-1234"); code != 0 {
+		t.Fatalf("%d %s", code, ta.stderr)
+	}
+	if l := loadTestConfig(t, ta); l.Config.Model.APIKey != "sk-custom-only-1234" {
+		t.Fatalf("custom key not saved: %+v", l.Config.Model)
+	}
+	if code := ta.run("model", "--provider", "openrouter", "--model", "anthropic/claude-sonnet-4"); code != 0 {
+		t.Fatalf("%d %s", code, ta.stderr)
+	}
+	l := loadTestConfig(t, ta)
+	if l.Config.Model.APIKey != "" || l.Config.Model.BaseURL != "" {
+		t.Errorf("the custom endpoint's key or URL survived the switch to openrouter: %+v", l.Config.Model)
+	}
+	if !strings.Contains(ta.stdout.String(), "Removed model.api_key") {
+		t.Errorf("stdout = %s", ta.stdout)
+	}
+	// Same provider, another endpoint, no new key: the old key stays home.
+	ta.run("model", "--provider", "custom", "--model", "m", "--base-url", "http://10.0.0.5:8000/v1", "--api-key", "sk-host-a-5678")
+	if code := ta.run("model", "--provider", "custom", "--model", "m", "--base-url", "http://10.0.0.6:8000/v1"); code != 0 {
+		t.Fatalf("%d %s", code, ta.stderr)
+	}
+	if l := loadTestConfig(t, ta); l.Config.Model.APIKey != "" {
+		t.Errorf("host A's key kept for host B: %+v", l.Config.Model)
+	}
+}

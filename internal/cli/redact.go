@@ -8,6 +8,7 @@ import (
 	"github.com/hermes-go/hermes/internal/backend/local"
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/egress"
+	"github.com/hermes-go/hermes/internal/secret"
 )
 
 // Redacted replaces a secret value in text shown to the model, stored in
@@ -20,7 +21,9 @@ const minSecretLen = 8
 
 // redactor removes the agent's own secrets from text: provider keys and
 // tokens from the environment and HERMES_HOME/.env, model.api_key, and the
-// real values of box secrets (`hermes secrets`).
+// real values of box secrets (`hermes secrets`), each with its base64,
+// hex, reversed and URL-encoded forms (secret.Forms). It is a last line of
+// defence: the local guard and the box are what keep secrets from tools.
 type redactor struct {
 	values   []string
 	replacer *strings.Replacer
@@ -31,7 +34,7 @@ func newRedactor(cfg *config.Loaded, environ []string, passthrough []string, hom
 	_, values := local.ScrubEnv(environ, passthrough)
 	values = append(values, cfg.Config.Model.APIKey)
 	for k, v := range cfg.DotEnv {
-		if local.IsSecretName(k) {
+		if secret.IsName(k) {
 			values = append(values, v)
 		}
 	}
@@ -43,9 +46,14 @@ func newRedactor(cfg *config.Loaded, environ []string, passthrough []string, hom
 	seen := map[string]bool{}
 	var keep []string
 	for _, v := range values {
-		if len(v) >= minSecretLen && !seen[v] {
-			seen[v] = true
-			keep = append(keep, v)
+		if len(v) < minSecretLen {
+			continue
+		}
+		for _, f := range secret.Forms(v) { // v, base64, hex, reversed, URL-encoded
+			if !seen[f] {
+				seen[f] = true
+				keep = append(keep, f)
+			}
 		}
 	}
 	// Longest first, so a secret containing another is replaced whole.

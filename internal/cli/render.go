@@ -17,6 +17,9 @@ type renderer struct {
 	out, diag io.Writer
 	quiet     bool
 	verbose   bool
+	// safe, when set (stdout is a terminal), neutralises control
+	// sequences in the model's text; nil writes the text as is.
+	safe *termSafe
 
 	mu       sync.Mutex
 	streamed bool // some answer text was streamed in this model call
@@ -36,9 +39,15 @@ func (r *renderer) event(ev agent.Event) {
 		}
 		switch ev.Model.Type {
 		case llm.EventTextDelta:
-			fmt.Fprint(r.out, ev.Model.Text)
+			text := ev.Model.Text
+			if r.safe != nil {
+				text = r.safe.Filter(text)
+			}
+			fmt.Fprint(r.out, text)
 			r.streamed = true
-			r.midLine = !strings.HasSuffix(ev.Model.Text, "\n")
+			if text != "" {
+				r.midLine = !strings.HasSuffix(text, "\n")
+			}
 		case llm.EventReasoningDelta:
 			if r.verbose {
 				fmt.Fprint(r.diag, ev.Model.Text)
@@ -54,10 +63,18 @@ func (r *renderer) event(ev agent.Event) {
 		switch {
 		case r.quiet && !r.verbose:
 		case ev.Result.IsError:
-			fmt.Fprintf(r.diag, "  ✗ %s: %s\n", ev.Call.Name, preview(ev.Result.Content, 200))
+			// Tool errors often start with the tool's name already.
+			msg := strings.TrimPrefix(ev.Result.Content, ev.Call.Name+": ")
+			fmt.Fprintf(r.diag, "  ✗ %s: %s\n", ev.Call.Name, preview(msg, 200))
 		case r.verbose:
 			fmt.Fprintf(r.diag, "  ✓ %s: %s\n", ev.Call.Name, preview(ev.Result.Content, 200))
 		}
+	case agent.EventRetry:
+		if r.quiet {
+			return
+		}
+		r.endLine()
+		fmt.Fprintf(r.diag, "hermes: %s\n", ev.Text)
 	case agent.EventNotice:
 		r.endLine()
 		fmt.Fprintf(r.diag, "hermes: %s\n", ev.Text)
@@ -77,6 +94,9 @@ func (r *renderer) finish(text string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.quiet || !r.streamed {
+		if r.safe != nil {
+			text = (&termSafe{}).Filter(text)
+		}
 		if text != "" {
 			fmt.Fprintln(r.out, strings.TrimRight(text, "\n"))
 		}
@@ -84,6 +104,9 @@ func (r *renderer) finish(text string) {
 		r.endLine()
 	}
 	r.streamed = false
+	if r.safe != nil {
+		*r.safe = termSafe{}
+	}
 }
 
 // preview returns s on one line, cut to n runes.

@@ -130,7 +130,7 @@ func (a *App) replTurn(ctx context.Context, rt *chatRuntime, sigs <-chan os.Sign
 		case <-turnCtx.Done():
 		}
 	}()
-	res, err := rt.agent.RunTurn(turnCtx, rt.session, text)
+	res, err := rt.runTurn(turnCtx, text)
 	switch {
 	case errors.Is(err, agent.ErrCancelled):
 		rt.render.finish("")
@@ -163,11 +163,18 @@ func (a *App) slashCommand(ctx context.Context, rt *chatRuntime, line string) (b
 			return false, errors.New("usage: /title TEXT")
 		}
 		title := strings.Join(fields[1:], " ")
+		if err := rt.recorder.Ensure(ctx, rt.session.ID); err != nil {
+			return false, err
+		}
 		if err := rt.store.SetTitle(ctx, rt.session.ID, title); err != nil {
 			return false, err
 		}
 		fmt.Fprintf(a.Stdout, "session %s is now titled %q\n", rt.session.ID, title)
 	case "/usage":
+		if rt.recorder.Pending(rt.session.ID) {
+			fmt.Fprintln(a.Stdout, "input 0 · output 0 · cache read 0 · api calls 0")
+			return false, nil
+		}
 		s, err := rt.store.Session(ctx, rt.session.ID)
 		if err != nil {
 			return false, err

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/term"
 	"io"
 	"os"
 	"strconv"
@@ -40,6 +41,9 @@ type App struct {
 	Now func() time.Time
 	// IsTerminal reports whether stdin and stdout are a terminal.
 	IsTerminal bool
+	// StdoutTerminal reports whether stdout is a terminal (isatty): the
+	// model's text is then written with control sequences neutralised.
+	StdoutTerminal bool
 	// Executable is the path of the running binary (for box init re-exec).
 	Executable string
 }
@@ -50,15 +54,15 @@ func NewApp() *App {
 	return &App{
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		Getenv: os.Getenv, Environ: os.Environ, Now: time.Now,
-		IsTerminal: isTerminal(os.Stdin) && isTerminal(os.Stdout),
-		Executable: exe,
+		IsTerminal:     isTerminal(os.Stdin) && isTerminal(os.Stdout),
+		StdoutTerminal: term.IsTerminal(int(os.Stdout.Fd())),
+		Executable:     exe,
 	}
 }
 
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
+// isTerminal reports whether f is a terminal (isatty: the TCGETS ioctl
+// succeeds). Any other character device, /dev/null included, is not.
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 // Home is HERMES_HOME for this app.
 func (a *App) Home() string { return config.Home(a.Getenv) }
@@ -135,6 +139,9 @@ func (a *App) newRootCmd() *cobra.Command {
 				a.printVersion()
 				return nil
 			}
+			if err := checkChatFlags(cmd, opts); err != nil {
+				return err
+			}
 			return a.runChat(cmd.Context(), opts)
 		},
 	}
@@ -150,5 +157,6 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newEgressCmd(),
 		a.newSecretsCmd(),
 	)
+	root.AddCommand(a.faceCommands()...)
 	return root
 }

@@ -32,6 +32,7 @@ type chatRuntime struct {
 	cfg       *config.Loaded
 	opts      *chatOptions
 	store     *store.Store
+	recorder  *store.Recorder
 	provider  llm.Provider
 	provName  string
 	model     string
@@ -46,8 +47,11 @@ type chatRuntime struct {
 	render    *renderer
 	redact    *redactor
 	session   *agent.Session
-	cwd       string
-	closers   []func() error
+	// seen is the session's stored message count when this process last
+	// read or wrote it; another process's turn in between changes it.
+	seen    int
+	cwd     string
+	closers []func() error
 }
 
 // Close releases the runtime's resources in reverse order of acquisition.
@@ -74,7 +78,13 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 	for _, w := range cfg.Warnings {
 		fmt.Fprintln(a.Stderr, "hermes: warning:", w)
 	}
-	for key, val := range map[string]string{"model.default": o.model, "model.provider": o.provider, "model.base_url": o.baseURL} {
+	if err := config.CheckString("model.api_mode", cfg.Config.Model.APIMode); err != nil {
+		// Reported on every run, not only by `config check`: the value is
+		// ignored and the wire follows model.provider.
+		fmt.Fprintf(a.Stderr, "hermes: warning: %v (from %s); it is ignored and the API follows model.provider; fix it with `hermes config set model.api_mode chat_completions` or `hermes config unset model.api_mode`\n",
+			err, cfg.Source("model.api_mode"))
+	}
+	for key, val := range map[string]string{"model.default": o.model, "model.provider": o.provider, "model.base_url": o.baseURL, reasoningKey: o.reasoning} {
 		if val != "" {
 			if err := cfg.Override(key, val); err != nil {
 				return nil, err
@@ -104,11 +114,19 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 		return nil, fmt.Errorf("opening the session store: %w", err)
 	}
 	rt.closers = append(rt.closers, rt.store.Close)
+	rt.recorder = rt.store.NewRecorder()
+	// Rows a killed run of an older build left without messages. Best
+	// effort: a read-only HERMES_HOME must not stop the run here.
+	_, _ = rt.store.PruneEmpty(ctx, emptySessionGrace)
 
 	rt.model = c.Model.Default
 	popts := providers.Options{
 		Provider: c.Model.Provider, Model: c.Model.Default, BaseURL: c.Model.BaseURL, APIKey: c.Model.APIKey,
 		Getenv: cfg.Getenv, RecordPath: o.record, ReplayPath: o.replay,
+		Timeouts: llm.Timeouts{Request: seconds(c.Model.RequestTimeout), Idle: seconds(c.Model.StreamIdleTimeout)},
+		Retry: llm.RetryPolicy{OnRetry: func(attempt int, d time.Duration, err error) {
+			r.event(agent.Event{Kind: agent.EventRetry, Text: fmt.Sprintf("%v; retrying in %s (attempt %d)", err, d.Round(100*time.Millisecond), attempt)})
+		}},
 	}
 	if rt.provName, err = providers.Resolve(popts); err != nil {
 		return nil, err
@@ -116,6 +134,7 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 	if rt.provider, err = providers.New(popts); err != nil {
 		return nil, err
 	}
+	a.reasoningNotice(rt.provName, c.Agent.ReasoningEffort)
 	if cl, isCloser := rt.provider.(io.Closer); isCloser {
 		rt.closers = append(rt.closers, cl.Close)
 	}
@@ -193,12 +212,12 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 		compactor = agent.NewCompressor(agent.CompressorOptions{
 			Provider: rt.provider, Model: rt.model, ContextWindow: window,
 			Threshold: c.Compression.Threshold, ProtectFirstN: c.Compression.ProtectFirstN, ProtectLastN: c.Compression.ProtectLastN,
-			Pending: rt.todo.Pending, Rewriter: storeRewriter{rt.store},
+			Pending: rt.todo.Pending, Rewriter: storeRewriter{rt.store}, SpillDir: filepath.Join(home, "cache", "context"),
 			Notice: func(s string) { r.event(agent.Event{Kind: agent.EventNotice, Text: s}) },
 		})
 	}
 	rt.agent = agent.New(agent.Options{
-		Provider: rt.provider, Model: rt.model, Tools: rt.tools, Recorder: rt.store,
+		Provider: rt.provider, Model: rt.model, Tools: rt.tools, Recorder: rt.recorder,
 		MaxTurns: maxTurns, MaxTokens: c.Model.MaxTokens, ReasoningEffort: c.Agent.ReasoningEffort,
 		ParseTextToolCalls: textcall.Extract, Compactor: compactor, OnEvent: r.event, Now: a.Now,
 		Redact: rt.redact.Redact,
@@ -208,6 +227,9 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 }
 
 func enabled(b *bool) bool { return b == nil || *b }
+
+// seconds converts a config duration in seconds (0 = default).
+func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
 
 func quoteAll(list []string) []string {
 	out := make([]string, len(list))
@@ -236,12 +258,44 @@ func resolveCwd(cwd string) (string, error) {
 func (a *App) newBackend(c *config.Config, cwd string, environ func() []string) (backend.Backend, error) {
 	switch c.Terminal.Backend {
 	case "", "local":
-		return local.New(cwd, c.Terminal.EnvPassthrough, environ)
+		return a.newLocalBackend(c, cwd, environ)
 	case "box":
 		return a.newBoxBackend(c, cwd)
 	default:
 		return nil, fmt.Errorf("terminal.backend %q is not supported: use local or box (`hermes config set terminal.backend box`)", c.Terminal.Backend)
 	}
+}
+
+// newLocalBackend builds the local backend under terminal.local_sandbox.
+// An unknown mode is an error (never a silent "off"); the hermes process
+// is made non-dumpable so that, even unconfined, a command of another user
+// id, or without CAP_SYS_PTRACE, cannot read its environment or memory
+// through /proc.
+func (a *App) newLocalBackend(c *config.Config, cwd string, environ func() []string) (backend.Backend, error) {
+	mode := c.Terminal.LocalSandbox
+	switch mode {
+	case "", "workspace-write", "read-only", "off":
+	default:
+		return nil, fmt.Errorf("terminal.local_sandbox %q is not one of workspace-write, read-only, off; fix it with `hermes config set terminal.local_sandbox workspace-write`", mode)
+	}
+	home := filepath.Clean(a.Home())
+	for _, w := range c.Terminal.WritablePaths {
+		p := w
+		if rest, ok := strings.CutPrefix(p, "~"); ok && (rest == "" || rest[0] == '/') {
+			p = a.Getenv("HOME") + rest
+		}
+		if p = filepath.Clean(p); p == home || strings.HasPrefix(p, home+"/") {
+			return nil, fmt.Errorf("terminal.writable_paths: %q is inside HERMES_HOME (%s), which commands may never write; remove it with `hermes config set terminal.writable_paths [...]`", w, home)
+		}
+	}
+	if err := local.HideProcess(); err != nil {
+		fmt.Fprintln(a.Stderr, "hermes: warning:", err)
+	}
+	return local.NewWithOptions(local.Options{
+		Cwd: cwd, Passthrough: c.Terminal.EnvPassthrough, Environ: environ,
+		Sandbox: local.Sandbox(mode), WritablePaths: c.Terminal.WritablePaths, HermesHome: a.Home(),
+		Supervise: true, Warn: a.Stderr,
+	})
 }
 
 // openSession resumes the session named by -c/--resume or creates a new
@@ -278,23 +332,72 @@ func (rt *chatRuntime) openSession(ctx context.Context, source string) error {
 		}
 	}
 	rt.session = &agent.Session{ID: sess.ID, System: system, History: agent.RepairHistory(history)}
+	rt.seen = sess.MessageCount
 	rt.todo.Restore(sess.ID, history)
 	return nil
 }
 
+// emptySessionGrace is how old a session without messages must be before
+// a run deletes it: younger ones may belong to a run that is starting.
+const emptySessionGrace = time.Hour
+
+// newSession starts a session whose row is written with its first message
+// (store.Recorder), so a run killed before that leaves nothing behind.
 func (rt *chatRuntime) newSession(ctx context.Context, source string) error {
-	sess, err := rt.store.CreateSession(ctx, store.NewSession{
-		Source: source, Model: rt.model, Provider: rt.provName, Cwd: rt.cwd,
-	})
+	id, err := rt.store.NewSessionID()
 	if err != nil {
 		return err
 	}
-	system := rt.buildSystemPrompt(sess.ID)
-	if err := rt.store.SetSystemPrompt(ctx, sess.ID, system); err != nil {
+	system := rt.buildSystemPrompt(id)
+	if err := rt.recorder.Defer(store.NewSession{
+		ID: id, Source: source, Model: rt.model, Provider: rt.provName, Cwd: rt.cwd, SystemPrompt: system,
+	}); err != nil {
 		return err
 	}
-	rt.session = &agent.Session{ID: sess.ID, System: system}
+	rt.session = &agent.Session{ID: id, System: system}
+	rt.seen = 0
 	return nil
+}
+
+// lockOwner is how a hermes chat run names itself in a session's turn lock.
+const lockOwner = "hermes chat"
+
+// runTurn runs one turn of rt.session while holding the session's turn
+// lock (store.LockSession), so two hermes processes never interleave their
+// turns in one session. When another process holds it, runTurn says so on
+// stderr and waits (Ctrl-C gives up), then continues from the history that
+// process stored.
+func (rt *chatRuntime) runTurn(ctx context.Context, text string) (agent.TurnResult, error) {
+	id := rt.session.ID
+	unlock, err := rt.store.WaitLockSession(ctx, id, lockOwner, 0, func(b *store.BusyError) {
+		fmt.Fprintf(rt.app.Stderr, "hermes: %v; waiting for that turn to finish (Ctrl-C to give up)\n", b)
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return agent.TurnResult{}, agent.ErrCancelled
+		}
+		return agent.TurnResult{}, err
+	}
+	defer unlock()
+	if !rt.recorder.Pending(id) {
+		sess, err := rt.store.Session(ctx, id)
+		if err != nil {
+			return agent.TurnResult{}, err
+		}
+		if sess.MessageCount != rt.seen {
+			history, err := rt.store.Messages(ctx, id)
+			if err != nil {
+				return agent.TurnResult{}, err
+			}
+			rt.session.History = agent.RepairHistory(history)
+			rt.todo.Restore(id, history)
+		}
+	}
+	res, err := rt.agent.RunTurn(ctx, rt.session, text)
+	if sess, serr := rt.store.Session(context.WithoutCancel(ctx), id); serr == nil {
+		rt.seen = sess.MessageCount
+	}
+	return res, err
 }
 
 // buildSystemPrompt assembles the session's system prompt once: identity,

@@ -38,6 +38,21 @@ func (a *App) openSessionStore() (*store.Store, error) {
 	return store.Open(filepath.Join(a.Home(), store.FileName), store.WithClock(a.Now))
 }
 
+// readSessionStore runs fn, which only reads, with the session store open;
+// on a read-only HERMES_HOME (where opening for writing fails) the store is
+// opened read-only.
+func (a *App) readSessionStore(fn func(st *store.Store) error) error {
+	st, err := a.openSessionStore()
+	if err != nil {
+		var rerr error
+		if st, rerr = store.OpenReadOnly(filepath.Join(a.Home(), store.FileName), store.WithClock(a.Now)); rerr != nil {
+			return err // the reason writing failed says more than the read-only attempt
+		}
+	}
+	defer st.Close()
+	return fn(st)
+}
+
 // withSessionStore runs fn with the session store open.
 func (a *App) withSessionStore(fn func(st *store.Store) error) error {
 	st, err := a.openSessionStore()
@@ -56,7 +71,7 @@ func (a *App) newSessionsListCmd() *cobra.Command {
 		Short: "list sessions, most recent first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withSessionStore(func(st *store.Store) error {
+			return a.readSessionStore(func(st *store.Store) error {
 				list, err := st.List(cmd.Context(), store.ListOptions{Limit: limit, Source: source})
 				if err != nil {
 					return err
@@ -90,7 +105,7 @@ func (a *App) newSessionsShowCmd() *cobra.Command {
 		Short: "print a session's details and conversation",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withSessionStore(func(st *store.Store) error {
+			return a.readSessionStore(func(st *store.Store) error {
 				s, err := st.Resolve(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -120,7 +135,7 @@ func (a *App) newSessionsExportCmd() *cobra.Command {
 			if format != "jsonl" && format != "md" {
 				return fmt.Errorf("--format %q: use jsonl or md", format)
 			}
-			return a.withSessionStore(func(st *store.Store) error {
+			return a.readSessionStore(func(st *store.Store) error {
 				s, err := st.Resolve(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -249,7 +264,7 @@ func (a *App) newSessionsSearchCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--sort: %w", err)
 			}
-			return a.withSessionStore(func(st *store.Store) error {
+			return a.readSessionStore(func(st *store.Store) error {
 				o := store.SearchOptions{Query: strings.Join(args, " "), Limit: limit, Sort: sort, Roles: roles,
 					Highlight: a.searchHighlight()}
 				if session != "" {

@@ -13,7 +13,7 @@ import (
 func Providers() []string { return []string{"openrouter", "openai", "anthropic", "custom", "replay"} }
 
 // Problems checks values that parse but cannot work: an unknown provider,
-// backend, approvals mode, box workspace, API mode or reasoning effort, a custom provider without model.base_url, a
+// backend, approvals mode, box workspace, local sandbox, API mode or reasoning effort, a custom provider without model.base_url, a
 // base URL that is not http(s), a built-in provider whose API key variable
 // is unset. Each problem names the key and the fix. It returns nil when
 // all is well.
@@ -47,7 +47,7 @@ func (l *Loaded) Problems() []string {
 	if m := c.Approvals.Mode; m != "manual" && m != "smart" && m != "off" {
 		out = append(out, fmt.Sprintf("%s: mode %q is not one of manual, smart, off", where("approvals.mode"), m))
 	}
-	for _, key := range []string{"terminal.box_workspace", "model.api_mode", "agent.reasoning_effort"} {
+	for _, key := range []string{"terminal.box_workspace", "terminal.local_sandbox", "model.api_mode", "agent.reasoning_effort"} {
 		if v, err := Get(l, key); err == nil {
 			if s, ok := v.(string); ok {
 				if err := checkValue(key, reflect.ValueOf(s)); err != nil {
@@ -55,6 +55,9 @@ func (l *Loaded) Problems() []string {
 				}
 			}
 		}
+	}
+	if err := checkValue("terminal.writable_paths", reflect.ValueOf(c.Terminal.WritablePaths)); err != nil {
+		out = append(out, err.Error())
 	}
 	if c.Terminal.Timeout < 0 || c.Agent.MaxTurns < 0 {
 		out = append(out, "terminal.timeout and agent.max_turns must not be negative")

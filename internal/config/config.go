@@ -29,6 +29,12 @@ type ModelConfig struct {
 	APIMode       string `yaml:"api_mode"` // chat_completions | anthropic_messages
 	ContextLength int    `yaml:"context_length"`
 	MaxTokens     int    `yaml:"max_tokens"`
+	// RequestTimeout is the longest wait, in seconds, from sending a model
+	// request to its first streamed data (0 = 300).
+	RequestTimeout int `yaml:"request_timeout"`
+	// StreamIdleTimeout is the longest wait, in seconds, between two pieces
+	// of a streamed answer (0 = 120).
+	StreamIdleTimeout int `yaml:"stream_idle_timeout"`
 }
 
 // AgentConfig is the agent: section.
@@ -40,10 +46,16 @@ type AgentConfig struct {
 
 // TerminalConfig is the terminal: section.
 type TerminalConfig struct {
-	Backend             string           `yaml:"backend"` // local | box
-	Cwd                 string           `yaml:"cwd"`
-	Timeout             int              `yaml:"timeout"` // seconds, default 180
-	EnvPassthrough      []string         `yaml:"env_passthrough"`
+	Backend        string   `yaml:"backend"` // local | box
+	Cwd            string   `yaml:"cwd"`
+	Timeout        int      `yaml:"timeout"` // seconds, default 180
+	EnvPassthrough []string `yaml:"env_passthrough"`
+	// LocalSandbox is how the kernel confines local-backend commands:
+	// workspace-write (default) | read-only | off.
+	LocalSandbox string `yaml:"local_sandbox"`
+	// WritablePaths are directories (absolute or ~/) that local commands
+	// may write besides the workspace and the temp dir (workspace-write).
+	WritablePaths       []string         `yaml:"writable_paths"`
 	ContainerCPU        float64          `yaml:"container_cpu"`        // cores, default 1
 	ContainerMemory     int              `yaml:"container_memory"`     // MiB, default 5120
 	ContainerDisk       int              `yaml:"container_disk"`       // MiB, default 51200

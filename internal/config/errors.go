@@ -1,7 +1,9 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 )
 
@@ -37,4 +39,15 @@ func (e *Error) Error() string {
 	}
 	b.WriteString(e.Msg)
 	return b.String()
+}
+
+// readError is the error for a file that could not be read: os errors
+// already name the operation and the file ("read X: is a directory"), so
+// they are returned as they are instead of gaining a second "read X:".
+func readError(path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == path {
+		return err
+	}
+	return fmt.Errorf("read %s: %w", path, err)
 }

@@ -45,6 +45,13 @@ type Loaded struct {
 	// file, line and key: unknown keys (with a suggestion), ${VAR}
 	// references to unset variables, unusable environment overrides.
 	Warnings []string
+	// UnknownKeys are the config.yaml keys neither this build nor Hermes
+	// Agent knows (each also a warning); `config check` fails on them. A
+	// key that is a close misspelling of a known key is an error instead.
+	UnknownKeys []string
+	// Unimplemented are the config.yaml keys Hermes Agent knows that this
+	// build ignores (summarised in one warning).
+	Unimplemented []string
 
 	getenv  func(string) string
 	schema  schema
@@ -100,7 +107,7 @@ func Defaults() Config {
 	return Config{
 		Terminal: TerminalConfig{Backend: "local", Cwd: ".", Timeout: 180, ContainerCPU: 1,
 			ContainerMemory: 5120, ContainerDisk: 51200, ContainerPersistent: &t, LifetimeSeconds: 300,
-			BoxImage: "host", BoxWorkspace: "bind", BoxPids: 1024},
+			BoxImage: "host", BoxWorkspace: "bind", BoxPids: 1024, LocalSandbox: "workspace-write"},
 		Approvals:   ApprovalsConfig{Mode: "manual", Timeout: 300},
 		Memory:      MemoryConfig{MemoryEnabled: &t, UserProfileEnabled: &t, MemoryCharLimit: 2200, UserCharLimit: 1375, NudgeInterval: 10},
 		Skills:      SkillsConfig{CreationNudgeInterval: 10},
@@ -143,7 +150,7 @@ func Load(home string, opts LoadOptions) (*Loaded, error) {
 		return l, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", l.Path, err)
+		return nil, readError(l.Path, err)
 	}
 	doc, err := parseDocument(l.Path, b)
 	if err != nil {
@@ -161,6 +168,14 @@ func Load(home string, opts LoadOptions) (*Loaded, error) {
 		return nil, &Error{Path: l.Path, Line: root.Line, Msg: "the file must be a mapping of keys (e.g. \"model:\"), not " + kindName(root)}
 	}
 	d.walk(root, "")
+	if n := len(l.Unimplemented); n > 0 {
+		names := l.Unimplemented
+		if n > 6 {
+			names = append(names[:6:6], fmt.Sprintf("and %d more", n-6))
+		}
+		l.Warnings = append(l.Warnings, fmt.Sprintf("%s: %d Hermes Agent setting(s) this build does not implement are ignored: %s",
+			l.Path, n, strings.Join(names, ", ")))
+	}
 	if len(d.errs) > 0 {
 		return nil, errors.Join(d.errs...)
 	}
@@ -175,7 +190,7 @@ func readDotEnv(path string) (map[string]string, error) {
 		return map[string]string{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, readError(path, err)
 	}
 	defer f.Close()
 	m, err := godotenv.Parse(f)
@@ -239,7 +254,17 @@ func (d *decoder) walk(n *yaml.Node, prefix string) {
 		seen[k.Value] = k.Line
 		f, ok := d.l.schema.resolve(full)
 		if !ok {
-			if !isHermesOnly(full) {
+			switch {
+			case isHermesOnly(full):
+				if full != "_config_version" {
+					d.l.Unimplemented = append(d.l.Unimplemented, full)
+				}
+			case d.l.schema.misspelling(full) != "":
+				// A typo of a known key (terminl: for terminal:) must not
+				// silently drop a setting such as the sandbox backend.
+				d.errorf(k, full, "unknown key (did you mean %q?); fix the spelling", d.l.schema.misspelling(full))
+			default:
+				d.l.UnknownKeys = append(d.l.UnknownKeys, full)
 				d.warnf(k, full, "%s; ignored", d.l.schema.unknownKeyMsg(full))
 			}
 			continue

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -195,7 +196,6 @@ func TestLoadWrongTypeNamesKeyAndLine(t *testing.T) {
 func TestLoadUnknownKeysWarn(t *testing.T) {
 	home := t.TempDir()
 	writeFile(t, filepath.Join(home, "config.yaml"), `terminal:
-  timout: 30
   docker_image: nikolaik/python-nodejs
 max_turns: 5
 auxiliary:
@@ -211,19 +211,43 @@ completely_new_thing: 1
 		t.Fatal(err)
 	}
 	if len(l.Warnings) != 3 {
-		t.Fatalf("warnings = %q, want 3 (timout, max_turns, completely_new_thing)", l.Warnings)
+		t.Fatalf("warnings = %q, want 3 (max_turns, completely_new_thing, the Hermes-only summary)", l.Warnings)
 	}
-	if !strings.Contains(l.Warnings[0], `:2: terminal.timout: unknown key (did you mean "terminal.timeout"?)`) {
+	if !strings.Contains(l.Warnings[0], `:3: max_turns: unknown key (did you mean "agent.max_turns"?)`) {
 		t.Errorf("warning 0 = %q", l.Warnings[0])
 	}
-	if !strings.Contains(l.Warnings[1], `did you mean "agent.max_turns"?`) {
+	if !strings.Contains(l.Warnings[1], "completely_new_thing") {
 		t.Errorf("warning 1 = %q", l.Warnings[1])
 	}
-	if !strings.Contains(l.Warnings[2], "completely_new_thing") {
-		t.Errorf("warning 2 = %q", l.Warnings[2])
+	if w := l.Warnings[2]; !strings.Contains(w, "3 Hermes Agent setting(s)") || !strings.Contains(w, "terminal.docker_image") ||
+		!strings.Contains(w, "display") || strings.Contains(w, "_config_version") {
+		t.Errorf("Hermes-only summary = %q", w)
+	}
+	if fmt.Sprint(l.UnknownKeys) != "[max_turns completely_new_thing]" {
+		t.Errorf("UnknownKeys = %q", l.UnknownKeys)
 	}
 	if l.Config.Terminal.Timeout != 180 {
 		t.Errorf("unknown key changed timeout: %d", l.Config.Terminal.Timeout)
+	}
+}
+
+// Regression (issue 8): `terminl:` only warned, so `backend: box` under it
+// was dropped and a --yolo run went to the host. A close misspelling of a
+// known key is an error naming the line and the key meant.
+func TestLoadMisspelledKeyIsError(t *testing.T) {
+	for _, tc := range []struct{ yaml, key, want string }{
+		{"terminl:\n  backend: box\n", "terminl", "terminal"},
+		{"terminal:\n  backnd: box\n", "terminal.backnd", "terminal.backend"},
+		{"terminal:\n  timout: 30\n", "terminal.timout", "terminal.timeout"},
+		{"modle:\n  default: x\n", "modle", "model"},
+	} {
+		home := t.TempDir()
+		writeFile(t, filepath.Join(home, "config.yaml"), tc.yaml)
+		_, err := Load(home, LoadOptions{})
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Key != tc.key || !strings.Contains(err.Error(), fmt.Sprintf("did you mean %q", tc.want)) {
+			t.Errorf("%q: err = %v, want an error for %s suggesting %s", tc.yaml, err, tc.key, tc.want)
+		}
 	}
 }
 
@@ -270,5 +294,18 @@ func TestGet(t *testing.T) {
 	}
 	if _, err := Get(l, "terminal.backnd"); err == nil || !strings.Contains(err.Error(), `did you mean "terminal.backend"`) {
 		t.Errorf("Get unknown = %v", err)
+	}
+}
+
+// Regression (issue 8): a config.yaml that is a directory was reported as
+// "read X: read X: is a directory".
+func TestLoadDirectoryConfigNamesFileOnce(t *testing.T) {
+	home := t.TempDir()
+	if err := os.Mkdir(filepath.Join(home, "config.yaml"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(home, LoadOptions{})
+	if err == nil || strings.Count(err.Error(), "config.yaml") != 1 || !strings.Contains(err.Error(), "is a directory") {
+		t.Fatalf("err = %v, want the file named once", err)
 	}
 }

@@ -161,6 +161,31 @@ func (s schema) suggest(key string) string {
 	return ""
 }
 
+// misspelling returns the known sibling key that key is a close misspelling
+// of (edit distance 1 or 2 of its last segment, and less than half of it),
+// or "".
+func (s schema) misspelling(key string) string {
+	parent, leaf := "", key
+	if i := strings.LastIndexByte(key, '.'); i >= 0 {
+		parent, leaf = key[:i+1], key[i+1:]
+	}
+	keys := make([]string, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	best, bestDist := "", 3
+	for _, k := range keys {
+		if !strings.HasPrefix(k, parent) || strings.Contains(k[len(parent):], ".") {
+			continue
+		}
+		if d := levenshtein.ComputeDistance(leaf, k[len(parent):]); d < bestDist && 2*d < len(leaf) {
+			best, bestDist = k, d
+		}
+	}
+	return best
+}
+
 // unknownKeyMsg is the message for an unknown key, with a suggestion when
 // one is close.
 func (s schema) unknownKeyMsg(key string) string {

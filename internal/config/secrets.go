@@ -8,31 +8,14 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+
+	"github.com/hermes-go/hermes/internal/secret"
 )
 
-// secretNames are provider and tool variables that hold credentials but do
-// not end in one of the secret suffixes (Hermes "environment-variables.md").
-var secretNames = map[string]bool{
-	"FAL_KEY": true, "MODAL_TOKEN_ID": true, "AWS_ACCESS_KEY_ID": true,
-	"AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true, "GH_TOKEN": true,
-}
-
-// IsSecretKey reports whether a key or variable name holds a secret: names
-// ending in _API_KEY, _TOKEN, _SECRET or _PASSWORD (any case, dots counted
-// as underscores, so "model.api_key" is one), plus a few listed provider
-// variables such as FAL_KEY.
-func IsSecretKey(key string) bool {
-	k := strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
-	if secretNames[k] {
-		return true
-	}
-	for _, suffix := range []string{"API_KEY", "_TOKEN", "_SECRET", "_PASSWORD"} {
-		if strings.HasSuffix(k, suffix) || k == strings.TrimPrefix(suffix, "_") {
-			return true
-		}
-	}
-	return false
-}
+// IsSecretKey reports whether a key or variable name holds a secret; it
+// is secret.IsName, the one rule shared with the backends and redaction
+// (so "model.api_key", OPENAI_API_KEY and FAL_KEY are).
+func IsSecretKey(key string) bool { return secret.IsName(key) }
 
 // MaskSecret hides a secret for display: "****" plus its last 4 characters
 // when it is at least 12 long (so "sk-...abcd" shows as "****abcd"), else
@@ -66,7 +49,7 @@ var dotEnvLine = lazyregexp.New(`^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=
 func setDotEnv(path, name string, value *string) (bool, error) {
 	b, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
-		return false, fmt.Errorf("read %s: %w", path, err)
+		return false, readError(path, err)
 	}
 	text := string(b)
 	var lines []string

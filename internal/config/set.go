@@ -256,7 +256,7 @@ func isWholeVarRef(v string) bool {
 func readForEdit(path string) (doc *yaml.Node, prefix string, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, "", fmt.Errorf("read %s: %w", path, err)
+		return nil, "", readError(path, err)
 	}
 	doc, err = parseDocument(path, b)
 	if err != nil {

@@ -13,7 +13,8 @@ import (
 // they are shown, and whether "" (meaning "the default") is also accepted;
 // nil for a free-form key. The sets are Hermes' ("configuration.md")
 // narrowed to what this build implements: terminal.backend local|box,
-// terminal.box_workspace bind|overlay, approvals.mode manual|smart|off,
+// terminal.box_workspace bind|overlay, terminal.local_sandbox
+// workspace-write|read-only|off, approvals.mode manual|smart|off,
 // model.provider one of Providers() or auto, model.api_mode
 // chat_completions|anthropic_messages, agent.reasoning_effort
 // none|minimal|low|medium|high|xhigh.
@@ -23,6 +24,8 @@ func allowedValues(key string) (values []string, emptyOK bool) {
 		return []string{"local", "box"}, false
 	case "terminal.box_workspace":
 		return []string{"bind", "overlay"}, false
+	case "terminal.local_sandbox":
+		return []string{"workspace-write", "read-only", "off"}, false
 	case "approvals.mode":
 		return []string{"manual", "smart", "off"}, false
 	case "model.provider":
@@ -60,6 +63,21 @@ func checkValue(key string, v reflect.Value) error {
 		}
 		return &Error{Key: key, Msg: msg}
 	}
+	if key == "terminal.writable_paths" && v.Kind() == reflect.Slice {
+		for i := 0; i < v.Len(); i++ {
+			if p := v.Index(i).String(); !strings.HasPrefix(p, "/") && p != "~" && !strings.HasPrefix(p, "~/") {
+				return &Error{Key: key, Msg: fmt.Sprintf("%q is not an absolute path; write it as /dir or ~/dir", p)}
+			}
+		}
+	}
+	if key == "model.base_url" && v.Kind() == reflect.String && v.String() != "" {
+		// ${VAR} references are resolved at load time and checked there.
+		if s := v.String(); !strings.HasPrefix(s, "${") {
+			if err := CheckBaseURL(s); err != nil {
+				return &Error{Key: key, Msg: err.Error()}
+			}
+		}
+	}
 	switch v.Kind() {
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		if v.Int() < 0 {
@@ -95,4 +113,10 @@ func closestValue(s string, allowed []string) string {
 		}
 	}
 	return best
+}
+
+// CheckString reports a string value that key cannot take (see checkValue),
+// as an *Error naming the key; nil when it is allowed.
+func CheckString(key, value string) error {
+	return checkValue(key, reflect.ValueOf(value))
 }

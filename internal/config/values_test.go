@@ -20,6 +20,8 @@ func TestSetValidatesEnumeratedValues(t *testing.T) {
 		{"approvals.mode", "of", "manual, smart, off", "off"},
 		{"approvals.mode", "yolo", "manual, smart, off", ""},
 		{"terminal.box_workspace", "overlayfs", "bind, overlay", "overlay"},
+		{"terminal.local_sandbox", "workspace", "workspace-write, read-only, off", "workspace-write"},
+		{"terminal.local_sandbox", "readonly", "workspace-write, read-only, off", "read-only"},
 		{"model.provider", "openruter", "openrouter, openai, anthropic, custom, replay, auto", "openrouter"},
 		{"model.provider", "OpenAI", "openrouter", "openai"},
 		{"model.api_mode", "chat", "chat_completions, anthropic_messages", ""},
@@ -170,6 +172,37 @@ func TestProblemsReportEnumeratedValues(t *testing.T) {
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("problems lack %q:\n%s", want, got)
+		}
+	}
+}
+
+// terminal.local_sandbox defaults to workspace-write; writable_paths must
+// be absolute (or ~/) at set time and in config check.
+func TestLocalSandboxDefaultAndWritablePaths(t *testing.T) {
+	home := t.TempDir()
+	l, err := Load(home, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Config.Terminal.LocalSandbox != "workspace-write" {
+		t.Fatalf("default local_sandbox = %q", l.Config.Terminal.LocalSandbox)
+	}
+	err = Set(home, "terminal.writable_paths", "[~/.cache, relative/dir]")
+	if err == nil || !strings.Contains(err.Error(), `"relative/dir" is not an absolute path`) || !strings.Contains(err.Error(), "terminal.writable_paths") {
+		t.Fatalf("want an error naming the key and the relative path, got %v", err)
+	}
+	if err := Set(home, "terminal.writable_paths", "[~/.cache, /opt/x]"); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(home, "config.yaml"), "terminal:\n  local_sandbox: workspace_write\n  writable_paths: [cache]\n")
+	l, err = Load(home, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(l.Problems(), "\n")
+	for _, want := range []string{`terminal.local_sandbox: "workspace_write" is not one of workspace-write, read-only, off (did you mean "workspace-write"?)`, `"cache" is not an absolute path`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Problems lack %q:\n%s", want, got)
 		}
 	}
 }

@@ -15,21 +15,44 @@
 //
 // Secrets on intercepted hosts: placeholders are replaced in the path,
 // query, headers (inside Basic credentials too: decoded, replaced, encoded
-// again) and body of requests to the secret's hosts. Responses from those
-// hosts have every secret value of the box redacted back to a placeholder
-// in the status header block, 1xx informational responses (103 Early
-// Hints are relayed after redaction, not dropped), trailers, header names
-// and the body; raw, percent-, JSON-, base64- (standard and URL alphabets,
-// padded or not, also inside a larger base64 string) and hex-encoded
-// (lower and upper case) values are redacted.
+// again) and body of requests to the secret's hosts. A compressed request
+// body (Content-Encoding other than identity) is left untouched: a
+// placeholder inside it stays a placeholder.
 //
-// Limit: redaction matches known encodings only. A box that can make an
-// upstream store a secret and echo it back transformed (reversed, split,
-// encrypted, compressed inside a format the proxy cannot read, one
-// character per request...) cannot be fully prevented from learning it.
-// Scope secrets to hosts that do not echo what they receive (API endpoints,
-// not paste bins, issue trackers the box can read back, or debug echo
-// services).
+// Every response from a secret's host reaches the box through one pipeline
+// (reverseProxy), whichever way the request came: CONNECT, SOCKS5 (secret
+// hosts are intercepted there too; plain text to them is refused) or an
+// absolute-URI proxy request (http:// or https://). It strips Range and
+// If-Range from the request, decodes every content coding of the response
+// (all Content-Encoding lines; gzip, deflate; anything else is refused
+// with 502) and redacts every secret value of the box back to its
+// placeholder in the status header block, 1xx informational responses,
+// trailers, header names and the body; error text (502 bodies, audit
+// fields) is redacted the same way. Matching runs on a normalised view
+// (see redactor): any case, NUL bytes dropped (UTF-16LE/BE), one level of
+// percent-encoding (either case), JSON/JS escapes (\/, \uXXXX, \xHH) and
+// HTML character references decoded; it catches any fragment of 8 or more
+// characters of a secret, and its base64 (standard and URL alphabets,
+// padded or not, also inside a larger base64 string) and hex forms. A
+// secret that shares 8-character runs with ordinary text (a dictionary
+// word) has those runs redacted wherever they appear in its hosts'
+// responses.
+//
+// Limit: redaction is a last line, not the boundary; the allowlist is. A
+// box that can make an upstream store a secret and serve it back through
+// something the gate does not see or cannot read (pieces of fewer than 8
+// characters, two levels of escaping, reversed, encrypted, inside an
+// archive or image, another host or channel such as an email or a webhook
+// the host sends on) can still learn it. Scope secrets to hosts that do
+// not echo what they receive (API endpoints, not paste bins, issue
+// trackers the box can read back, or debug echo services).
+//
+// Host resources: the gate runs in the host process, outside the box's
+// cgroup, so each box gets Limits derived from its container_memory
+// (connections at once, request-body bytes buffered for substitution,
+// header size, TLS/SOCKS handshake, header and body-stall deadlines), and
+// the audit log is bounded (AuditLimits: fields truncated, identical lines
+// rate-limited per box, rotated by size).
 //
 // CONTRACT with internal/box (do not change these signatures without
 // telling the lead): the box calls NewBox once per box, puts

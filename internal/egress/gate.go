@@ -53,6 +53,16 @@ type Options struct {
 	Now func() time.Time
 	// DialTimeout bounds each upstream TCP dial (default 10 s).
 	DialTimeout time.Duration
+	// BoxMemoryMiB is the memory limit of the boxes (MiB,
+	// terminal.container_memory; 0 means 5120): each box's Limits are
+	// derived from it (LimitsForMemory).
+	BoxMemoryMiB int
+	// Limits overrides the derived per-box limits field by field (zero
+	// fields keep the derived value).
+	Limits Limits
+	// Audit bounds the audit log; zero fields take the defaults of
+	// AuditLimits.
+	Audit AuditLimits
 }
 
 // Gate is the host-side egress gate shared by all boxes of a process: one
@@ -103,7 +113,8 @@ func New(opts Options) (*Gate, error) {
 			return nil, err
 		}
 	}
-	return &Gate{opts: opts, allowlist: l, audit: &auditLog{path: opts.AuditPath}}, nil
+	opts.Limits = opts.Limits.withDefaults(opts.BoxMemoryMiB)
+	return &Gate{opts: opts, allowlist: l, audit: newAuditLog(opts.AuditPath, opts.Audit, opts.Now)}, nil
 }
 
 // netAddrsToIPs keeps the IP of each interface address (*net.IPNet or
@@ -177,7 +188,10 @@ type box struct {
 	secrets   []*boxSecret
 	ca        *certAuthority
 	transport *http.Transport
-	redact    []replacement // redactions(secrets), built once per box
+	redactor  *redactor // every secret of the box, built once per box
+	limits    Limits
+	conns     budget // connections served now
+	buffered  budget // request-body bytes held for substitution now
 }
 
 // NewBox loads the secrets, mints the box's CA and one fresh placeholder per
@@ -189,7 +203,9 @@ func (g *Gate) NewBox(taskID string) (*BoxSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &box{gate: g, task: taskID}
+	b := &box{gate: g, task: taskID, limits: g.opts.Limits}
+	b.conns.limit = int64(b.limits.MaxConns)
+	b.buffered.limit = b.limits.MaxBuffered
 	var names []string
 	for _, s := range secrets {
 		bs := &boxSecret{name: s.Name, value: s.Value, placeholder: newPlaceholder(s.Name)}
@@ -203,7 +219,7 @@ func (g *Gate) NewBox(taskID string) (*BoxSession, error) {
 		}
 		b.secrets = append(b.secrets, bs)
 	}
-	b.redact = redactions(b.secrets)
+	b.redactor = newRedactor(b.secrets)
 	b.ca, err = newCertAuthority(g.opts.Now, names)
 	if err != nil {
 		return nil, err

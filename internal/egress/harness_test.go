@@ -8,8 +8,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"fmt"
+	"html"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -122,13 +124,15 @@ type rigOptions struct {
 	// caFile passes the upstream CA as Options.CAFile (a PEM file) instead
 	// of Options.RootCAs.
 	caFile bool
+	limits Limits      // Options.Limits
+	audit  AuditLimits // Options.Audit
 }
 
 func newRig(t testing.TB, o rigOptions) *rig {
 	t.Helper()
 	r := &rig{home: t.TempDir(), resolver: newFakeResolver(o.names), upCA: newTestCA(t)}
 	opts := Options{Home: r.home, Allow: o.allow, Deny: o.deny, Secrets: o.secrets,
-		Resolver: r.resolver, RootCAs: r.upCA.pool}
+		Resolver: r.resolver, RootCAs: r.upCA.pool, Limits: o.limits, Audit: o.audit}
 	if o.caFile {
 		opts.RootCAs = nil
 		opts.CAFile = "upstream-ca.pem" // relative to Home
@@ -229,3 +233,7 @@ func hostPort(host string, port int) string { return net.JoinHostPort(host, strc
 func strconvItoa(i int) string { return strconv.Itoa(i) }
 
 func sprintf(format string, a ...any) string { return fmt.Sprintf(format, a...) }
+
+func encodeStd(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+func htmlUnescape(s string) string { return html.UnescapeString(s) }

@@ -5,37 +5,35 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log"
 	"mime"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
-	"strconv"
 	"strings"
+	"time"
 )
 
-// maxBufferedBody is the largest request body with a known length that is
-// substituted in memory (keeping a Content-Length); larger or unknown
-// lengths are substituted while streaming and sent chunked.
-const maxBufferedBody = 8 << 20
-
-// intercept terminates the box's TLS for a host bound to secrets with a leaf
-// of the box CA, then serves the HTTP/1.1 requests inside: placeholders of
-// the host's secrets become real values in the path, query, headers and
-// body, and every secret value of the box is redacted from responses
-// (headers and body) back to its placeholder.
+// intercept terminates the box's TLS for a host bound to secrets (after
+// CONNECT) and serves the requests inside; see interceptConn.
 func (b *box) intercept(ctx context.Context, w http.ResponseWriter, d decision) {
-	rec := AuditRecord{Proto: "connect", Method: "CONNECT", Host: d.host, Port: d.port}
 	conn, err := hijackTunnel(w)
 	if err != nil {
 		return
 	}
 	defer conn.Close()
+	b.interceptConn(ctx, conn, d, "connect")
+}
+
+// interceptConn terminates the box's TLS on conn with a leaf of the box CA
+// for d.host, then serves the HTTP/1.1 requests inside: placeholders of the
+// host's secrets become real values in the path, query, headers and body,
+// and every secret value of the box is redacted from responses (see
+// secretResponse). proto names the way in for the audit log (connect or
+// socks5). The handshake must finish within Limits.HandshakeTimeout.
+func (b *box) interceptConn(ctx context.Context, conn net.Conn, d decision, proto string) {
+	rec := AuditRecord{Proto: proto, Method: "CONNECT", Host: d.host, Port: d.port}
 	leaf, err := b.ca.leaf(d.host)
 	if err != nil {
 		rec.Decision, rec.Reason, rec.Error = "allow", d.reason, err.Error()
@@ -52,13 +50,15 @@ func (b *box) intercept(ctx context.Context, w http.ResponseWriter, d decision) 
 		names = append(names, s.name)
 	}
 	rec.Decision, rec.Reason = "allow", d.reason+"; TLS intercepted for secrets "+strings.Join(names, ",")
+	conn.SetDeadline(time.Now().Add(b.limits.HandshakeTimeout))
 	if err := tconn.HandshakeContext(ctx); err != nil {
 		rec.Error = "TLS handshake with the box failed (does the box trust " + CACertPath + "?): " + err.Error()
 		b.record(rec)
 		return
 	}
+	conn.SetDeadline(time.Time{})
 	b.record(rec)
-	serveHTTPConn(ctx, tconn, &interceptHandler{box: b, d: d})
+	serveHTTPConn(ctx, tconn, &interceptHandler{box: b, d: d}, b.limits)
 }
 
 // interceptHandler serves the requests inside one intercepted connection.
@@ -81,10 +81,50 @@ func (h *interceptHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			reason: "protocol upgrades (WebSocket) to a host bound to secrets are refused, because their frames cannot be rewritten"})
 		return
 	}
-	raw := substitutions(d.secrets, func(v string) string { return v })
+	used := substituteRequest(r, d.secrets)
+	bodyReader, counted, release, status, why := b.substituteBody(w, r, d.secrets)
+	defer release()
+	if status != 0 {
+		rec.Decision, rec.Reason, rec.Status = "deny", why, status
+		b.record(rec)
+		w.Header().Set("Connection", "close")
+		http.Error(w, "hermes egress: "+why, status)
+		return
+	}
+
+	upstream := &url.URL{Scheme: "https", Host: authority(d.host, d.port, 443), Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
+	cw := &countingWriter{ResponseWriter: w}
+	b.serveProxied(cw, r, d, &rec, upstream)
+	// Trailers: the reverse proxy copied them into the header map after
+	// the body; the server sends them when this handler returns.
+	redactHeader(w.Header(), b.redactor)
+	if bodyReader != nil {
+		for _, sec := range d.secrets {
+			if bodyReader.replacedAny(sec.placeholder) {
+				used[sec.name] = true
+			}
+		}
+	}
+	if counted != nil {
+		rec.BytesOut = counted.n.Load()
+	}
+	for _, sec := range d.secrets {
+		if used[sec.name] {
+			rec.Secrets = append(rec.Secrets, sec.name)
+		}
+	}
+	rec.Decision, rec.Reason, rec.BytesIn = "allow", d.reason+"; intercepted", cw.n
+	b.record(rec)
+}
+
+// substituteRequest swaps placeholders of secrets for their values in the
+// headers (Basic credentials too), path and query of r, and returns the
+// names of the secrets it used.
+func substituteRequest(r *http.Request, secrets []*boxSecret) map[string]bool {
+	raw := substitutions(secrets, func(v string) string { return v })
 	used := map[string]bool{}
 	note := func(s string) {
-		for _, sec := range d.secrets {
+		for _, sec := range secrets {
 			if strings.Contains(s, sec.placeholder) {
 				used[sec.name] = true
 			}
@@ -103,79 +143,53 @@ func (h *interceptHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	note(r.URL.RawQuery)
 	note(r.URL.Path)
-	r.URL.RawQuery = replaceString(r.URL.RawQuery, substitutions(d.secrets, url.QueryEscape))
+	r.URL.RawQuery = replaceString(r.URL.RawQuery, substitutions(secrets, url.QueryEscape))
 	r.URL.Path = replaceString(r.URL.Path, raw)
-	r.URL.RawPath = replaceString(r.URL.RawPath, substitutions(d.secrets, url.PathEscape))
-	// Let the transport negotiate gzip and decode it, so that redaction
-	// sees plain bytes.
-	r.Header.Del("Accept-Encoding")
+	r.URL.RawPath = replaceString(r.URL.RawPath, substitutions(secrets, url.PathEscape))
+	return used
+}
 
-	var bodyReader *replacingReader
-	var counted *countingBody
-	if r.ContentLength != 0 {
-		counted = &countingBody{ReadCloser: r.Body}
-		bodyReader = newReplacingReader(counted, substitutions(d.secrets, bodyEscaper(r.Header.Get("Content-Type"))))
-		if r.ContentLength > 0 && r.ContentLength <= maxBufferedBody {
-			body, err := io.ReadAll(bodyReader)
-			if err != nil {
-				b.deny(w, rec, decision{host: d.host, port: d.port, reason: "reading the request body: " + err.Error()})
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			r.ContentLength = int64(len(body))
-		} else {
-			r.Body = bodyReader
-			r.ContentLength = -1
-			r.Header.Del("Content-Length")
-		}
+// substituteBody sets up the substitution of placeholders in the request
+// body. A body with a known length of at most Limits.MaxBodyBuffer bytes is
+// read and substituted in memory first (keeping a Content-Length), charged
+// against the box's Limits.MaxBuffered; when that budget is spent the
+// request is refused with 413. Longer or unknown lengths are substituted
+// while streaming and sent chunked. A compressed body (Content-Encoding
+// other than identity) is passed through untouched: placeholders inside it
+// are not substituted. Reads stall out after Limits.BodyStallTimeout.
+// release returns the buffer budget; a non-zero status refuses the request.
+func (b *box) substituteBody(w http.ResponseWriter, r *http.Request, secrets []*boxSecret) (rr *replacingReader, counted *countingBody, release func(), status int, why string) {
+	release = func() {}
+	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+		return nil, nil, release, 0, ""
 	}
-
-	redact := b.redact
-	upstream := &url.URL{Scheme: "https", Host: d.host, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
-	if d.port != 443 {
-		upstream.Host = net.JoinHostPort(d.host, strconv.Itoa(d.port))
+	counted = &countingBody{ReadCloser: newStallBody(w, r.Body, b.limits.BodyStallTimeout)}
+	if ce := strings.TrimSpace(strings.Join(r.Header.Values("Content-Encoding"), "")); ce != "" && !strings.EqualFold(ce, "identity") {
+		r.Body = counted
+		return nil, counted, release, 0, ""
 	}
-	rp := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL = upstream
-			pr.Out.Host = r.Host
-		},
-		Transport:    b.transport,
-		ErrorLog:     log.New(io.Discard, "", 0),
-		ErrorHandler: b.upstreamError(&rec),
-		ModifyResponse: func(resp *http.Response) error {
-			rec.Status = resp.StatusCode
-			if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
-				return fmt.Errorf("response Content-Encoding %q cannot be inspected to redact secrets", ce)
-			}
-			redactHeader(resp.Header, redact)
-			resp.Body = newReplacingReader(resp.Body, redact)
-			resp.ContentLength = -1
-			resp.Header.Del("Content-Length")
-			return nil
-		},
+	rr = newReplacingReader(counted, substitutions(secrets, bodyEscaper(r.Header.Get("Content-Type"))))
+	if r.ContentLength < 0 || r.ContentLength > b.limits.MaxBodyBuffer {
+		r.Body = rr
+		r.ContentLength = -1
+		r.Header.Del("Content-Length")
+		return rr, counted, release, 0, ""
 	}
-	cw := &countingWriter{ResponseWriter: w}
-	rw := &redactingWriter{ResponseWriter: cw, reps: redact}
-	rp.ServeHTTP(rw, r.WithContext(withPinned(r.Context(), d)))
-	// Trailers: the reverse proxy copied them into the header map after
-	// the body; the server sends them when this handler returns.
-	redactHeader(w.Header(), redact)
-	if bodyReader != nil {
-		for _, sec := range d.secrets {
-			if bodyReader.replacedAny(sec.placeholder) {
-				used[sec.name] = true
-			}
-		}
-		rec.BytesOut = counted.n.Load()
+	n := r.ContentLength
+	if !b.buffered.reserve(n) {
+		return rr, counted, release, http.StatusRequestEntityTooLarge, fmt.Sprintf(
+			"a request body of %d bytes to a host bound to secrets is held in memory while placeholders are substituted, "+
+				"and this box already holds %d of its %d bytes for that (terminal.container_memory sets the budget); "+
+				"retry when other uploads finish, or send the body chunked", n, b.buffered.used(), b.limits.MaxBuffered)
 	}
-	for _, sec := range d.secrets {
-		if used[sec.name] {
-			rec.Secrets = append(rec.Secrets, sec.name)
-		}
+	release = func() { b.buffered.release(n) }
+	body, err := readChunked(rr, n)
+	if err != nil {
+		return rr, counted, release, http.StatusRequestTimeout, "reading the request body: " + err.Error()
 	}
-	rec.Decision, rec.Reason, rec.BytesIn = "allow", d.reason+"; intercepted", cw.n
-	b.record(rec)
+	r.Body = body
+	r.ContentLength = body.size
+	return rr, counted, release, 0, ""
 }
 
 // substitutions maps each placeholder to its secret's value, encoded for
@@ -210,57 +224,6 @@ func jsonEscape(v string) string {
 	enc.Encode(v)
 	out := strings.TrimSpace(buf.String())
 	return out[1 : len(out)-1]
-}
-
-// minEncodedSecret is the shortest secret value whose base64 and hex
-// encodings are redacted too (shorter ones would redact unrelated text).
-const minEncodedSecret = 6
-
-// minBase64Core is the shortest base64 run that is redacted when a secret
-// lies inside a larger base64 string (see base64Core).
-const minBase64Core = 8
-
-// redactions maps every secret value of the box back to its placeholder:
-// raw and in its common encodings (percent, path, JSON), and, for values of
-// at least minEncodedSecret bytes, base64 (standard and URL alphabets,
-// padded and not; RFC 4648 §4, §5) and hex (lower and upper case), each to
-// the same encoding of the placeholder. A secret inside a larger base64
-// string (e.g. an echoed "Basic base64(user:secret)") is caught by the
-// run of base64 characters that encode only the secret, at each of the
-// three byte alignments; that run is replaced by the placeholder's run at
-// the same alignment.
-func redactions(secrets []*boxSecret) []replacement {
-	var reps []replacement
-	for _, s := range secrets {
-		seen := map[string]bool{}
-		add := func(old, new string) {
-			if old != "" && !seen[old] {
-				seen[old] = true
-				reps = append(reps, replacement{old: old, new: new})
-			}
-		}
-		for _, v := range []string{s.value, url.QueryEscape(s.value), url.PathEscape(s.value), jsonEscape(s.value)} {
-			add(v, s.placeholder)
-		}
-		if len(s.value) < minEncodedSecret {
-			continue
-		}
-		value, ph := []byte(s.value), []byte(s.placeholder)
-		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-			add(enc.EncodeToString(value), enc.EncodeToString(ph))
-		}
-		add(hex.EncodeToString(value), hex.EncodeToString(ph))
-		add(strings.ToUpper(hex.EncodeToString(value)), strings.ToUpper(hex.EncodeToString(ph)))
-		for shift := range 3 {
-			core, phCore := base64Core(value, shift), base64Core(ph, shift)
-			if len(core) < minBase64Core {
-				continue
-			}
-			add(core, phCore)
-			add(toURLAlphabet(core), toURLAlphabet(phCore))
-		}
-	}
-	return reps
 }
 
 // base64Core returns the standard-alphabet base64 characters that encode
@@ -313,86 +276,3 @@ func decodeBase64(s string) (string, bool) {
 	}
 	return string(b), true
 }
-
-// redactHeader redacts secret values from every name and value of h; a
-// Basic credential is decoded, redacted and encoded again. Names (keys,
-// and the names listed in a Trailer header) are matched without regard to
-// case, since reading a response canonicalises them ("x-sk-abc" arrives as
-// "X-Sk-Abc").
-func redactHeader(h http.Header, reps []replacement) {
-	lowerReps := make([]replacement, len(reps))
-	for i, r := range reps {
-		lowerReps[i] = replacement{old: strings.ToLower(r.old), new: strings.ToLower(r.new)}
-	}
-	redactName := func(name string) string {
-		prefix, rest := "", name
-		if after, ok := strings.CutPrefix(name, http.TrailerPrefix); ok {
-			prefix, rest = http.TrailerPrefix, after
-		}
-		lower := strings.ToLower(rest)
-		if nk := replaceString(lower, lowerReps); nk != lower {
-			return prefix + http.CanonicalHeaderKey(nk)
-		}
-		return name
-	}
-	renamed := map[string]string{}
-	for k, vs := range h {
-		for i, v := range vs {
-			if basic, ok := substituteBasic(v, reps, func(string) {}); ok {
-				v = basic
-			}
-			if k == "Trailer" {
-				names := strings.Split(v, ",")
-				for j, n := range names {
-					names[j] = redactName(strings.TrimSpace(n))
-				}
-				v = strings.Join(names, ", ")
-			}
-			vs[i] = replaceString(v, reps)
-		}
-		if nk := redactName(k); nk != k {
-			renamed[k] = nk
-		}
-	}
-	for k, nk := range renamed {
-		h[nk] = append(h[nk], h[k]...)
-		delete(h, k)
-	}
-}
-
-// redactingWriter redacts secret values from every header block the
-// reverse proxy writes through it, including 1xx informational responses
-// (103 Early Hints are relayed, redacted, rather than dropped). Trailers
-// are set in the header map after the body; the caller redacts them with
-// redactHeader before its handler returns.
-type redactingWriter struct {
-	http.ResponseWriter
-	reps  []replacement
-	wrote bool // the final (non-1xx) header was written
-}
-
-func (w *redactingWriter) WriteHeader(code int) {
-	redactHeader(w.Header(), w.reps)
-	if code >= 200 || code == http.StatusSwitchingProtocols {
-		w.wrote = true
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *redactingWriter) Write(p []byte) (int, error) {
-	if !w.wrote {
-		w.WriteHeader(http.StatusOK)
-	}
-	return w.ResponseWriter.Write(p)
-}
-
-// FlushError flushes, writing a redacted header first if none was written.
-func (w *redactingWriter) FlushError() error {
-	if !w.wrote {
-		w.WriteHeader(http.StatusOK)
-	}
-	return http.NewResponseController(w.ResponseWriter).Flush()
-}
-
-// Unwrap lets http.ResponseController reach the wrapped writer.
-func (w *redactingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

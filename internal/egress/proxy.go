@@ -11,7 +11,6 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -23,21 +22,33 @@ import (
 // serve handles one connection from the box: the first byte 0x05 selects
 // SOCKS5 (RFC 1928), anything else HTTP/1.1 proxy requests (absolute-URI
 // requests are forwarded, CONNECT opens a tunnel; RFC 9110 §9.3.6).
+//
+// At most Limits.MaxConns connections of the box are served at once; one
+// more is closed at once (and logged). The first byte must come within
+// Limits.HandshakeTimeout.
 func (b *box) serve(ctx context.Context, c net.Conn) {
 	defer c.Close()
+	if !b.conns.reserve(1) {
+		b.record(AuditRecord{Proto: "tcp", Decision: "deny",
+			Reason: fmt.Sprintf("the box already has %d connections open through the gate (the limit for its terminal.container_memory)", b.limits.MaxConns)})
+		return
+	}
+	defer b.conns.release(1)
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
 	br := bufio.NewReader(c)
+	c.SetReadDeadline(time.Now().Add(b.limits.HandshakeTimeout))
 	first, err := br.Peek(1)
 	if err != nil {
 		return
 	}
+	c.SetReadDeadline(time.Time{})
 	bc := &bufferedConn{Conn: c, r: br}
 	if first[0] == 0x05 {
 		b.serveSOCKS(ctx, bc)
 		return
 	}
-	serveHTTPConn(ctx, bc, &proxyHandler{box: b, ctx: ctx})
+	serveHTTPConn(ctx, bc, &proxyHandler{box: b, ctx: ctx}, b.limits)
 }
 
 // bufferedConn is a net.Conn whose reads go through a bufio.Reader that may
@@ -61,7 +72,8 @@ func closeWrite(c net.Conn) error {
 
 // serveHTTPConn runs an HTTP/1.1 server on exactly one connection and
 // returns when the connection is closed or its hijacking handler returns.
-func serveHTTPConn(ctx context.Context, c net.Conn, h http.Handler) {
+// Header reads, idle keep-alive and header size are bounded by lim.
+func serveHTTPConn(ctx context.Context, c net.Conn, h http.Handler, lim Limits) {
 	done := make(chan struct{})
 	var once sync.Once
 	finish := func() { once.Do(func() { close(done) }) }
@@ -73,8 +85,9 @@ func serveHTTPConn(ctx context.Context, c net.Conn, h http.Handler) {
 				finish()
 			}
 		}),
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: lim.HeaderTimeout,
+		IdleTimeout:       lim.IdleTimeout,
+		MaxHeaderBytes:    lim.MaxHeaderBytes,
 		ErrorLog:          log.New(io.Discard, "", 0),
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ConnState: func(_ net.Conn, st http.ConnState) {
@@ -157,22 +170,17 @@ func (b *box) deny(w http.ResponseWriter, rec AuditRecord, d decision) {
 	fmt.Fprintln(w, d.denyLine())
 }
 
-// record stamps and appends an audit record; the path is scrubbed of
-// secret values and placeholders.
+// record stamps and appends an audit record; its text fields are redacted
+// like response bodies (every encoding the redactor knows), then
+// truncated by the audit log.
 func (b *box) record(rec AuditRecord) {
 	rec.Time = b.gate.opts.Now().UTC()
 	rec.Box = b.task
-	rec.Path = b.scrub(rec.Path)
-	rec.Reason = b.scrub(rec.Reason)
+	rec.Host = b.redactor.String(rec.Host)
+	rec.Path = b.redactor.String(rec.Path)
+	rec.Reason = b.redactor.String(rec.Reason)
+	rec.Error = b.redactor.String(rec.Error)
 	b.gate.audit.write(rec) // a failing audit log must not stop traffic
-}
-
-// scrub replaces every secret value of the box by "[secret NAME]".
-func (b *box) scrub(s string) string {
-	for _, sec := range b.secrets {
-		s = strings.ReplaceAll(s, sec.value, "[secret "+sec.name+"]")
-	}
-	return s
 }
 
 func (b *box) handleConnect(ctx context.Context, w http.ResponseWriter, r *http.Request) {
@@ -198,7 +206,7 @@ func (b *box) handleConnect(ctx context.Context, w http.ResponseWriter, r *http.
 	if err != nil {
 		rec.Decision, rec.Reason, rec.Error = "allow", d.reason, err.Error()
 		b.record(rec)
-		http.Error(w, "hermes egress: "+err.Error(), http.StatusBadGateway)
+		http.Error(w, "hermes egress: "+b.redactor.String(err.Error()), http.StatusBadGateway)
 		return
 	}
 	defer up.Close()
@@ -246,13 +254,19 @@ func pipe(client, up net.Conn) (out, in int64) {
 	return out, in
 }
 
-// handleForward forwards an absolute-URI request (plain HTTP proxying).
-// Placeholders are never substituted here: secrets go only over TLS.
+// handleForward forwards an absolute-URI request (plain HTTP proxying, or
+// an https:// URL the gate fetches itself). Placeholders are never
+// substituted here, but a response from a host bound to secrets goes
+// through the same redaction as an intercepted one (reverseProxy).
 func (b *box) handleForward(w http.ResponseWriter, r *http.Request) {
 	rec := AuditRecord{Proto: "http", Method: r.Method, Path: r.URL.Path}
 	if !r.URL.IsAbs() || (r.URL.Scheme != "http" && r.URL.Scheme != "https") {
-		rec.Host = r.Host
-		b.deny(w, rec, decision{host: r.Host, port: 80, reason: "not a proxy request (absolute http:// URI or CONNECT expected)"})
+		host, port, err := splitHostPort(r.Host, 80)
+		if err != nil {
+			host, port = r.Host, 80
+		}
+		rec.Host, rec.Port = host, port
+		b.deny(w, rec, decision{host: host, port: port, reason: "not a proxy request (absolute http:// URI or CONNECT expected)"})
 		return
 	}
 	defPort := 80
@@ -271,32 +285,30 @@ func (b *box) handleForward(w http.ResponseWriter, r *http.Request) {
 		b.deny(w, rec, d)
 		return
 	}
-	counted := &countingBody{ReadCloser: r.Body}
+	counted := &countingBody{ReadCloser: newStallBody(w, r.Body, b.limits.BodyStallTimeout)}
 	r.Body = counted
-	rp := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL = r.URL
-			pr.Out.Host = r.URL.Host
-			pr.Out.RequestURI = ""
-		},
-		Transport:    b.transport,
-		ErrorLog:     log.New(io.Discard, "", 0),
-		ErrorHandler: b.upstreamError(&rec),
-		ModifyResponse: func(resp *http.Response) error {
-			rec.Status = resp.StatusCode
-			return nil
-		},
-	}
+	out := *r.URL
+	out.Host = authority(d.host, port, defPort)
 	cw := &countingWriter{ResponseWriter: w}
-	rp.ServeHTTP(cw, r.WithContext(withPinned(r.Context(), d)))
+	b.serveProxied(cw, r, d, &rec, &out)
+	redactHeader(w.Header(), b.redactorFor(d))
 	rec.Decision, rec.Reason = "allow", d.reason
 	rec.BytesOut, rec.BytesIn = counted.n.Load(), cw.n
 	b.record(rec)
 }
 
+// redactorFor is the box's redactor for a host bound to secrets, nil
+// otherwise.
+func (b *box) redactorFor(d decision) *redactor {
+	if len(d.secrets) > 0 {
+		return b.redactor
+	}
+	return nil
+}
+
 func (b *box) upstreamError(rec *AuditRecord) func(http.ResponseWriter, *http.Request, error) {
 	return func(w http.ResponseWriter, _ *http.Request, err error) {
-		rec.Error = b.scrub(err.Error())
+		rec.Error = b.redactor.String(err.Error())
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusBadGateway)
 		fmt.Fprintln(w, "hermes egress: upstream error:", rec.Error)

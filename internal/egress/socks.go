@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/netip"
 	"strconv"
+	"time"
 )
 
 // SOCKS5 constants (RFC 1928).
@@ -27,9 +28,13 @@ const (
 
 // serveSOCKS serves one SOCKS5 connection: no authentication, CONNECT only,
 // IPv4, IPv6 or domain targets (the domain is resolved here, never in the
-// box), the allowlist applied. Traffic is tunnelled blind even to secret
-// hosts, so placeholders sent over SOCKS stay placeholders.
+// box), the allowlist applied. The negotiation must finish within
+// Limits.HandshakeTimeout. Other hosts are tunnelled blind; a host bound
+// to secrets is intercepted exactly as after CONNECT (TLS terminated with
+// the box CA, placeholders substituted, responses redacted), and a
+// connection to it that does not start with a TLS handshake is closed.
 func (b *box) serveSOCKS(ctx context.Context, c *bufferedConn) {
+	c.SetDeadline(time.Now().Add(b.limits.HandshakeTimeout))
 	var hdr [2]byte
 	if _, err := io.ReadFull(c, hdr[:]); err != nil || hdr[0] != socksVersion {
 		return
@@ -100,6 +105,21 @@ func (b *box) serveSOCKS(ctx context.Context, c *bufferedConn) {
 		socksReply(c, socksNotAllowed)
 		return
 	}
+	if len(d.secrets) > 0 {
+		if err := socksReply(c, socksSucceeded); err != nil {
+			return
+		}
+		// TLS records start with 0x16 (handshake); anything else would be
+		// plain text nobody may read the secret's responses through.
+		if first, err := c.r.Peek(1); err != nil || first[0] != 0x16 {
+			rec.Decision, rec.Reason = "deny", d.reason+"; only TLS is accepted to a host bound to secrets"
+			b.record(rec)
+			return
+		}
+		c.SetDeadline(time.Time{})
+		b.interceptConn(ctx, c, d, "socks5")
+		return
+	}
 	up, err := b.dialPinned(ctx, d)
 	if err != nil {
 		rec.Decision, rec.Reason, rec.Error = "allow", d.reason, err.Error()
@@ -112,6 +132,7 @@ func (b *box) serveSOCKS(ctx context.Context, c *bufferedConn) {
 	if err := socksReply(c, socksSucceeded); err != nil {
 		return
 	}
+	c.SetDeadline(time.Time{})
 	rec.BytesOut, rec.BytesIn = pipe(c, up)
 	rec.Decision, rec.Reason = "allow", d.reason+"; blind tunnel"
 	b.record(rec)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"github.com/hermes-go/hermes/internal/lazyregexp"
 	"io"
 	"net"
 	"net/http"
@@ -206,5 +208,36 @@ func CheckResponse(provider string, res *http.Response, err error, hints ErrorHi
 	if res.StatusCode >= 400 {
 		return nil, ErrorResponse(provider, res, hints, now)
 	}
+	if ct := strings.ToLower(res.Header.Get("Content-Type")); strings.Contains(ct, "text/html") {
+		return nil, htmlResponse(provider, res)
+	}
 	return res, nil
+}
+
+// htmlTitle finds the <title> of an HTML page.
+var htmlTitle = lazyregexp.New(`(?is)<title[^>]*>(.*?)</title>`)
+
+// htmlResponse reads and closes a successful response that is an HTML page
+// instead of a model stream (a wrong base URL pointing at a website, a
+// captive portal or a proxy login page) and says what was received.
+func htmlResponse(provider string, res *http.Response) *APIError {
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	_ = res.Body.Close()
+	what := "an HTML page"
+	if m := htmlTitle().FindSubmatch(body); m != nil {
+		if t := strings.Join(strings.Fields(string(m[1])), " "); t != "" {
+			what += fmt.Sprintf(" titled %q", truncateRunes(t, 100))
+		}
+	}
+	fix := "check that the base URL is the API endpoint (for example https://openrouter.ai/api/v1 or http://localhost:11434/v1), not a web page"
+	return &APIError{Provider: provider, StatusCode: res.StatusCode,
+		Message: fmt.Sprintf("expected a model event stream but received %s (%s, %d bytes read)", what, res.Header.Get("Content-Type"), len(body)),
+		Fix:     fix}
+}
+
+func truncateRunes(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }

@@ -287,7 +287,8 @@ func find(all []*Skill, name string) (*Skill, error) {
 
 // Load returns the named skills with their full SKILL.md, in the order
 // given, duplicates dropped (the -s/--skills preload). The first unknown
-// name is an *UnknownSkillError listing the available skills.
+// name is an *UnknownSkillError listing the available skills; a skill that
+// fails the injection scan (scanContent) is an error naming its file.
 func (l *Library) Load(names []string) ([]*Skill, error) {
 	all, _ := l.Scan()
 	var out []*Skill
@@ -301,6 +302,9 @@ func (l *Library) Load(names []string) ([]*Skill, error) {
 		s, err := find(all, n)
 		if err != nil {
 			return nil, err
+		}
+		if err := scanContent(s.Path, s.Raw); err != nil {
+			return nil, fmt.Errorf("skill %s not preloaded: %w", n, err)
 		}
 		out = append(out, s)
 	}

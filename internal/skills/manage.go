@@ -3,6 +3,7 @@ package skills
 import (
 	"errors"
 	"fmt"
+	"github.com/hermes-go/hermes/internal/memory"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -56,7 +57,19 @@ func ValidateContent(want, content string) error {
 	if strings.TrimSpace(res.Body) == "" {
 		return refusef("invalid SKILL.md: the body after the frontmatter is empty; write the procedure (When to Use, Procedure, Pitfalls, Verification)")
 	}
-	return nil
+	return scanContent("SKILL.md", content)
+}
+
+// scanContent refuses skill text that memory.ScanThreats flags (the rules
+// memory entries get): a skill is preloaded and followed like instructions,
+// so "ignore all previous instructions", hidden unicode or secret
+// exfiltration must not get in through one.
+func scanContent(what, content string) error {
+	found := memory.ScanThreats(content)
+	if len(found) == 0 {
+		return nil
+	}
+	return refusef("Blocked: %s contains %s (possible prompt injection); remove it and retry", what, found[0].ID)
 }
 
 // Create writes a new skill to <create dir>/<category>/<name>/SKILL.md
@@ -195,6 +208,9 @@ func (l *Library) WriteFile(name, filePath, content string) (string, error) {
 	}
 	if len(content) > MaxSupportFileBytes {
 		return "", refusef("file_content is %d bytes, over the %d KiB limit", len(content), MaxSupportFileBytes>>10)
+	}
+	if err := scanContent(rel, content); err != nil {
+		return "", err
 	}
 	if err := writeInSkill(s.Dir, rel, content); err != nil {
 		return "", err

@@ -124,4 +124,18 @@ CREATE TRIGGER messages_index_update_after AFTER UPDATE OF content, tool_name, t
 		SELECT id, content, tool_name, tool_args FROM messages_search WHERE id = new.id;
 END;
 `,
+	// 2: per-session turn locks (see lock.go). No foreign key: a session is
+	// locked before its row exists (the row is written with its first
+	// message).
+	`
+CREATE TABLE session_locks (
+	session_id  TEXT PRIMARY KEY,
+	owner       TEXT NOT NULL,
+	token       TEXT NOT NULL,
+	pid         INTEGER NOT NULL,
+	pid_start   INTEGER NOT NULL,
+	boot_id     TEXT NOT NULL,
+	acquired_at INTEGER NOT NULL
+) STRICT;
+`,
 }

@@ -216,6 +216,9 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 			hits[i].Snippet = excerpt(hits[i].Snippet, terms, open, close)
 		}
 	}
+	for i := range hits {
+		hits[i].Snippet = capSnippet(hits[i].Snippet, open, MaxSnippetChars)
+	}
 	if ids != nil { // phase 2 fetched snippets in rowid order; restore rank order
 		pos := make(map[int64]int, len(ids))
 		for i, id := range ids {
@@ -483,6 +486,36 @@ func queryTerms(q string) []string {
 				out = append(out, w)
 			}
 		}
+	}
+	return out
+}
+
+// MaxSnippetChars bounds a search hit's snippet, in characters: FTS5 cuts
+// snippets by tokens, and one token (base64, minified JSON, a long path)
+// can be kilobytes long.
+const MaxSnippetChars = 300
+
+// capSnippet cuts a snippet longer than limit characters to limit
+// characters around the first match marker open (or its start), marking
+// the cut ends with "…". A marker pair cut in half leaves the text
+// readable; the close marker is kept when it falls inside.
+func capSnippet(snip, open string, limit int) string {
+	rc := []rune(snip)
+	if len(rc) <= limit {
+		return snip
+	}
+	at := 0
+	if i := strings.Index(snip, open); open != "" && i >= 0 {
+		at = len([]rune(snip[:i]))
+	}
+	start := max(0, min(at-limit/3, len(rc)-limit))
+	end := start + limit
+	out := string(rc[start:end])
+	if start > 0 {
+		out = "…" + out
+	}
+	if end < len(rc) {
+		out += "…"
 	}
 	return out
 }

@@ -50,3 +50,24 @@ func TestSearchHighlightMarkers(t *testing.T) {
 		}
 	}
 }
+
+// Regression (issue 8): `sessions search` printed a whole 20 KB message,
+// because FTS5 cuts snippets by tokens and the tokens next to the match
+// were 10,000 characters each. A snippet is at most MaxSnippetChars
+// (plus the "…" marks) and keeps the match.
+func TestSearchSnippetIsBounded(t *testing.T) {
+	st := openTestStore(t, "")
+	s := mustCreate(t, st, NewSession{})
+	big := strings.Repeat("x", 10000) + " needle " + strings.Repeat("y", 10000)
+	mustAppend(t, st, s.ID, llm.Message{Role: llm.RoleTool, ToolCallID: "c", ToolName: "terminal", Content: big})
+	for _, q := range []string{"needle", "eedl"} {
+		hits := search(t, st, SearchOptions{Query: q})
+		if len(hits) != 1 {
+			t.Fatalf("%s: hits = %d", q, len(hits))
+		}
+		snip := hits[0].Snippet
+		if n := len([]rune(snip)); n > MaxSnippetChars+2 || !strings.Contains(snip, "**") || !strings.Contains(snip, "eedl") {
+			t.Errorf("%s: snippet of %d characters: %.200q", q, n, snip)
+		}
+	}
+}

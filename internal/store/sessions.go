@@ -18,6 +18,9 @@ const MaxTitleLen = 100
 
 // NewSession describes a session to create.
 type NewSession struct {
+	// ID is the id to create the session under (from NewSessionID); "" draws
+	// a fresh one.
+	ID              string
 	Source          string // cli, oneshot, tui, acp, cron, subagent...; "" means cli
 	Model           string
 	Provider        string
@@ -25,6 +28,9 @@ type NewSession struct {
 	SystemPrompt    string
 	ParentSessionID string          // the session this one continues or was spawned from, if any
 	Metadata        json.RawMessage // a JSON object (box, task...); nil means {}
+	// Messages are stored in the same transaction as the session row, so
+	// that the session never exists without them (see Recorder).
+	Messages []llm.Message
 }
 
 // Session is one stored session. Times are UTC; EndedAt is zero while the
@@ -75,7 +81,13 @@ func scanSession(row interface{ Scan(...any) error }, extra ...any) (Session, er
 	return x, nil
 }
 
-// CreateSession stores a new session with a fresh id and returns it.
+// NewSessionID returns a fresh session id (20261130_145500_a1b2c3) for
+// NewSession.ID, so a session's id can be known (for its system prompt)
+// before its row is written.
+func (s *Store) NewSessionID() (string, error) { return s.newSessionID(s.now()) }
+
+// CreateSession stores a new session, with ns.Messages if any, and returns
+// it. With ns.ID set, that id is used (an existing id is an error).
 func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, error) {
 	if ns.Source == "" {
 		ns.Source = "cli"
@@ -88,21 +100,42 @@ func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, erro
 		}
 		meta = string(ns.Metadata)
 	}
+	rows := make([]messageRow, len(ns.Messages))
+	for i, m := range ns.Messages {
+		r, err := encodeMessage(m)
+		if err != nil {
+			return Session{}, err
+		}
+		rows[i] = r
+	}
 	now := s.now()
 	var parent any
 	if ns.ParentSessionID != "" {
 		parent = ns.ParentSessionID
 	}
 	for attempt := 0; ; attempt++ {
-		id, err := s.newSessionID(now)
-		if err != nil {
-			return Session{}, err
+		id := ns.ID
+		if id == "" {
+			var err error
+			if id, err = s.newSessionID(now); err != nil {
+				return Session{}, err
+			}
 		}
-		_, err = s.db.ExecContext(ctx, `INSERT INTO sessions
-			(id, source, model, provider, system_prompt, cwd, started_at, updated_at, parent_session_id, metadata)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			id, ns.Source, ns.Model, ns.Provider, ns.SystemPrompt, ns.Cwd, millis(now), millis(now), parent, meta)
-		if err != nil && isConstraint(err, "sessions.id") && attempt < 5 {
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO sessions
+				(id, source, model, provider, system_prompt, cwd, started_at, updated_at, parent_session_id, metadata)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				id, ns.Source, ns.Model, ns.Provider, ns.SystemPrompt, ns.Cwd, millis(now), millis(now), parent, meta); err != nil {
+				return err
+			}
+			for i, r := range rows {
+				if _, err := appendTx(ctx, tx, id, r, len(ns.Messages[i].ToolCalls), now); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil && isConstraint(err, "sessions.id") && ns.ID == "" && attempt < 5 {
 			continue // two sessions in the same second drew the same 6 hex digits
 		}
 		if err != nil {
@@ -127,9 +160,11 @@ func (s *Store) Session(ctx context.Context, id string) (Session, error) {
 }
 
 // Latest returns the most recently updated session of source ("" = any
-// source), or an error wrapping ErrNotFound when there is none.
+// source) that has messages, or an error wrapping ErrNotFound when there is
+// none. Empty sessions (a run killed before its first message, by builds
+// that wrote the row first) are skipped.
 func (s *Store) Latest(ctx context.Context, source string) (Session, error) {
-	list, err := s.List(ctx, ListOptions{Limit: 1, Source: source})
+	list, err := s.List(ctx, ListOptions{Limit: 1, Source: source, NonEmpty: true})
 	if err != nil {
 		return Session{}, err
 	}
@@ -215,8 +250,9 @@ func isIDPrefix(ref string) bool {
 
 // ListOptions filters List. Limit ≤ 0 means 50.
 type ListOptions struct {
-	Limit  int
-	Source string // "" = all sources
+	Limit    int
+	Source   string // "" = all sources
+	NonEmpty bool   // only sessions with at least one message
 }
 
 // List returns sessions, most recently updated first, each with a Preview
@@ -230,9 +266,16 @@ func (s *Store) List(ctx context.Context, o ListOptions) ([]Session, error) {
 			WHERE m.session_id = s.id AND m.role = 'user' ORDER BY m.seq LIMIT 1), '')
 		FROM sessions AS s`
 	args := []any{}
+	var where []string
 	if o.Source != "" {
-		q += " WHERE s.source = ?"
+		where = append(where, "s.source = ?")
 		args = append(args, o.Source)
+	}
+	if o.NonEmpty {
+		where = append(where, "s.message_count > 0")
+	}
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	q += " ORDER BY s.updated_at DESC, s.id DESC LIMIT ?"
 	args = append(args, o.Limit)
@@ -410,6 +453,20 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("delete session: %w", err)
 	}
 	return mustAffect(res, id)
+}
+
+// PruneEmpty deletes sessions that have no messages, were last updated
+// more than olderThan ago and are not locked (see LockSession): the rows a
+// run killed before its first message left behind. It returns how many it
+// deleted.
+func (s *Store) PruneEmpty(ctx context.Context, olderThan time.Duration) (int, error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE message_count = 0 AND updated_at < ?
+		AND id NOT IN (SELECT session_id FROM session_locks)`, millis(s.now().Add(-olderThan)))
+	if err != nil {
+		return 0, fmt.Errorf("prune empty sessions: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
 }
 
 func mustAffect(res sql.Result, id string) error {

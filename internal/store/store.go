@@ -7,11 +7,21 @@
 // 20261130_145500_a1b2c3, unique titles); the schema itself is ours and is
 // described in schema.go.
 //
-// Every write is its own transaction, committed with synchronous=FULL before
-// the call returns, so a process killed at any point (kill -9) loses nothing
-// a call already acknowledged. The database runs in WAL mode so that
-// several hermes processes can read while one writes; writers wait up to
-// the busy timeout for each other.
+// Every write is its own transaction, committed to the WAL before the call
+// returns, so a process killed at any point (kill -9) loses nothing a call
+// already acknowledged (TestCrashLosesNothingAcknowledged). The database
+// runs in WAL mode so that several hermes processes can read while one
+// writes; writers wait up to the busy timeout for each other.
+//
+// Durability: synchronous=NORMAL, not FULL. In WAL mode NORMAL syncs the
+// WAL at checkpoints instead of at every commit: a committed transaction is
+// in the OS page cache when the call returns and survives any crash of
+// hermes; only a power loss or kernel crash may drop the last transactions
+// (the database stays consistent, and a resumed session reports tool calls
+// without a stored result as having an unknown outcome). FULL costs one
+// fsync per message: measured 326 vs 23 fsyncs for 300 appends, and
+// 140→130 ms median for a `hermes -z` run with one tool call on a loaded
+// machine; under disk load one fsync took up to ~22 ms.
 package store
 
 import (
@@ -87,7 +97,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Set("_txlock", "immediate")
@@ -229,3 +239,41 @@ func (s *Store) newSessionID(t time.Time) (string, error) {
 func millis(t time.Time) int64 { return t.UnixMilli() }
 
 func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// OpenReadOnly opens an existing session database for reading only, for
+// commands that only read (sessions list/show/export/search) when
+// HERMES_HOME is read-only. It tries SQLite's read-only mode, then
+// immutable mode (no locks, no -shm: what a read-only file system allows;
+// transactions still only in the WAL are then not seen). A missing file is
+// an error wrapping fs.ErrNotExist; nothing is created or migrated.
+func OpenReadOnly(path string, opts ...Option) (*Store, error) {
+	s := &Store{path: path, now: time.Now, rand: rand.Reader}
+	for _, o := range opts {
+		o(s)
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("session store: %w", err)
+	}
+	base := (&url.URL{Scheme: "file", Path: path}).String()
+	var lastErr error
+	for _, mode := range []string{"mode=ro", "mode=ro&immutable=1"} {
+		db, err := sql.Open("sqlite", base+"?"+mode+"&_pragma=busy_timeout(10000)&_pragma=query_only(1)")
+		if err != nil {
+			return nil, fmt.Errorf("session store %s: %w", path, err)
+		}
+		var version int
+		if err = db.QueryRow("PRAGMA user_version").Scan(&version); err == nil {
+			if _, err = db.Exec("SELECT count(*) FROM sessions"); err == nil {
+				if version > len(migrations) {
+					db.Close()
+					return nil, fmt.Errorf("session store %s: schema version %d is newer than this hermes understands (%d); upgrade hermes", path, version, len(migrations))
+				}
+				s.db = db
+				return s, nil
+			}
+		}
+		db.Close()
+		lastErr = err
+	}
+	return nil, fmt.Errorf("session store %s (read-only): %w", path, lastErr)
+}

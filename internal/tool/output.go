@@ -18,8 +18,12 @@ const MaxOutputChars = 50_000
 // redactedPlaceholder replaces secret values in output shown to the model.
 const redactedPlaceholder = "[REDACTED]"
 
-// ansiSequence matches terminal escape sequences (colors, cursor moves, OSC titles).
-var ansiSequence = lazyregexp.New(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[@-Z\\-_]`)
+// ansiSequence matches terminal escape sequences (colors, cursor moves, OSC
+// titles); an OSC without its BEL/ST terminator runs to the end of the line.
+// It also matches SGR colour sequences whose ESC byte was lost on the way
+// ("[32mok[0m", "?[32m" where a tool replaced ESC by "?"): a bracket, one
+// or more numeric parameters and "m".
+var ansiSequence = lazyregexp.New(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(\x07|\x1b\\)?|\x1b[@-Z\\-_]|\??\[[0-9]{1,3}(;[0-9]{1,3})*m`)
 
 // cleanOutput turns raw command output into text for the model: bytes are
 // decoded once, as a whole, so a multibyte character split across reads is

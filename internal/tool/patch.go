@@ -109,7 +109,6 @@ func (t *PatchTool) Run(ctx context.Context, call Call) Result {
 		return Errorf("patch: old_string occurs %d times in %s (at lines %s); add surrounding lines to make it unique, or set replace_all: true",
 			count, args.Path, joinInts(matchLines(content, oldS, 10)))
 	}
-	lines := matchLines(content, oldS, 3)
 	updated := strings.ReplaceAll(content, oldS, newS)
 	if !args.ReplaceAll {
 		updated = strings.Replace(content, oldS, newS, 1)
@@ -120,7 +119,7 @@ func (t *PatchTool) Run(ctx context.Context, call Call) Result {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Patched %s: %d replacement(s)%s\n", abs, count, note)
-	b.WriteString(diffPreview(args.Path, lines, oldS, newS, count))
+	b.WriteString(diffPreview(args.Path, content, oldS, newS, count))
 	return Result{Content: b.String()}
 }
 
@@ -190,37 +189,72 @@ func closestHint(content, old string) string {
 	return hint.String()
 }
 
-// diffPreview shows the first replacements as -/+ lines with line numbers.
-func diffPreview(path string, lines []int, oldS, newS string, count int) string {
+// maxPreviewHunks is how many replacements a patch result shows.
+const maxPreviewHunks = 3
+
+// diffPreview shows the first replacements of oldS by newS in content as a
+// unified line diff: whole lines, changed ones as -/+ and unchanged lines
+// of the touched block as context, with old and new line numbers.
+func diffPreview(path, content, oldS, newS string, count int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "--- %s\n+++ %s\n", path, path)
-	oldLines := strings.Split(strings.TrimSuffix(oldS, "\n"), "\n")
-	newLines := strings.Split(strings.TrimSuffix(newS, "\n"), "\n")
-	if newS == "" {
-		newLines = nil
-	}
-	shown := 0
-	for _, at := range lines {
-		fmt.Fprintf(&b, "@@ -%d,%d +%d,%d @@\n", at, len(oldLines), at, len(newLines))
-		for _, l := range oldLines {
-			if shown++; shown > maxPreviewLines {
-				break
-			}
-			b.WriteString("-" + strings.TrimRight(l, "\r") + "\n")
+	delta := strings.Count(newS, "\n") - strings.Count(oldS, "\n")
+	shown, hunks := 0, 0
+	for off, from := 0, 0; hunks < min(count, maxPreviewHunks); hunks++ {
+		k := strings.Index(content[from:], oldS)
+		if k < 0 {
+			break
 		}
-		for _, l := range newLines {
-			if shown++; shown > maxPreviewLines {
-				break
+		off = from + k
+		from = off + len(oldS)
+		start := strings.LastIndexByte(content[:off], '\n') + 1
+		end, newBlock := from, content[start:off]+newS
+		if end > start && content[end-1] == '\n' {
+			// The match ends with its line: so does the block.
+			end--
+			newBlock = strings.TrimSuffix(newBlock, "\n")
+		} else {
+			if e := strings.IndexByte(content[end:], '\n'); e >= 0 {
+				end += e
+			} else {
+				end = len(content)
 			}
-			b.WriteString("+" + strings.TrimRight(l, "\r") + "\n")
+			newBlock += content[from:end]
 		}
+		oldLines := strings.Split(content[start:end], "\n")
+		newLines := strings.Split(newBlock, "\n")
+		if newBlock == "" {
+			newLines = nil
+		}
+		oldAt := strings.Count(content[:start], "\n") + 1
+		fmt.Fprintf(&b, "@@ -%d,%d +%d,%d @@\n", oldAt, len(oldLines), oldAt+hunks*delta, len(newLines))
+		pre := 0
+		for pre < len(oldLines) && pre < len(newLines) && oldLines[pre] == newLines[pre] {
+			pre++
+		}
+		post := 0
+		for post < len(oldLines)-pre && post < len(newLines)-pre &&
+			oldLines[len(oldLines)-1-post] == newLines[len(newLines)-1-post] {
+			post++
+		}
+		write := func(mark string, lines []string) {
+			for _, l := range lines {
+				if shown++; shown <= maxPreviewLines {
+					b.WriteString(mark + strings.TrimRight(l, "\r") + "\n")
+				}
+			}
+		}
+		write(" ", oldLines[:pre])
+		write("-", oldLines[pre:len(oldLines)-post])
+		write("+", newLines[pre:len(newLines)-post])
+		write(" ", oldLines[len(oldLines)-post:])
 		if shown > maxPreviewLines {
 			b.WriteString("... (preview cut)\n")
 			break
 		}
 	}
-	if count > len(lines) {
-		fmt.Fprintf(&b, "... and %d more replacement(s)\n", count-len(lines))
+	if count > hunks {
+		fmt.Fprintf(&b, "... and %d more replacement(s)\n", count-hunks)
 	}
 	return b.String()
 }

@@ -125,3 +125,19 @@ func TestPatchArgumentErrors(t *testing.T) {
 		t.Fatalf("delete: %+v", r)
 	}
 }
+
+// Regression (issue 8): the patch result showed the changed fragment
+// ("-hi" / "+bye") instead of a line diff. It shows whole lines with
+// their numbers, unchanged lines of the block as context.
+func TestPatchResultIsLineDiff(t *testing.T) {
+	f := newFileFixture(t)
+	f.write(t, "cfg.go", "package cfg\n\nconst (\n\tA = 1\n\tTimeout = 30 // seconds\n\tB = 2\n)\n")
+	r := run(t, NewPatchTool(f.opts), patchArgsJSON("cfg.go", "30 // seconds\n\tB", "60 // seconds\n\tB", false))
+	if r.IsError {
+		t.Fatal(r.Content)
+	}
+	want := "@@ -5,2 +5,2 @@\n-\tTimeout = 30 // seconds\n+\tTimeout = 60 // seconds\n \tB = 2\n"
+	if !strings.Contains(r.Content, want) {
+		t.Fatalf("result:\n%s\nwant a line diff containing:\n%s", r.Content, want)
+	}
+}

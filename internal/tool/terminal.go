@@ -70,7 +70,8 @@ func (t *TerminalTool) Spec() llm.ToolSpec {
 		Name: "terminal",
 		Description: "Run a shell command (bash) in the task's working directory and return its combined stdout/stderr and exit code. " +
 			"Output over 50,000 characters is cut in the middle; the full output is saved to a file named in the result. " +
-			"Use background: true for servers and long jobs, then the process tool to poll, read logs, wait, write to stdin or kill. " +
+			"Use background: true for servers and long jobs, then the process tool to poll, read logs, wait, write to stdin or kill; " +
+			"background processes belong to this hermes run: they are ended when it exits or is killed, and a resumed session does not get them back. " +
 			"Dangerous commands may need the user's approval; some never run.",
 		Parameters: json.RawMessage(fmt.Sprintf(`{
   "type": "object",
@@ -215,7 +216,7 @@ func (t *TerminalTool) startBackground(ctx context.Context, env backend.Environm
 		"process_id": id,
 		"pid":        p.PID(),
 		"status":     "running",
-		"note":       "started in the background; use the process tool with id " + id + " (actions: poll, log, wait, write, kill)",
+		"note":       "started in the background; use the process tool with id " + id + " (actions: poll, log, wait, write, kill); it ends when this hermes run ends",
 	})
 }
 

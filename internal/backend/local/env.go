@@ -3,48 +3,16 @@ package local
 import (
 	"slices"
 	"strings"
+
+	"github.com/hermes-go/hermes/internal/secret"
 )
 
-// secretNames are provider and infrastructure variables that never reach a
-// command, whatever their shape (Hermes "security.md": the local terminal
-// scrubs the agent's own credentials and infra vars).
-var secretNames = []string{
-	"OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
-	"GITHUB_TOKEN", "GH_TOKEN", "SUDO_PASSWORD", "API_KEY", "TOKEN", "SECRET",
-}
-
-// secretSuffixes and secretInfixes classify variable names that hold
-// credentials: *_API_KEY, *_TOKEN, *_SECRET, *PASSWORD* and friends.
-var (
-	secretSuffixes = []string{"_API_KEY", "_APIKEY", "_TOKEN", "_SECRET", "_ACCESS_KEY", "_PRIVATE_KEY", "_SECRET_KEY", "_AUTH_KEY"}
-	secretInfixes  = []string{"PASSWORD", "PASSWD", "SECRET", "CREDENTIAL"}
-)
-
-// IsSecretName reports whether an environment variable name looks like one
-// of the agent's own secrets or infrastructure variables: a provider key
-// (OPENAI_API_KEY...), any *_API_KEY, *_TOKEN, *_SECRET, *PASSWORD*,
-// *CREDENTIAL*, or a HERMES_* variable. The match is case-insensitive.
+// IsSecretName reports whether an environment variable name is one of the
+// agent's own secrets (secret.IsName: OPENAI_API_KEY, FAL_KEY, any
+// *_TOKEN...) or an infrastructure variable of hermes (HERMES_*); such
+// variables never reach a command. The match is case-insensitive.
 func IsSecretName(name string) bool {
-	return strings.HasPrefix(strings.ToUpper(name), "HERMES_") || isCredentialName(name)
-}
-
-// isCredentialName reports whether name looks like it holds a credential.
-func isCredentialName(name string) bool {
-	n := strings.ToUpper(name)
-	if slices.Contains(secretNames, n) {
-		return true
-	}
-	for _, s := range secretSuffixes {
-		if strings.HasSuffix(n, s) {
-			return true
-		}
-	}
-	for _, s := range secretInfixes {
-		if strings.Contains(n, s) {
-			return true
-		}
-	}
-	return false
+	return strings.HasPrefix(strings.ToUpper(name), "HERMES_") || secret.IsName(name)
 }
 
 // minSecretLen is the shortest value treated as a secret to redact; shorter
@@ -66,7 +34,7 @@ func ScrubEnv(environ []string, passthrough []string) (kept []string, secretValu
 			kept = append(kept, kv)
 			continue
 		}
-		if len(value) >= minSecretLen && isCredentialName(name) {
+		if len(value) >= minSecretLen && secret.IsName(name) {
 			secretValues = append(secretValues, value)
 		}
 	}

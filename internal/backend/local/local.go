@@ -1,8 +1,10 @@
 // Package local is the "local" terminal backend of Hermes Agent
 // ("terminal-backends.md"): commands and file operations run directly on
 // the host, in the configured working directory, with the agent's own
-// secrets scrubbed from the command environment. It gives no isolation;
-// the approval service is the only guard.
+// secrets scrubbed from the command environment. Under the approvals, a
+// kernel-enforced guard (terminal.local_sandbox, guard.go) confines every
+// command with Landlock, and a supervisor process (supervisor.go) ends
+// the commands' process groups when hermes dies.
 package local
 
 import (
@@ -43,6 +45,8 @@ type Backend struct {
 	cwd         string
 	passthrough []string
 	environ     func() []string
+	guard       *guard
+	sup         *supervisor
 
 	mu   sync.Mutex
 	envs map[string]*Environment
@@ -55,16 +59,97 @@ type Backend struct {
 // (terminal.env_passthrough). environ returns the host environment as
 // "NAME=value" entries; nil means os.Environ. The error names terminal.cwd
 // when the directory does not exist.
+//
+// New runs commands unconfined (SandboxOff) and without a supervisor;
+// hermes itself uses NewWithOptions.
 func New(cwd string, passthrough []string, environ func() []string) (*Backend, error) {
+	return NewWithOptions(Options{Cwd: cwd, Passthrough: passthrough, Environ: environ, Sandbox: SandboxOff})
+}
+
+// Options configure a local backend.
+type Options struct {
+	Cwd         string          // terminal.cwd, as for New
+	Passthrough []string        // terminal.env_passthrough
+	Environ     func() []string // host environment; nil = os.Environ
+	// Sandbox is terminal.local_sandbox; "" means SandboxWorkspaceWrite.
+	Sandbox Sandbox
+	// WritablePaths are terminal.writable_paths: absolute or "~/" paths
+	// writable under SandboxWorkspaceWrite besides the workspace and the
+	// temp dir. Paths inside HERMES_HOME stay read-only.
+	WritablePaths []string
+	// HermesHome is HERMES_HOME: never writable by a command, and its
+	// protected entries (IsProtectedName) never readable.
+	HermesHome string
+	// Supervise starts the supervisor (a /bin/sh process) that ends the
+	// commands' process groups when hermes dies, even by SIGKILL.
+	Supervise bool
+	// Warn receives the one-line notice that the kernel lacks Landlock;
+	// nil = os.Stderr.
+	Warn io.Writer
+	// LandlockABI overrides the kernel's Landlock ABI when > 0, or
+	// pretends there is none when < 0 (tests of the fallback).
+	LandlockABI int
+}
+
+// NewWithOptions returns a local backend confined as o says. When the
+// sandbox is on but the kernel has no Landlock, it says so once on o.Warn
+// and runs commands unconfined (the approvals remain).
+func NewWithOptions(o Options) (*Backend, error) {
+	environ := o.Environ
 	if environ == nil {
 		environ = os.Environ
 	}
-	dir, err := resolveCwd(cwd, environ())
+	env := environ()
+	dir, err := resolveCwd(o.Cwd, env)
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{cwd: dir, passthrough: passthrough, environ: environ, envs: map[string]*Environment{}}, nil
+	mode := o.Sandbox
+	if mode == "" {
+		mode = SandboxWorkspaceWrite
+	}
+	abi := o.LandlockABI
+	if abi == 0 && mode != SandboxOff {
+		abi = landlockABI()
+	}
+	if mode != SandboxOff && abi <= 0 {
+		warn := o.Warn
+		if warn == nil {
+			warn = os.Stderr
+		}
+		fmt.Fprintf(warn, "hermes: warning: this kernel has no Landlock, so terminal.local_sandbox %s is not enforced; only the approvals guard local commands (use terminal.backend: box, or a kernel >= 5.13 with lsm=landlock)\n", mode)
+	}
+	writable := []string{dir, tempDir(env)}
+	for _, p := range o.WritablePaths {
+		p = expandHome(p, lookup(env, "HOME"))
+		if filepath.IsAbs(p) {
+			writable = append(writable, p)
+		}
+	}
+	g := newGuard(mode, max(abi, 0), o.HermesHome, writable)
+	return &Backend{cwd: dir, passthrough: o.Passthrough, environ: environ, guard: g,
+		sup: newSupervisor(supervisorShell(o.Supervise)), envs: map[string]*Environment{}}, nil
 }
+
+// supervisorShell is /bin/sh when supervision is wanted, else "".
+func supervisorShell(want bool) string {
+	if want {
+		return "/bin/sh"
+	}
+	return ""
+}
+
+// tempDir is TMPDIR from environ, else /tmp.
+func tempDir(environ []string) string {
+	if t := lookup(environ, "TMPDIR"); filepath.IsAbs(t) {
+		return t
+	}
+	return "/tmp"
+}
+
+// Confined reports whether commands run under a Landlock ruleset, and
+// with which terminal.local_sandbox mode.
+func (b *Backend) Confined() (Sandbox, bool) { return b.guard.mode, b.guard.active() }
 
 func resolveCwd(cwd string, environ []string) (string, error) {
 	if cwd == "" {
@@ -109,11 +194,13 @@ func (b *Backend) Open(ctx context.Context, taskID string) (backend.Environment,
 	if e, ok := b.envs[taskID]; ok {
 		return e, nil
 	}
+	b.sup.start() // in the background, before the first command needs it
 	kept, _ := ScrubEnv(b.environ(), b.passthrough)
 	if taskID != "" {
 		kept = append(kept, "HERMES_SESSION_ID="+taskID)
 	}
-	e := &Environment{workdir: b.cwd, env: kept, home: lookup(kept, "HOME"), procs: map[*process]bool{}}
+	e := &Environment{workdir: b.cwd, env: kept, home: lookup(kept, "HOME"), procs: map[*process]bool{},
+		guard: b.guard, sup: b.sup, hermesHome: b.guard.hermesHome}
 	b.envs[taskID] = e
 	return e, nil
 }
@@ -128,6 +215,8 @@ func (b *Backend) Close() error {
 	for _, e := range envs {
 		errs = append(errs, e.Close())
 	}
+	errs = append(errs, b.sup.stop())
+	b.guard.close()
 	return errors.Join(errs...)
 }
 
@@ -136,6 +225,11 @@ type Environment struct {
 	workdir string
 	env     []string // scrubbed base environment
 	home    string
+	guard   *guard
+	sup     *supervisor
+	// hermesHome is HERMES_HOME with symlinks resolved ("" = none): the
+	// file operations refuse its protected entries by identity.
+	hermesHome string
 
 	mu    sync.Mutex
 	procs map[*process]bool
@@ -176,8 +270,10 @@ func (e *Environment) command(req backend.ExecRequest) (*exec.Cmd, error) {
 	for k, v := range req.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	// Own process group, so a timeout or Kill reaches every descendant.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Own process group, so a timeout or Kill reaches every descendant;
+	// the leader dies with the thread that forked it (guard.start), and the
+	// supervisor ends the rest of the group when hermes dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	return cmd, nil
 }
 
@@ -213,9 +309,11 @@ func (e *Environment) Exec(ctx context.Context, req backend.ExecRequest) (backen
 	cmd.Stdin = req.Stdin
 	cmd.WaitDelay = outputDrainDelay
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return backend.ExecResult{ExitCode: -1}, fmt.Errorf("starting %s: %w", cmd.Path, err)
+	release, err := e.startCmd(cmd)
+	if err != nil {
+		return backend.ExecResult{ExitCode: -1}, err
 	}
+	defer release()
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 
@@ -242,6 +340,26 @@ func (e *Environment) Exec(ctx context.Context, req backend.ExecRequest) (backen
 	res.TimedOut = timedOut
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// startCmd starts cmd under the guard and registers its process group
+// with the supervisor. The returned release unregisters it and frees the
+// guard's thread; call it once the command has exited.
+func (e *Environment) startCmd(cmd *exec.Cmd) (release func(), err error) {
+	g := e.guard
+	if g == nil {
+		g = newGuard(SandboxOff, 0, "", nil)
+	}
+	rel, err := g.start(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
+	}
+	pid := cmd.Process.Pid
+	e.sup.add(pid)
+	return func() {
+		e.sup.remove(pid)
+		rel()
+	}, nil
 }
 
 // killGroup sends SIGTERM to the process group pgid, then SIGKILL when the

@@ -322,3 +322,16 @@ func TestCaptureKeepsHeadAndTail(t *testing.T) {
 		t.Fatalf("total %d", c.Total())
 	}
 }
+
+// Regression (issue 8 "Secrets"): FAL_KEY, MODAL_TOKEN_ID and
+// AWS_ACCESS_KEY_ID were secret for config but passed to commands and not
+// redacted; the backend now asks the same rule as config.
+func TestScrubEnvSharesTheSecretRule(t *testing.T) {
+	kept, values := ScrubEnv([]string{"FAL_KEY=fal-0123456789", "MODAL_TOKEN_ID=ak-0123456789", "AWS_ACCESS_KEY_ID=AKIA0123456789", "PATH=/bin"}, nil)
+	if strings.Join(kept, ",") != "PATH=/bin" {
+		t.Fatalf("kept %v", kept)
+	}
+	if len(values) != 3 {
+		t.Fatalf("secret values %v", values)
+	}
+}

@@ -13,7 +13,9 @@ import (
 )
 
 // Start runs req.Command in the background with `bash -c` in its own process
-// group and returns at once. ctx only bounds the start; the process runs
+// group, confined like Exec, and returns at once. Background processes
+// end with hermes in every case: Close kills them on a normal exit, and
+// the supervisor kills their groups when hermes is killed. ctx only bounds the start; the process runs
 // until it exits, req.Timeout (if set) expires, Kill is called or the
 // environment is closed. Output (stdout and stderr, in order) is kept in a
 // bounded buffer: the first 64 KiB and the last 1 MiB.
@@ -40,13 +42,15 @@ func (e *Environment) Start(ctx context.Context, req backend.ExecRequest) (backe
 	}
 	cmd.WaitDelay = outputDrainDelay
 	p := &process{cmd: cmd, stdin: stdin, out: out, done: make(chan struct{}), killed: make(chan struct{}), started: time.Now()}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
+	release, err := e.startCmd(cmd)
+	if err != nil {
+		return nil, err
 	}
 	e.mu.Lock()
 	e.procs[p] = true
 	e.mu.Unlock()
 	go p.wait(req.Timeout, func() {
+		release()
 		e.mu.Lock()
 		delete(e.procs, p)
 		e.mu.Unlock()

@@ -62,6 +62,18 @@ type Turn struct {
 	// RawBody, when set, is sent verbatim as a 200 text/event-stream body
 	// (used to replay recorded cassettes).
 	RawBody string `json:"raw_body,omitempty"`
+	// ContentType overrides the Content-Type of a 200 answer (for example
+	// text/html with an HTML RawBody: a wrong base URL).
+	ContentType string `json:"content_type,omitempty"`
+	// Stall, when set, accepts the request and sends nothing until the
+	// client gives up (a server that never answers).
+	Stall bool `json:"stall,omitempty"`
+	// StallAfterFrames > 0 sends that many SSE frames, then nothing until
+	// the client gives up (a stream that stops mid-answer).
+	StallAfterFrames int `json:"stall_after_frames,omitempty"`
+	// CutAfterFrames > 0 sends that many SSE frames, then closes the
+	// connection abruptly (a connection lost mid-answer).
+	CutAfterFrames int `json:"cut_after_frames,omitempty"`
 }
 
 // Request is one request the server received.
@@ -94,6 +106,51 @@ type Server struct {
 	turns  []Turn
 	reqs   []Request
 	models []Model
+	strict bool
+	// rejected counts requests answered by the strict check or the
+	// context limit, which use up no turn.
+	rejected int
+	// maxBody, when > 0, is the largest request body answered normally.
+	maxBody int
+}
+
+// ContextLimit makes the server answer HTTP 400 "context_length_exceeded"
+// to any request whose body is larger than maxBytes, as a model server does
+// to a prompt larger than its context window. The request is recorded and
+// uses up no turn.
+func (s *Server) ContextLimit(maxBytes int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.maxBody = maxBytes
+}
+
+// StrictToolArguments makes the server answer HTTP 400 "invalid function
+// arguments json string" to any request whose history holds an assistant
+// tool call with arguments that are not valid JSON, as vLLM and some
+// OpenAI-compatible gateways do. The request is recorded and uses up no turn.
+func (s *Server) StrictToolArguments() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.strict = true
+}
+
+// invalidArguments returns the first tool-call arguments in an
+// OpenAI-wire request body that are not valid JSON, and whether one exists.
+func invalidArguments(body []byte) (string, bool) {
+	var req struct {
+		Messages []ChatMessage `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return "", false
+	}
+	for _, m := range req.Messages {
+		for _, tc := range m.ToolCalls {
+			if !json.Valid([]byte(tc.Function.Arguments)) {
+				return tc.Function.Arguments, true
+			}
+		}
+	}
+	return "", false
 }
 
 // NewServer starts a server that answers with turns in order and closes it
@@ -169,8 +226,21 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
-	n := len(s.reqs)
 	s.reqs = append(s.reqs, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	if bad, ok := invalidArguments(body); ok && s.strict && strings.HasSuffix(r.URL.Path, "/chat/completions") {
+		s.rejected++
+		s.mu.Unlock()
+		writeError(w, false, http.StatusBadRequest, "invalid_request_error", "invalid function arguments json string: "+bad)
+		return
+	}
+	if s.maxBody > 0 && len(body) > s.maxBody {
+		s.rejected++
+		s.mu.Unlock()
+		writeError(w, strings.HasSuffix(r.URL.Path, "/messages"), http.StatusBadRequest, "invalid_request_error",
+			fmt.Sprintf("context_length_exceeded: this model's maximum context length is %d bytes, the request has %d", s.maxBody, len(body)))
+		return
+	}
+	n := len(s.reqs) - 1 - s.rejected
 	var turn *Turn
 	if n < len(s.turns) {
 		t := s.turns[n]
@@ -201,7 +271,15 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		writeError(w, anthropic, turn.Status, errorType(*turn, msg), msg)
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
+	if turn.Stall {
+		<-r.Context().Done()
+		return
+	}
+	ct := "text/event-stream"
+	if turn.ContentType != "" {
+		ct = turn.ContentType
+	}
+	w.Header().Set("Content-Type", ct)
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	if turn.RawBody != "" {
@@ -215,7 +293,19 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		frames = openAIFrames(*turn, n+1)
 	}
 	flusher, _ := w.(http.Flusher)
-	for _, f := range frames {
+	for i, f := range frames {
+		switch {
+		case turn.StallAfterFrames > 0 && i == turn.StallAfterFrames:
+			<-r.Context().Done()
+			return
+		case turn.CutAfterFrames > 0 && i == turn.CutAfterFrames:
+			if hj, ok := w.(http.Hijacker); ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					_ = conn.Close()
+				}
+			}
+			return
+		}
 		_, _ = io.WriteString(w, f)
 		if flusher != nil {
 			flusher.Flush()

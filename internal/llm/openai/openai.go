@@ -227,36 +227,35 @@ func (s *stream) handle(chunk openai.ChatCompletionChunk) {
 	}
 }
 
-// toolCallDelta tracks calls by their wire index; a new id at a known index
-// (some servers send every call at index 0) starts a new call.
+// toolCallDelta adds one tool-call delta to its call (see callFor,
+// mergeName and mergeArgs for the re-sends some providers make).
 func (s *stream) toolCallDelta(tc openai.ChatCompletionChunkChoiceDeltaToolCall) {
 	s.content = true
-	st := s.calls[tc.Index]
-	if st == nil || st.ended || (tc.ID != "" && st.id != "" && tc.ID != st.id) {
-		if st != nil && !st.ended {
-			s.endCall(st)
-		}
-		st = &callState{index: len(s.order)}
-		s.calls[tc.Index] = st
-		s.order = append(s.order, st)
-	}
-	if tc.ID != "" {
+	st := s.callFor(tc)
+	if tc.ID != "" && st.id == "" {
 		st.id = tc.ID
 	}
 	if tc.Function.Name != "" {
-		st.name += tc.Function.Name
+		st.name = mergeName(st.name, tc.Function.Name)
 	}
-	args := tc.Function.Arguments
 	if !st.started && st.name != "" {
 		s.startCall(st)
 	}
+	args := tc.Function.Arguments
 	if args == "" {
 		return
 	}
-	st.args = append(st.args, args...)
-	if st.started {
+	var appended bool
+	st.args, appended = mergeArgs(st.args, args)
+	switch {
+	case !appended && !st.started:
+		st.pending = append(st.pending[:0], st.args...)
+	case !appended:
+		// The arguments were repeated or replaced whole; the end event
+		// carries the final text.
+	case st.started:
 		s.emit(llm.Event{Type: llm.EventToolCallDelta, Index: st.index, Text: args})
-	} else {
+	default:
 		st.pending = append(st.pending, args...)
 	}
 }

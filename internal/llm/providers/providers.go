@@ -54,7 +54,9 @@ type Options struct {
 	ReplayPath string
 	// Retry bounds retries of 429, 5xx, overload and connection errors
 	// (zero value: 3 retries, 2s doubling backoff, 60s cap).
-	Retry llm.RetryPolicy
+	// Timeouts bound the waits of each model call (zero: the defaults).
+	Timeouts llm.Timeouts
+	Retry    llm.RetryPolicy
 }
 
 // Resolve returns the provider name Options selects, applying the "auto"
@@ -157,7 +159,7 @@ func New(o Options) (llm.Provider, error) {
 			Hints:      llm.ErrorHints{KeyFix: "set ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN (or model.api_key in config.yaml)"},
 		})
 	}
-	return record(llm.WithRetry(base, o.Retry), o)
+	return record(llm.WithRetry(llm.WithTimeouts(base, o.Timeouts), o.Retry), o)
 }
 
 func record(p llm.Provider, o Options) (llm.Provider, error) {

@@ -37,8 +37,19 @@ const (
 // the same length, not across a blank line). Backticks inside a recovered
 // call's body do not open code. known reports whether a tool name is
 // registered.
+//
+// Two more forms are recovered when the Hermes form is absent: an
+// Anthropic-XML <function_calls> block at the end of the message (see
+// extractXML) and a message that is nothing but one JSON call object (see
+// extractBare).
 func Extract(content string, known func(string) bool) (calls []llm.ToolCall, remaining string) {
 	if !strings.Contains(content, openTag) {
+		if strings.Contains(content, xmlOpen) {
+			return extractXML(content, known)
+		}
+		if calls := extractBare(content, known); len(calls) > 0 {
+			return calls, ""
+		}
 		return nil, content
 	}
 	var out strings.Builder

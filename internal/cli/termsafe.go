@@ -1,0 +1,100 @@
+package cli
+
+import "strings"
+
+// termSafe neutralises terminal control sequences in model text written to
+// a terminal: escape sequences (CSI such as cursor movement and colours,
+// OSC such as an OSC 52 clipboard write or a window title, DCS/APC/PM/SOS
+// strings, two-byte escapes) are removed, and so are other C0 and C1
+// control characters except newline and tab, so the model cannot move the
+// cursor, rewrite earlier output or reach the clipboard. Plain text and
+// newlines are kept. It keeps state across calls, because a sequence can be
+// split between two streamed deltas. The zero value is ready to use.
+// Text going to a pipe or file is not filtered (see README "Output").
+type termSafe struct {
+	state int
+}
+
+const (
+	tsText   = iota
+	tsEsc    // after ESC
+	tsCSI    // inside ESC [ … final byte
+	tsString // inside OSC/DCS/APC/PM/SOS, until BEL or ST
+	tsStrEsc // ESC inside a string: ST if followed by '\'
+)
+
+// Filter returns s with control sequences removed.
+func (f *termSafe) Filter(s string) string {
+	if f.state == tsText && !needsFilter(s) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch f.state {
+		case tsEsc:
+			switch {
+			case r == '[':
+				f.state = tsCSI
+			case r == ']' || r == 'P' || r == '_' || r == '^' || r == 'X':
+				f.state = tsString
+			case r >= 0x20 && r <= 0x2f:
+				// intermediate byte of a two-byte escape: keep waiting
+			default:
+				f.state = tsText
+			}
+			continue
+		case tsCSI:
+			if r >= 0x40 && r <= 0x7e {
+				f.state = tsText
+			} else if r == '\n' {
+				f.state = tsText
+				b.WriteRune(r)
+			}
+			continue
+		case tsString:
+			switch r {
+			case 0x07, 0x9c:
+				f.state = tsText
+			case 0x1b:
+				f.state = tsStrEsc
+			case '\n':
+				// An unterminated string ends at the line end.
+				f.state = tsText
+				b.WriteRune(r)
+			}
+			continue
+		case tsStrEsc:
+			f.state = tsString
+			if r == '\\' {
+				f.state = tsText
+			}
+			continue
+		}
+		switch {
+		case r == 0x1b:
+			f.state = tsEsc
+		case r == 0x9b:
+			f.state = tsCSI
+		case r == 0x9d || r == 0x90 || r == 0x9f || r == 0x9e || r == 0x98:
+			f.state = tsString
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			// other control characters are dropped
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// needsFilter reports whether s holds any byte Filter would act on.
+func needsFilter(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f || c == 0xc2 {
+			return true
+		}
+	}
+	return false
+}

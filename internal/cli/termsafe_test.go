@@ -1,0 +1,33 @@
+package cli
+
+import "testing"
+
+func TestTermSafeFilter(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		{"plain", "hello\nworld\ttab", "hello\nworld\ttab"},
+		{"osc 52 clipboard write", "ok \x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07done", "ok done"},
+		{"osc with ST", "a\x1b]0;title\x1b\\b", "ab"},
+		{"unterminated osc ends at line end", "a\x1b]11;rgb:0000/0000/0000\nnext", "a\nnext"},
+		{"cursor movement and colours", "\x1b[2J\x1b[H\x1b[31mred\x1b[0m \x1b[1A", "red "},
+		{"carriage return and backspace", "safe\rEVIL\b!", "safeEVIL!"},
+		{"C1 CSI", "x\u009b2Jy", "xy"},
+		{"unicode kept", "naïve — ✓ 日本", "naïve — ✓ 日本"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var f termSafe
+			if got := f.Filter(c.in); got != c.want {
+				t.Errorf("Filter(%q) = %q, want %q", c.in, got, c.want)
+			}
+			// The same text streamed one byte... one rune at a time.
+			var g termSafe
+			out := ""
+			for _, r := range c.in {
+				out += g.Filter(string(r))
+			}
+			if out != c.want {
+				t.Errorf("streamed rune by rune: %q, want %q", out, c.want)
+			}
+		})
+	}
+}
