@@ -1,8 +1,8 @@
 package approval
 
 import (
+	"github.com/hermes-go/hermes/internal/lazyregexp"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -77,7 +77,7 @@ func analyze(command string, paths pathResolver, dir dirState) *analysis {
 }
 
 // ansiEscape matches terminal escape sequences (CSI and OSC).
-var ansiEscape = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)`)
+var ansiEscape = lazyregexp.New(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)`)
 
 // normalize removes what hides a command from a reader but not from the
 // shell: terminal escape sequences and NUL bytes; it maps fullwidth ASCII
@@ -86,7 +86,7 @@ var ansiEscape = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]
 func normalize(command string) string {
 	s := command
 	if strings.IndexByte(s, 0x1b) >= 0 {
-		s = ansiEscape.ReplaceAllString(s, "")
+		s = ansiEscape().ReplaceAllString(s, "")
 	}
 	var b strings.Builder
 	b.Grow(len(s))

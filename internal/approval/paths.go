@@ -221,7 +221,7 @@ var diskNames = []string{"sda", "sda1", "nvme0n1", "nvme0n1p1", "vda", "vda1", "
 
 // isDisk reports whether cleaned path p is (or may be) a disk device.
 func isDisk(p string) bool {
-	if diskDevice.MatchString(p) {
+	if diskDevice().MatchString(p) {
 		return true
 	}
 	if rest, ok := strings.CutPrefix(p, "/dev/"); ok && strings.ContainsAny(rest, "*?[") {
