@@ -111,7 +111,7 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 		return nil, err
 	}
 	if rt.store, err = a.openSessionStore(); err != nil {
-		return nil, fmt.Errorf("opening the session store: %w", err)
+		return nil, err // already "session store: open PATH: ..."
 	}
 	rt.closers = append(rt.closers, rt.store.Close)
 	rt.recorder = rt.store.NewRecorder()
