@@ -9,7 +9,9 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v4"
 
+	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/llm"
 	"github.com/hermes-go/hermes/internal/tool"
 )
 
@@ -144,6 +146,9 @@ func (a *App) configShow() error {
 		return err
 	}
 	fmt.Fprintf(a.Stdout, "# %s (defaults < environment and .env < config.yaml; secrets masked)\n", l.Path)
+	fmt.Fprintf(a.Stdout, "# 0 or '' means the built-in default, e.g. model.request_timeout %d s, model.stream_idle_timeout %d s,\n"+
+		"# agent.max_turns %d; model.context_length is looked up for the model, model.max_tokens is the provider's default\n",
+		int(llm.DefaultRequestTimeout.Seconds()), int(llm.DefaultStreamIdleTimeout.Seconds()), agent.DefaultMaxTurns)
 	a.Stdout.Write(out)
 	var overridden []string
 	for _, k := range config.Keys() {
