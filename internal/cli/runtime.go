@@ -142,6 +142,7 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 	if rt.backend, err = a.newBackend(c, rt.cwd, environ); err != nil {
 		return nil, err
 	}
+	rt.backend = &noticeBackend{Backend: rt.backend, stderr: a.Stderr}
 	rt.closers = append(rt.closers, rt.backend.Close)
 	secrets := rt.redact.values
 	home := a.Home()
