@@ -76,3 +76,18 @@ func TestSessionStoreErrorNotDoubled(t *testing.T) {
 		t.Errorf("state.db is a directory:\n%s", res)
 	}
 }
+
+// --usage-file naming a directory was found out after the model had been
+// paid for, as "rename /tmp/.x.tmp123 x: file exists". It is refused before
+// the run.
+func TestUsageFileDirectoryRefusedBeforeRun(t *testing.T) {
+	e := newE2E(t, llmtest.Turn{Text: "should not be asked"})
+	e.configureModel()
+	res := e.run("-z", "hi", "--usage-file", e.workspace)
+	if res.code == 0 || !strings.Contains(res.stderr, "is a directory") || strings.Contains(res.stderr, "rename") {
+		t.Errorf("--usage-file DIR:\n%s", res)
+	}
+	if len(e.srv.Requests()) != 0 {
+		t.Error("the model was asked before --usage-file was checked")
+	}
+}
