@@ -91,3 +91,21 @@ func TestUsageFileDirectoryRefusedBeforeRun(t *testing.T) {
 		t.Error("the model was asked before --usage-file was checked")
 	}
 }
+
+// `approvals.mode: of` (meant as off) was accepted by every run and
+// silently meant manual; only `config check` flagged it. A run now refuses
+// it like the other enumerated settings.
+func TestUnknownApprovalsModeRefusedAtRun(t *testing.T) {
+	e := newE2E(t, llmtest.Turn{Text: "should not be asked"})
+	e.configureModel()
+	e.writeFile("../hermes-home/config.yaml", "model:\n  provider: openrouter\n  default: m\napprovals:\n  mode: of\n")
+	res := e.run("-z", "hi")
+	if res.code == 0 || !strings.Contains(res.stderr, `did you mean "off"?`) || !strings.Contains(res.stderr, "approvals.mode") {
+		t.Errorf("approvals.mode: of:\n%s", res)
+	}
+	if len(e.srv.Requests()) != 0 {
+		t.Error("a run with an unknown approvals.mode reached the model")
+	}
+	e.writeFile("../hermes-home/config.yaml", "model:\n  provider: openrouter\n  default: m\napprovals:\n  mode: smart\n")
+	e.mustRun("-z", "hi")
+}
