@@ -1,4 +1,5 @@
-# hermes build targets. `make install` puts the binary in $(PREFIX)/bin.
+# hermes build targets. `make install` puts the binary in $(PREFIX)/bin, with
+# hermes-agent (Hermes Agent's entry name) linked to it.
 PREFIX ?= /usr/local
 GO ?= go
 
@@ -9,6 +10,7 @@ build:
 
 install:
 	$(GO) build -trimpath -ldflags "-s -w" -o $(PREFIX)/bin/hermes ./cmd/hermes
+	ln -sf hermes $(PREFIX)/bin/hermes-agent
 
 test:
 	$(GO) test ./...

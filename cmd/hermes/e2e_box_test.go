@@ -1,11 +1,15 @@
 package main_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
@@ -85,5 +89,105 @@ func TestBoxBackendBuildsAndTestsProject(t *testing.T) {
 	e.mustRun("chat", "-Q", "-c", "-q", "Is the file still there?")
 	if out := toolResults(t, e.request(5))["again"]; !strings.Contains(out, "box-layer") {
 		t.Errorf("the box layer did not persist across a resumed session:\n%s", out)
+	}
+}
+
+// ownGroups lists the box cgroups of hermes process pid in every
+// hierarchy (their names start with the owner's pid: cgroup_owner.go).
+func ownGroups(pid int) []string {
+	var out []string
+	for _, pat := range []string{"/sys/fs/cgroup/*/hermes/%d_*", "/sys/fs/cgroup/hermes/%d_*"} {
+		m, _ := filepath.Glob(fmt.Sprintf(pat, pid))
+		out = append(out, m...)
+	}
+	return out
+}
+
+// loopsUnder lists the loop devices whose backing file is under dir.
+func loopsUnder(dir string) []string {
+	var out []string
+	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil && strings.HasPrefix(strings.TrimSpace(string(b)), dir+"/") {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// TestBoxLeftoversOfKilledHermesAreCleaned: a hermes SIGKILLed while its
+// box runs a command and a prestarted spare waits leaves empty cgroups;
+// the next hermes (box ls) removes them (issue 17).
+func TestBoxLeftoversOfKilledHermesAreCleaned(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the box needs root (CI runs as root)")
+	}
+	if err := box.Preflight(); err != nil {
+		t.Skipf("the box cannot run here: %v", err)
+	}
+	e := newE2E(t,
+		llmtest.Turn{ToolCalls: []llmtest.Call{{ID: "hang", Name: "terminal", Args: args(map[string]any{"command": "sleep 600"})}}},
+		llmtest.Turn{Text: "done"},
+	)
+	e.configureModel()
+	e.mustRun("config", "set", "terminal.backend", "box")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd, _, stderr := e.command(ctx, nil, "chat", "-Q", "-q", "wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	// Wait for the box (running sleep) and the refilled spare.
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		var box, spare bool
+		for _, g := range ownGroups(pid) {
+			procs, _ := os.ReadFile(filepath.Join(g, "cgroup.procs"))
+			switch {
+			case strings.HasSuffix(g, "_.spare"):
+				spare = true
+			case len(strings.Fields(string(procs))) >= 2: // init and sleep at least
+				box = true
+			}
+		}
+		if box && spare {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no running box and spare of hermes %d after 90 s: groups %q\n%s", pid, ownGroups(pid), stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if len(ownGroups(pid)) == 0 {
+		t.Fatal("no cgroups were left to clean: the test does not test the sweep")
+	}
+	// The killed hermes's inits end as their sockets close; then its groups
+	// are empty, and the next hermes removes them.
+	var res result
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		res = e.mustRun("box", "ls")
+		if len(ownGroups(pid)) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if left := ownGroups(pid); len(left) > 0 {
+		t.Fatalf("hermes box ls left the killed hermes's cgroups: %q\n%s", left, res)
+	}
+	if !strings.Contains(res.stderr, "removed") && !strings.Contains(res.stderr, "left alone") {
+		t.Logf("box ls said nothing about the leftovers:\n%s", res)
+	}
+	if spares, _ := os.ReadDir(filepath.Join(e.home, "boxes", ".spare")); len(spares) > 0 {
+		t.Errorf("the killed hermes's prestart files are still there: %v", spares)
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(loopsUnder(e.home)) > 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if loops := loopsUnder(e.home); len(loops) > 0 {
+		t.Errorf("loop devices still attached to the killed hermes's box images: %q", loops)
 	}
 }

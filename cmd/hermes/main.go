@@ -1,5 +1,6 @@
 // Command hermes is the hermes agent. This file only wires the process to
-// internal/cli.
+// internal/cli. The binary answers to any name: `make install` also links it
+// as hermes-agent (Hermes Agent's entry name), which runs the same commands.
 package main
 
 import (

@@ -71,6 +71,11 @@ type Options struct {
 	LookupEnv func(name string) (string, bool)
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// CgroupRoot is the parent group of the boxes' cgroups in each
+	// hierarchy (DefaultCgroupRoot when empty; tests use one of their own).
+	// Each box's group under it is named after the owning hermes process,
+	// HERMES_HOME, a random id and the task (cgroup_owner.go).
+	CgroupRoot string
 }
 
 // Manager is the box backend: one box per task id, started on first Open
@@ -79,6 +84,12 @@ type Options struct {
 type Manager struct {
 	opts Options
 	now  func() time.Time
+
+	owner      groupOwner // this process, named in the box cgroups
+	homeKey    string     // HERMES_HOME's key in the box cgroup names
+	cgroupRoot string
+	sweepOnce  sync.Once
+	sweepWG    sync.WaitGroup
 
 	mu      sync.Mutex
 	boxes   map[string]*Box
@@ -183,8 +194,16 @@ func NewManager(opts Options) (*Manager, error) {
 	if now == nil {
 		now = time.Now
 	}
+	owner, err := processOwner(os.Getpid())
+	if err != nil {
+		return nil, fmt.Errorf("box: %w", err)
+	}
+	root := opts.CgroupRoot
+	if root == "" {
+		root = DefaultCgroupRoot
+	}
 	m := &Manager{opts: opts, now: now, boxes: map[string]*Box{}, starts: map[string]*sync.Mutex{},
-		stopIdl: make(chan struct{})}
+		stopIdl: make(chan struct{}), owner: owner, homeKey: homeKey(opts.Home), cgroupRoot: root}
 	if t.LifetimeSeconds > 0 {
 		m.idleWG.Add(1)
 		go m.stopIdle(time.Duration(t.LifetimeSeconds) * time.Second)
@@ -317,6 +336,7 @@ func (m *Manager) Close() error {
 	close(m.stopIdl)
 	m.idleWG.Wait()
 	m.spareWG.Wait()
+	m.sweepWG.Wait()
 	m.spareMu.Lock()
 	if m.spare != nil {
 		m.spare.kill()

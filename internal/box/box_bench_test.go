@@ -34,7 +34,7 @@ func benchOptions(b *testing.B, persistent bool) Options {
 	if persistent {
 		term.ContainerDisk = config.Defaults().Terminal.ContainerDisk // 50 GiB
 	}
-	opts := Options{Terminal: term, Home: home}
+	opts := Options{CgroupRoot: testCgroupRoot(), Terminal: term, Home: home}
 	if exe := os.Getenv("HERMES_BOX_BENCH_INIT"); exe != "" {
 		opts.Executable = exe
 	}

@@ -120,7 +120,7 @@ func TestBoxPersistenceAcrossReopen(t *testing.T) {
 	term := testTerminal(ws)
 	term.ContainerPersistent = &tr
 	open := func() (*Manager, backend.Environment) {
-		m, err := NewManager(Options{Terminal: term, Home: home})
+		m, err := NewManager(Options{CgroupRoot: testCgroupRoot(), Terminal: term, Home: home})
 		if err != nil {
 			t.Fatal(err)
 		}

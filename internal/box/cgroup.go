@@ -33,6 +33,10 @@ type Stats struct {
 	CPUUsage        time.Duration
 	ThrottledPeriod int64 // CFS periods in which the box was throttled (cpu.stat nr_throttled)
 	OOMKills        int64 // processes killed by the OOM killer in this box
+	// SocketBytes is the memory of the box's TCP socket buffers: on v1
+	// memory.kmem.tcp.usage_in_bytes, limited to the memory limit on its
+	// own; on v2 memory.stat "sock", part of MemoryBytes.
+	SocketBytes int64
 }
 
 // cgroup is the box's control group on one cgroup version.
@@ -51,6 +55,9 @@ type cgroup interface {
 	// Rename moves the group to name (e.g. "hermes/task-1") under the same
 	// parent, with its processes; on failure the group keeps its old name.
 	Rename(name string) error
+	// Name is the group's path below each hierarchy's root (e.g.
+	// "hermes/<owner>_<home>_<id>_<task>").
+	Name() string
 	// KillAll SIGKILLs every process in the group.
 	KillAll()
 	// Remove deletes the group, waiting up to 2 s for its processes to go.
@@ -202,6 +209,7 @@ func removeDirs(dirs []string, procs func(dir string) string) error {
 
 // cgroupV1 is a group in each v1 hierarchy (memory, pids, cpu, cpuacct, freezer).
 type cgroupV1 struct {
+	name string            // path below each hierarchy's root
 	dirs map[string]string // controller → group dir
 
 	oomMu     sync.Mutex
@@ -269,7 +277,7 @@ func (g *cgroupV1) OOMKills() int64 {
 }
 
 func newCgroupV1(mounts map[string]string, name string, lim Limits) (*cgroupV1, error) {
-	g := &cgroupV1{dirs: map[string]string{}, oomEvent: -1}
+	g := &cgroupV1{name: name, dirs: map[string]string{}, oomEvent: -1}
 	for _, c := range []string{"memory", "pids", "cpu", "cpuacct", "freezer"} {
 		if mounts[c] == "" {
 			continue
@@ -278,7 +286,11 @@ func newCgroupV1(mounts map[string]string, name string, lim Limits) (*cgroupV1, 
 			continue
 		}
 		dir := filepath.Join(mounts[c], name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		err := os.MkdirAll(filepath.Dir(dir), 0o755)
+		if err == nil {
+			err = os.Mkdir(dir, 0o755) // a group of its own: never join an existing one
+		}
+		if err != nil {
 			g.Remove()
 			return nil, fmt.Errorf("create cgroup %s: %w (box limits need root or a delegated cgroup)", dir, err)
 		}
@@ -296,6 +308,13 @@ func newCgroupV1(mounts map[string]string, name string, lim Limits) (*cgroupV1, 
 		set(mem, "memory.limit_in_bytes", v)
 		if _, serr := os.Stat(filepath.Join(mem, "memory.memsw.limit_in_bytes")); serr == nil {
 			set(mem, "memory.memsw.limit_in_bytes", v) // memory+swap = memory: no swap
+		}
+		// v1 charges TCP socket buffers to a counter of their own, unlimited
+		// unless this is set (v2 charges them to memory.current already):
+		// without it a box pins any amount of kernel memory in socket
+		// buffers. They get the memory limit again, separately.
+		if _, serr := os.Stat(filepath.Join(mem, "memory.kmem.tcp.limit_in_bytes")); serr == nil {
+			set(mem, "memory.kmem.tcp.limit_in_bytes", v)
 		}
 		if _, serr := os.Stat(filepath.Join(mem, "memory.swappiness")); serr == nil && err == nil {
 			writeCgroupFile(mem, "memory.swappiness", "0") // refused under some parents; best effort
@@ -336,8 +355,11 @@ func (g *cgroupV1) Rename(name string) error {
 	for c, d := range g.dirs {
 		g.dirs[c] = renamed[d]
 	}
+	g.name = filepath.Join(filepath.Dir(g.name), filepath.Base(name))
 	return nil
 }
+
+func (g *cgroupV1) Name() string { return g.name }
 
 func (g *cgroupV1) Add(pid int) error {
 	for _, d := range g.procsDirs() {
@@ -356,6 +378,7 @@ func (g *cgroupV1) Stats() (Stats, error) {
 		PIDs:            int(readCgroupInt(filepath.Join(pids, "pids.current"))),
 		ThrottledPeriod: readKeyed(filepath.Join(g.dirs["cpu"], "cpu.stat"), "nr_throttled"),
 		OOMKills:        readKeyed(filepath.Join(mem, "memory.oom_control"), "oom_kill"),
+		SocketBytes:     readCgroupInt(filepath.Join(mem, "memory.kmem.tcp.usage_in_bytes")),
 	}
 	if d := g.dirs["cpuacct"]; d != "" {
 		st.CPUUsage = time.Duration(readCgroupInt(filepath.Join(d, "cpuacct.usage")))
@@ -390,8 +413,11 @@ func (g *cgroupV1) Remove() error {
 
 // cgroupV2 is a group in the unified hierarchy.
 type cgroupV2 struct {
-	dir string
+	name string // path below the hierarchy's root
+	dir  string
 }
+
+func (g *cgroupV2) Name() string { return g.name }
 
 // newCgroupV2 creates root/name, enabling the memory, pids and cpu
 // controllers in every parent's cgroup.subtree_control on the way.
@@ -399,7 +425,7 @@ func newCgroupV2(root, name string, lim Limits) (*cgroupV2, error) {
 	dir := filepath.Join(root, name)
 	parts := strings.Split(filepath.Clean(name), string(filepath.Separator))
 	cur := root
-	for _, p := range parts {
+	for i, p := range parts {
 		enable := make([]string, 0, 3)
 		avail, err := os.ReadFile(filepath.Join(cur, "cgroup.controllers"))
 		if err != nil {
@@ -416,11 +442,12 @@ func newCgroupV2(root, name string, lim Limits) (*cgroupV2, error) {
 			return nil, err
 		}
 		cur = filepath.Join(cur, p)
-		if err := os.Mkdir(cur, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		// The box's own group must be new: never join an existing one.
+		if err := os.Mkdir(cur, 0o755); err != nil && (i == len(parts)-1 || !errors.Is(err, os.ErrExist)) {
 			return nil, fmt.Errorf("create cgroup %s: %w", cur, err)
 		}
 	}
-	g := &cgroupV2{dir: dir}
+	g := &cgroupV2{name: name, dir: dir}
 	var err error
 	set := func(file, value string) {
 		if err == nil {
@@ -465,6 +492,7 @@ func (g *cgroupV2) Rename(name string) error {
 		return fmt.Errorf("rename cgroup %s to %s: %w", g.dir, nd, err)
 	}
 	g.dir = nd
+	g.name = filepath.Join(filepath.Dir(g.name), filepath.Base(name))
 	return nil
 }
 
@@ -480,6 +508,7 @@ func (g *cgroupV2) Stats() (Stats, error) {
 		CPUUsage:        time.Duration(readKeyed(filepath.Join(g.dir, "cpu.stat"), "usage_usec")) * time.Microsecond,
 		ThrottledPeriod: readKeyed(filepath.Join(g.dir, "cpu.stat"), "nr_throttled"),
 		OOMKills:        readKeyed(filepath.Join(g.dir, "memory.events"), "oom_kill"),
+		SocketBytes:     readKeyed(filepath.Join(g.dir, "memory.stat"), "sock"),
 	}, nil
 }
 
@@ -494,10 +523,10 @@ func (g *cgroupV2) Remove() error {
 	return removeDirs([]string{g.dir}, func(d string) string { return filepath.Join(d, "cgroup.procs") })
 }
 
-// CgroupStats reads the counters of the running box taskID from its
-// cgroup (hermes/<task>), from any process. The error wraps
-// fs.ErrNotExist when the box does not run.
-func CgroupStats(taskID string) (Stats, error) {
+// CgroupStats reads the counters of the running box taskID of HERMES_HOME
+// home from its cgroup (under DefaultCgroupRoot), from any process. The
+// error wraps fs.ErrNotExist when the box does not run.
+func CgroupStats(home, taskID string) (Stats, error) {
 	if err := checkTaskID(taskID); err != nil {
 		return Stats{}, err
 	}
@@ -505,23 +534,23 @@ func CgroupStats(taskID string) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	name := filepath.Join("hermes", taskID)
 	if v1["memory"] != "" {
+		name, err := findBoxGroup(filepath.Join(v1["memory"], DefaultCgroupRoot), DefaultCgroupRoot, home, taskID)
+		if err != nil {
+			return Stats{}, err
+		}
 		g := &cgroupV1{dirs: map[string]string{}, oomEvent: -1}
 		for c, mnt := range v1 {
 			g.dirs[c] = filepath.Join(mnt, name)
-		}
-		if _, err := os.Stat(g.dirs["memory"]); err != nil {
-			return Stats{}, err
 		}
 		return g.Stats()
 	}
 	if v2 == "" {
 		return Stats{}, fmt.Errorf("no cgroup filesystem: %w", os.ErrNotExist)
 	}
-	g := &cgroupV2{dir: filepath.Join(v2, name)}
-	if _, err := os.Stat(g.dir); err != nil {
+	name, err := findBoxGroup(filepath.Join(v2, DefaultCgroupRoot), DefaultCgroupRoot, home, taskID)
+	if err != nil {
 		return Stats{}, err
 	}
-	return g.Stats()
+	return (&cgroupV2{dir: filepath.Join(v2, name)}).Stats()
 }

@@ -27,7 +27,7 @@ func persistentTestManager(t *testing.T, edit func(*Options)) *Manager {
 	t.Helper()
 	needBoxes(t)
 	tr := true
-	opts := Options{Terminal: testTerminal(t.TempDir()), Home: t.TempDir(),
+	opts := Options{CgroupRoot: testCgroupRoot(), Terminal: testTerminal(t.TempDir()), Home: t.TempDir(),
 		NewEgress: func(string) (*egress.BoxSession, error) {
 			return &egress.BoxSession{CACertPEM: []byte(testCAPEM)}, nil
 		}}

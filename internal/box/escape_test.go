@@ -58,7 +58,7 @@ func TestEscapeReadHermesHomeInsideWorkspace(t *testing.T) {
 		{home, ws, "contains HERMES_HOME"},
 		{ws, filepath.Join(ws, "sub"), "inside HERMES_HOME"},
 	} {
-		opts := Options{Terminal: testTerminal(tc.cwd), Home: tc.home}
+		opts := Options{CgroupRoot: testCgroupRoot(), Terminal: testTerminal(tc.cwd), Home: tc.home}
 		m, err := NewManager(opts)
 		if err != nil {
 			t.Fatal(err)
@@ -80,7 +80,7 @@ func TestEscapeHermesHomeDirectlyInWorkspace(t *testing.T) {
 	home := filepath.Join(ws, ".hermes")
 	os.MkdirAll(home, 0o700)
 	os.WriteFile(filepath.Join(home, ".env"), []byte("KEY=host-only-marker\n"), 0o600)
-	m, err := NewManager(Options{Terminal: testTerminal(ws), Home: home})
+	m, err := NewManager(Options{CgroupRoot: testCgroupRoot(), Terminal: testTerminal(ws), Home: home})
 	if err != nil {
 		t.Fatal(err)
 	}

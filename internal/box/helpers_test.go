@@ -3,6 +3,7 @@ package box
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func startTestBox(t testing.TB, edit func(*Options)) *testBoxEnv {
 	needBoxes(t)
 	home := t.TempDir()
 	ws := t.TempDir()
-	opts := Options{Terminal: testTerminal(ws), Home: home}
+	opts := Options{CgroupRoot: testCgroupRoot(), Terminal: testTerminal(ws), Home: home}
 	if edit != nil {
 		edit(&opts)
 	}
@@ -74,6 +75,47 @@ func (e *testBoxEnv) run(t testing.TB, command string) backend.ExecResult {
 		t.Fatalf("exec %q: %v", command, err)
 	}
 	return res
+}
+
+// testCgroupRoot is this test process's own cgroup root
+// (hermes/<pid>_<start>_boxtest), so that box test packages run at the
+// same time as each other and as real hermes processes never share a
+// group; TestMain removes it, and a sweep removes it if the test process
+// was killed.
+func testCgroupRoot() string {
+	o, err := processOwner(os.Getpid())
+	if err != nil {
+		panic(err)
+	}
+	return filepath.Join(DefaultCgroupRoot, o.tag()+"_boxtest")
+}
+
+// removeTestCgroupRoot removes testCgroupRoot in every hierarchy, and
+// reports the groups in it that still had processes.
+func removeTestCgroupRoot() []string {
+	var l Leftovers
+	for _, dir := range hierarchyRoots(testCgroupRoot()) {
+		if _, err := os.Stat(dir); err == nil {
+			removeGroupTree(dir, &l)
+		}
+	}
+	return l.Busy
+}
+
+// managerGroups lists the cgroup dirs of m's boxes and spares that exist,
+// in every hierarchy.
+func managerGroups(m *Manager) []string {
+	var out []string
+	prefix := m.owner.tag() + "_" + m.homeKey + "_"
+	for _, dir := range hierarchyRoots(m.cgroupRoot) {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), prefix) {
+				out = append(out, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	return out
 }
 
 func trimmed(res backend.ExecResult) string { return strings.TrimSpace(string(res.Output)) }

@@ -81,7 +81,7 @@ func TestHostModeWorkspaceInsideHiddenDirectory(t *testing.T) {
 
 func TestWorkspaceRootRefused(t *testing.T) {
 	needBoxes(t)
-	m, err := NewManager(Options{Terminal: testTerminal("/"), Home: t.TempDir()})
+	m, err := NewManager(Options{CgroupRoot: testCgroupRoot(), Terminal: testTerminal("/"), Home: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

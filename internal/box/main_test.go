@@ -1,6 +1,7 @@
 package box
 
 import (
+	"fmt"
 	"os"
 	"testing"
 )
@@ -11,5 +12,10 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == InitArg {
 		os.Exit(InitMain())
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if busy := removeTestCgroupRoot(); len(busy) > 0 && code == 0 {
+		fmt.Fprintf(os.Stderr, "box tests left processes in cgroups: %q\n", busy)
+		code = 1
+	}
+	os.Exit(code)
 }

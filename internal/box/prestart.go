@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 )
 
@@ -77,12 +76,12 @@ func (m *Manager) refillSpare() {
 		var disk string
 		var mnt *layerMount
 		if os.MkdirAll(dir, 0o700) == nil {
-			id := strconv.FormatInt(m.now().UnixNano(), 36)
+			id := newGroupID()
 			if needInit {
-				sp = m.spawnSpareInit(filepath.Join(dir, "init-"+id+".log"), id)
+				sp = m.spawnSpareInit(filepath.Join(dir, m.spareFileName(id, "init.log")), id)
 			}
 			if needDisk {
-				disk = filepath.Join(dir, "disk-"+id+".img")
+				disk = filepath.Join(dir, m.spareFileName(id, "disk.img"))
 				if m.ensureDiskImage(disk, m.opts.Terminal.ContainerDisk) != nil {
 					disk = ""
 				} else {
@@ -103,15 +102,16 @@ func (m *Manager) refillSpare() {
 }
 
 // spawnSpareInit spawns an init and moves it into a cgroup of its own,
-// hermes/.spare-<id>, with the box limits (renamed to the task's when a box
-// takes it); without that group the init is still usable, and joins its
-// box's group when taken.
+// <root>/<owner>_<home>_<id>_.spare, with the box limits (renamed to the
+// task's when a box takes it); without that group the init is still
+// usable, and joins its box's group when taken.
 func (m *Manager) spawnSpareInit(logPath, id string) *spawnedInit {
 	sp, err := m.spawnInit(logPath, os.Geteuid() != 0)
 	if err != nil {
 		return nil
 	}
-	cg, err := newCgroup(filepath.Join("hermes", ".spare-"+id), m.limits())
+	sp.groupID = id
+	cg, err := newCgroup(m.groupPath(id, spareGroupTask), m.limits())
 	if err != nil {
 		return sp
 	}

@@ -43,7 +43,7 @@ func TestBoxPrestartedInitAndDiskBecomeTheBox(t *testing.T) {
 	term := testTerminal(ws)
 	tr := true
 	term.ContainerPersistent = &tr
-	m, err := NewManager(Options{Terminal: term, Home: home, Prestart: true})
+	m, err := NewManager(Options{CgroupRoot: testCgroupRoot(), Terminal: term, Home: home, Prestart: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +61,8 @@ func TestBoxPrestartedInitAndDiskBecomeTheBox(t *testing.T) {
 	if _, err := os.Stat(disk); err == nil {
 		t.Fatal("the prepared disk image was not taken by the new persistent box")
 	}
-	if cgs, _ := os.ReadFile("/proc/" + strconv.Itoa(spare) + "/cgroup"); !strings.Contains(string(cgs), ":/hermes/first\n") {
-		t.Fatalf("the prestarted init is not in the box's cgroup hermes/first:\n%s", cgs)
+	if cgs, _ := os.ReadFile("/proc/" + strconv.Itoa(spare) + "/cgroup"); !strings.HasSuffix(b.cg.Name(), "_first") || !strings.Contains(string(cgs), ":/"+b.cg.Name()+"\n") {
+		t.Fatalf("the prestarted init is not in the box's cgroup %s:\n%s", b.cg.Name(), cgs)
 	}
 	res, err := env.Exec(ctx, backendReq("hostname; echo kept > /root/f; cat /root/f"))
 	if err != nil || res.ExitCode != 0 || trimmed(res) != Hostname+"\nkept" {
@@ -92,7 +92,7 @@ func TestBoxPrestartedInitAndDiskBecomeTheBox(t *testing.T) {
 		t.Fatalf("Close left the prepared disk image mounted (loop device %s)", dev)
 	}
 	assertLayerReleased(t, m.StateDir("first"))
-	if left, _ := filepath.Glob("/sys/fs/cgroup/*/hermes/.spare-*"); len(left) > 0 {
-		t.Fatalf("Close left spare cgroups behind: %q", left)
+	if left := managerGroups(m); len(left) > 0 {
+		t.Fatalf("Close left cgroups behind: %q", left)
 	}
 }

@@ -234,6 +234,7 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 			}
 		}
 	}()
+	recordStartedWorkspace(dir, workspace, t.BoxWorkspace == "overlay")
 	if t.BoxWorkspace == "overlay" && m.persistent() {
 		if err = m.recordWorkspace(dir, workspace); err != nil {
 			return nil, err
@@ -245,12 +246,12 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	// an RCU grace period (several ms), and the init forks nothing before the
 	// host's first request, which comes after both are done.
 	userNS := os.Geteuid() != 0
-	name := filepath.Join("hermes", task)
+	m.sweepLeftovers()
 	init := m.takeSpare(dir)
 	var cg cgroup
-	if init != nil && init.cg != nil && init.cg.Rename(name) == nil {
+	if init != nil && init.cg != nil && init.cg.Rename(m.groupPath(init.groupID, task)) == nil {
 		cg = init.cg
-	} else if cg, err = newCgroup(name, m.limits()); err != nil {
+	} else if cg, err = newCgroup(m.groupPath(newGroupID(), task), m.limits()); err != nil {
 		if init != nil {
 			init.kill()
 		}
@@ -423,12 +424,13 @@ func (m *Manager) limits() Limits {
 
 // spawnedInit is a box init that runs but has not been set up yet.
 type spawnedInit struct {
-	cg    cgroup // the group it already runs in (a prestarted init), or nil
-	cmd   *exec.Cmd
-	ctrl  net.Conn // host end of the control socket
-	conns net.Conn // host end of the connection socket
-	log   string   // its stdout and stderr
-	spawn time.Duration
+	cg      cgroup // the group it already runs in (a prestarted init), or nil
+	groupID string // the id in cg's name
+	cmd     *exec.Cmd
+	ctrl    net.Conn // host end of the control socket
+	conns   net.Conn // host end of the connection socket
+	log     string   // its stdout and stderr
+	spawn   time.Duration
 }
 
 // kill ends the init (and removes the group it came in, if any).

@@ -11,7 +11,7 @@ func TestOverlayWorkspaceLayerRefusesOtherWorkspace(t *testing.T) {
 	home := t.TempDir()
 	tr := true
 	open := func(ws string) error {
-		opts := Options{Terminal: testTerminal(ws), Home: home}
+		opts := Options{CgroupRoot: testCgroupRoot(), Terminal: testTerminal(ws), Home: home}
 		opts.Terminal.ContainerPersistent = &tr
 		opts.Terminal.BoxWorkspace = "overlay"
 		m, err := NewManager(opts)

@@ -62,8 +62,9 @@ func (a *App) newBoxCmd() *cobra.Command {
 
 func (a *App) newBoxLsCmd() *cobra.Command {
 	return &cobra.Command{
-		Use: "ls", Short: "list boxes and their persistent layers", Args: cobra.NoArgs,
+		Use: "ls", Short: "list boxes and their persistent layers (and clean up after crashed hermes processes)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			a.reportLeftovers(box.CleanLeftovers(a.Home()))
 			boxes, err := box.ListBoxes(a.Home())
 			if err != nil {
 				return err
@@ -79,6 +80,23 @@ func (a *App) newBoxLsCmd() *cobra.Command {
 			}
 			return w.Flush()
 		},
+	}
+}
+
+// reportLeftovers tells on stderr what box.CleanLeftovers removed and
+// what it found but left alone.
+func (a *App) reportLeftovers(l box.Leftovers) {
+	if n := len(l.Removed) + len(l.Files); n > 0 {
+		fmt.Fprintf(a.Stderr, "hermes: removed %d cgroups and %d prestart files left by hermes processes that ended without closing their boxes\n", len(l.Removed), len(l.Files))
+	}
+	for _, d := range l.Busy {
+		fmt.Fprintf(a.Stderr, "hermes: cgroup %s belongs to an ended hermes process but still has processes: left alone (kill them, then run hermes box ls again)\n", d)
+	}
+	for _, d := range l.Loops {
+		fmt.Fprintf(a.Stderr, "hermes: loop device %s is attached to a box image but no box runs: detach it with losetup -d\n", d)
+	}
+	for _, d := range l.Mounts {
+		fmt.Fprintf(a.Stderr, "hermes: %s is mounted under the box state: unmount it with umount\n", d)
 	}
 }
 
@@ -272,13 +290,13 @@ func (a *App) newBoxStatsCmd() *cobra.Command {
 				return err
 			}
 			w := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "TASK\tMEMORY\tPEAK\tPIDS\tCPU\tTHROTTLED\tOOM KILLS")
-			found := false
+			fmt.Fprintln(w, "TASK\tMEMORY\tPEAK\tPIDS\tCPU\tTHROTTLED\tOOM KILLS\tWORKSPACE")
+			found, bindSeen := false, false
 			for _, b := range boxes {
 				if len(args) == 1 && b.Task != args[0] {
 					continue
 				}
-				st, err := box.CgroupStats(b.Task)
+				st, err := box.CgroupStats(a.Home(), b.Task)
 				if err != nil {
 					if len(args) == 1 {
 						return fmt.Errorf("box %s is not running", b.Task)
@@ -286,8 +304,12 @@ func (a *App) newBoxStatsCmd() *cobra.Command {
 					continue
 				}
 				found = true
-				fmt.Fprintf(w, "%s\t%.1f MiB\t%.1f MiB\t%d\t%s\t%d\t%d\n", b.Task, float64(st.MemoryBytes)/(1<<20),
-					float64(st.MemoryMaxBytes)/(1<<20), st.PIDs, st.CPUUsage.Round(time.Millisecond), st.ThrottledPeriod, st.OOMKills)
+				fmt.Fprintf(w, "%s\t%.1f MiB\t%.1f MiB\t%d\t%s\t%d\t%d\t%s\n", b.Task, float64(st.MemoryBytes)/(1<<20),
+					float64(st.MemoryMaxBytes)/(1<<20), st.PIDs, st.CPUUsage.Round(time.Millisecond), st.ThrottledPeriod, st.OOMKills,
+					workspaceColumn(a.Home(), b.Task, &bindSeen))
+			}
+			if bindSeen {
+				defer fmt.Fprintln(a.Stdout, "bind: the box writes the host workspace directly; terminal.container_disk does not limit it (box_workspace: overlay keeps changes in the layer, within the limit)")
 			}
 			if len(args) == 1 && !found {
 				return fmt.Errorf("no box %q (see hermes box ls)", args[0])
@@ -295,6 +317,24 @@ func (a *App) newBoxStatsCmd() *cobra.Command {
 			return w.Flush()
 		},
 	}
+}
+
+// workspaceColumn is the WORKSPACE column of hermes box stats: the host
+// workspace's disk use and its mode; bindSeen is set for a bind mount
+// (not limited by terminal.container_disk).
+func workspaceColumn(home, task string, bindSeen *bool) string {
+	ws, err := box.WorkspaceUsage(home, task)
+	if err != nil {
+		return "?"
+	}
+	if ws.Mode == "bind" {
+		*bindSeen = true
+	}
+	more := ""
+	if ws.Partial {
+		more = "+"
+	}
+	return fmt.Sprintf("%.1f%s MiB (%s)", float64(ws.Bytes)/(1<<20), more, ws.Mode)
 }
 
 // boxManagerForLayers is a Manager used only to reach stopped boxes' layers.

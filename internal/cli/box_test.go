@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -283,5 +284,40 @@ func TestBoxCLIDiffNeedsOverlayWorkspace(t *testing.T) {
 	}
 	if _, errs, code := c.run(t, "", "box", "diff", "bw"); code == 0 || !strings.Contains(errs, "box_workspace: overlay") {
 		t.Fatalf("diff of a bind-workspace box should name the setting: %q", errs)
+	}
+}
+
+// TestBoxCLIStatsShowsWorkspace: box stats shows the size of a running
+// box's bind-mounted workspace, which container_disk does not limit.
+func TestBoxCLIStatsShowsWorkspace(t *testing.T) {
+	c := newBoxCLI(t)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.run(t, "", "box", "exec", "--new", "t1", "--", "sh", "-c", "head -c 3000000 /dev/urandom > blob; touch started; while [ ! -e stop ]; do sleep 0.05; done")
+	}()
+	var out string
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(c.ws, "started")); err == nil {
+			var code int
+			if out, _, code = c.run(t, "", "box", "stats", "t1"); code == 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the box never ran")
+		}
+	}
+	if !strings.Contains(out, "WORKSPACE") || !strings.Contains(out, "(bind)") || !strings.Contains(out, "does not limit it") {
+		t.Errorf("box stats does not report the bound workspace:\n%s", out)
+	}
+	os.WriteFile(filepath.Join(c.ws, "stop"), nil, 0o644)
+	<-done
+	f := strings.Fields(out[strings.Index(out, "\nt1"):])
+	if len(f) < 12 {
+		t.Fatalf("box stats:\n%s", out)
+	}
+	if mib, err := strconv.ParseFloat(f[9], 64); err != nil || mib < 2.8 {
+		t.Errorf("box stats workspace column %q, want ≥ 2.8 MiB:\n%s", f[9], out)
 	}
 }

@@ -41,6 +41,8 @@ type chatOptions struct {
 	record           string
 	replay           string
 	verbose          bool
+	reasoning        string // --reasoning LEVEL (agent.reasoning_effort)
+	tui, cli         bool   // --tui / --cli
 }
 
 func addChatFlags(cmd *cobra.Command, o *chatOptions, root bool) {
@@ -68,6 +70,7 @@ func addChatFlags(cmd *cobra.Command, o *chatOptions, root bool) {
 	f.StringVar(&o.record, "record", "", "record the model traffic of this run to FILE")
 	f.StringVar(&o.replay, "replay", "", "with --provider replay: the recording to play back")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "verbose diagnostics on stderr")
+	addFaceFlags(f, o)
 }
 
 func (a *App) newChatCmd() *cobra.Command {
@@ -125,6 +128,9 @@ func checkChatFlags(cmd *cobra.Command, o *chatOptions) error {
 // runChat is `hermes chat` and bare `hermes`: one turn for -z, -q with
 // -Q/--oneshot or a non-terminal, else the REPL.
 func (a *App) runChat(ctx context.Context, o *chatOptions) (err error) {
+	if err := a.checkFaceFlags(o); err != nil {
+		return err
+	}
 	text, err := a.resolvePrompt(o)
 	if err != nil {
 		return err

@@ -89,7 +89,7 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 		// off to the user and prompted (or refused) every command.
 		return nil, fmt.Errorf("%v, in %s; fix it with `hermes config set approvals.mode manual` (or smart, off)", err, cfg.Source("approvals.mode"))
 	}
-	for key, val := range map[string]string{"model.default": o.model, "model.provider": o.provider, "model.base_url": o.baseURL} {
+	for key, val := range map[string]string{"model.default": o.model, "model.provider": o.provider, "model.base_url": o.baseURL, reasoningKey: o.reasoning} {
 		if val != "" {
 			if err := cfg.Override(key, val); err != nil {
 				return nil, err
@@ -139,6 +139,7 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 	if rt.provider, err = providers.New(popts); err != nil {
 		return nil, err
 	}
+	a.reasoningNotice(rt.provName, c.Agent.ReasoningEffort)
 	if cl, isCloser := rt.provider.(io.Closer); isCloser {
 		rt.closers = append(rt.closers, cl.Close)
 	}

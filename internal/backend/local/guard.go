@@ -106,6 +106,11 @@ type dirStamp struct {
 	names  map[string]bool
 }
 
+// LandlockABI returns the kernel's Landlock ABI version, or an error when
+// Landlock is missing or disabled (landlock_create_ruleset(2) with
+// LANDLOCK_CREATE_RULESET_VERSION).
+func LandlockABI() (int, error) { return ll.LandlockGetABIVersion() }
+
 // landlockABI returns the kernel's Landlock ABI version, 0 when Landlock
 // is missing or disabled.
 func landlockABI() int {

@@ -1,0 +1,259 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-go/hermes/internal/box"
+	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/egress"
+)
+
+// setupSetting is one terminal setting `hermes setup terminal` can write:
+// its flag, config key, prompt and validator. check returns the value
+// normalised as YAML for config.Set, or an error naming what is accepted.
+type setupSetting struct {
+	flag, key, label string
+	boxOnly          bool
+	current          func(t config.TerminalConfig) string
+	check            func(home, v string) (string, error)
+}
+
+// terminalSettings are the settings of `hermes setup terminal`, in the
+// order the wizard asks them.
+func terminalSettings() []setupSetting {
+	return []setupSetting{
+		{flag: "backend", key: "terminal.backend", label: "Backend (local runs commands on this machine, box in hermes's sandbox)",
+			current: func(t config.TerminalConfig) string { return t.Backend }, check: checkBackend},
+		{flag: "memory", key: "terminal.container_memory", label: "Box memory in MiB", boxOnly: true,
+			current: func(t config.TerminalConfig) string { return strconv.Itoa(t.ContainerMemory) }, check: positiveInt("--memory", "MiB, e.g. 4096")},
+		{flag: "cpu", key: "terminal.container_cpu", label: "Box CPUs (cores, may be fractional)", boxOnly: true,
+			current: func(t config.TerminalConfig) string { return strconv.FormatFloat(t.ContainerCPU, 'g', -1, 64) }, check: checkCPU},
+		{flag: "disk", key: "terminal.container_disk", label: "Box disk in MiB", boxOnly: true,
+			current: func(t config.TerminalConfig) string { return strconv.Itoa(t.ContainerDisk) }, check: positiveInt("--disk", "MiB, e.g. 20480")},
+		{flag: "image", key: "terminal.box_image", label: "Box image (host, a built image name, a rootfs directory or a tarball)", boxOnly: true,
+			current: func(t config.TerminalConfig) string { return t.BoxImage }, check: checkBoxImage},
+		{flag: "allow", key: egressAllowKey, label: "Hosts the box may reach (comma-separated, empty for none)", boxOnly: true,
+			current: func(t config.TerminalConfig) string { return strings.Join(t.BoxNetwork.Allow, ",") }, check: checkAllowList},
+	}
+}
+
+// newSetupCmd is `hermes setup [model|terminal]` (Hermes "cli-commands.md"
+// `hermes setup`): a line-prompt wizard on a terminal, or flags with
+// --non-interactive for scripts. Values are validated before anything is
+// written; each write is config.Set's atomic update of config.yaml or .env.
+func (a *App) newSetupCmd() *cobra.Command {
+	var nonInteractive bool
+	cmd := &cobra.Command{
+		Use:   "setup [model|terminal]",
+		Short: "configure the model and the terminal backend (a wizard, or flags with --non-interactive)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if nonInteractive || !a.IsTerminal {
+				return errors.New("name what to set up with flags: hermes setup model --non-interactive --provider P --model M, " +
+					"or hermes setup terminal --non-interactive --backend box --memory 4096")
+			}
+			if err := a.runModel(&modelOptions{}); err != nil {
+				return err
+			}
+			return a.setupTerminal(map[string]string{}, true)
+		},
+	}
+	cmd.PersistentFlags().BoolVar(&nonInteractive, "non-interactive", false, "never prompt; take every value from flags")
+	cmd.AddCommand(a.newSetupModelCmd(&nonInteractive), a.newSetupTerminalCmd(&nonInteractive))
+	return cmd
+}
+
+func (a *App) newSetupModelCmd(nonInteractive *bool) *cobra.Command {
+	o := &modelOptions{}
+	cmd := &cobra.Command{
+		Use:   "model",
+		Short: "choose the provider, model and API key (same as hermes model)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			b := *a
+			b.IsTerminal = a.IsTerminal && !*nonInteractive
+			return b.runModel(o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.provider, "provider", "", "openrouter, openai, anthropic or custom")
+	f.StringVar(&o.model, "model", "", "model id, e.g. anthropic/claude-sonnet-4 on openrouter")
+	f.StringVar(&o.baseURL, "base-url", "", "endpoint URL (required for custom)")
+	f.StringVar(&o.apiKey, "api-key", "", "API key to save in .env (mode 0600)")
+	return cmd
+}
+
+func (a *App) newSetupTerminalCmd(nonInteractive *bool) *cobra.Command {
+	values := map[string]*string{}
+	var allow []string
+	cmd := &cobra.Command{
+		Use:   "terminal",
+		Short: "choose the terminal backend (local or box) and the box's resources, image and network allowlist",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			given := map[string]string{}
+			for name, v := range values {
+				if cmd.Flags().Changed(name) {
+					given[name] = *v
+				}
+			}
+			if cmd.Flags().Changed("allow") {
+				given["allow"] = strings.Join(allow, ",")
+			}
+			interactive := a.IsTerminal && !*nonInteractive
+			if !interactive && len(given) == 0 {
+				return errors.New("no settings given: pass --backend local|box and, for box, --memory --cpu --disk --image --allow")
+			}
+			return a.setupTerminal(given, interactive)
+		},
+	}
+	f := cmd.Flags()
+	for _, s := range terminalSettings() {
+		if s.flag == "allow" {
+			f.StringArrayVar(&allow, "allow", nil, "a host, *.suffix, IP or CIDR[:PORT] the box may reach (repeat; replaces the list)")
+			continue
+		}
+		values[s.flag] = f.String(s.flag, "", s.label+" ("+s.key+")")
+	}
+	return cmd
+}
+
+// setupTerminal validates the given values (by flag name), asks for the
+// rest when interactive, and writes the settings that were given or asked.
+func (a *App) setupTerminal(given map[string]string, interactive bool) error {
+	home := a.Home()
+	l, err := a.loadConfig()
+	if err != nil {
+		return err
+	}
+	cur := l.Config.Terminal
+	in := newLineReader(a.Stdin)
+	backend := cur.Backend
+	type write struct{ key, value string }
+	var writes []write
+	for _, s := range terminalSettings() {
+		v, ok := given[s.flag]
+		if s.boxOnly && backend != "box" && !ok {
+			continue // the wizard asks box settings only for the box backend
+		}
+		var norm string
+		switch {
+		case ok:
+			if norm, err = s.check(home, v); err != nil {
+				return err
+			}
+		case interactive:
+			if norm, err = a.askSetting(in, home, s, s.current(cur)); err != nil {
+				return err
+			}
+		default:
+			continue
+		}
+		if s.flag == "backend" {
+			backend = norm
+		}
+		writes = append(writes, write{s.key, norm})
+	}
+	for _, w := range writes {
+		if err := config.Set(home, w.key, w.value); err != nil {
+			return err
+		}
+		fmt.Fprintf(a.Stdout, "Set %s = %s\n", w.key, w.value)
+	}
+	fmt.Fprintf(a.Stdout, "Saved to %s; check it with: hermes doctor\n", config.ConfigPath(home))
+	return nil
+}
+
+// askSetting prompts for s until its validator accepts the answer (three
+// tries).
+func (a *App) askSetting(in *lineReader, home string, s setupSetting, def string) (string, error) {
+	for range 3 {
+		answer, err := a.ask(in, s.label, def)
+		if err != nil {
+			return "", err
+		}
+		norm, err := s.check(home, answer)
+		if err == nil {
+			return norm, nil
+		}
+		fmt.Fprintln(a.Stdout, err)
+	}
+	return "", fmt.Errorf("no valid value for %s", s.key)
+}
+
+func checkBackend(_, v string) (string, error) {
+	if v != "local" && v != "box" {
+		return "", fmt.Errorf("--backend %q: use local or box", v)
+	}
+	return v, nil
+}
+
+func positiveInt(flag, unit string) func(string, string) (string, error) {
+	return func(_, v string) (string, error) {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n <= 0 {
+			return "", fmt.Errorf("%s %q: give a whole number of %s", flag, v, unit)
+		}
+		return strconv.Itoa(n), nil
+	}
+}
+
+func checkCPU(_, v string) (string, error) {
+	n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || n <= 0 || n > 1024 {
+		return "", fmt.Errorf("--cpu %q: give a number of cores above 0, e.g. 2 or 0.5", v)
+	}
+	return strconv.FormatFloat(n, 'g', -1, 64), nil
+}
+
+// checkBoxImage accepts what box.ResolveImage accepts without extracting
+// anything: host, a built image's name, a root filesystem directory, or a
+// tarball file. Paths are saved absolute.
+func checkBoxImage(home, v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" || v == box.HostImage {
+		return box.HostImage, nil
+	}
+	if _, err := box.LoadImageManifest(home, v); err == nil {
+		return v, nil
+	}
+	abs, err := filepath.Abs(v)
+	if err != nil {
+		return "", fmt.Errorf("--image %q: %w", v, err)
+	}
+	fi, err := os.Stat(abs)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("--image %q: no such built image, directory or tarball; use host, a root filesystem directory, a .tar/.tar.gz/.tar.zst file, or build one with `hermes box image build`", v)
+	case fi.IsDir():
+		if _, err := box.ResolveImage(home, abs); err != nil {
+			return "", fmt.Errorf("--image: %w", err)
+		}
+	case !fi.Mode().IsRegular():
+		return "", fmt.Errorf("--image %q is neither a directory nor a regular file", v)
+	}
+	return abs, nil
+}
+
+// checkAllowList parses comma- or space-separated egress entries and
+// returns them as a YAML (JSON) list.
+func checkAllowList(_, v string) (string, error) {
+	norm := []string{}
+	for _, e := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
+		r, err := egress.ParseRule(e)
+		if err != nil {
+			return "", fmt.Errorf("--allow: %w", err)
+		}
+		norm = append(norm, r.String())
+	}
+	b, _ := json.Marshal(norm) // JSON is YAML; quoting keeps "*.x" from reading as an alias
+	return string(b), nil
+}
