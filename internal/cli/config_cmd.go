@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -263,6 +265,13 @@ func (a *App) configSet(key string, rest []string) error {
 	if key == "toolsets" {
 		if err := checkToolsetsValue(value); err != nil {
 			return err
+		}
+	}
+	// An absolute terminal.cwd that is not a directory failed every later
+	// run; a relative one is resolved against the directory of each run.
+	if key == "terminal.cwd" && filepath.IsAbs(value) {
+		if st, err := os.Stat(value); err != nil || !st.IsDir() {
+			return fmt.Errorf("terminal.cwd: %s is not a directory; create it first or give an existing directory", value)
 		}
 	}
 	if err := config.Set(home, key, value); err != nil {

@@ -239,3 +239,16 @@ func TestConfigShowExplainsZeroDefaults(t *testing.T) {
 		}
 	}
 }
+
+// `config set terminal.cwd /nonexist` was saved and every later run failed
+// with "terminal.cwd is not a directory".
+func TestConfigSetCwdMustBeADirectory(t *testing.T) {
+	ta := newTestApp(t, nil, "", false)
+	missing := filepath.Join(t.TempDir(), "nonexist")
+	if code := ta.run("config", "set", "terminal.cwd", missing); code == 0 || !strings.Contains(ta.stderr.String(), "is not a directory") {
+		t.Errorf("config set terminal.cwd %s = %d, stderr %q", missing, code, ta.stderr)
+	}
+	if code := ta.run("config", "set", "terminal.cwd", t.TempDir()); code != 0 {
+		t.Errorf("config set terminal.cwd DIR = %d, stderr %q", code, ta.stderr)
+	}
+}
