@@ -48,7 +48,7 @@ var codeFlags = map[string]string{
 // valueFlags are, per language, short options that take a separate value
 // (so the value is not taken for a script operand).
 var valueFlags = map[string]string{
-	"python": "mWXQ", "perl": "IMmxl", "ruby": "rIEC", "node": "r", "php": "cdfz", "lua": "l", "awk": "fvF", "other": "fl",
+	"python": "mWXQ", "perl": "IMmx", "ruby": "rIEC", "node": "r", "php": "cdfz", "lua": "l", "awk": "fvF", "other": "fl",
 }
 
 // interpreterCode returns the program text of an interpreter call (python
@@ -118,6 +118,11 @@ func interpreterCode(lang string, args []string) (code []string, stdin bool, scr
 			if lang == "perl" && c == 'i' { // -i[extension]
 				break
 			}
+			if lang == "perl" && (c == 'l' || c == '0') { // -l[octal], -0[octal]: digits only
+				for j+1 < len(a) && a[j+1] >= '0' && a[j+1] <= '9' {
+					j++
+				}
+			}
 		}
 		if module {
 			break
@@ -136,6 +141,22 @@ func isStdinPath(p string) bool {
 		return true
 	}
 	return false
+}
+
+// isDescriptorPath reports whether p names an open file descriptor
+// (/dev/fd/N, /proc/self/fd/N, /proc/PID/fd/N) or stdin: a program read
+// from it was fed in by a redirection the check may not see
+// (exec 3<<<'rm -rf x'; sh /dev/fd/3).
+func isDescriptorPath(p string) bool {
+	if isStdinPath(p) || p == "/dev/stdin" {
+		return true
+	}
+	p = path.Clean(p)
+	if strings.HasPrefix(p, "/dev/fd/") {
+		return true
+	}
+	parts := strings.Split(p, "/")
+	return len(parts) >= 5 && parts[1] == "proc" && (parts[3] == "fd" || parts[3] == "task")
 }
 
 // shellReadsStdin reports whether a shell call reads its script from stdin

@@ -156,6 +156,8 @@ func (a *analysis) writeFindings(p string, dir dirState, how string, add func(ke
 		for _, d := range dir.dirs {
 			if d != "" && a.paths.isSensitive(d) {
 				add("write to sensitive path", how+" writes into "+d)
+			} else if s := a.paths.holdsSensitive(d); d != "" && s != "" {
+				add("write to sensitive path", how+" writes into "+d+", which holds "+s)
 			}
 		}
 		return
@@ -168,6 +170,8 @@ func (a *analysis) writeFindings(p string, dir dirState, how string, add func(ke
 	for _, c := range cands {
 		if a.paths.isSensitive(c) {
 			add("write to sensitive path", how+" writes into "+c)
+		} else if s := a.paths.holdsSensitive(c); s != "" {
+			add("write to sensitive path", how+" writes into "+c+", which holds "+s)
 		}
 		if strings.HasPrefix(c, "/dev/") && !harmlessDevice(c) {
 			add("write to device", how+" writes to device "+c)
@@ -257,6 +261,19 @@ func (s *Service) dangerous(a *analysis) []finding {
 			if slices.Contains(c.args, "-delete") || execsRm(c.args) {
 				add("find delete", "find deletes what it matches")
 			}
+		case "ln":
+			// a link to a sensitive place turns later writes through it
+			// (ln -s ~/.hermes h; echo x >> h/config.yaml) into unchecked ones
+			sources := operands
+			if len(optionValues(c.args, "t", "--target-directory")) == 0 && len(operands) > 1 {
+				sources = operands[:len(operands)-1]
+			}
+			for _, src := range sources {
+				cands, known := a.paths.resolve(src, c.dir)
+				if !known || slices.ContainsFunc(cands, func(p string) bool { return a.paths.isSensitive(p) || a.paths.holdsSensitive(p) != "" }) {
+					add("link to sensitive path", "ln makes a link to "+clip(src)+", through which later commands could write it unchecked")
+				}
+			}
 		case "git":
 			if subcommand(c.args) == "push" && (hasFlag(flags, "f", "--force", "--force-if-includes") ||
 				slices.ContainsFunc(operands[1:], func(o string) bool { return strings.HasPrefix(o, "+") })) {
@@ -269,6 +286,7 @@ func (s *Service) dangerous(a *analysis) []finding {
 		for _, t := range writeTargets(c.args) {
 			a.writeFindings(t, c.dir, name, add)
 		}
+		a.containerFindings(c, add)
 		if strings.HasPrefix(name, "mkfs") || name == "mke2fs" || name == "mkswap" {
 			add("format filesystem", name+" formats a filesystem")
 		}
