@@ -84,6 +84,11 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 		fmt.Fprintf(a.Stderr, "hermes: warning: %v (from %s); it is ignored and the API follows model.provider; fix it with `hermes config set model.api_mode chat_completions` or `hermes config unset model.api_mode`\n",
 			err, cfg.Source("model.api_mode"))
 	}
+	if err := config.CheckString("approvals.mode", cfg.Config.Approvals.Mode); err != nil {
+		// An unknown mode used to run silently as manual: `mode: of` meant
+		// off to the user and prompted (or refused) every command.
+		return nil, fmt.Errorf("%v, in %s; fix it with `hermes config set approvals.mode manual` (or smart, off)", err, cfg.Source("approvals.mode"))
+	}
 	for key, val := range map[string]string{"model.default": o.model, "model.provider": o.provider, "model.base_url": o.baseURL, reasoningKey: o.reasoning} {
 		if val != "" {
 			if err := cfg.Override(key, val); err != nil {
@@ -111,7 +116,7 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 		return nil, err
 	}
 	if rt.store, err = a.openSessionStore(); err != nil {
-		return nil, fmt.Errorf("opening the session store: %w", err)
+		return nil, err // already "session store: open PATH: ..."
 	}
 	rt.closers = append(rt.closers, rt.store.Close)
 	rt.recorder = rt.store.NewRecorder()
@@ -143,6 +148,7 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 	if rt.backend, err = a.newBackend(c, rt.cwd, environ); err != nil {
 		return nil, err
 	}
+	rt.backend = &noticeBackend{Backend: rt.backend, stderr: a.Stderr}
 	rt.closers = append(rt.closers, rt.backend.Close)
 	secrets := rt.redact.values
 	home := a.Home()
