@@ -6,10 +6,10 @@ GO ?= go
 .PHONY: build install test demo bench vet
 
 build:
-	$(GO) build -trimpath -ldflags "-s -w" -o bin/hermes ./cmd/hermes
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/hermes ./cmd/hermes
 
 install:
-	$(GO) build -trimpath -ldflags "-s -w" -o $(PREFIX)/bin/hermes ./cmd/hermes
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(PREFIX)/bin/hermes ./cmd/hermes
 	ln -sf hermes $(PREFIX)/bin/hermes-agent
 
 test:

@@ -1,9 +1,11 @@
 package approval
 
 import (
+	"github.com/hermes-go/hermes/internal/lazyregexp"
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 var shells = map[string]bool{"sh": true, "bash": true, "rbash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true, "yash": true, "fish": true, "csh": true, "tcsh": true}
@@ -48,7 +50,7 @@ var codeFlags = map[string]string{
 // valueFlags are, per language, short options that take a separate value
 // (so the value is not taken for a script operand).
 var valueFlags = map[string]string{
-	"python": "mWXQ", "perl": "IMmxl", "ruby": "rIEC", "node": "r", "php": "cdfz", "lua": "l", "awk": "fvF", "other": "fl",
+	"python": "mWXQ", "perl": "IMmx", "ruby": "rIEC", "node": "r", "php": "cdfz", "lua": "l", "awk": "fvF", "other": "fl",
 }
 
 // interpreterCode returns the program text of an interpreter call (python
@@ -118,6 +120,11 @@ func interpreterCode(lang string, args []string) (code []string, stdin bool, scr
 			if lang == "perl" && c == 'i' { // -i[extension]
 				break
 			}
+			if lang == "perl" && (c == 'l' || c == '0') { // -l[octal], -0[octal]: digits only
+				for j+1 < len(a) && a[j+1] >= '0' && a[j+1] <= '9' {
+					j++
+				}
+			}
 		}
 		if module {
 			break
@@ -136,6 +143,22 @@ func isStdinPath(p string) bool {
 		return true
 	}
 	return false
+}
+
+// isDescriptorPath reports whether p names an open file descriptor
+// (/dev/fd/N, /proc/self/fd/N, /proc/PID/fd/N) or stdin: a program read
+// from it was fed in by a redirection the check may not see
+// (exec 3<<<'rm -rf x'; sh /dev/fd/3).
+func isDescriptorPath(p string) bool {
+	if isStdinPath(p) || p == "/dev/stdin" {
+		return true
+	}
+	p = path.Clean(p)
+	if strings.HasPrefix(p, "/dev/fd/") {
+		return true
+	}
+	parts := strings.Split(p, "/")
+	return len(parts) >= 5 && parts[1] == "proc" && (parts[3] == "fd" || parts[3] == "task")
 }
 
 // shellReadsStdin reports whether a shell call reads its script from stdin
@@ -225,28 +248,30 @@ func shellScript(args []string) (script string, found, missing bool) {
 // system: no process, file, network, environment, dynamic evaluation or
 // text decoding that could hide any of those.
 var (
-	obfuscation = regexp.MustCompile(`\\[xuUN0-7]|base64|b64|fromhex|unhexlify|fromCharCode|\bchr\b|rot13|decode|decompress|zlib|marshal|pickle|reverse|\[::-1\]`)
-	unsafeCode  = map[string]*regexp.Regexp{
-		"python": regexp.MustCompile(`__|\b(os|sys\.modules|modules|subprocess|shutil|pathlib|importlib|ctypes|socket|pty|signal|multiprocessing|threading|asyncio|urllib|http|requests|tempfile|glob|io|builtins|runpy|posix|fcntl|mmap|webbrowser|exec|eval|compile|open|getattr|setattr|delattr|globals|locals|vars|input|breakpoint|help|system|popen|spawn|remove|unlink|rmdir|rmtree|rename|chmod|chown|kill|write|fork|environ|getenv)\b`),
-		"perl":   regexp.MustCompile("`" + `|\b(system|exec|qx|open|opendir|sysopen|unlink|rmdir|rename|mkdir|chmod|chown|chdir|kill|fork|eval|require|use|do|syscall|socket|link|symlink|utime|truncate|glob|readpipe|dbmopen|pipe|ENV|pack|unpack)\b|/[msixpodualngcr]*e[msixpodualngcre]*\s*(;|$|\})`),
-		"ruby":   regexp.MustCompile("`" + `|%x|\b(system|exec|spawn|fork|open|File|Dir|IO|FileUtils|Kernel|Process|Open3|PTY|Socket|TCPSocket|eval|instance_eval|class_eval|module_eval|send|public_send|method|define_method|const_get|require|require_relative|load|syscall|ENV|ObjectSpace|binding|trap|at_exit|Marshal|YAML|pack|unpack)\b`),
-		"node":   regexp.MustCompile("`" + `|\b(require|import|process|child_process|eval|Function|fs|globalThis|global|constructor|prototype|__proto__|Deno|Bun|fetch|module|exports|Buffer|atob|setTimeout|setInterval|WebAssembly|Reflect|Proxy|this)\b|[\w)\]]\s*\[\s*[^\d\s\]]`),
-		"php":    regexp.MustCompile("`" + `|\$\$|\$\w+\s*\(|\b(system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec|eval|assert|create_function|include|require|include_once|require_once|file_put_contents|fopen|fwrite|unlink|rmdir|rename|mkdir|chmod|chown|copy|symlink|link|mail|putenv|getenv|call_user_func|call_user_func_array|array_map|preg_replace|str_rot13|hex2bin|pack|ENV|_ENV|_SERVER|GLOBALS)\b`),
-		"lua":    regexp.MustCompile(`\b(os|io|require|load|loadstring|dofile|loadfile|debug|package|_G|setfenv|getfenv|rawget|rawset|char)\b`),
-		"awk":    regexp.MustCompile(`\||\b(system|getline|close|fflush|ENVIRON)\b|\bprintf?\b[^;{}]*>|@(load|include)`),
-	}
-	pythonImport     = regexp.MustCompile(`\b(?:from\s+([\w.]+)\s+import|import\s+([\w., ]+))`)
+	obfuscation = lazyregexp.New(`\\[xuUN0-7]|base64|b64|fromhex|unhexlify|fromCharCode|\bchr\b|rot13|decode|decompress|zlib|marshal|pickle|reverse|\[::-1\]`)
+	unsafeCode  = sync.OnceValue(func() map[string]*regexp.Regexp {
+		return map[string]*regexp.Regexp{
+			"python": regexp.MustCompile(`__|\b(os|sys\.modules|modules|subprocess|shutil|pathlib|importlib|ctypes|socket|pty|signal|multiprocessing|threading|asyncio|urllib|http|requests|tempfile|glob|io|builtins|runpy|posix|fcntl|mmap|webbrowser|exec|eval|compile|open|getattr|setattr|delattr|globals|locals|vars|input|breakpoint|help|system|popen|spawn|remove|unlink|rmdir|rmtree|rename|chmod|chown|kill|write|fork|environ|getenv)\b`),
+			"perl":   regexp.MustCompile("`" + `|\b(system|exec|qx|open|opendir|sysopen|unlink|rmdir|rename|mkdir|chmod|chown|chdir|kill|fork|eval|require|use|do|syscall|socket|link|symlink|utime|truncate|glob|readpipe|dbmopen|pipe|ENV|pack|unpack)\b|/[msixpodualngcr]*e[msixpodualngcre]*\s*(;|$|\})`),
+			"ruby":   regexp.MustCompile("`" + `|%x|\b(system|exec|spawn|fork|open|File|Dir|IO|FileUtils|Kernel|Process|Open3|PTY|Socket|TCPSocket|eval|instance_eval|class_eval|module_eval|send|public_send|method|define_method|const_get|require|require_relative|load|syscall|ENV|ObjectSpace|binding|trap|at_exit|Marshal|YAML|pack|unpack)\b`),
+			"node":   regexp.MustCompile("`" + `|\b(require|import|process|child_process|eval|Function|fs|globalThis|global|constructor|prototype|__proto__|Deno|Bun|fetch|module|exports|Buffer|atob|setTimeout|setInterval|WebAssembly|Reflect|Proxy|this)\b|[\w)\]]\s*\[\s*[^\d\s\]]`),
+			"php":    regexp.MustCompile("`" + `|\$\$|\$\w+\s*\(|\b(system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec|eval|assert|create_function|include|require|include_once|require_once|file_put_contents|fopen|fwrite|unlink|rmdir|rename|mkdir|chmod|chown|copy|symlink|link|mail|putenv|getenv|call_user_func|call_user_func_array|array_map|preg_replace|str_rot13|hex2bin|pack|ENV|_ENV|_SERVER|GLOBALS)\b`),
+			"lua":    regexp.MustCompile(`\b(os|io|require|load|loadstring|dofile|loadfile|debug|package|_G|setfenv|getfenv|rawget|rawset|char)\b`),
+			"awk":    regexp.MustCompile(`\||\b(system|getline|close|fflush|ENVIRON)\b|\bprintf?\b[^;{}]*>|@(load|include)`),
+		}
+	})
+	pythonImport     = lazyregexp.New(`\b(?:from\s+([\w.]+)\s+import|import\s+([\w., ]+))`)
 	safePythonModule = map[string]bool{"json": true, "sys": true, "math": true, "re": true, "datetime": true, "time": true, "collections": true, "itertools": true, "functools": true, "hashlib": true, "random": true, "string": true, "textwrap": true, "pprint": true, "statistics": true, "decimal": true, "fractions": true, "uuid": true, "unicodedata": true, "operator": true, "heapq": true, "bisect": true, "calendar": true, "html": true, "difflib": true, "struct": true, "fnmatch": true, "shlex": true, "secrets": true, "typing": true, "dataclasses": true, "enum": true}
 )
 
 // trivialCode reports whether program text is trivially safe for lang.
 func trivialCode(lang, code string) bool {
-	re := unsafeCode[lang]
-	if re == nil || len(code) > 2000 || obfuscation.MatchString(code) || re.MatchString(code) {
+	re := unsafeCode()[lang]
+	if re == nil || len(code) > 2000 || obfuscation().MatchString(code) || re.MatchString(code) {
 		return false
 	}
 	if lang == "python" {
-		for _, m := range pythonImport.FindAllStringSubmatch(code, -1) {
+		for _, m := range pythonImport().FindAllStringSubmatch(code, -1) {
 			names := m[1]
 			if names == "" {
 				names = m[2]

@@ -1,8 +1,8 @@
 package approval
 
 import (
+	"github.com/hermes-go/hermes/internal/lazyregexp"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -77,7 +77,7 @@ func analyze(command string, paths pathResolver, dir dirState) *analysis {
 }
 
 // ansiEscape matches terminal escape sequences (CSI and OSC).
-var ansiEscape = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)`)
+var ansiEscape = lazyregexp.New(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)`)
 
 // normalize removes what hides a command from a reader but not from the
 // shell: terminal escape sequences and NUL bytes; it maps fullwidth ASCII
@@ -86,7 +86,7 @@ var ansiEscape = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]
 func normalize(command string) string {
 	s := command
 	if strings.IndexByte(s, 0x1b) >= 0 {
-		s = ansiEscape.ReplaceAllString(s, "")
+		s = ansiEscape().ReplaceAllString(s, "")
 	}
 	var b strings.Builder
 	b.Grow(len(s))
@@ -133,9 +133,11 @@ func (a *analysis) parse(src string, depth int) bool {
 				ok = a.classify(c, depth) && ok
 			}
 			for _, as := range n.Assigns {
-				if as.Name != nil && as.Name.Value == "HERMES_YOLO_MODE" {
-					a.ask("hermes self", "sets HERMES_YOLO_MODE, which turns approvals off for hermes run from here")
-				}
+				ok = a.assign(as, r, depth) && ok
+			}
+		case *syntax.DeclClause:
+			for _, as := range n.Args {
+				ok = a.assign(as, r, depth) && ok
 			}
 		case *syntax.BinaryCmd:
 			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
@@ -151,6 +153,53 @@ func (a *analysis) parse(src string, depth int) bool {
 	return ok
 }
 
+// commandVars are environment variables whose value programs run as a
+// shell command (bash's PROMPT_COMMAND, git's GIT_SSH_COMMAND, pagers and
+// editors); codeVars make a program load code from the file they name.
+var (
+	commandVars = map[string]bool{"PROMPT_COMMAND": true, "GIT_SSH_COMMAND": true, "GIT_SSH": true, "GIT_PAGER": true,
+		"PAGER": true, "MANPAGER": true, "SYSTEMD_PAGER": true, "GIT_EDITOR": true, "EDITOR": true, "VISUAL": true,
+		"GIT_SEQUENCE_EDITOR": true, "GIT_EXTERNAL_DIFF": true, "GIT_ASKPASS": true, "SSH_ASKPASS": true, "BROWSER": true,
+		"LESSOPEN": true, "LESSCLOSE": true, "PS0": true, "PS1": true, "PS2": true, "PS4": true}
+	codeVars = map[string]bool{"BASH_ENV": true, "ENV": true, "LD_PRELOAD": true, "LD_AUDIT": true, "PERL5OPT": true,
+		"NODE_OPTIONS": true, "RUBYOPT": true, "PYTHONSTARTUP": true}
+)
+
+// assign checks a variable assignment (prefix, bare or declared) that
+// makes programs run something: the value of a command variable is checked
+// as the command it is (PROMPT_COMMAND='rm -rf x' bash -i); a computed
+// value, or one naming a descriptor, of a code variable needs approval
+// (BASH_ENV=<(echo 'rm -rf x') bash -c true).
+func (a *analysis) assign(as *syntax.Assign, r *renderer, depth int) bool {
+	if as.Name == nil {
+		return true
+	}
+	name := as.Name.Value
+	if name == "HERMES_YOLO_MODE" {
+		a.ask("hermes self", "sets HERMES_YOLO_MODE, which turns approvals off for hermes run from here")
+		return true
+	}
+	if !commandVars[name] && !codeVars[name] || as.Value == nil {
+		return true
+	}
+	val, static := r.word(as.Value)
+	switch {
+	case !static:
+		a.ask("run computed code", name+" is set to a value computed at run time, which a program will run")
+	case codeVars[name]:
+		if isDescriptorPath(val) {
+			a.ask("run computed code", name+" makes programs load code from "+val+", fed in where the check cannot see it")
+		}
+	case strings.HasPrefix(name, "PS"):
+		if strings.Contains(val, "$(") || strings.Contains(val, "`") {
+			a.ask("run computed code", name+" holds a substitution the shell runs at every prompt: "+clip(val))
+		}
+	default:
+		return a.parse(val, depth+1)
+	}
+	return true
+}
+
 // stmt records a statement's output redirections and checks here-documents
 // and here-strings fed to a shell or interpreter.
 func (a *analysis) stmt(n *syntax.Stmt, r *renderer, depth int) bool {
@@ -161,6 +210,14 @@ func (a *analysis) stmt(n *syntax.Stmt, r *renderer, depth int) bool {
 			if rd.Word != nil {
 				for _, s := range r.fieldsEach(rd.Word) {
 					a.redirects = append(a.redirects, target{s, a.dir})
+				}
+			}
+		case syntax.DplIn:
+			// sh <&3: the program comes from a descriptor opened elsewhere
+			// (exec 3<<<'rm -rf x'), which the check does not follow.
+			if call, isCall := n.Cmd.(*syntax.CallExpr); isCall && len(call.Args) > 0 && (rd.N == nil || rd.N.Value == "0") {
+				if c, _ := a.command(call, r, false); readsCode(c) != "" {
+					a.ask("run computed code", c.name()+" reads its program from another file descriptor, fed in where the check cannot see it")
 				}
 			}
 		case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc, syntax.RdrIn:
@@ -351,7 +408,7 @@ func computedWord(w string) bool {
 	if i := strings.LastIndexByte(w, '/'); i >= 0 {
 		base = w[i+1:]
 	}
-	return base == "" || strings.ContainsAny(base, "$*?[") || strings.ContainsAny(w, "`")
+	return base == "" || isDynamic(w) || strings.ContainsAny(base, "$*?[") || strings.ContainsAny(w, "`")
 }
 
 // classify records c and the findings about how it runs code: computed
@@ -382,20 +439,32 @@ func (a *analysis) classify(c simpleCommand, depth int) bool {
 		}
 		if isDynamic(script) {
 			a.ask("run computed code", name+" runs the program "+script+", computed at run time")
+		} else if script != "" && isDescriptorPath(script) && !isStdinPath(script) {
+			a.ask("run computed code", name+" runs the program in "+script+", fed in where the check cannot see it")
+		}
+		if lang == "awk" && slices.ContainsFunc(optionValues(c.args, "f", "--file"), isDescriptorPath) {
+			a.ask("run computed code", name+" reads its program from a file descriptor, fed in where the check cannot see it")
 		}
 	case isShell(name) || name == "source" || name == ".":
 		if s := shellScriptOperand(c.args); name == "source" || name == "." {
 			if len(c.args) > 1 && isDynamic(c.args[1]) {
 				a.ask("run computed code", name+" runs "+c.args[1]+", computed at run time")
+			} else if len(c.args) > 1 && isDescriptorPath(c.args[1]) && !isStdinPath(c.args[1]) {
+				a.ask("run computed code", name+" runs the script in "+c.args[1]+", fed in where the check cannot see it")
 			}
 		} else if isDynamic(s) {
 			a.ask("run computed code", name+" runs "+s+", computed at run time")
+		} else if s != "" && isDescriptorPath(s) && !isStdinPath(s) {
+			a.ask("run computed code", name+" runs the script in "+s+", fed in where the check cannot see it")
 		}
 	case name == "sed":
 		_, operands := options(c.args)
 		scripts := optionValues(c.args, "e", "--expression")
 		if len(scripts) == 0 && len(operands) > 0 {
 			scripts = operands[:1]
+		}
+		if slices.ContainsFunc(optionValues(c.args, "f", "--file"), isDescriptorPath) {
+			a.ask("interpreter code", "sed reads its script from a file descriptor, fed in where the check cannot see it")
 		}
 		for _, s := range scripts {
 			if sedRuns(s) {
@@ -416,6 +485,10 @@ func (a *analysis) classify(c simpleCommand, depth int) bool {
 		}
 		if ask != nil {
 			a.asks = append(a.asks, *ask)
+		}
+	case name == "make" || name == "gmake":
+		if slices.ContainsFunc(optionValues(c.args, "f", "--file", "--makefile"), isDescriptorPath) || len(optionValues(c.args, "E", "--eval")) > 0 {
+			a.ask("run computed code", "make runs rules given on the command line or a descriptor, unchecked")
 		}
 	case name == "crontab" || name == "at" || name == "batch":
 		if !slices.Contains(c.args[1:], "-l") {

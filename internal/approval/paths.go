@@ -122,6 +122,36 @@ func (r pathResolver) isSensitive(p string) bool {
 	return false
 }
 
+// holdsSensitive returns a sensitive place strictly inside cleaned
+// absolute path p (possibly a glob): a tree copied, synced or extracted
+// into p may overwrite it (cp -r dots/. ~/ replaces ~/.bashrc). "" if none.
+func (r pathResolver) holdsSensitive(p string) string {
+	if !strings.HasPrefix(p, "/") {
+		return ""
+	}
+	pc := strings.Split(strings.Trim(p, "/"), "/")
+	if p == "/" {
+		pc = nil
+	}
+	for _, s := range r.sensitive {
+		sc := strings.Split(strings.Trim(s, "/"), "/")
+		if len(sc) <= len(pc) {
+			continue
+		}
+		inside := true
+		for i, c := range pc {
+			if ok, err := path.Match(c, sc[i]); !ok || err != nil {
+				inside = false
+				break
+			}
+		}
+		if inside {
+			return s
+		}
+	}
+	return ""
+}
+
 // within reports whether p is prefix or inside it, matching glob components
 // of p (*, ?, [...]) against prefix's components.
 func within(p, prefix string) bool {
@@ -191,7 +221,7 @@ var diskNames = []string{"sda", "sda1", "nvme0n1", "nvme0n1p1", "vda", "vda1", "
 
 // isDisk reports whether cleaned path p is (or may be) a disk device.
 func isDisk(p string) bool {
-	if diskDevice.MatchString(p) {
+	if diskDevice().MatchString(p) {
 		return true
 	}
 	if rest, ok := strings.CutPrefix(p, "/dev/"); ok && strings.ContainsAny(rest, "*?[") {

@@ -1,8 +1,8 @@
 package approval
 
 import (
+	"github.com/hermes-go/hermes/internal/lazyregexp"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -16,7 +16,7 @@ type finding struct {
 }
 
 // diskDevice matches block devices holding filesystems.
-var diskDevice = regexp.MustCompile(`^/dev/(sd[a-z]|nvme\d|vd[a-z]|xvd[a-z]|hd[a-z]|mmcblk\d|disk/|dm-\d|md\d|mapper/|root$)`)
+var diskDevice = lazyregexp.New(`^/dev/(sd[a-z]|nvme\d|vd[a-z]|xvd[a-z]|hd[a-z]|mmcblk\d|disk/|dm-\d|md\d|mapper/|root$)`)
 
 // options splits argv[1:] into flags and operands ("--" ends flags).
 func options(args []string) (flags, operands []string) {
@@ -69,12 +69,12 @@ func (a *analysis) isDiskPath(p string, dir dirState) bool {
 }
 
 // forkBombText catches the classic fork bomb when it does not parse.
-var forkBombText = regexp.MustCompile(`(\S+)\s*\(\)\s*\{\s*(\S+)\s*\|\s*(\S+)\s*&\s*\}`)
+var forkBombText = lazyregexp.New(`(\S+)\s*\(\)\s*\{\s*(\S+)\s*\|\s*(\S+)\s*&\s*\}`)
 
 // hardline returns the first unrecoverable action in a, or nil. These never
 // run, whatever the mode (Hermes UNRECOVERABLE_BLOCKLIST, "security.md").
 func hardline(a *analysis) *finding {
-	if a.forkBomb || strings.Contains(a.normalized, "(") && forkBombText.MatchString(a.normalized) {
+	if a.forkBomb || strings.Contains(a.normalized, "(") && forkBombText().MatchString(a.normalized) {
 		return &finding{"fork bomb", "a fork bomb would exhaust the machine's processes"}
 	}
 	if len(a.blocks) > 0 {
@@ -156,6 +156,8 @@ func (a *analysis) writeFindings(p string, dir dirState, how string, add func(ke
 		for _, d := range dir.dirs {
 			if d != "" && a.paths.isSensitive(d) {
 				add("write to sensitive path", how+" writes into "+d)
+			} else if s := a.paths.holdsSensitive(d); d != "" && s != "" {
+				add("write to sensitive path", how+" writes into "+d+", which holds "+s)
 			}
 		}
 		return
@@ -168,6 +170,8 @@ func (a *analysis) writeFindings(p string, dir dirState, how string, add func(ke
 	for _, c := range cands {
 		if a.paths.isSensitive(c) {
 			add("write to sensitive path", how+" writes into "+c)
+		} else if s := a.paths.holdsSensitive(c); s != "" {
+			add("write to sensitive path", how+" writes into "+c+", which holds "+s)
 		}
 		if strings.HasPrefix(c, "/dev/") && !harmlessDevice(c) {
 			add("write to device", how+" writes to device "+c)
@@ -176,15 +180,15 @@ func (a *analysis) writeFindings(p string, dir dirState, how string, add func(ke
 }
 
 var (
-	sqlDrop     = regexp.MustCompile(`(?i)\bDROP\s+(TABLE|DATABASE|SCHEMA)\b`)
-	sqlTruncate = regexp.MustCompile(`(?i)\bTRUNCATE\s+(TABLE\s+)?[\w."` + "`" + `]`)
-	sqlDelete   = regexp.MustCompile(`(?i)\bDELETE\s+FROM\b`)
-	sqlWhere    = regexp.MustCompile(`(?i)\bWHERE\b`)
+	sqlDrop     = lazyregexp.New(`(?i)\bDROP\s+(TABLE|DATABASE|SCHEMA)\b`)
+	sqlTruncate = lazyregexp.New(`(?i)\bTRUNCATE\s+(TABLE\s+)?[\w."` + "`" + `]`)
+	sqlDelete   = lazyregexp.New(`(?i)\bDELETE\s+FROM\b`)
+	sqlWhere    = lazyregexp.New(`(?i)\bWHERE\b`)
 	// remoteToShellText catches curl|sh when the command does not parse.
-	remoteToShellText = regexp.MustCompile(`(?i)\b(curl|wget)\b[^|]*\|\s*(sudo\s+)?(ba|z|da|k)?sh\b`)
+	remoteToShellText = lazyregexp.New(`(?i)\b(curl|wget)\b[^|]*\|\s*(sudo\s+)?(ba|z|da|k)?sh\b`)
 )
 
-var worldWritableMode = regexp.MustCompile(`^[0-7]*[2367]$`)
+var worldWritableMode = lazyregexp.New(`^[0-7]*[2367]$`)
 
 // dangerous returns every approval-needing rule a matches (Hermes
 // DANGEROUS_PATTERNS, "security.md").
@@ -197,7 +201,7 @@ func (s *Service) dangerous(a *analysis) []finding {
 	}
 	if !a.parsed {
 		add("unparseable command", "the command's quoting could not be parsed, so it could not be checked")
-		if remoteToShellText.MatchString(a.normalized) {
+		if remoteToShellText().MatchString(a.normalized) {
 			add("pipe remote script to shell", "downloads a script and runs it unseen")
 		}
 	}
@@ -257,6 +261,19 @@ func (s *Service) dangerous(a *analysis) []finding {
 			if slices.Contains(c.args, "-delete") || execsRm(c.args) {
 				add("find delete", "find deletes what it matches")
 			}
+		case "ln":
+			// a link to a sensitive place turns later writes through it
+			// (ln -s ~/.hermes h; echo x >> h/config.yaml) into unchecked ones
+			sources := operands
+			if len(optionValues(c.args, "t", "--target-directory")) == 0 && len(operands) > 1 {
+				sources = operands[:len(operands)-1]
+			}
+			for _, src := range sources {
+				cands, known := a.paths.resolve(src, c.dir)
+				if !known || slices.ContainsFunc(cands, func(p string) bool { return a.paths.isSensitive(p) || a.paths.holdsSensitive(p) != "" }) {
+					add("link to sensitive path", "ln makes a link to "+clip(src)+", through which later commands could write it unchecked")
+				}
+			}
 		case "git":
 			if subcommand(c.args) == "push" && (hasFlag(flags, "f", "--force", "--force-if-includes") ||
 				slices.ContainsFunc(operands[1:], func(o string) bool { return strings.HasPrefix(o, "+") })) {
@@ -269,6 +286,7 @@ func (s *Service) dangerous(a *analysis) []finding {
 		for _, t := range writeTargets(c.args) {
 			a.writeFindings(t, c.dir, name, add)
 		}
+		a.containerFindings(c, add)
 		if strings.HasPrefix(name, "mkfs") || name == "mke2fs" || name == "mkswap" {
 			add("format filesystem", name+" formats a filesystem")
 		}
@@ -290,10 +308,10 @@ func (s *Service) dangerous(a *analysis) []finding {
 			}
 		}
 	}
-	if sqlDrop.MatchString(a.normalized) {
+	if sqlDrop().MatchString(a.normalized) {
 		add("sql drop", "DROP TABLE/DATABASE deletes data")
 	}
-	if sqlTruncate.MatchString(a.normalized) {
+	if sqlTruncate().MatchString(a.normalized) {
 		add("sql truncate", "TRUNCATE deletes every row")
 	}
 	if deleteWithoutWhere(a.normalized) {
@@ -313,12 +331,12 @@ func isDownloader(name string) bool {
 // deleteWithoutWhere reports a DELETE FROM statement with no WHERE before
 // the statement ends (at ';', a quote or the end of the command).
 func deleteWithoutWhere(s string) bool {
-	for _, loc := range sqlDelete.FindAllStringIndex(s, -1) {
+	for _, loc := range sqlDelete().FindAllStringIndex(s, -1) {
 		rest := s[loc[1]:]
 		if end := strings.IndexAny(rest, ";\"'"); end >= 0 {
 			rest = rest[:end]
 		}
-		if !sqlWhere.MatchString(rest) {
+		if !sqlWhere().MatchString(rest) {
 			return true
 		}
 	}
@@ -328,7 +346,7 @@ func deleteWithoutWhere(s string) bool {
 // chmodRisk classifies a chmod mode: world-writable (0777, o+w, a+rwx,
 // +w with no "who", a=rw) or setuid/setgid (u+s, g+s, +s, 4755).
 func chmodRisk(mode string) (key, desc string) {
-	if worldWritableMode.MatchString(mode) {
+	if worldWritableMode().MatchString(mode) {
 		return "world-writable permissions", "makes files writable by every user"
 	}
 	if len(mode) == 4 && strings.Trim(mode, "01234567") == "" && (mode[0]-'0')&6 != 0 {

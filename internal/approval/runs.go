@@ -31,6 +31,21 @@ var commandOptions = map[string][]string{
 // --to-command, rsync -e, ssh -o ProxyCommand, vim -c '!...'.
 func runsConfiguredCommand(args []string) *finding {
 	name := baseName(args[0])
+	if name == "git" && subcommand(args) == "config" {
+		// git config [--global] core.pager 'sh -c ...': the next git
+		// command anywhere runs it
+		i := slices.Index(args, "config")
+		for _, a := range args[i+1:] {
+			if strings.HasPrefix(a, "-") {
+				continue
+			}
+			key := strings.ToLower(a)
+			if slices.ContainsFunc(gitCommandKeys, func(k string) bool { return strings.HasPrefix(key, k) }) {
+				return &finding{"runs configured command", "git config " + clip(a) + " sets a command git will run"}
+			}
+			break
+		}
+	}
 	if name == "git" {
 		for _, kv := range optionValues(args, "c", "--config-env") {
 			key := strings.ToLower(kv)

@@ -330,7 +330,15 @@ func (s *Service) analyzeRequest(req Request) *analysis {
 			return a
 		}
 	}
-	return analyze(req.Command, s.paths, unknown)
+	a := analyze(req.Command, s.paths, unknown)
+	for _, c := range a.commands {
+		// perl typed into a shell reads its program from the next writes
+		// (ended by __END__), which would be checked as shell commands
+		if lang := readsCode(c); lang != "" && lang != "shell" {
+			a.ask("interpreter code", "starts "+c.name()+" in process "+clip(req.Target)+", reading its program from the next writes")
+		}
+	}
+	return a
 }
 
 func (s *Service) check(req Request) Verdict {

@@ -280,10 +280,33 @@ func (r *renderer) fields(w *syntax.Word) []string {
 	if len(w.Parts) == 1 && static {
 		switch w.Parts[0].(type) {
 		case *syntax.ParamExp, *syntax.CmdSubst:
-			return strings.Fields(s)
+			return r.split(s)
 		}
 	}
 	return []string{s}
+}
+
+// split is field splitting by the script's IFS. A script that assigns
+// IFS (IFS=_; c=rm_-rf_/x; $c runs rm) may split with the default or with
+// any value it assigns, as a prefix (IFS= read) or for the rest of the
+// script: the word is split when all of them agree, else it is computed.
+// Empty fields from non-blank separators are dropped.
+func (r *renderer) split(s string) []string {
+	out := strings.Fields(s)
+	e := r.vars["IFS"]
+	if e == nil {
+		return out
+	}
+	if e.dynamic {
+		return []string{s + dynamicMark}
+	}
+	for _, ifs := range e.values {
+		f := strings.FieldsFunc(s, func(c rune) bool { return strings.ContainsRune(ifs, c) })
+		if !slices.Equal(f, out) {
+			return []string{s + dynamicMark}
+		}
+	}
+	return out
 }
 
 func hasBrace(w *syntax.Word) bool {

@@ -155,6 +155,24 @@ func writeTargets(args []string) []string {
 		}
 		return out
 	case "git":
+		if subcommand(args) == "clean" {
+			// git clean deletes untracked files under the work tree or the
+			// pathspecs: git -C ~ clean -fdx empties a dotfiles home
+			i := slices.Index(args, "clean")
+			var out []string
+			for _, a := range args[i+1:] {
+				if !strings.HasPrefix(a, "-") {
+					out = append(out, a)
+				}
+			}
+			if len(out) > 0 {
+				return out
+			}
+			if d := optionValues(args[:i], "C", "--work-tree"); len(d) > 0 {
+				return d
+			}
+			return []string{cwdFile}
+		}
 		if len(operands) >= 1 && operands[0] == "clone" {
 			if len(operands) >= 3 {
 				return operands[2:3]
@@ -162,7 +180,12 @@ func writeTargets(args []string) []string {
 			return []string{cwdFile}
 		}
 	case "patch":
-		return []string{cwdFile}
+		// patch FILE < diff, patch -d DIR, else the files the diff names
+		// under the current directory
+		out := append(optionValues(args, "do", "--directory", "--output"), operands...)
+		return append(out, cwdFile)
+	case "rename", "prename", "file-rename", "ed", "ex", "red":
+		return operands
 	}
 	return nil
 }

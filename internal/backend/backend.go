@@ -33,6 +33,10 @@ type ExecRequest struct {
 	// Output, when set, receives the combined stdout/stderr as it is produced
 	// (for streaming to a person); the result still holds the captured output.
 	Output io.Writer
+	// DiscardOutput, with Output set, leaves ExecResult.Output empty: the
+	// caller keeps what it needs from Output, so the backend holds no copy
+	// of a large output in memory.
+	DiscardOutput bool
 }
 
 // ExecResult is the outcome of a command. A non-zero exit is a result, not an error.

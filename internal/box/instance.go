@@ -310,7 +310,7 @@ const (
 // stdin and output of req.
 func (b *Box) startArgv(ctx context.Context, argv []string, req backend.ExecRequest) (*boxProcess, error) {
 	b.touch(1)
-	p := &boxProcess{box: b, out: req.Output, done: make(chan struct{}), started: make(chan struct{}), began: time.Now()}
+	p := &boxProcess{box: b, out: req.Output, discard: req.Output != nil && req.DiscardOutput, done: make(chan struct{}), started: make(chan struct{}), began: time.Now()}
 	p.oomBefore = b.oomKnown.Load()
 	spec := &execSpec{Argv: argv, Dir: b.abs(req.Workdir),
 		Env: b.commandEnv(req.Env), Timeout: req.Timeout, Stdin: req.Stdin != nil}
@@ -340,6 +340,7 @@ type boxProcess struct {
 	box       *Box
 	id        uint64
 	out       io.Writer
+	discard   bool // ExecRequest.DiscardOutput: keep nothing in buf
 	began     time.Time
 	oomBefore int64
 	started   chan struct{}
@@ -362,7 +363,7 @@ func (p *boxProcess) handle(r response) {
 		close(p.started)
 	case kindOutput:
 		p.mu.Lock()
-		if room := maxCapturedOutput - p.buf.Len(); room > 0 {
+		if room := maxCapturedOutput - p.buf.Len(); room > 0 && !p.discard {
 			p.buf.Write(r.Data[:min(room, len(r.Data))])
 		}
 		p.mu.Unlock()

@@ -137,7 +137,7 @@ func (s *SnapshotStore) Create(taskID, upperDir string, origin SnapshotOrigin) (
 // ErrSnapshotNotFound.
 func (s *SnapshotStore) Get(id string) (SnapshotManifest, error) {
 	if !snapshotIDPattern.MatchString(id) {
-		return SnapshotManifest{}, fmt.Errorf("%w: %q is not a snapshot id (expected snap_YYYYMMDD_HHMMSS_xxxxxx; see `hermes box ls`)", ErrSnapshotNotFound, id)
+		return SnapshotManifest{}, fmt.Errorf("%w: %q is not a snapshot id (expected snap_YYYYMMDD_HHMMSS_xxxxxx; `hermes box snapshots` lists them)", ErrSnapshotNotFound, id)
 	}
 	data, err := os.ReadFile(s.manifestPath(id))
 	if errors.Is(err, fs.ErrNotExist) {

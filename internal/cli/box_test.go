@@ -294,7 +294,7 @@ func TestBoxCLIStatsShowsWorkspace(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.run(t, "", "box", "exec", "t1", "--", "sh", "-c", "head -c 3000000 /dev/urandom > blob; touch started; while [ ! -e stop ]; do sleep 0.05; done")
+		c.run(t, "", "box", "exec", "--new", "t1", "--", "sh", "-c", "head -c 3000000 /dev/urandom > blob; touch started; while [ ! -e stop ]; do sleep 0.05; done")
 	}()
 	var out string
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -113,6 +114,11 @@ func checkChatFlags(cmd *cobra.Command, o *chatOptions) error {
 	}
 	if cmd.Flags().Changed("resume") && strings.TrimSpace(o.resume) == "" {
 		return errors.New(`--resume "": give a session id, id prefix or title (see hermes sessions list), or use -c for the latest`)
+	}
+	// Checked before the run: the report is written after the model was
+	// paid for, and "rename /tmp/.x.tmp123 x: file exists" said nothing.
+	if st, err := os.Stat(o.usageFile); o.usageFile != "" && err == nil && st.IsDir() {
+		return fmt.Errorf("--usage-file %s is a directory; give a file path, e.g. %s", o.usageFile, filepath.Join(o.usageFile, "usage.json"))
 	}
 	return nil
 }

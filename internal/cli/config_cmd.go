@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -9,7 +11,9 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v4"
 
+	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/llm"
 	"github.com/hermes-go/hermes/internal/tool"
 )
 
@@ -144,6 +148,9 @@ func (a *App) configShow() error {
 		return err
 	}
 	fmt.Fprintf(a.Stdout, "# %s (defaults < environment and .env < config.yaml; secrets masked)\n", l.Path)
+	fmt.Fprintf(a.Stdout, "# 0 or '' means the built-in default, e.g. model.request_timeout %d s, model.stream_idle_timeout %d s,\n"+
+		"# agent.max_turns %d; model.context_length is looked up for the model, model.max_tokens is the provider's default\n",
+		int(llm.DefaultRequestTimeout.Seconds()), int(llm.DefaultStreamIdleTimeout.Seconds()), agent.DefaultMaxTurns)
 	a.Stdout.Write(out)
 	var overridden []string
 	for _, k := range config.Keys() {
@@ -258,6 +265,13 @@ func (a *App) configSet(key string, rest []string) error {
 	if key == "toolsets" {
 		if err := checkToolsetsValue(value); err != nil {
 			return err
+		}
+	}
+	// An absolute terminal.cwd that is not a directory failed every later
+	// run; a relative one is resolved against the directory of each run.
+	if key == "terminal.cwd" && filepath.IsAbs(value) {
+		if st, err := os.Stat(value); err != nil || !st.IsDir() {
+			return fmt.Errorf("terminal.cwd: %s is not a directory; create it first or give an existing directory", value)
 		}
 	}
 	if err := config.Set(home, key, value); err != nil {

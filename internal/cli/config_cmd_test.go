@@ -224,3 +224,31 @@ func TestConfigUnsetSecretAndNotSet(t *testing.T) {
 		t.Error("unsetting keys that are not set rewrote config.yaml")
 	}
 }
+
+// `config show` prints 0 for unset timeouts and turn limits; it says what a
+// 0 stands for (the README's defaults), so 0 does not read as "no timeout".
+func TestConfigShowExplainsZeroDefaults(t *testing.T) {
+	ta := newTestApp(t, nil, "", false)
+	if code := ta.run("config", "show"); code != 0 {
+		t.Fatalf("config show: %d %s", code, ta.stderr)
+	}
+	out := ta.stdout.String()
+	for _, want := range []string{"request_timeout: 0", "model.request_timeout 300 s", "model.stream_idle_timeout 120 s", "agent.max_turns 90"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("config show lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// `config set terminal.cwd /nonexist` was saved and every later run failed
+// with "terminal.cwd is not a directory".
+func TestConfigSetCwdMustBeADirectory(t *testing.T) {
+	ta := newTestApp(t, nil, "", false)
+	missing := filepath.Join(t.TempDir(), "nonexist")
+	if code := ta.run("config", "set", "terminal.cwd", missing); code == 0 || !strings.Contains(ta.stderr.String(), "is not a directory") {
+		t.Errorf("config set terminal.cwd %s = %d, stderr %q", missing, code, ta.stderr)
+	}
+	if code := ta.run("config", "set", "terminal.cwd", t.TempDir()); code != 0 {
+		t.Errorf("config set terminal.cwd DIR = %d, stderr %q", code, ta.stderr)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -61,6 +62,13 @@ func secretUpstreamCLI(t *testing.T) (*boxCLI, int) {
 			w.Header().Add("Content-Encoding", "identity")
 			w.Header().Add("Content-Encoding", "gzip")
 			w.Write(buf.Bytes())
+		case "/blob": // GitHub's blob API: base64 wrapped at 60 columns, breaks escaped in JSON
+			enc := base64.StdEncoding.EncodeToString([]byte("blob: xxxxxxxx" + storedSecret + "\n"))
+			var wrapped []string
+			for i := 0; i < len(enc); i += 60 {
+				wrapped = append(wrapped, enc[i:min(i+60, len(enc))])
+			}
+			fmt.Fprintf(w, `{"content":"%s\n","encoding":"base64"}`, strings.Join(wrapped, `\n`))
 		case "/slice":
 			if r.Header.Get("Range") != "" {
 				w.WriteHeader(http.StatusPartialContent)
@@ -104,6 +112,9 @@ func TestBoxExecCannotReadAStoredSecretBackThroughAnyProxyPath(t *testing.T) {
 		"socks5":                     fmt.Sprintf("%s --socks5-hostname 127.0.0.1:3128 -D - https://localhost:%d/gist", curl, port),
 		"absolute https:// URL":      fmt.Sprintf(`exec 3<>/dev/tcp/127.0.0.1/3128; printf 'GET https://localhost:%d/gist HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n' >&3; timeout 20 cat <&3`, port),
 		"two Content-Encoding lines": fmt.Sprintf("%s -x http://127.0.0.1:3128 -H 'Accept-Encoding: identity' -o /tmp/r https://localhost:%d/gz2; gzip -dc /tmp/r 2>/dev/null || cat /tmp/r", curl, port),
+		"wrapped base64 blob":        fmt.Sprintf(`%s -x http://127.0.0.1:3128 https://localhost:%d/blob | sed -e 's/.*"content":"//' -e 's/".*//' -e 's/\\n//g' | base64 -d`, curl, port),
+		"CONNECT to the address":     fmt.Sprintf("%s -x http://127.0.0.1:3128 https://127.0.0.1:%d/gist", curl, port),
+		"socks5 with the address":    fmt.Sprintf("%s --socks5 127.0.0.1:3128 https://localhost:%d/gist", curl, port),
 		"range slice":                fmt.Sprintf("%s -x http://127.0.0.1:3128 -r 3-12 https://localhost:%d/slice", curl, port),
 	}
 	for name, script := range attacks {
@@ -111,7 +122,8 @@ func TestBoxExecCannotReadAStoredSecretBackThroughAnyProxyPath(t *testing.T) {
 		if leaksStored(out) {
 			t.Errorf("%s: the stored secret came back in clear:\n%s", name, out)
 		}
-		if !strings.Contains(out, "hermes-secret-API_KEY-") && name != "range slice" {
+		refused := name == "range slice" || strings.HasSuffix(name, "the address") // no echo to see
+		if !strings.Contains(out, "hermes-secret-API_KEY-") && !refused {
 			t.Errorf("%s: the echo did not come back redacted (code %d):\n%s\n%s", name, code, out, errs)
 		}
 	}

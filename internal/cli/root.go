@@ -133,7 +133,7 @@ func (a *App) newRootCmd() *cobra.Command {
 		Short:         "Hermes: a model-agnostic terminal agent with its own sandbox",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.NoArgs,
+		Args:          unknownCommand,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if showVersion {
 				a.printVersion()
@@ -159,5 +159,51 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newGatewayCmd(),
 	)
 	root.AddCommand(a.faceCommands()...)
+	explainArgErrors(root)
 	return root
+}
+
+// unknownCommand is the argument check of bare `hermes` and of command
+// groups (`hermes sessions`): a word there is a mistyped subcommand. It names
+// the closest one (cobra's NoArgs error suggests nothing).
+func unknownCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q", args[0])
+	if cmd.HasParent() {
+		msg = fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	}
+	cmd.SuggestionsMinimumDistance = 2
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+	}
+	if !cmd.HasParent() {
+		return errors.New(msg + "; `hermes --help` lists the commands, and a prompt goes after -q or -z")
+	}
+	return fmt.Errorf("%s; `%s --help` lists its commands", msg, cmd.CommandPath())
+}
+
+// explainArgErrors wraps the positional-argument check of every subcommand
+// so that cobra's bare "accepts 1 arg(s), received 0" names the command and
+// shows its usage line; a command group gets unknownCommand.
+func explainArgErrors(root *cobra.Command) {
+	for _, c := range root.Commands() {
+		explainArgErrors(c)
+		if c.HasSubCommands() {
+			c.Args = unknownCommand
+			continue
+		}
+		if c.Args == nil {
+			continue
+		}
+		check := c.Args
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				path := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+				return fmt.Errorf("%s: %v; usage: %s", path, err, cmd.UseLine())
+			}
+			return nil
+		}
+	}
 }

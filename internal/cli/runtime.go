@@ -98,8 +98,17 @@ func (a *App) turnLock(owner string) func(context.Context, *store.Store, string)
 	})
 }
 
-// newBackend builds the terminal.backend named in config.
+// newBackend builds the terminal.backend named in config, telling the
+// person once on stderr when it cannot open an environment (noticeBackend).
 func (a *App) newBackend(c *config.Config, cwd string) (backend.Backend, error) {
+	b, err := a.newTerminalBackend(c, cwd)
+	if err != nil {
+		return nil, err
+	}
+	return &noticeBackend{Backend: b, stderr: a.Stderr}, nil
+}
+
+func (a *App) newTerminalBackend(c *config.Config, cwd string) (backend.Backend, error) {
 	switch c.Terminal.Backend {
 	case "", "local":
 		return a.newLocalBackend(c, cwd, a.Environ)

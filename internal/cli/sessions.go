@@ -71,10 +71,17 @@ func (a *App) newSessionsListCmd() *cobra.Command {
 		Short: "list sessions, most recent first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 1 {
+				return fmt.Errorf("--limit %d: give the number of sessions to list (1 or more)", limit)
+			}
 			return a.readSessionStore(func(st *store.Store) error {
 				list, err := st.List(cmd.Context(), store.ListOptions{Limit: limit, Source: source})
 				if err != nil {
 					return err
+				}
+				if len(list) == 0 && source != "" {
+					fmt.Fprintf(a.Stdout, "No sessions from source %q (sources are cli, oneshot, ...; leave out --source to list all).\n", source)
+					return nil
 				}
 				if len(list) == 0 {
 					fmt.Fprintln(a.Stdout, "No sessions yet.")

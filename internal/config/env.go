@@ -1,8 +1,8 @@
 package config
 
 import (
+	"github.com/hermes-go/hermes/internal/lazyregexp"
 	"reflect"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -10,13 +10,13 @@ import (
 )
 
 // varRef matches ${NAME} and ${env:NAME}.
-var varRef = regexp.MustCompile(`\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}`)
+var varRef = lazyregexp.New(`\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // expandVars replaces ${NAME} / ${env:NAME} in s with lookup(NAME); a name
 // whose value is empty is left as written and returned in missing.
 func expandVars(s string, lookup func(string) string) (out string, missing []string) {
-	out = varRef.ReplaceAllStringFunc(s, func(m string) string {
-		name := varRef.FindStringSubmatch(m)[1]
+	out = varRef().ReplaceAllStringFunc(s, func(m string) string {
+		name := varRef().FindStringSubmatch(m)[1]
 		if v := lookup(name); v != "" {
 			return v
 		}

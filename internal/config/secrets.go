@@ -2,11 +2,11 @@ package config
 
 import (
 	"fmt"
+	"github.com/hermes-go/hermes/internal/lazyregexp"
 	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strings"
 
 	"github.com/hermes-go/hermes/internal/secret"
@@ -31,17 +31,17 @@ func MaskSecret(v string) string {
 }
 
 // envName matches an environment variable name as written in .env.
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // IsEnvKey reports whether key is an environment variable name (all
 // upper case, no dots, e.g. OPENAI_API_KEY); Set and Unset store such keys
 // in .env.
 func IsEnvKey(key string) bool {
-	return envName.MatchString(key) && strings.ToUpper(key) == key
+	return envName().MatchString(key) && strings.ToUpper(key) == key
 }
 
 // dotEnvLine matches "NAME=..." or "export NAME=..." and captures NAME.
-var dotEnvLine = regexp.MustCompile(`^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=`)
+var dotEnvLine = lazyregexp.New(`^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=`)
 
 // setDotEnv sets (value != nil) or removes (value == nil) NAME in the .env
 // file at path, keeping every other line as it was. It reports whether the
@@ -59,7 +59,7 @@ func setDotEnv(path, name string, value *string) (bool, error) {
 	var out []string
 	found := false
 	for _, line := range lines {
-		m := dotEnvLine.FindStringSubmatch(line)
+		m := dotEnvLine().FindStringSubmatch(line)
 		if m == nil || m[1] != name {
 			out = append(out, line)
 			continue
@@ -86,13 +86,13 @@ func setDotEnv(path, name string, value *string) (bool, error) {
 }
 
 // plainDotEnv matches values that need no quotes in .env.
-var plainDotEnv = regexp.MustCompile(`^[A-Za-z0-9_./:@+,%=-]*$`)
+var plainDotEnv = lazyregexp.New(`^[A-Za-z0-9_./:@+,%=-]*$`)
 
 // quoteDotEnv writes value so that godotenv reads it back unchanged:
 // unquoted when safe, else single-quoted (literal), else double-quoted with
 // \\, \", \$ and \n escapes.
 func quoteDotEnv(value string) string {
-	if plainDotEnv.MatchString(value) {
+	if plainDotEnv().MatchString(value) {
 		return value
 	}
 	if !strings.ContainsAny(value, "'\n\r") {

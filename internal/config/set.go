@@ -246,7 +246,7 @@ func (s schema) checkEnvOverride(name, value string) error {
 }
 
 func isWholeVarRef(v string) bool {
-	loc := varRef.FindStringIndex(v)
+	loc := varRef().FindStringIndex(v)
 	return loc != nil && loc[0] == 0 && loc[1] == len(v)
 }
 

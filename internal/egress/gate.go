@@ -303,6 +303,11 @@ func (b *box) decide(ctx context.Context, host string, port int) decision {
 				"` (or without :" + strconv.Itoa(port) + " for every port)"
 			return d
 		}
+		if name := b.secretHostAt(ctx, a); name != "" {
+			d.reason = fmt.Sprintf("%s is an address of %s, which is bound to secrets (its responses are redacted only when it is reached by name)", a, name)
+			d.hint = "connect to " + name + " by name"
+			return d
+		}
 		d.allowed, d.reason, d.addrs = true, "address allowlisted", []netip.Addr{a}
 		return d
 	}

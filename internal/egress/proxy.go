@@ -216,8 +216,12 @@ func (b *box) handleConnect(ctx context.Context, w http.ResponseWriter, r *http.
 		return
 	}
 	defer client.Close()
-	rec.BytesOut, rec.BytesIn = pipe(client, up)
+	var refused string
+	rec.BytesOut, rec.BytesIn, refused = b.checkedPipe(client, up)
 	rec.Decision, rec.Reason = "allow", d.reason+"; blind tunnel"
+	if refused != "" {
+		rec.Decision, rec.Reason = "deny", refused
+	}
 	b.record(rec)
 }
 
@@ -225,7 +229,7 @@ func (b *box) handleConnect(ctx context.Context, w http.ResponseWriter, r *http.
 // 200. Bytes the server had already buffered are replayed, then reads go to
 // the raw connection (not through the server's reader, whose read errors
 // would cancel the connection's context).
-func hijackTunnel(w http.ResponseWriter) (net.Conn, error) {
+func hijackTunnel(w http.ResponseWriter) (*bufferedConn, error) {
 	conn, rw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		return nil, err
@@ -236,22 +240,6 @@ func hijackTunnel(w http.ResponseWriter) (net.Conn, error) {
 	}
 	buffered, _ := rw.Reader.Peek(rw.Reader.Buffered())
 	return &bufferedConn{Conn: conn, r: bufio.NewReader(io.MultiReader(bytes.NewReader(buffered), conn))}, nil
-}
-
-// pipe copies both ways until both directions end, half-closing each side
-// when its source ends; it returns the bytes client→upstream and back.
-func pipe(client, up net.Conn) (out, in int64) {
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		out, _ = io.Copy(up, client)
-		closeWrite(up)
-	}()
-	in, _ = io.Copy(client, up)
-	closeWrite(client)
-	wg.Wait()
-	return out, in
 }
 
 // handleForward forwards an absolute-URI request (plain HTTP proxying, or

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"html"
 	"io"
+	"slices"
 	"sort"
 	"unicode/utf8"
 )
@@ -33,7 +34,7 @@ const filterBits = 16
 // redactor finds the secret values of one box in response bytes and
 // replaces them by their placeholders. Matching runs on a normalised view
 // of the bytes: ASCII case folded, NUL bytes skipped (ASCII text in UTF-16LE
-// or UTF-16BE), and one level of percent-encoding (either case), JSON/JS
+// or UTF-16BE), line breaks skipped (raw, %0A or \n: wrapped base64), and one level of percent-encoding (either case), JSON/JS
 // string escapes (\/, \uXXXX, \xHH, \", \\) and HTML character references
 // (&#43; &#x2F; &sol; ...) decoded. A match replaces the original bytes it
 // came from. Matched are: any fragment of at least fragmentLen characters
@@ -67,6 +68,7 @@ func newRedactor(secrets []*boxSecret) *redactor {
 	}
 	for _, s := range secrets {
 		v := foldASCII([]byte(s.value))
+		v = slices.DeleteFunc(v, func(c byte) bool { return c == 0 || c == '\r' || c == '\n' }) // not in the normalised view
 		if len(v) < fragmentLen {
 			addExact(s.value, s.placeholder)
 		} else {
@@ -238,8 +240,11 @@ type normalized struct {
 
 type edit struct{ norm, normEnd, from, to int }
 
-// specialBytes start something other than a one-to-one byte.
-const specialBytes = "\x00%\\&"
+// specialBytes start something other than a one-to-one byte. NUL, CR and
+// LF are skipped: NUL for UTF-16 text, line breaks because encoders wrap
+// base64 (MIME and PEM at 76 or 64 columns, GitHub's blob and contents
+// APIs at 60) and a break inside an encoded secret must not hide it.
+const specialBytes = "\x00%\\&\r\n"
 
 // emit appends c (already folded), decoded from the original [from, to).
 func (n *normalized) emit(c byte, from, to int) {
@@ -268,7 +273,7 @@ func (n *normalized) src(j int) (from, to int) {
 
 func (n *normalized) run(in []byte, final bool) {
 	n.b, n.edits, n.incomplete = n.b[:0], n.edits[:0], len(in)
-	next := [len(specialBytes)]int{-1, -1, -1, -1} // next position of each special byte
+	next := [len(specialBytes)]int{-1, -1, -1, -1, -1, -1} // next position of each special byte
 	for p := 0; p < len(in); {
 		start := p
 		p = len(in)
@@ -292,7 +297,7 @@ func (n *normalized) run(in []byte, final bool) {
 		}
 		var span int
 		switch in[p] {
-		case 0:
+		case 0, '\r', '\n':
 			n.edits = append(n.edits, edit{norm: len(n.b), normEnd: len(n.b), from: p, to: p + 1})
 			p++
 			continue
@@ -330,6 +335,10 @@ func (n *normalized) percent(in []byte, p int) int {
 	if !ok {
 		return 0
 	}
+	if v == 0 || v == '\r' || v == '\n' { // skipped, as the raw byte is
+		n.edits = append(n.edits, edit{norm: len(n.b), normEnd: len(n.b), from: p, to: p + 3})
+		return 3
+	}
 	n.emit(lowerASCII(v), p, p+3)
 	return 3
 }
@@ -342,6 +351,9 @@ func (n *normalized) backslash(in []byte, p int) int {
 	switch e := in[p+1]; e {
 	case '/', '\\', '"', '\'':
 		n.emit(e, p, p+2)
+		return 2
+	case 'n', 'r': // a line break, skipped as a raw one is
+		n.edits = append(n.edits, edit{norm: len(n.b), normEnd: len(n.b), from: p, to: p + 2})
 		return 2
 	case 'x':
 		if p+4 > len(in) {

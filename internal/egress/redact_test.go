@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bytes"
+	"encoding/base64"
 	"io"
 	"strings"
 	"testing"
@@ -62,5 +63,35 @@ func TestRedactingReaderReleasesDataThatCannotBeASecret(t *testing.T) {
 	rest, _ := io.ReadAll(rr)
 	if string(rest) != "x!" {
 		t.Fatalf("%q", rest)
+	}
+}
+
+// A secret stored upstream and served back as wrapped base64 (GitHub's blob
+// and contents APIs wrap at 60 columns, MIME at 76 with CRLF, JSON escapes
+// the breaks as \n) must not come back decodable wherever the break falls.
+func TestRedactorBase64WrappedAcrossLineBreaks(t *testing.T) {
+	const value = "sk-attack-0123456789abcdef-TOKEN"
+	r := newRedactor([]*boxSecret{{name: "K", value: value, placeholder: "hermes-secret-K-ffffffffffffffff"}})
+	wrap := func(s string, n int, sep string) string {
+		var b strings.Builder
+		for i := 0; i < len(s); i += n {
+			b.WriteString(s[i:min(i+n, len(s))] + sep)
+		}
+		return b.String()
+	}
+	unwrap := strings.NewReplacer("\r", "", "\n", "", `\n`, "", "%0A", "")
+	for k := range 80 {
+		enc := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("x", k) + value + " tail"))
+		for name, in := range map[string]string{
+			"60 LF": wrap(enc, 60, "\n"), "76 CRLF": wrap(enc, 76, "\r\n"),
+			"JSON": `{"content":"` + wrap(enc, 60, `\n`) + `"}`, "form": wrap(enc, 60, "%0A"),
+		} {
+			out := unwrap.Replace(r.String(in))
+			out = strings.TrimSuffix(strings.TrimPrefix(out, `{"content":"`), `"}`)
+			dec, _ := base64.StdEncoding.DecodeString(out)
+			if strings.Contains(strings.ToLower(string(dec)), "attack-0123") {
+				t.Fatalf("%s, %d bytes before the secret: decodes to %q", name, k, dec)
+			}
+		}
 	}
 }

@@ -133,8 +133,12 @@ func (b *box) serveSOCKS(ctx context.Context, c *bufferedConn) {
 		return
 	}
 	c.SetDeadline(time.Time{})
-	rec.BytesOut, rec.BytesIn = pipe(c, up)
+	var refused string
+	rec.BytesOut, rec.BytesIn, refused = b.checkedPipe(c, up)
 	rec.Decision, rec.Reason = "allow", d.reason+"; blind tunnel"
+	if refused != "" {
+		rec.Decision, rec.Reason = "deny", refused
+	}
 	b.record(rec)
 }
 

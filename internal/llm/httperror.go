@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hermes-go/hermes/internal/lazyregexp"
 	"io"
 	"net"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -215,7 +215,7 @@ func CheckResponse(provider string, res *http.Response, err error, hints ErrorHi
 }
 
 // htmlTitle finds the <title> of an HTML page.
-var htmlTitle = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
+var htmlTitle = lazyregexp.New(`(?is)<title[^>]*>(.*?)</title>`)
 
 // htmlResponse reads and closes a successful response that is an HTML page
 // instead of a model stream (a wrong base URL pointing at a website, a
@@ -224,7 +224,7 @@ func htmlResponse(provider string, res *http.Response) *APIError {
 	body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
 	_ = res.Body.Close()
 	what := "an HTML page"
-	if m := htmlTitle.FindSubmatch(body); m != nil {
+	if m := htmlTitle().FindSubmatch(body); m != nil {
 		if t := strings.Join(strings.Fields(string(m[1])), " "); t != "" {
 			what += fmt.Sprintf(" titled %q", truncateRunes(t, 100))
 		}

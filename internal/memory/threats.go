@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // MaxScanChars bounds the text ScanThreats looks at (runes); longer text is
@@ -16,6 +17,9 @@ type Threat struct {
 	// ID names the pattern, e.g. "prompt_injection", "exfil_curl" or
 	// "invisible_unicode_U+200B" (the ids of Hermes "threat_patterns.py").
 	ID string
+	// Match is the text that matched a pattern, at most 80 bytes with
+	// newlines shown as spaces ("" for invisible characters).
+	Match string
 }
 
 // filler allows up to eight words between the key words of a pattern.
@@ -94,8 +98,8 @@ func ScanThreats(text string) []Threat {
 	}
 	normalised := strings.Map(foldFullWidth, text)
 	for _, p := range threatPatterns() {
-		if p.re.MatchString(normalised) {
-			out = append(out, Threat{ID: p.id})
+		if loc := p.re.FindStringIndex(normalised); loc != nil {
+			out = append(out, Threat{ID: p.id, Match: shortMatch(normalised[loc[0]:loc[1]])})
 		}
 	}
 	return out
@@ -113,6 +117,19 @@ func threatReason(text string) string {
 		return fmt.Sprintf("Blocked: content contains invisible unicode character %s (possible injection). Remove it and retry.", cp)
 	}
 	return fmt.Sprintf("Blocked: content matches threat pattern %q. Memory is injected into the system prompt and must not contain injection or exfiltration payloads.", id)
+}
+
+// shortMatch is m on one line, cut to 80 bytes at a rune boundary.
+func shortMatch(m string) string {
+	m = strings.Join(strings.Fields(m), " ")
+	if len(m) <= 80 {
+		return m
+	}
+	cut := 77
+	for cut > 0 && !utf8.RuneStart(m[cut]) {
+		cut--
+	}
+	return m[:cut] + "..."
 }
 
 // foldFullWidth maps the full-width forms U+FF01..U+FF5E to ASCII.

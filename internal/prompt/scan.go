@@ -2,9 +2,11 @@ package prompt
 
 import (
 	"fmt"
+	"github.com/hermes-go/hermes/internal/lazyregexp"
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -53,7 +55,10 @@ type linePattern struct {
 	re   *regexp.Regexp
 }
 
-func linePatterns() []linePattern {
+// linePatterns compiles the patterns once, on first use.
+var linePatterns = sync.OnceValue(compileLinePatterns)
+
+func compileLinePatterns() []linePattern {
 	return []linePattern{
 		{KindOverride, regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override|bypass)\b[^\n]{0,40}\b(previous|prior|above|earlier|preceding|all|any|your|the)\b[^\n]{0,30}\b(instructions?|prompts?|rules|directions|guidelines|guardrails)\b`)},
 		{KindOverride, regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override|reveal|print|repeat)\b[^\n]{0,20}\bsystem\s+prompt\b`)},
@@ -70,15 +75,15 @@ func linePatterns() []linePattern {
 }
 
 // htmlComment matches <!-- ... --> across lines.
-var htmlComment = regexp.MustCompile(`(?s)<!--(.*?)-->`)
+var htmlComment = lazyregexp.New(`(?s)<!--(.*?)-->`)
 
 // hiddenElement matches an HTML element styled to be invisible.
-var hiddenElement = regexp.MustCompile(`(?is)<(div|span|p|section)\b[^>]*style\s*=\s*["'][^"']*(display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0)[^"']*["'][^>]*>(.*?)</(div|span|p|section)>`)
+var hiddenElement = lazyregexp.New(`(?is)<(div|span|p|section)\b[^>]*style\s*=\s*["'][^"']*(display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0)[^"']*["'][^>]*>(.*?)</(div|span|p|section)>`)
 
 // instructionLike matches text that addresses the model: commands, claims
 // about its role, tool use. A comment without any of it ("<!-- TODO -->",
 // "<!-- markdownlint-disable -->") is kept.
-var instructionLike = regexp.MustCompile(`(?i)\b(you|your|assistant|agent|model|ai|llm|ignore|disregard|instead|must|always|never|do not|don't|execute|run|curl|wget|send|upload|delete|rm|reveal|pretend|act as|instructions?|system prompt)\b`)
+var instructionLike = lazyregexp.New(`(?i)\b(you|your|assistant|agent|model|ai|llm|ignore|disregard|instead|must|always|never|do not|don't|execute|run|curl|wget|send|upload|delete|rm|reveal|pretend|act as|instructions?|system prompt)\b`)
 
 // Scan looks for prompt injection in text that goes into the system prompt
 // (project context files, SOUL.md, memory entries, skills) and returns it
@@ -96,15 +101,15 @@ func Scan(text string) (clean string, findings []Finding) {
 	replaceBlock := func(re *regexp.Regexp, body func([]string) string) {
 		text = replaceAllFunc(re, text, func(start int, m []string) string {
 			inner := body(m)
-			if !instructionLike.MatchString(inner) && !matchesAnyLine(inner) {
+			if !instructionLike().MatchString(inner) && !matchesAnyLine(inner) {
 				return m[0]
 			}
 			findings = append(findings, Finding{Kind: KindHiddenComment, Line: lineOf(text, start), Detail: shorten(inner)})
 			return marker(KindHiddenComment)
 		})
 	}
-	replaceBlock(hiddenElement, func(m []string) string { return m[3] })
-	replaceBlock(htmlComment, func(m []string) string { return m[1] })
+	replaceBlock(hiddenElement(), func(m []string) string { return m[3] })
+	replaceBlock(htmlComment(), func(m []string) string { return m[1] })
 
 	lines := strings.Split(text, "\n")
 	patterns := linePatterns()

@@ -149,6 +149,11 @@ func New(ctx context.Context, o Options) (*Runtime, error) {
 		o.Platform = "cli"
 	}
 	c := &o.Config.Config
+	if err := config.CheckString("approvals.mode", c.Approvals.Mode); err != nil {
+		// An unknown mode used to run silently as manual: `mode: of` meant
+		// off to the user and prompted (or refused) every command.
+		return nil, fmt.Errorf("%v, in %s; fix it with `hermes config set approvals.mode manual` (or smart, off)", err, o.Config.Source("approvals.mode"))
+	}
 	rt := &Runtime{opts: o, cfg: c, sessions: map[string]*list.Element{}, lru: list.New(), keys: newKeyIndex(o.Home),
 		redact: NewRedactor(o.Config, o.Environ(), c.Terminal.EnvPassthrough, o.Home)}
 	ok := false
@@ -162,7 +167,7 @@ func New(ctx context.Context, o Options) (*Runtime, error) {
 		return nil, err
 	}
 	if rt.store, err = store.Open(filepath.Join(o.Home, store.FileName), store.WithClock(o.Now)); err != nil {
-		return nil, fmt.Errorf("opening the session store: %w", err)
+		return nil, err // already "session store: open PATH: ..."
 	}
 	rt.closers = append(rt.closers, rt.store.Close)
 	rt.lazy = rt.store.NewRecorder()

@@ -69,7 +69,12 @@ func scanContent(what, content string) error {
 	if len(found) == 0 {
 		return nil
 	}
-	return refusef("Blocked: %s contains %s (possible prompt injection); remove it and retry", what, found[0].ID)
+	t := found[0]
+	if cp, ok := strings.CutPrefix(t.ID, "invisible_unicode_"); ok {
+		return refusef("Blocked: %s contains the invisible unicode character %s (possible prompt injection); remove it and retry", what, cp)
+	}
+	return refusef("Blocked: %s contains %q, which matches threat pattern %s: a skill is loaded as instructions, "+
+		"so it must not carry prompt injection or secret exfiltration; remove or reword that text and retry", what, t.Match, t.ID)
 }
 
 // Create writes a new skill to <create dir>/<category>/<name>/SKILL.md

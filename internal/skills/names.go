@@ -2,8 +2,8 @@ package skills
 
 import (
 	"fmt"
+	"github.com/hermes-go/hermes/internal/lazyregexp"
 	"path"
-	"regexp"
 	"strings"
 )
 
@@ -16,7 +16,7 @@ const DefaultCategory = "general"
 // and examples/).
 var SupportDirs = []string{"references", "templates", "scripts", "examples", "assets"}
 
-var namePattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+var namePattern = lazyregexp.New(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
 // ValidateName checks a skill name as agentskills.io does: 1–64 characters
 // of lowercase letters, digits and hyphens, not starting or ending with a
@@ -28,7 +28,7 @@ func ValidateName(name string) error {
 	if len(name) > MaxNameChars {
 		return fmt.Errorf("skill name %q is %d chars, over %d", name, len(name), MaxNameChars)
 	}
-	if !namePattern.MatchString(name) {
+	if !namePattern().MatchString(name) {
 		return fmt.Errorf("invalid skill name %q: use lowercase letters, digits and single hyphens (e.g. incident-triage)", name)
 	}
 	return nil

@@ -14,7 +14,7 @@ package skills
 import (
 	"bytes"
 	"fmt"
-	"regexp"
+	"github.com/hermes-go/hermes/internal/lazyregexp"
 	"strings"
 	"unicode/utf8"
 
@@ -87,7 +87,7 @@ type ParseResult struct {
 	Warnings []string
 }
 
-var frontmatterKey = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*):[ \t]*(.*)$`)
+var frontmatterKey = lazyregexp.New(`^([A-Za-z_][A-Za-z0-9_-]*):[ \t]*(.*)$`)
 
 // Parse reads a SKILL.md. It accepts a UTF-8 BOM, CRLF line ends and
 // "---" rules inside the body (only the first "---" line after the opening
@@ -177,7 +177,7 @@ func lenientFields(head string) map[string]any {
 	fields := map[string]any{}
 	last := ""
 	for line := range strings.SplitSeq(head, "\n") {
-		if m := frontmatterKey.FindStringSubmatch(line); m != nil {
+		if m := frontmatterKey().FindStringSubmatch(line); m != nil {
 			last = m[1]
 			fields[last] = unquote(strings.TrimSpace(m[2]))
 			continue

@@ -170,9 +170,9 @@ func (s *Store) Latest(ctx context.Context, source string) (Session, error) {
 	}
 	if len(list) == 0 {
 		if source != "" {
-			return Session{}, fmt.Errorf("no %s session yet: %w", source, ErrNotFound)
+			return Session{}, notFound(fmt.Sprintf("no %s session yet", source))
 		}
-		return Session{}, fmt.Errorf("no session yet: %w", ErrNotFound)
+		return Session{}, notFound("no session yet")
 	}
 	return list[0], nil
 }
@@ -234,7 +234,7 @@ func (s *Store) Resolve(ctx context.Context, ref string) (Session, error) {
 			return Session{}, errors.New(b.String())
 		}
 	}
-	return Session{}, fmt.Errorf("no session matches %q (run `hermes sessions list`): %w", ref, ErrNotFound)
+	return Session{}, notFound(fmt.Sprintf("no session matches %q (run `hermes sessions list`)", ref))
 }
 
 // isIDPrefix reports whether ref can only be part of an id (no GLOB

@@ -51,6 +51,17 @@ const BusyTimeout = 10 * time.Second
 // ErrNotFound is returned (wrapped) when a session does not exist.
 var ErrNotFound = errors.New("session not found")
 
+// notFoundError is an ErrNotFound whose message already says what was not
+// found, so a person does not read "...: session not found" after it.
+type notFoundError string
+
+func notFound(msg string) error { return notFoundError(msg) }
+
+func (e notFoundError) Error() string { return string(e) }
+
+// Is makes errors.Is(err, ErrNotFound) hold.
+func (e notFoundError) Is(target error) bool { return target == ErrNotFound }
+
 // Store is an open state.db. It is safe for concurrent use.
 type Store struct {
 	db   *sql.DB

@@ -66,7 +66,8 @@ func absPath(env backend.Environment, home, p string) string {
 // Hermes' always-blocked set ("security.md", file-write safety): ~/.ssh,
 // ~/.aws, ~/.kube, ~/.gnupg, ~/.netrc, /etc/sudoers, HERMES_HOME/.env,
 // auth.json, secrets/, mcp-tokens/, pairing/, and any .env / .env.* /
-// .envrc file; and hermes' own state, which would let the model lift its
+// .envrc file, the shell startup files (~/.bashrc, ~/.profile...), and
+// /etc/passwd, /etc/shadow, /etc/systemd; and hermes' own state, which would let the model lift its
 // own limits: HERMES_HOME/config.yaml (approvals.mode) and the session
 // database HERMES_HOME/state.db with its -wal/-shm/-journal files.
 func (o FileToolOptions) writeBlocked(abs string) string {
@@ -96,18 +97,36 @@ func (o FileToolOptions) writeBlocked(abs string) string {
 	if abs == "/etc/sudoers" || strings.HasPrefix(abs, "/etc/sudoers.d/") {
 		return "it controls sudo"
 	}
+	if abs == "/etc/passwd" || abs == "/etc/shadow" || under("/etc/systemd") {
+		return "it controls the system's accounts or services"
+	}
 	if o.Home != "" {
-		for _, d := range []string{".ssh", ".aws", ".kube", ".gnupg", ".docker", ".config/gh"} {
+		for _, d := range []string{".ssh", ".aws", ".azure", ".kube", ".gnupg", ".docker", ".config/gh"} {
 			if under(path.Join(o.Home, d)) {
 				return "it is in ~/" + d + ", which holds credentials"
 			}
 		}
-		if abs == path.Join(o.Home, ".netrc") || abs == path.Join(o.Home, ".git-credentials") {
-			return "it holds credentials"
+		for _, f := range []string{".netrc", ".git-credentials", ".pgpass", ".npmrc", ".pypirc"} {
+			if abs == path.Join(o.Home, f) {
+				return "it holds credentials"
+			}
+		}
+		for _, f := range startupFiles {
+			if under(path.Join(o.Home, f)) {
+				return "~/" + f + " runs commands the next time the user logs in, opens a shell or runs git, outside hermes' checks"
+			}
 		}
 	}
 	return ""
 }
+
+// startupFiles are the places under the home directory whose content runs
+// later, unchecked: shell startup files, autostart and user services,
+// git's global config (core.pager, aliases) and ~/.local/bin, which is
+// early on PATH.
+var startupFiles = []string{".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile",
+	".zshenv", ".zlogin", ".zlogout", ".config/fish", ".config/autostart", ".config/systemd", ".config/git", ".gitconfig",
+	".local/bin", ".xinitrc", ".xprofile"}
 
 // writeRefusal returns why a write to abs in env is refused, or "". On the
 // local backend, which writes through symbolic links, the path is also

@@ -4,9 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/hermes-go/hermes/internal/lazyregexp"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -23,7 +23,7 @@ const redactedPlaceholder = "[REDACTED]"
 // It also matches SGR colour sequences whose ESC byte was lost on the way
 // ("[32mok[0m", "?[32m" where a tool replaced ESC by "?"): a bracket, one
 // or more numeric parameters and "m".
-var ansiSequence = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(\x07|\x1b\\)?|\x1b[@-Z\\-_]|\??\[[0-9]{1,3}(;[0-9]{1,3})*m`)
+var ansiSequence = lazyregexp.New(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(\x07|\x1b\\)?|\x1b[@-Z\\-_]|\??\[[0-9]{1,3}(;[0-9]{1,3})*m`)
 
 // cleanOutput turns raw command output into text for the model: bytes are
 // decoded once, as a whole, so a multibyte character split across reads is
@@ -31,7 +31,7 @@ var ansiSequence = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1
 // sequences are removed; secret values are replaced by [REDACTED].
 func cleanOutput(raw []byte, secrets []string) string {
 	s := strings.ToValidUTF8(string(raw), "\uFFFD")
-	s = ansiSequence.ReplaceAllString(s, "")
+	s = ansiSequence().ReplaceAllString(s, "")
 	return redact(s, secrets)
 }
 
@@ -59,12 +59,17 @@ func capOutput(s string, max int, fullPath string) (string, bool) {
 	headEnd := byteOffset(s, headChars)
 	tailStart := byteOffset(s, n-tailChars)
 	cut := s[headEnd:tailStart]
-	marker := fmt.Sprintf("\n\n[OUTPUT TRUNCATED: %d characters (%d lines) omitted from the middle", n-headChars-tailChars, strings.Count(cut, "\n"))
+	marker := truncationMarker(int64(n-headChars-tailChars), int64(strings.Count(cut, "\n")), fullPath)
+	return s[:headEnd] + marker + s[tailStart:], true
+}
+
+// truncationMarker is the line that stands where output was cut.
+func truncationMarker(chars, lines int64, fullPath string) string {
+	marker := fmt.Sprintf("\n\n[OUTPUT TRUNCATED: %d characters (%d lines) omitted from the middle", chars, lines)
 	if fullPath != "" {
 		marker += "; full output saved to " + fullPath + " (read it with read_file or search_files)"
 	}
-	marker += "]\n\n"
-	return s[:headEnd] + marker + s[tailStart:], true
+	return marker + "]\n\n"
 }
 
 // byteOffset returns the byte index of the rune at index runes in s.

@@ -123,8 +123,16 @@ func (p *ProcessTool) Run(ctx context.Context, call Call) Result {
 		if args.Data == nil {
 			return Errorf("process: write needs data, the text to send to stdin")
 		}
+		e.writeMu.Lock()
+		defer e.writeMu.Unlock()
+		// The check sees the line the process will read: what earlier
+		// writes left unfinished plus this data ("r" then "m -rf x\n").
+		line := e.pending + *args.Data
+		if len(line) > maxPendingLine {
+			return Errorf("process: not written to %s: a line longer than %d bytes; end lines with \n", id, maxPendingLine)
+		}
 		if p.approvals != nil {
-			d, err := p.approvals.Request(ctx, approval.Request{SessionID: call.SessionID, Command: *args.Data, Workdir: e.workdir, Target: e.command})
+			d, err := p.approvals.Request(ctx, approval.Request{SessionID: call.SessionID, Command: line, Workdir: e.workdir, Target: e.command})
 			if err != nil {
 				return Errorf("process: not written: %v", err)
 			}
@@ -135,6 +143,7 @@ func (p *ProcessTool) Run(ctx context.Context, call Call) Result {
 		if _, err := e.proc.Write([]byte(*args.Data)); err != nil {
 			return Errorf("process: write to %s: %v", id, err)
 		}
+		e.pending = unfinishedLine(line)
 		return jsonResult(map[string]any{"session_id": id, "written_bytes": len(*args.Data), "status": statusWord(e.proc)})
 	}
 }
@@ -274,6 +283,31 @@ type processEntry struct {
 	started   time.Time
 	proc      backend.Process
 	logRead   int // bytes of output already returned by poll
+
+	writeMu sync.Mutex // one write (check, then send) at a time
+	pending string     // written text after the last line end, not yet run
+}
+
+// maxPendingLine bounds the unfinished line process write keeps to check
+// together with the next write.
+const maxPendingLine = 64 << 10
+
+// unfinishedLine returns the text after the last line end of s: a newline
+// not continued by a backslash before it (so "r\\\n" stays unfinished).
+func unfinishedLine(s string) string {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] != '\n' {
+			continue
+		}
+		n := 0
+		for j := i - 1; j >= 0 && s[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 0 {
+			return s[i+1:]
+		}
+	}
+	return s
 }
 
 // NewProcessTable returns an empty table.

@@ -146,49 +146,60 @@ func (t *TerminalTool) Run(ctx context.Context, call Call) Result {
 		return t.startBackground(ctx, env, call.SessionID, args)
 	}
 
-	spill := newSpill(t.opts.OutputDir)
-	var raw *os.File
-	req := backend.ExecRequest{Command: args.Command, Workdir: args.Workdir, Timeout: timeout}
-	if spill != nil {
-		raw = spill.f
-		req.Output = spill
-	}
+	tap := &outputTap{spill: newSpill(t.opts.OutputDir)}
+	req := backend.ExecRequest{Command: args.Command, Workdir: args.Workdir, Timeout: timeout, Output: tap, DiscardOutput: true}
 	res, err := env.Exec(ctx, req)
-	if spill != nil {
-		spill.close()
+	var rawPath string
+	if tap.spill != nil {
+		tap.spill.close()
+		rawPath = tap.spill.f.Name()
+		if tap.spillErr != nil {
+			os.Remove(rawPath)
+			rawPath = ""
+		}
 	}
 	if err != nil {
-		if raw != nil {
-			os.Remove(raw.Name())
+		if rawPath != "" {
+			os.Remove(rawPath)
 		}
 		if errors.Is(err, context.Canceled) {
 			return Errorf("terminal: cancelled")
 		}
 		return Errorf("terminal: could not run the command: %v", err)
 	}
-	out := cleanOutput(res.Output, t.opts.Secrets)
-	var fullPath string
-	if raw != nil {
-		fullPath = spillPath(t.opts.Backend.Kind(), raw.Name())
-	}
-	shown, truncated := capOutput(out, MaxOutputChars, fullPath)
-	if truncated && raw != nil {
-		err := saveRedacted(raw.Name(), t.opts.Secrets)
-		if err == nil {
-			err = moveSpill(ctx, env, raw.Name(), fullPath)
-		}
-		if err != nil {
-			os.Remove(raw.Name())
-			shown, _ = capOutput(out, MaxOutputChars, "")
-			fullPath = ""
-		}
-	} else if raw != nil {
-		os.Remove(raw.Name())
-		fullPath = ""
-	}
+	shown, truncated, fullPath := t.saveOutput(ctx, env, tap, rawPath)
 	r := terminalResult{Output: shown, ExitCode: res.ExitCode, Signal: res.Signal, Truncated: truncated, FullOutputPath: fullPath, Note: note}
 	r.Error = explainExit(res, timeout)
 	return jsonResult(r)
+}
+
+// saveOutput returns the output for the model, whether it was cut, and
+// where the whole output is when it was: the spill file at rawPath,
+// redacted and moved where the model can read it. A spill file that is not
+// needed or cannot be saved is removed.
+func (t *TerminalTool) saveOutput(ctx context.Context, env backend.Environment, tap *outputTap, rawPath string) (string, bool, string) {
+	var fullPath string
+	if rawPath != "" {
+		fullPath = spillPath(t.opts.Backend.Kind(), rawPath)
+	}
+	shown, truncated := tap.shown(t.opts.Secrets, fullPath)
+	if rawPath == "" {
+		return shown, truncated, ""
+	}
+	if !truncated {
+		os.Remove(rawPath)
+		return shown, false, ""
+	}
+	err := saveRedacted(rawPath, t.opts.Secrets)
+	if err == nil {
+		err = moveSpill(ctx, env, rawPath, fullPath)
+	}
+	if err != nil {
+		os.Remove(rawPath)
+		shown, _ = tap.shown(t.opts.Secrets, "")
+		return shown, true, ""
+	}
+	return shown, true, fullPath
 }
 
 func (t *TerminalTool) startBackground(ctx context.Context, env backend.Environment, sessionID string, args terminalArgs) Result {

@@ -324,3 +324,61 @@ func TestTerminalSpillIsCappedAndPruned(t *testing.T) {
 		t.Errorf("%d spill files kept, want at most %d", len(left), KeepSpillFiles)
 	}
 }
+
+// TestProcessWriteChecksTheWholeLine: a command split over several process
+// writes ("r", then "m -rf victim\n"; or a backslash-continued line) is
+// checked as the line the shell runs, and perl started inside the shell
+// does not get its program past the check as "shell commands" ended by
+// __END__. Before, each piece was checked alone and victim/ was deleted.
+func TestProcessWriteChecksTheWholeLine(t *testing.T) {
+	svc := approval.New(approval.Config{})
+	f := newTerminalFixture(t, svc)
+	proc := NewProcessTool(f.proc.table, nil, svc)
+	victim := filepath.Join(f.dir, "victim")
+	if err := os.MkdirAll(filepath.Join(victim, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, writes := range [][]string{
+		{"r", "m -rf victim\n"},
+		{"r\\\n", "m -rf victim\n"},
+		{"perl\n", "system \"rm -rf victim\";\n", "__END__\n"},
+	} {
+		r := run(t, f.term, `{"command": "sh", "background": true}`)
+		var started map[string]any
+		if err := json.Unmarshal([]byte(r.Content), &started); err != nil || r.IsError {
+			t.Fatalf("start: %+v", r)
+		}
+		id := started["process_id"].(string)
+		refused := false
+		for _, w := range writes {
+			data, _ := json.Marshal(w)
+			if r := run(t, proc, `{"action": "write", "session_id": "`+id+`", "data": `+string(data)+`}`); r.IsError {
+				refused = true
+				break
+			}
+		}
+		e := proc.table.get("sess", id)
+		_ = e.proc.CloseStdin()
+		run(t, proc, `{"action": "wait", "session_id": "`+id+`", "timeout": 30}`)
+		if !refused {
+			t.Errorf("%q: every write went through", writes)
+		}
+		if _, err := os.Stat(victim); err != nil {
+			t.Fatalf("%q deleted victim/: %v", writes, err)
+		}
+	}
+	// Ordinary use still works: a line split over writes, then run.
+	r := run(t, f.term, `{"command": "sh", "background": true}`)
+	var started map[string]any
+	_ = json.Unmarshal([]byte(r.Content), &started)
+	id := started["process_id"].(string)
+	for _, w := range []string{`echo he`, `llo\n`} {
+		if r := run(t, proc, `{"action": "write", "session_id": "`+id+`", "data": "`+w+`"}`); r.IsError {
+			t.Fatalf("write %q: %+v", w, r)
+		}
+	}
+	_ = proc.table.get("sess", id).proc.CloseStdin()
+	if w := run(t, proc, `{"action": "wait", "session_id": "`+id+`", "timeout": 30}`); !strings.Contains(w.Content, "hello") {
+		t.Fatalf("split ordinary write: %s", w.Content)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"sync"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -94,6 +97,8 @@ type guard struct {
 	fd     int        // cached ruleset; -1 = none built
 	stamps []dirStamp // directories enumerated into the cached ruleset
 	stat   func(string) (unix.Stat_t, error)
+
+	setID []bpf.RawInstruction // seccomp filter refusing setuid/setgid modes (root only); nil = none
 }
 
 // dirStamp is a directory enumerated into the ruleset: its identity and
@@ -134,6 +139,14 @@ func newGuard(mode Sandbox, abi int, hermesHome string, writable []string) *guar
 			if w != "" {
 				g.writable = append(g.writable, realPath(w))
 			}
+		}
+	}
+	if mode != SandboxOff && os.Geteuid() == 0 {
+		// Root commands could leave setuid-root files where Landlock lets
+		// them write; refuse the modes (see setIDFilter). An assembly
+		// failure leaves the filter off, as on a kernel without seccomp.
+		if insts, err := setIDFilter(); err == nil {
+			g.setID, _ = bpf.Assemble(insts)
 		}
 	}
 	return g
@@ -228,6 +241,9 @@ func (g *guard) close() {
 // HERMES_HOME is enumerated and each sibling granted on its own), write
 // access to the writable roots except HERMES_HOME, and the devices.
 func (g *guard) build() (int, []dirStamp, error) {
+	if g.mode != SandboxOff && g.hermesHome != "" {
+		detachHardLinks(g.hermesHome)
+	}
 	handled := handledRights(g.abi)
 	fd, err := ll.LandlockCreateRuleset(&ll.RulesetAttr{HandledAccessFS: handled}, 0)
 	if err != nil {
@@ -254,6 +270,47 @@ func (g *guard) build() (int, []dirStamp, error) {
 		return -1, nil, rb.err
 	}
 	return fd, rb.stamps, nil
+}
+
+// detachHardLinks gives every regular file directly in HERMES_HOME that
+// has other hard links (made earlier, e.g. by a command run with
+// local_sandbox off) a fresh inode with the same content and mode, so the
+// other names keep the old inode and no longer reach config.yaml, .env or
+// auth.json (for the protected names, the old inode is also emptied, so
+// the links keep no key): Landlock decides by the path a command opens, and a link
+// outside HERMES_HOME would otherwise be read and written freely. The
+// SQLite files (state.db*) are left alone: hermes may have them open.
+// Errors leave the file as it was.
+func detachHardLinks(home string) {
+	dirfd, err := unix.Open(home, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(dirfd)
+	entries, err := os.ReadDir(home)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() || strings.HasPrefix(name, "state.db") {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Nlink < 2 || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			continue
+		}
+		fd, err := unix.Openat(dirfd, name, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		f := os.NewFile(uintptr(fd), name)
+		data, err := io.ReadAll(f)
+		if err == nil && replaceAt(dirfd, name, data, fs.FileMode(st.Mode&0o777)) == nil && IsProtectedName(name) {
+			_ = f.Truncate(0) // the old inode, still reachable elsewhere, keeps no key
+		}
+		_ = f.Close()
+	}
 }
 
 // within reports whether p is dir or below it (both clean and absolute).
@@ -373,6 +430,12 @@ func (g *guard) start(cmd *exec.Cmd) (release func(), err error) {
 				return
 			}
 		}
+		if g.setID != nil {
+			if err := denySetIDModes(g.setID); err != nil {
+				started <- err
+				return
+			}
+		}
 		if err := cmd.Start(); err != nil {
 			started <- err
 			return
@@ -384,7 +447,43 @@ func (g *guard) start(cmd *exec.Cmd) (release func(), err error) {
 		return nil, err
 	}
 	var once sync.Once
-	return func() { once.Do(func() { close(done) }) }, nil
+	return func() {
+		once.Do(func() {
+			close(done)
+			if g.active() && g.hermesHome != "" {
+				restoreProtectedModes(g.hermesHome)
+			}
+		})
+	}, nil
+}
+
+// restoreProtectedModes takes group and other permissions back from
+// HERMES_HOME's protected entries (and write from HERMES_HOME itself)
+// after a command: Landlock does not govern chmod, so `chmod 644
+// HERMES_HOME/.env` run by a command would leave the keys readable to
+// every local user. Symlinks are not followed.
+func restoreProtectedModes(home string) {
+	dirfd, err := unix.Open(home, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(dirfd)
+	var st unix.Stat_t
+	if unix.Fstat(dirfd, &st) == nil && st.Mode&0o022 != 0 {
+		_ = unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", dirfd), st.Mode&0o7777&^0o022)
+	}
+	entries, err := os.ReadDir(home)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !IsProtectedName(e.Name()) || e.Type()&fs.ModeSymlink != 0 {
+			continue
+		}
+		if unix.Fstatat(dirfd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&0o077 != 0 {
+			_ = unix.Fchmodat(dirfd, e.Name(), st.Mode&0o7777&^0o077, 0)
+		}
+	}
 }
 
 // dropPtraceCapability removes CAP_SYS_PTRACE from the calling thread

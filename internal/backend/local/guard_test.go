@@ -421,3 +421,71 @@ func BenchmarkConfineThread(b *testing.B) {
 		}
 	}
 }
+
+// TestGuardHardLinksMadeEarlierReachNothing: hard links to config.yaml
+// and .env made before the guard (an earlier run with local_sandbox off,
+// a backup script) sit in the temp dir and the workspace, where commands
+// may read and write. Landlock decides by path, so through them a command
+// appended "approvals: {mode: off}" to config.yaml and read the key; the
+// guard now gives such files a fresh inode first.
+func TestGuardHardLinksMadeEarlierReachNothing(t *testing.T) {
+	needLandlock(t)
+	f := newGuardFixture(t, SandboxWorkspaceWrite)
+	if err := os.Link(filepath.Join(f.hermesHome, ".env"), filepath.Join(f.work, "env.link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(f.hermesHome, "config.yaml"), filepath.Join(f.tmp, "cfg.link")); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(f.hermesHome, "config.yaml"))
+	res := f.run(t, `echo "approvals: {mode: off}" >> "$TMPDIR/cfg.link"; cat env.link`)
+	if strings.Contains(string(res.Output), fakeKey) {
+		t.Errorf(".env read through a hard link:\n%s", res.Output)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.hermesHome, ".env")); !strings.Contains(string(b), fakeKey) {
+		t.Errorf(".env lost its content: %q", b)
+	}
+	if after, _ := os.ReadFile(filepath.Join(f.hermesHome, "config.yaml")); !bytes.Equal(before, after) {
+		t.Errorf("config.yaml changed through a hard link:\n%s", after)
+	}
+	// A key written after the guard came up does not reach the link either.
+	if err := os.WriteFile(filepath.Join(f.hermesHome, ".env"), []byte("OPENAI_API_KEY=rotated-"+fakeKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res = f.run(t, `cat env.link`)
+	if strings.Contains(string(res.Output), "rotated-") {
+		t.Errorf(".env read through a hard link:\n%s", res.Output)
+	}
+	st, err := os.Stat(filepath.Join(f.hermesHome, "config.yaml"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("config.yaml lost its mode: %v %v", st.Mode(), err)
+	}
+}
+
+// TestGuardRestoresProtectedModes: Landlock does not govern chmod, so a
+// command could make .env readable to every local user (chmod 644) or
+// HERMES_HOME writable by them; once the command ends, the guard takes
+// those permissions back.
+func TestGuardRestoresProtectedModes(t *testing.T) {
+	needLandlock(t)
+	f := newGuardFixture(t, SandboxWorkspaceWrite)
+	if err := os.Chmod(f.hermesHome, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := f.run(t, "HERMES_HOME="+f.hermesHome+`; chmod 644 "$HERMES_HOME/.env" "$HERMES_HOME/state.db" && chmod 777 "$HERMES_HOME" "$HERMES_HOME/secrets" && echo changed`)
+	if !strings.Contains(string(res.Output), "changed") {
+		t.Skipf("chmod was refused, nothing to restore:\n%s", res.Output)
+	}
+	for p, want := range map[string]os.FileMode{
+		filepath.Join(f.hermesHome, ".env"): 0o600, filepath.Join(f.hermesHome, "state.db"): 0o600,
+		filepath.Join(f.hermesHome, "secrets"): 0o700, f.hermesHome: 0o755,
+	} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != want {
+			t.Errorf("%s: mode %v after the command, want %v", p, st.Mode().Perm(), want)
+		}
+	}
+}

@@ -297,7 +297,11 @@ func (e *Environment) Exec(ctx context.Context, req backend.ExecRequest) (backen
 	}
 	out := newCapture(execHeadMax, execTailMax)
 	var w io.Writer = out
-	if req.Output != nil {
+	switch {
+	case req.Output != nil && req.DiscardOutput:
+		out = nil
+		w = req.Output
+	case req.Output != nil:
 		w = io.MultiWriter(out, &lockedWriter{w: req.Output})
 	}
 	sink := &lockedWriter{w: w}
@@ -330,7 +334,9 @@ func (e *Environment) Exec(ctx context.Context, req backend.ExecRequest) (backen
 		waitErr = killGroup(cmd.Process.Pid, waited)
 	}
 	res := result(cmd.ProcessState, waitErr)
-	res.Output = out.Bytes()
+	if out != nil {
+		res.Output = out.Bytes()
+	}
 	res.TimedOut = timedOut
 	res.Duration = time.Since(start)
 	return res, nil

@@ -3,9 +3,11 @@ package providers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -50,6 +52,11 @@ func ContextLength(ctx context.Context, o Options, timeout time.Duration) (int, 
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		// *url.Error repeats the method and URL: "GET X: Get \"X\": dial ...".
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return 0, fmt.Errorf("GET %s/models: %w", base, err)
 	}
 	defer resp.Body.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -44,5 +45,18 @@ func TestContextLengthFromModelsEndpoint(t *testing.T) {
 	srv.Close()
 	if _, err := ContextLength(context.Background(), Options{Provider: "custom", Model: "m", BaseURL: srv.URL + "/v1"}, 200*time.Millisecond); err == nil {
 		t.Error("want an error for an unreachable endpoint")
+	}
+}
+
+// An unreachable endpoint is reported once, not as `GET X/models: Get
+// "X/models": dial ...` (hermes doctor printed that).
+func TestContextLengthUnreachableNamesURLOnce(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	base := srv.URL + "/v1"
+	srv.Close()
+	getenv := func(k string) string { return map[string]string{"OPENROUTER_BASE_URL": base}[k] }
+	_, err := ContextLength(context.Background(), Options{Provider: "openrouter", Model: "m", Getenv: getenv}, time.Second)
+	if err == nil || strings.Count(err.Error(), base) != 1 || strings.Contains(err.Error(), `Get "`) {
+		t.Errorf("err = %v", err)
 	}
 }

@@ -2,8 +2,8 @@ package textcall
 
 import (
 	"encoding/json"
+	"github.com/hermes-go/hermes/internal/lazyregexp"
 	"html"
-	"regexp"
 	"strings"
 
 	"github.com/hermes-go/hermes/internal/llm"
@@ -23,8 +23,8 @@ const (
 )
 
 var (
-	invokeRE    = regexp.MustCompile(`(?s)<invoke\s+name\s*=\s*"([^"]*)"\s*>(.*?)</invoke>`)
-	parameterRE = regexp.MustCompile(`(?s)<parameter\s+name\s*=\s*"([^"]*)"\s*>(.*?)</parameter>`)
+	invokeRE    = lazyregexp.New(`(?s)<invoke\s+name\s*=\s*"([^"]*)"\s*>(.*?)</invoke>`)
+	parameterRE = lazyregexp.New(`(?s)<parameter\s+name\s*=\s*"([^"]*)"\s*>(.*?)</parameter>`)
 )
 
 // extractXML recovers the calls of one <function_calls> block. The block
@@ -46,12 +46,12 @@ func extractXML(content string, known func(string) bool) ([]llm.ToolCall, string
 		}
 		body = body[:end]
 	}
-	invokes := invokeRE.FindAllStringSubmatchIndex(body, -1)
+	invokes := invokeRE().FindAllStringSubmatchIndex(body, -1)
 	if len(invokes) == 0 {
 		return nil, content
 	}
 	last := invokes[len(invokes)-1][1]
-	if strings.TrimSpace(invokeRE.ReplaceAllString(body[:last], "")) != "" || strings.TrimSpace(body[last:]) != "" {
+	if strings.TrimSpace(invokeRE().ReplaceAllString(body[:last], "")) != "" || strings.TrimSpace(body[last:]) != "" {
 		return nil, content // stray text between or after the invokes
 	}
 	var calls []llm.ToolCall
@@ -61,7 +61,7 @@ func extractXML(content string, known func(string) bool) ([]llm.ToolCall, string
 			return nil, content
 		}
 		args := map[string]json.RawMessage{}
-		for _, p := range parameterRE.FindAllStringSubmatch(body[m[4]:m[5]], -1) {
+		for _, p := range parameterRE().FindAllStringSubmatch(body[m[4]:m[5]], -1) {
 			args[strings.TrimSpace(p[1])] = parameterValue(p[2])
 		}
 		b, err := json.Marshal(args)
