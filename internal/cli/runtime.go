@@ -326,7 +326,7 @@ func (rt *chatRuntime) openSession(ctx context.Context, source string) error {
 	if err != nil {
 		return err
 	}
-	history, err := st.Messages(ctx, sess.ID)
+	history, err := rt.loadHistory(ctx, sess.ID)
 	if err != nil {
 		return err
 	}
@@ -339,8 +339,28 @@ func (rt *chatRuntime) openSession(ctx context.Context, source string) error {
 	}
 	rt.session = &agent.Session{ID: sess.ID, System: system, History: agent.RepairHistory(history)}
 	rt.seen = sess.MessageCount
+	if now, err := st.Session(ctx, sess.ID); err == nil {
+		rt.seen = now.MessageCount // with any unknown-outcome results just stored
+	}
 	rt.todo.Restore(sess.ID, history)
 	return nil
+}
+
+// loadHistory returns the stored messages of session id. Tool calls that
+// a killed run left without a result get agent.UnknownOutcomeResult, stored
+// here the first time a resume finds them (see agent.UnrecordedResults).
+func (rt *chatRuntime) loadHistory(ctx context.Context, id string) ([]llm.Message, error) {
+	history, err := rt.store.Messages(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range agent.UnrecordedResults(history) {
+		if _, err := rt.store.AppendMessage(ctx, id, m); err != nil {
+			return nil, fmt.Errorf("saving the unknown-outcome result of an interrupted tool call: %w", err)
+		}
+		history = append(history, m)
+	}
+	return history, nil
 }
 
 // emptySessionGrace is how old a session without messages must be before
@@ -391,7 +411,7 @@ func (rt *chatRuntime) runTurn(ctx context.Context, text string) (agent.TurnResu
 			return agent.TurnResult{}, err
 		}
 		if sess.MessageCount != rt.seen {
-			history, err := rt.store.Messages(ctx, id)
+			history, err := rt.loadHistory(ctx, id)
 			if err != nil {
 				return agent.TurnResult{}, err
 			}
