@@ -19,3 +19,14 @@ func TestEmptyPromptFlagSaysEmpty(t *testing.T) {
 		t.Errorf("an empty prompt reached the model")
 	}
 }
+
+// Regression: `config check` listed an unknown key twice, as a warning on
+// stderr and as a problem on stdout. It is one problem, with file and line.
+func TestConfigCheckListsUnknownKeyOnce(t *testing.T) {
+	e := newE2E(t)
+	e.writeFile("../hermes-home/config.yaml", "model:\n  provider: openrouter\n  default: m\ncompletely_new_thing: 1\n")
+	res := e.run("config", "check")
+	if res.code != 1 || strings.Count(res.stdout+res.stderr, "completely_new_thing") != 1 || !strings.Contains(res.stdout, "config.yaml:4") {
+		t.Errorf("config check with an unknown key: want exit 1 and the key listed once with its line\n%s", res)
+	}
+}

@@ -49,6 +49,9 @@ type Loaded struct {
 	// Agent knows (each also a warning); `config check` fails on them. A
 	// key that is a close misspelling of a known key is an error instead.
 	UnknownKeys []string
+	// unknownWarnings are the Warnings about UnknownKeys (see
+	// IsUnknownKeyWarning).
+	unknownWarnings map[string]bool
 	// Unimplemented are the config.yaml keys Hermes Agent knows that this
 	// build ignores (summarised in one warning).
 	Unimplemented []string
@@ -223,6 +226,11 @@ func parseDocument(path string, b []byte) (*yaml.Node, error) {
 	return &doc, nil
 }
 
+// IsUnknownKeyWarning reports whether w, one of l.Warnings, is the warning
+// about a key of l.UnknownKeys; `config check` reports those as problems
+// instead of warnings, so each is listed once.
+func (l *Loaded) IsUnknownKeyWarning(w string) bool { return l.unknownWarnings[w] }
+
 // decoder applies a config.yaml node tree to a Loaded.
 type decoder struct {
 	l    *Loaded
@@ -266,6 +274,10 @@ func (d *decoder) walk(n *yaml.Node, prefix string) {
 			default:
 				d.l.UnknownKeys = append(d.l.UnknownKeys, full)
 				d.warnf(k, full, "%s; ignored", d.l.schema.unknownKeyMsg(full))
+				if d.l.unknownWarnings == nil {
+					d.l.unknownWarnings = map[string]bool{}
+				}
+				d.l.unknownWarnings[d.l.Warnings[len(d.l.Warnings)-1]] = true
 			}
 			continue
 		}
