@@ -3,6 +3,8 @@ package main_test
 import (
 	"strings"
 	"testing"
+
+	"github.com/hermes-go/hermes/internal/llm/llmtest"
 )
 
 // Regression: `hermes -z ""` said "no prompt: pass -z" although -z was
@@ -28,5 +30,19 @@ func TestConfigCheckListsUnknownKeyOnce(t *testing.T) {
 	res := e.run("config", "check")
 	if res.code != 1 || strings.Count(res.stdout+res.stderr, "completely_new_thing") != 1 || !strings.Contains(res.stdout, "config.yaml:4") {
 		t.Errorf("config check with an unknown key: want exit 1 and the key listed once with its line\n%s", res)
+	}
+}
+
+// Regression: `terminal.backend: Box` (a bad enum value) was reported as
+// "terminal.backend (from config.yaml)", without the file and line other
+// config errors name. Both `config check` and a run now name them.
+func TestBadBackendNamesFileAndLine(t *testing.T) {
+	e := newE2E(t, llmtest.Turn{Text: "should not be asked"})
+	e.writeFile("../hermes-home/config.yaml", "model:\n  provider: openrouter\n  default: m\nterminal:\n  backend: Box\n")
+	for _, args := range [][]string{{"config", "check"}, {"-z", "hi"}} {
+		res := e.run(args...)
+		if res.code != 1 || !strings.Contains(res.stdout+res.stderr, "config.yaml:5: terminal.backend") {
+			t.Errorf("hermes %q with backend: Box: want the file and line 5\n%s", args, res)
+		}
 	}
 }

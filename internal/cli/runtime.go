@@ -145,7 +145,7 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 	}
 
 	environ := a.Environ
-	if rt.backend, err = a.newBackend(c, rt.cwd, environ); err != nil {
+	if rt.backend, err = a.newBackend(cfg, rt.cwd, environ); err != nil {
 		return nil, err
 	}
 	rt.backend = &noticeBackend{Backend: rt.backend, stderr: a.Stderr}
@@ -261,14 +261,15 @@ func resolveCwd(cwd string) (string, error) {
 }
 
 // newBackend builds the terminal.backend named in config.
-func (a *App) newBackend(c *config.Config, cwd string, environ func() []string) (backend.Backend, error) {
+func (a *App) newBackend(cfg *config.Loaded, cwd string, environ func() []string) (backend.Backend, error) {
+	c := &cfg.Config
 	switch c.Terminal.Backend {
 	case "", "local":
 		return a.newLocalBackend(c, cwd, environ)
 	case "box":
 		return a.newBoxBackend(c, cwd)
 	default:
-		return nil, fmt.Errorf("terminal.backend %q is not supported: use local or box (`hermes config set terminal.backend box`)", c.Terminal.Backend)
+		return nil, fmt.Errorf("%s: %q is not supported: use local or box (`hermes config set terminal.backend box`)", cfg.Where("terminal.backend"), c.Terminal.Backend)
 	}
 }
 

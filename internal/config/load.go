@@ -59,6 +59,7 @@ type Loaded struct {
 	getenv  func(string) string
 	schema  schema
 	sources map[string]string
+	lines   map[string]int // config.yaml line of each key set there
 }
 
 // Getenv returns the process environment value of key, else its .env value
@@ -82,6 +83,18 @@ func (l *Loaded) Source(key string) string {
 		return s
 	}
 	return SourceDefault
+}
+
+// Where names key for a message about its value: "PATH:LINE: key" when
+// config.yaml set it (like load errors), else "key (from SOURCE)".
+func (l *Loaded) Where(key string) string {
+	if f, ok := l.schema.resolve(key); ok {
+		key = f.key
+	}
+	if line := l.lines[key]; line > 0 && l.Source(key) == SourceConfig {
+		return fmt.Sprintf("%s:%d: %s", l.Path, line, key)
+	}
+	return fmt.Sprintf("%s (from %s)", key, l.Source(key))
 }
 
 // Override sets a dotted key from a command-line flag, the highest layer.
@@ -314,6 +327,10 @@ func (d *decoder) leaf(f field, v *yaml.Node) {
 		return
 	}
 	d.l.sources[f.key] = SourceConfig
+	if d.l.lines == nil {
+		d.l.lines = map[string]int{}
+	}
+	d.l.lines[f.key] = v.Line
 }
 
 // expand substitutes ${VAR} and ${env:VAR} in the scalars of n from the
