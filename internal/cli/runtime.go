@@ -49,9 +49,13 @@ type chatRuntime struct {
 	session   *agent.Session
 	// seen is the session's stored message count when this process last
 	// read or wrote it; another process's turn in between changes it.
-	seen    int
-	cwd     string
-	closers []func() error
+	seen int
+	// unrecorded is set when the loaded history ends with tool calls that
+	// have no stored result; runTurn stores agent.UnknownOutcomeResult for
+	// them once it holds the turn lock.
+	unrecorded bool
+	cwd        string
+	closers    []func() error
 }
 
 // Close releases the runtime's resources in reverse order of acquisition.
@@ -327,10 +331,13 @@ func (rt *chatRuntime) openSession(ctx context.Context, source string) error {
 	if err != nil {
 		return err
 	}
-	history, err := rt.loadHistory(ctx, sess.ID)
+	history, err := st.Messages(ctx, sess.ID)
 	if err != nil {
 		return err
 	}
+	// Stored by runTurn under the session's turn lock: another run may
+	// still be running this call and store its real result.
+	rt.unrecorded = len(agent.UnrecordedResults(history)) > 0
 	system := sess.SystemPrompt
 	if system == "" {
 		system = rt.buildSystemPrompt(sess.ID)
@@ -340,9 +347,6 @@ func (rt *chatRuntime) openSession(ctx context.Context, source string) error {
 	}
 	rt.session = &agent.Session{ID: sess.ID, System: system, History: agent.RepairHistory(history)}
 	rt.seen = sess.MessageCount
-	if now, err := st.Session(ctx, sess.ID); err == nil {
-		rt.seen = now.MessageCount // with any unknown-outcome results just stored
-	}
 	rt.todo.Restore(sess.ID, history)
 	return nil
 }
@@ -350,6 +354,7 @@ func (rt *chatRuntime) openSession(ctx context.Context, source string) error {
 // loadHistory returns the stored messages of session id. Tool calls that
 // a killed run left without a result get agent.UnknownOutcomeResult, stored
 // here the first time a resume finds them (see agent.UnrecordedResults).
+// Call it only while holding the session's turn lock.
 func (rt *chatRuntime) loadHistory(ctx context.Context, id string) ([]llm.Message, error) {
 	history, err := rt.store.Messages(ctx, id)
 	if err != nil {
@@ -411,7 +416,8 @@ func (rt *chatRuntime) runTurn(ctx context.Context, text string) (agent.TurnResu
 		if err != nil {
 			return agent.TurnResult{}, err
 		}
-		if sess.MessageCount != rt.seen {
+		if sess.MessageCount != rt.seen || rt.unrecorded {
+			rt.unrecorded = false
 			history, err := rt.loadHistory(ctx, id)
 			if err != nil {
 				return agent.TurnResult{}, err
