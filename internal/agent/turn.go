@@ -320,6 +320,33 @@ func (a *Agent) repeatedFailure(failures map[string]int, calls []llm.ToolCall, r
 	return ""
 }
 
+// UnrecordedResults returns the UnknownOutcomeResult messages for the tool
+// calls of the last assistant message of h that have no result, when only
+// tool results follow that message: hermes was killed while its batch ran.
+// A resume stores them (once: the next load finds them), so that `sessions
+// show` and `export` list every call with a result. Older gaps, followed by
+// later messages, are left to RepairHistory.
+func UnrecordedResults(h []llm.Message) []llm.Message {
+	i := len(h) - 1
+	for i >= 0 && h[i].Role == llm.RoleTool {
+		i--
+	}
+	if i < 0 || h[i].Role != llm.RoleAssistant || len(h[i].ToolCalls) == 0 {
+		return nil
+	}
+	have := map[string]bool{}
+	for _, m := range h[i+1:] {
+		have[m.ToolCallID] = true
+	}
+	var out []llm.Message
+	for _, tc := range h[i].ToolCalls {
+		if !have[tc.ID] {
+			out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, Content: UnknownOutcomeResult, IsError: true})
+		}
+	}
+	return out
+}
+
 // RepairHistory returns h with the synthetic UnknownOutcomeResult added
 // after any assistant tool call that has no result (a crash or kill while
 // the call ran), so that every provider accepts the history. Results are

@@ -355,6 +355,29 @@ func TestRepairHistory(t *testing.T) {
 	}
 }
 
+// UnrecordedResults names only the calls of the trailing assistant message
+// without a result (what a kill leaves), which a resume stores; a gap
+// followed by later messages is left to RepairHistory.
+func TestUnrecordedResults(t *testing.T) {
+	h := []llm.Message{
+		{Role: llm.RoleUser, Content: "do two things"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "old", Name: "terminal"}}},
+		{Role: llm.RoleUser, Content: "and now?"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "a", Name: "read_file"}, {ID: "b", Name: "terminal"}}},
+		{Role: llm.RoleTool, ToolCallID: "b", ToolName: "terminal", Content: "b done"},
+	}
+	got := UnrecordedResults(h)
+	if len(got) != 1 || got[0].ToolCallID != "a" || got[0].ToolName != "read_file" || got[0].Content != UnknownOutcomeResult || !got[0].IsError {
+		t.Fatalf("UnrecordedResults = %+v, want one unknown-outcome result for a", got)
+	}
+	if again := UnrecordedResults(append(h, got...)); len(again) != 0 {
+		t.Fatalf("after storing it, UnrecordedResults = %+v, want none", again)
+	}
+	if none := UnrecordedResults(h[:3]); len(none) != 0 {
+		t.Fatalf("a gap before a later message: %+v, want none", none)
+	}
+}
+
 // A provider error ends the turn with that error and a history that the
 // next turn can use.
 func TestProviderErrorKeepsHistoryValid(t *testing.T) {

@@ -392,7 +392,10 @@ func (a *App) restoreSnapshot(id, task string) error {
 }
 
 func (a *App) newBoxRestoreCmd() *cobra.Command {
-	var task string
+	var (
+		task  string
+		force bool
+	)
 	cmd := &cobra.Command{
 		Use: "restore SNAPSHOT", Short: "restore a snapshot into its task's box (or --task NEW); the box must be stopped", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -403,6 +406,17 @@ func (a *App) newBoxRestoreCmd() *cobra.Command {
 			if task == "" {
 				task = man.Task
 			}
+			if task != man.Task && !force {
+				// --task is for a new box; replacing another one's layer
+				// silently loses what it holds.
+				boxes, err := box.ListBoxes(a.Home())
+				if err != nil {
+					return err
+				}
+				if slices.ContainsFunc(boxes, func(b box.BoxInfo) bool { return b.Task == task }) {
+					return fmt.Errorf("box %q already exists; restoring snapshot %s into it replaces its files: pass --force to replace them, or name a new --task", task, args[0])
+				}
+			}
 			if err := a.restoreSnapshot(args[0], task); err != nil {
 				return err
 			}
@@ -410,7 +424,8 @@ func (a *App) newBoxRestoreCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&task, "task", "", "restore into this task's box instead of the snapshot's own")
+	cmd.Flags().StringVar(&task, "task", "", "restore into this task's box instead of the snapshot's own (a new one, or an existing one with --force)")
+	cmd.Flags().BoolVar(&force, "force", false, "with --task naming an existing box, replace its files with the snapshot")
 	return cmd
 }
 

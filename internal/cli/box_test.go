@@ -164,6 +164,37 @@ func TestBoxCLISnapshotForkRoundTrip(t *testing.T) {
 	}
 }
 
+// Regression: `box restore SNAP --task EXISTING` replaced that box's files
+// silently. It is refused unless --force, which the error names.
+func TestBoxCLIRestoreIntoExistingNeedsForce(t *testing.T) {
+	c := newBoxCLI(t)
+	for task, file := range map[string]string{"src": "/root/a", "other": "/root/keep"} {
+		if _, errs, code := c.run(t, "", "box", "exec", "--new", task, "--", "sh", "-c", "echo x > "+file); code != 0 {
+			t.Fatalf("exec %s: %s", task, errs)
+		}
+	}
+	out, errs, code := c.run(t, "", "box", "snapshot", "src")
+	if code != 0 {
+		t.Fatalf("snapshot: %s", errs)
+	}
+	id := strings.Fields(out)[0]
+	if _, errs, code = c.run(t, "", "box", "restore", id, "--task", "other"); code == 0 || !strings.Contains(errs, "--force") {
+		t.Fatalf("restore into an existing box: exit %d, want a refusal naming --force: %q", code, errs)
+	}
+	if out, _, _ = c.run(t, "", "box", "exec", "other", "--", "cat", "/root/keep"); out != "x\n" {
+		t.Fatalf("a refused restore changed the box: %q", out)
+	}
+	if _, errs, code = c.run(t, "", "box", "restore", id, "--task", "fresh"); code != 0 {
+		t.Fatalf("restore into a new task: %s", errs)
+	}
+	if _, errs, code = c.run(t, "", "box", "restore", id, "--task", "other", "--force"); code != 0 {
+		t.Fatalf("restore --force: %s", errs)
+	}
+	if out, _, _ = c.run(t, "", "box", "exec", "other", "--", "sh", "-c", "cat /root/a; test -e /root/keep || echo replaced"); out != "x\nreplaced\n" {
+		t.Fatalf("forced restore: other sees %q", out)
+	}
+}
+
 func TestBoxCLISnapshotsList(t *testing.T) {
 	c := newBoxCLI(t)
 	if out, _, _ := c.run(t, "", "box", "snapshots"); len(strings.Fields(out)) != 4 || !strings.HasPrefix(out, "ID") {

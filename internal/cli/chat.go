@@ -112,6 +112,12 @@ func checkChatFlags(cmd *cobra.Command, o *chatOptions) error {
 	if o.maxTurns < 0 {
 		return fmt.Errorf("--max-turns %d: must be a positive number of tool-calling iterations (or leave it out for agent.max_turns)", o.maxTurns)
 	}
+	for _, f := range []struct{ name, short, value string }{{"oneshot-prompt", "-z", o.oneshotPrompt}, {"query", "-q", o.query}} {
+		// "no prompt: pass -z" was wrong when -z "" was passed.
+		if cmd.Flags().Changed(f.name) && strings.TrimSpace(f.value) == "" {
+			return fmt.Errorf(`%s %q: the prompt is empty; give the text to answer, e.g. hermes %s "summarise README.md"`, f.short, f.value, f.short)
+		}
+	}
 	if cmd.Flags().Changed("resume") && strings.TrimSpace(o.resume) == "" {
 		return errors.New(`--resume "": give a session id, id prefix or title (see hermes sessions list), or use -c for the latest`)
 	}

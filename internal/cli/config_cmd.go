@@ -315,13 +315,18 @@ func (a *App) configUnset(key string) error {
 }
 
 func (a *App) configCheck() error {
-	l, err := a.loadConfig()
+	l, err := config.Load(a.Home(), config.LoadOptions{Getenv: a.Getenv})
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
 	problems := l.Problems()
-	for _, k := range l.UnknownKeys {
-		problems = append(problems, fmt.Sprintf("%s: unknown key %s (remove it, or check its spelling with `hermes config show`)", l.Path, k))
+	// An unknown key is a problem here, listed once (not also as a warning).
+	for _, w := range l.Warnings {
+		if l.IsUnknownKeyWarning(w) {
+			problems = append(problems, strings.TrimSuffix(w, "; ignored")+"; remove it or fix its spelling")
+		} else {
+			fmt.Fprintln(a.Stderr, "hermes: warning:", w)
+		}
 	}
 	for _, p := range problems {
 		fmt.Fprintln(a.Stdout, "problem:", p)

@@ -76,9 +76,10 @@ func (a *App) sessionOptions(cfg *config.Loaded, o *chatOptions) session.Options
 	return session.Options{
 		Config: cfg, Home: a.Home(), UserHome: a.Getenv("HOME"), Environ: a.Environ, Now: a.Now,
 		RecordPath: o.record, ReplayPath: o.replay, Yolo: o.yolo, IgnoreRules: o.ignoreRules,
-		Toolsets: o.toolsets, Platform: "cli", NewBackend: a.newBackend,
-		Warn: func(msg string) { fmt.Fprintln(a.Stderr, "hermes:", msg) },
-		Lock: a.turnLock(lockOwner),
+		Toolsets: o.toolsets, Platform: "cli",
+		NewBackend: func(_ *config.Config, cwd string) (backend.Backend, error) { return a.newBackend(cfg, cwd) },
+		Warn:       func(msg string) { fmt.Fprintln(a.Stderr, "hermes:", msg) },
+		Lock:       a.turnLock(lockOwner),
 	}
 }
 
@@ -100,22 +101,23 @@ func (a *App) turnLock(owner string) func(context.Context, *store.Store, string)
 
 // newBackend builds the terminal.backend named in config, telling the
 // person once on stderr when it cannot open an environment (noticeBackend).
-func (a *App) newBackend(c *config.Config, cwd string) (backend.Backend, error) {
-	b, err := a.newTerminalBackend(c, cwd)
+func (a *App) newBackend(cfg *config.Loaded, cwd string) (backend.Backend, error) {
+	b, err := a.newTerminalBackend(cfg, cwd)
 	if err != nil {
 		return nil, err
 	}
 	return &noticeBackend{Backend: b, stderr: a.Stderr}, nil
 }
 
-func (a *App) newTerminalBackend(c *config.Config, cwd string) (backend.Backend, error) {
+func (a *App) newTerminalBackend(cfg *config.Loaded, cwd string) (backend.Backend, error) {
+	c := &cfg.Config
 	switch c.Terminal.Backend {
 	case "", "local":
 		return a.newLocalBackend(c, cwd, a.Environ)
 	case "box":
 		return a.newBoxBackend(c, cwd)
 	default:
-		return nil, fmt.Errorf("terminal.backend %q is not supported: use local or box (`hermes config set terminal.backend box`)", c.Terminal.Backend)
+		return nil, fmt.Errorf("%s: %q is not supported: use local or box (`hermes config set terminal.backend box`)", cfg.Where("terminal.backend"), c.Terminal.Backend)
 	}
 }
 

@@ -197,6 +197,10 @@ func (a *App) skillsCreate(lib *skills.Library, name, category, description, fro
 	default:
 		return fmt.Errorf("give --description TEXT (one line saying when to use the skill) or --from FILE")
 	}
+	if s, err := lib.Get(name); err == nil {
+		// The library's refusal speaks to the agent (patch or edit actions).
+		return fmt.Errorf("skill %q already exists at %s; edit that file, or run `hermes skills delete %s` first to create it anew", name, s.Path, name)
+	}
 	s, err := lib.Create(name, category, content)
 	if err != nil {
 		return fmt.Errorf("creating skill %q: %v", name, err)

@@ -43,7 +43,11 @@ func TestSkillsCreateListShowDelete(t *testing.T) {
 	if !strings.Contains(string(b), `description: "Triage incidents: compare error rates"`) || !strings.Contains(string(b), "## Procedure") {
 		t.Fatalf("template:\n%s", b)
 	}
-	if code := run("skills", "create", "incident-triage", "--description", "again"); code != 1 || !strings.Contains(errOut.String(), "already exists") {
+	// Regression: the refusal suggested the agent's "patch or edit" actions;
+	// a person gets the CLI's way and the file to edit.
+	if code := run("skills", "create", "incident-triage", "--description", "again"); code != 1 || !strings.Contains(errOut.String(), "already exists") ||
+		!strings.Contains(errOut.String(), "hermes skills delete incident-triage") || !strings.Contains(errOut.String(), path) ||
+		strings.Contains(errOut.String(), "patch or edit") {
 		t.Fatalf("duplicate create: %d %s", code, errOut)
 	}
 	if code := run("skills", "create", "Bad", "--description", "x"); code != 1 || !strings.Contains(errOut.String(), "invalid skill name") {

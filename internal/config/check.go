@@ -20,7 +20,7 @@ func Providers() []string { return []string{"openrouter", "openai", "anthropic",
 func (l *Loaded) Problems() []string {
 	var out []string
 	c := l.Config
-	where := func(key string) string { return fmt.Sprintf("%s (from %s)", key, l.Source(key)) }
+	where := l.Where
 	if p := c.Model.Provider; p != "" && !slices.Contains(Providers(), p) {
 		out = append(out, fmt.Sprintf("%s: unknown provider %q; use one of %s (hermes model)", where("model.provider"), p, strings.Join(Providers(), ", ")))
 	}

@@ -49,6 +49,9 @@ type Loaded struct {
 	// Agent knows (each also a warning); `config check` fails on them. A
 	// key that is a close misspelling of a known key is an error instead.
 	UnknownKeys []string
+	// unknownWarnings are the Warnings about UnknownKeys (see
+	// IsUnknownKeyWarning).
+	unknownWarnings map[string]bool
 	// Unimplemented are the config.yaml keys Hermes Agent knows that this
 	// build ignores (summarised in one warning).
 	Unimplemented []string
@@ -56,6 +59,7 @@ type Loaded struct {
 	getenv  func(string) string
 	schema  schema
 	sources map[string]string
+	lines   map[string]int // config.yaml line of each key set there
 }
 
 // Getenv returns the process environment value of key, else its .env value
@@ -79,6 +83,18 @@ func (l *Loaded) Source(key string) string {
 		return s
 	}
 	return SourceDefault
+}
+
+// Where names key for a message about its value: "PATH:LINE: key" when
+// config.yaml set it (like load errors), else "key (from SOURCE)".
+func (l *Loaded) Where(key string) string {
+	if f, ok := l.schema.resolve(key); ok {
+		key = f.key
+	}
+	if line := l.lines[key]; line > 0 && l.Source(key) == SourceConfig {
+		return fmt.Sprintf("%s:%d: %s", l.Path, line, key)
+	}
+	return fmt.Sprintf("%s (from %s)", key, l.Source(key))
 }
 
 // Override sets a dotted key from a command-line flag, the highest layer.
@@ -223,6 +239,11 @@ func parseDocument(path string, b []byte) (*yaml.Node, error) {
 	return &doc, nil
 }
 
+// IsUnknownKeyWarning reports whether w, one of l.Warnings, is the warning
+// about a key of l.UnknownKeys; `config check` reports those as problems
+// instead of warnings, so each is listed once.
+func (l *Loaded) IsUnknownKeyWarning(w string) bool { return l.unknownWarnings[w] }
+
 // decoder applies a config.yaml node tree to a Loaded.
 type decoder struct {
 	l    *Loaded
@@ -266,6 +287,10 @@ func (d *decoder) walk(n *yaml.Node, prefix string) {
 			default:
 				d.l.UnknownKeys = append(d.l.UnknownKeys, full)
 				d.warnf(k, full, "%s; ignored", d.l.schema.unknownKeyMsg(full))
+				if d.l.unknownWarnings == nil {
+					d.l.unknownWarnings = map[string]bool{}
+				}
+				d.l.unknownWarnings[d.l.Warnings[len(d.l.Warnings)-1]] = true
 			}
 			continue
 		}
@@ -302,6 +327,10 @@ func (d *decoder) leaf(f field, v *yaml.Node) {
 		return
 	}
 	d.l.sources[f.key] = SourceConfig
+	if d.l.lines == nil {
+		d.l.lines = map[string]int{}
+	}
+	d.l.lines[f.key] = v.Line
 }
 
 // expand substitutes ${VAR} and ${env:VAR} in the scalars of n from the

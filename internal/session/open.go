@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/renameio/v2"
 
+	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/llm"
 	"github.com/hermes-go/hermes/internal/store"
 )
@@ -144,6 +145,7 @@ func (rt *Runtime) resume(ctx context.Context, ref, platform string) (*Session, 
 		}
 	}
 	s := rt.newSession(st, system, history, platform)
+	s.unrecorded = len(agent.UnrecordedResults(history)) > 0
 	rt.todo.Restore(st.ID, history)
 	return rt.add(s)
 }

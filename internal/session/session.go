@@ -44,6 +44,10 @@ type Session struct {
 	// read or wrote it; another process's turn in between changes it, and
 	// the next turn then reloads the history first. Owned by the running turn.
 	seen int
+	// unrecorded is set when the loaded history ends with tool calls
+	// without a stored result (a killed run); the next turn stores
+	// agent.UnknownOutcomeResult for them once it holds the turn lock.
+	unrecorded bool
 }
 
 // ID is the session id (state.db).
@@ -239,18 +243,31 @@ func (s *Session) reloadIfChanged(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if st.MessageCount == s.seen {
+	if st.MessageCount == s.seen && !s.unrecorded {
 		return nil
 	}
 	history, err := s.rt.store.Messages(ctx, s.id)
 	if err != nil {
 		return err
 	}
+	// Tool calls a killed run left without a result get
+	// agent.UnknownOutcomeResult, stored here under the turn lock (another
+	// run may have been still running the call and stored its result).
+	rec := s.rt.recorder()
+	count := st.MessageCount
+	for _, m := range agent.UnrecordedResults(history) {
+		if _, err := rec.AppendMessage(ctx, s.id, m); err != nil {
+			return fmt.Errorf("saving the unknown-outcome result of an interrupted tool call: %w", err)
+		}
+		history = append(history, m)
+		count++
+	}
+	s.unrecorded = false
 	s.mu.Lock()
 	s.state.History = agent.RepairHistory(history)
 	s.mu.Unlock()
 	s.rt.todo.Restore(s.id, history)
-	s.seen = st.MessageCount
+	s.seen = count
 	return nil
 }
 

@@ -243,7 +243,7 @@ func (s *Store) rankedIDs(ctx context.Context, table, match, where string, wargs
 		ORDER BY ` + table + `.rowid DESC LIMIT ?)
 		ORDER BY score, id DESC LIMIT ?`
 	args := append(append([]any{match}, wargs...), relevanceWindow, limit)
-	rows, err := s.db.QueryContext(ctx, sqlText, args...)
+	rows, err := s.stmts.query(ctx, s.db, sqlText, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -310,7 +310,7 @@ func filterClause(o SearchOptions) (string, []any) {
 }
 
 func (s *Store) queryHits(ctx context.Context, sqlText string, args []any, index string) ([]Hit, error) {
-	rows, err := s.db.QueryContext(ctx, sqlText, args...)
+	rows, err := s.stmts.query(ctx, s.db, sqlText, args...)
 	if err != nil {
 		return nil, err
 	}

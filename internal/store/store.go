@@ -68,6 +68,8 @@ type Store struct {
 	path string
 	now  func() time.Time
 	rand io.Reader
+	// stmts holds the prepared statements search reuses.
+	stmts stmtCache
 }
 
 // Option configures Open.
@@ -131,6 +133,7 @@ func (s *Store) Path() string { return s.path }
 
 // Close checkpoints and closes the database.
 func (s *Store) Close() error {
+	s.stmts.close()
 	_, _ = s.db.Exec("PRAGMA wal_checkpoint(PASSIVE)")
 	return s.db.Close()
 }

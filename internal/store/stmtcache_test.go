@@ -1,0 +1,60 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// Searches reuse prepared statements: repeating a search, past the cache
+// bound and from several goroutines at once, returns the same hits, and a
+// bad query keeps reporting a *QueryError after its statement is cached.
+func TestSearchReusesStatements(t *testing.T) {
+	st, _, _ := searchFixture(t)
+	ctx := context.Background()
+	ids := func(hits []Hit) []int64 {
+		var out []int64
+		for _, h := range hits {
+			out = append(out, h.MessageID)
+		}
+		return out
+	}
+	want := ids(search(t, st, SearchOptions{Query: "rollout"}))
+	if len(want) == 0 {
+		t.Fatal("fixture: rollout found nothing")
+	}
+	// Distinct role filters and limits give distinct SQL texts, more than the cache holds.
+	for i := range maxCachedStmts + 10 {
+		search(t, st, SearchOptions{Query: "rollout", Limit: 20 + i, Roles: []string{"assistant"}})
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			for range 10 {
+				hits, err := st.Search(ctx, SearchOptions{Query: "rollout"})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if got := ids(hits); !slices.Equal(got, want) {
+					errs <- errors.New("cached statement returned different hits")
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for range 2 {
+		var qe *QueryError
+		if _, err := st.Search(ctx, SearchOptions{Query: "nosuchcolumn:x"}); !errors.As(err, &qe) {
+			t.Fatalf("bad query: got %v, want *QueryError", err)
+		}
+	}
+}
