@@ -68,8 +68,7 @@ func runChats(b *testing.B, chats, messages int) {
 	fake := telegramtest.New("1:BENCH")
 	defer fake.Close()
 	type chatState struct {
-		got  chan telegramtest.Message
-		seen atomic.Int32
+		got chan telegramtest.Message
 	}
 	state := make([]*chatState, chats+1)
 	for i := range state {

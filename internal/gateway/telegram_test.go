@@ -86,9 +86,11 @@ func TestTelegramThreeUsersAtOnceAndRefusal(t *testing.T) {
 	w.fake.SendText(99, 99, "private", "let me in")
 	w.fake.SendText(99, 99, "private", "please")
 	wg.Wait()
-	got := w.fake.WaitSent(99, 1, 10*time.Second)
+	if first := w.fake.WaitSent(99, 1, 10*time.Second); len(first) == 0 {
+		t.Fatal("the unlisted user got no refusal")
+	}
 	time.Sleep(300 * time.Millisecond) // the second message must not get a second refusal
-	got = w.fake.Sent(99)
+	got := w.fake.Sent(99)
 	if len(got) != 1 || !strings.Contains(got[0].Text, "not allowed") {
 		t.Fatalf("unlisted user got %+v", got)
 	}
