@@ -402,18 +402,6 @@ func unescapeMountinfo(s string) string {
 // background of its first box start; Close waits for it.
 func (m *Manager) sweepLeftovers() {
 	m.sweepOnce.Do(func() {
-		m.mu.Lock()
-		closed := m.closed
-		if !closed {
-			m.sweepWG.Add(1) // under m.mu: Close sets closed before it waits
-		}
-		m.mu.Unlock()
-		if closed {
-			return
-		}
-		go func() {
-			defer m.sweepWG.Done()
-			cleanLeftovers(m.opts.Home, m.cgroupRoot)
-		}()
+		m.goUnlessClosed(&m.sweepWG, func() { cleanLeftovers(m.opts.Home, m.cgroupRoot) })
 	})
 }

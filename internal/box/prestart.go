@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // Prestarting (Options.Prestart): the Manager keeps one booted init, and
@@ -52,17 +53,7 @@ func (m *Manager) refillSpare() {
 	if !m.opts.Prestart {
 		return
 	}
-	m.mu.Lock()
-	closed := m.closed
-	if !closed {
-		m.spareWG.Add(1) // under m.mu: Close sets closed before it waits
-	}
-	m.mu.Unlock()
-	if closed {
-		return
-	}
-	go func() {
-		defer m.spareWG.Done()
+	m.goUnlessClosed(&m.spareWG, func() {
 		m.spareMu.Lock()
 		if m.refilling {
 			m.spareMu.Unlock()
@@ -98,6 +89,22 @@ func (m *Manager) refillSpare() {
 			m.spareDisk, m.spareMount = disk, mnt
 		}
 		m.spareMu.Unlock()
+	})
+}
+
+// goUnlessClosed runs f in a goroutine counted by wg, unless m is already
+// closed. The count is taken under m.mu, where Close sets closed before it
+// waits on wg, so Close never misses a job that started.
+func (m *Manager) goUnlessClosed(wg *sync.WaitGroup, f func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		f()
 	}()
 }
 
