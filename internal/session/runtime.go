@@ -122,12 +122,11 @@ type Runtime struct {
 	closed   bool
 	turnSeq  int
 	keys     *keyIndex
-	writes   writeGate
 }
 
 // recorder is the store behind the process's write gate.
 func (rt *Runtime) recorder() recorder {
-	return recorder{st: rt.store, lazy: rt.lazy, gate: &rt.writes}
+	return recorder{st: rt.store, lazy: rt.lazy}
 }
 
 // New builds the shared pieces: store, provider, backend, approvals and

@@ -408,6 +408,7 @@ func (s *Session) shutdown() {
 	_ = s.WaitIdle(context.Background())
 	s.rt.processes.KillSession(s.id)
 	s.rt.approvals.Forget(s.id)
+	s.rt.lazy.Forget(s.id)
 	if st, ok := s.rt.backend.(interface{ Stop(taskID string) error }); ok {
 		_ = st.Stop(s.id)
 	}
