@@ -105,7 +105,7 @@ type Ack struct {
 // its context derives from ctx (cancelling ctx cancels the turn). The
 // returned Turn reports the result; subscribers get the turn's events.
 func (s *Session) Send(ctx context.Context, text string, o SendOptions) (*Turn, Ack, error) {
-	tctx, cancel := context.WithCancelCause(ctx)
+	tctx, cancel := context.WithCancelCause(context.WithValue(ctx, turnContextKey{}, s))
 	s.rt.mu.Lock()
 	s.rt.turnSeq++
 	id := s.id + "/" + strconv.Itoa(s.rt.turnSeq)
