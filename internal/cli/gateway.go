@@ -46,6 +46,11 @@ func (a *App) runGateway(ctx context.Context) error {
 	for _, w := range cfg.Warnings {
 		fmt.Fprintln(a.Stderr, "hermes: warning:", w)
 	}
+	publish, release, err := claimGateway(a.Home(), a.Now())
+	if err != nil {
+		return err
+	}
+	defer release()
 	o := a.sessionOptions(cfg, &chatOptions{})
 	o.Platform = "gateway"
 	o.Lock = a.turnLock("hermes gateway")
@@ -70,6 +75,9 @@ func (a *App) runGateway(ctx context.Context) error {
 				failed <- fmt.Errorf("%s: %w", p.name, err)
 			}
 		}()
+	}
+	if err := publish(platformNames(platforms)); err != nil {
+		fmt.Fprintf(a.Stderr, "hermes: warning: writing %s: %v\n", gatewayPIDPath(a.Home()), err)
 	}
 	var runErr error
 	select {
