@@ -97,7 +97,14 @@ func TestGatewayRunsInABoxBehindAForwardedPort(t *testing.T) {
 		t.Skipf("the host name %q does not resolve to an IPv4 address here (%v)", hostname, err)
 	}
 	e := newE2E(t)
-	e.srv.SetResponder(func(r llmtest.Request) llmtest.Turn { return llmtest.Turn{Text: "hello from the boxed gateway"} })
+	release := make(chan struct{})
+	e.srv.SetResponder(func(r llmtest.Request) llmtest.Turn {
+		if strings.Contains(string(r.Body), "slow one") {
+			<-release
+			return llmtest.Turn{Text: "drained in the box"}
+		}
+		return llmtest.Turn{Text: "hello from the boxed gateway"}
+	})
 	srvURL, _ := url.Parse(e.srv.URL)
 	modelPort := forwardTCP(t, ips[0], srvURL.Host)
 
@@ -117,7 +124,7 @@ func TestGatewayRunsInABoxBehindAForwardedPort(t *testing.T) {
 	hostPort := freePort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd, stdout, stderr := e.command(ctx, nil, "box", "exec", "--new", "-p", fmt.Sprintf("%d:8642", hostPort), task, "--",
+	cmd, stdout, stderr := e.command(ctx, nil, "box", "exec", "--new", "--stop-timeout", "60s", "-p", fmt.Sprintf("%d:8642", hostPort), task, "--",
 		"env", "HERMES_HOME="+inner, filepath.Join(e.workspace, "hermes"), "gateway", "run")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -135,19 +142,38 @@ func TestGatewayRunsInABoxBehindAForwardedPort(t *testing.T) {
 	if len(e.srv.Requests()) != 1 {
 		t.Errorf("the model got %d requests, want 1", len(e.srv.Requests()))
 	}
-	// SIGTERM to box exec ends the gateway in the box and the box.
+	// SIGTERM to box exec reaches the gateway in the box, which drains the
+	// turn in flight and exits 0; box exec exits with it.
+	answered := make(chan string, 1)
+	go func() { answered <- chatText(base, key, "slow one") }()
+	for deadline := time.Now().Add(20 * time.Second); len(e.srv.Requests()) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow request never reached the model")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	close(release)
+	if got := <-answered; got != "drained in the box" {
+		t.Fatalf("in-flight answer: %q\n%s\n%s", got, stdout.String(), stderr.String())
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
-	case <-done:
-	case <-time.After(60 * time.Second):
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("box exec after SIGTERM: %v\n%s\n%s", err, stdout.String(), stderr.String())
+		}
+	case <-time.After(90 * time.Second):
 		t.Fatalf("box exec did not end after SIGTERM\n%s", stderr.String())
 	}
-	t.Log(stdout.String(), stderr.String())
-	if strings.Contains(stderr.String(), key) {
+	if !strings.Contains(stdout.String(), "gateway stopping: draining") {
+		t.Errorf("the gateway in the box did not drain:\n%s", stdout.String())
+	}
+	if strings.Contains(stdout.String()+stderr.String(), key) {
 		t.Error("the API key reached the output")
 	}
 }

@@ -57,10 +57,13 @@ func gatewayPIDOf(t *testing.T, res result) int {
 	return n
 }
 
-// chat posts one chat completion with key and returns the answer text.
-func chat(base, key string) string {
-	req, _ := http.NewRequest("POST", base+"/v1/chat/completions",
-		strings.NewReader(`{"model":"hermes-agent","messages":[{"role":"user","content":"hi"}]}`))
+// chat posts one chat completion ("hi") with key and returns the answer text.
+func chat(base, key string) string { return chatText(base, key, "hi") }
+
+// chatText posts one chat completion of text with key and returns the answer.
+func chatText(base, key, text string) string {
+	body, _ := json.Marshal(map[string]any{"model": "hermes-agent", "messages": []map[string]string{{"role": "user", "content": text}}})
+	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(string(body)))
 	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
