@@ -244,3 +244,34 @@ func TestGatewayTicksCronJobs(t *testing.T) {
 		t.Errorf("no cron session stored:\n%s", res)
 	}
 }
+
+// A gateway that does not finish its drain within `stop --timeout` is
+// killed, and its pid file is cleaned up.
+func TestGatewayStopKillsAfterItsTimeout(t *testing.T) {
+	e := newE2E(t)
+	e.configureModel()
+	killGatewayAtEnd(t, e.home)
+	e.srv.SetResponder(func(llmtest.Request) llmtest.Turn { return llmtest.Turn{Stall: true} })
+	port := freePort(t)
+	const key = "k-stuck-123456789"
+	e.env = append(e.env, "API_SERVER_ENABLED=true", "API_SERVER_PORT="+strconv.Itoa(port), "API_SERVER_KEY="+key,
+		"HERMES_RESTART_DRAIN_TIMEOUT=600")
+	pid := gatewayPIDOf(t, e.mustRun("gateway", "start"))
+	go chat("http://127.0.0.1:"+strconv.Itoa(port), key)
+	for deadline := time.Now().Add(20 * time.Second); len(e.srv.Requests()) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the request never reached the model")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	res := e.mustRun("gateway", "stop", "--timeout", "1s")
+	if !strings.Contains(res.stdout, "was killed") || !processGone(pid) {
+		t.Fatalf("stop of a stuck gateway:\n%s", res)
+	}
+	if _, err := os.Stat(filepath.Join(e.home, "gateway.pid")); err == nil {
+		t.Error("gateway.pid left behind after the kill")
+	}
+	if st := e.mustRun("gateway", "status"); !strings.Contains(st.stdout, "stopped") {
+		t.Errorf("status:\n%s", st)
+	}
+}

@@ -98,11 +98,6 @@ func checkPort(v string) (string, error) {
 	return v, nil
 }
 
-func isLoopback(host string) bool {
-	ip := net.ParseIP(host)
-	return host == "" || host == "localhost" || ip != nil && ip.IsLoopback()
-}
-
 // newGatewaySetupCmd is `hermes gateway setup`: platform keys, allowed
 // users and the API server into HERMES_HOME/.env (0600, atomic, through
 // config.Set). Tokens are read without echo and never printed.
