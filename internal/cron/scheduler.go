@@ -76,7 +76,8 @@ type Run struct {
 	Name     string    `json:"name"`
 	Started  time.Time `json:"started_at"`
 	Finished time.Time `json:"finished_at"`
-	// Status is "ok", "error" or "delivery_failed".
+	// Status is "ok", "error", "delivery_failed" or "interrupted" (the
+	// process running it died; recorded by the next claim).
 	Status string `json:"status"`
 	Error  string `json:"error,omitempty"`
 	// Output is the path of the output file.
@@ -134,7 +135,8 @@ func (s *Scheduler) claimDue() ([]claimed, error) {
 				continue
 			}
 			if err != nil {
-				return changed, err
+				s.warn("cron: " + err.Error()) // one broken job does not stop the others
+				continue
 			}
 			jobs, changed = append(jobs, c), true
 		}
@@ -159,7 +161,12 @@ func (s *Scheduler) claim(j *Job, now time.Time) (claimed, error) {
 	sched, err := ParseSchedule(j.Schedule)
 	if err != nil {
 		unlock()
-		return claimed{}, fmt.Errorf("cron job %s: %w", j.ID, err)
+		return claimed{}, fmt.Errorf("cron job %s (%s) is skipped: %w; fix it with `hermes cron edit %s --schedule ...`", j.Name, j.ID, err, j.ID)
+	}
+	if j.LastStatus == "running" {
+		// Its run lock was free: the process running it died mid-run.
+		s.Store.appendRun(Run{JobID: j.ID, Name: j.Name, Started: j.LastRunAt, Status: "interrupted",
+			Error: "the process running the job ended before it finished"})
 	}
 	j.NextRunAt = sched.Next(now)
 	j.LastRunAt, j.LastStatus, j.LastError = now, "running", ""

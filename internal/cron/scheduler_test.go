@@ -442,3 +442,39 @@ func TestNoOverlapWithARunInAnotherProcess(t *testing.T) {
 		t.Fatalf("tick after the run: %v\n%s", err, out)
 	}
 }
+
+func TestBrokenJobDoesNotStopTheOthersAndADeadRunIsRecorded(t *testing.T) {
+	start := date("2026-05-01 08:00")
+	clock := &fakeClock{now: start}
+	s, cr := newTestScheduler(t, clock)
+	mustAdd(t, s.Store, Job{Name: "good", Schedule: "every 1h", Prompt: "x"})
+	mustAdd(t, s.Store, Job{Name: "bad", Schedule: "every 1h", Prompt: "y"})
+	// Hand edits: one schedule broken, and one job left "running" by a
+	// process that died (its run lock is free).
+	path := filepath.Join(s.Store.Dir(), "jobs.json")
+	b, _ := os.ReadFile(path)
+	b = []byte(strings.Replace(string(b), `"schedule": "every 1h",
+      "prompt": "y"`, `"schedule": "every 1 fortnight",
+      "prompt": "y"`, 1))
+	b = []byte(strings.Replace(string(b), `"deliver": "local",`, `"deliver": "local", "last_status": "running",`, 1))
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	s.Warn = func(m string) { warned = append(warned, m) }
+	clock.Set(start.Add(2 * time.Hour))
+	runs, err := s.Tick(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || cr.runs["good"] != 1 {
+		t.Fatalf("runs %+v: want the good job to run", runs)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "every 1 fortnight") || !strings.Contains(warned[0], "hermes cron edit") {
+		t.Errorf("warnings %q", warned)
+	}
+	ledger, _ := s.Store.Runs(0)
+	if len(ledger) != 2 || ledger[0].Status != "interrupted" || ledger[1].Status != "ok" {
+		t.Errorf("ledger %+v: want the dead run recorded as interrupted, then the new run", ledger)
+	}
+}

@@ -14,7 +14,8 @@ const CronSource = "cron"
 // RunCron runs a cron job's prompt (with its skills loaded) in a new
 // session of source "cron" and returns the final answer: a cron.RunFunc.
 // Nobody answers approvals in such a session, so a dangerous command is
-// denied (Hermes: approvals.cron_mode deny).
+// denied (Hermes: approvals.cron_mode deny). Known secret values in the
+// answer are redacted: it is written to a file and sent to chats.
 func (rt *Runtime) RunCron(ctx context.Context, j cron.Job) (string, error) {
 	text, err := rt.PreloadSkills(j.Skills, j.Prompt)
 	if err != nil {
@@ -33,7 +34,7 @@ func (rt *Runtime) RunCron(ctx context.Context, j cron.Job) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return res.Text, nil
+	return rt.redact.Redact(res.Text), nil
 }
 
 // isCronSession reports whether session id is a cron run.
