@@ -103,6 +103,16 @@ func TestCronTickRunsDueJobsAndDelivers(t *testing.T) {
 	if want := start.Add(6 * time.Hour); !j.NextRunAt.Equal(want) {
 		t.Errorf("next run %s, want %s", j.NextRunAt, want)
 	}
+	// `cron run` runs it now, whatever the schedule, and leaves the schedule.
+	if code := ta.run("cron", "run", "builds"); code != 0 || !strings.Contains(ta.stdout.String(), "builds): ok") {
+		t.Fatalf("cron run: %d %s %s", code, ta.stdout, ta.stderr)
+	}
+	if n := len(srv.Requests()); n != 2 {
+		t.Errorf("cron run: %d model calls in all, want 2", n)
+	}
+	if j2, _ := cron.NewStore(ta.home, nil).Get("builds"); !j2.NextRunAt.Equal(j.NextRunAt) {
+		t.Errorf("cron run moved the schedule: %s → %s", j.NextRunAt, j2.NextRunAt)
+	}
 	if strings.Contains(ta.stderr.String()+ta.stdout.String(), tg.Token) {
 		t.Error("the bot token was printed")
 	}
