@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	robfig "github.com/robfig/cron/v3"
+	"github.com/adhocore/gronx"
 )
 
 // Schedule says when a job runs next.
@@ -22,11 +22,6 @@ type Schedule interface {
 	// means never again.
 	Next(t time.Time) time.Time
 }
-
-// starBit is robfig/cron's marker of a field written as "*" (bit 63 of a
-// SpecSchedule field); its day matching ANDs day-of-month and day-of-week
-// when either field carries it, and ORs them otherwise.
-const starBit = 1 << 63
 
 // minInterval is the shortest interval a job may use; the ticker runs
 // every minute, as Hermes Agent's does.
@@ -64,34 +59,27 @@ func ParseSchedule(s string) (Schedule, error) {
 	if d, err := parseDuration(lower); err == nil {
 		return Every(d), nil
 	}
-	spec, err := robfig.ParseStandard(text)
-	if err != nil {
-		return nil, fmt.Errorf("schedule %q is neither a 5-field cron expression (%v) nor an interval like \"every 30m\"", s, err)
+	if len(strings.Fields(text)) != 5 && !strings.HasPrefix(text, "@") {
+		return nil, fmt.Errorf("schedule %q is neither a 5-field cron expression nor an interval like \"every 30m\"", s)
 	}
-	if ss, ok := spec.(*robfig.SpecSchedule); ok {
-		vixieDays(ss, text)
+	if !gronx.IsValid(text) {
+		return nil, fmt.Errorf("schedule %q is not a valid cron expression (minute hour day-of-month month day-of-week, e.g. \"0 9 * * 1-5\") nor an interval like \"every 30m\"", s)
 	}
-	return spec, nil
+	return cronExpr(text), nil
 }
 
-// vixieDays makes robfig's day rule Vixie cron's: Vixie treats a day field
-// whose text starts with "*" (so "*/2" too) as unrestricted, and ANDs the
-// two day fields then; robfig drops its star marker for "*/2" and would OR
-// them. Setting the marker back restores the AND.
-func vixieDays(ss *robfig.SpecSchedule, text string) {
-	fields := strings.Fields(text)
-	if strings.HasPrefix(fields[0], "CRON_TZ=") || strings.HasPrefix(fields[0], "TZ=") {
-		fields = fields[1:]
+// cronExpr is a 5-field cron expression evaluated by gronx
+// (github.com/adhocore/gronx), which follows Vixie cron: when both day
+// fields are restricted, a day matching either runs.
+type cronExpr string
+
+// Next returns the first minute strictly after t that matches.
+func (c cronExpr) Next(t time.Time) time.Time {
+	next, err := gronx.NextTickAfter(string(c), t, false)
+	if err != nil {
+		return time.Time{}
 	}
-	if len(fields) != 5 {
-		return
-	}
-	if strings.HasPrefix(fields[2], "*") || strings.HasPrefix(fields[2], "?") {
-		ss.Dom |= starBit
-	}
-	if strings.HasPrefix(fields[4], "*") || strings.HasPrefix(fields[4], "?") {
-		ss.Dow |= starBit
-	}
+	return next
 }
 
 // parseDuration reads "30m", "2h", "1d", "90s", "1h30m".
