@@ -55,8 +55,8 @@ func TestScheduleVixieDayOfMonthOrDayOfWeek(t *testing.T) {
 func TestScheduleStarStepDayIsUnrestricted(t *testing.T) {
 	// Vixie cron treats a day field starting with "*" as unrestricted even
 	// with a step, and then ANDs the day fields: "*/2" days that are
-	// Mondays. a library that ignored the leading "*" would OR them (every odd day and every
-	// Monday)).
+	// Mondays. A library that ignored the leading "*" would OR them
+	// (every odd day and every Monday).
 	got := nextN(t, "0 0 */2 * 1", date("2026-06-01 01:00"), 3)
 	want := []string{"Mon 2026-06-15 00:00", "Mon 2026-06-29 00:00", "Mon 2026-07-13 00:00"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
