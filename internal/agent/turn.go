@@ -207,7 +207,7 @@ func (a *Agent) stream(ctx context.Context, s *Session, withTools, tight bool) (
 
 // resultMessage is the tool message answering tc with r.
 func resultMessage(tc llm.ToolCall, r tool.Result) llm.Message {
-	return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, Content: r.Content, IsError: r.IsError}
+	return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, Content: r.Content, Parts: r.Parts, IsError: r.IsError}
 }
 
 // runTools executes calls and returns their results in call order. Calls

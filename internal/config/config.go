@@ -35,6 +35,10 @@ type ModelConfig struct {
 	// StreamIdleTimeout is the longest wait, in seconds, between two pieces
 	// of a streamed answer (0 = 120).
 	StreamIdleTimeout int `yaml:"stream_idle_timeout"`
+	// SupportsVision says whether the model accepts images (browser_vision
+	// screenshots); unset = guessed from the model id (Hermes
+	// providers.<id>.models.<m>.supports_vision).
+	SupportsVision *bool `yaml:"supports_vision"`
 }
 
 // AgentConfig is the agent: section.

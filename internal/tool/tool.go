@@ -25,9 +25,11 @@ type Call struct {
 	Args      json.RawMessage // a JSON object; "" from the model is passed as {}
 }
 
-// Result is what the model sees for a call.
+// Result is what the model sees for a call. Parts carries images (a
+// screenshot) sent after Content to models that accept them.
 type Result struct {
 	Content string
+	Parts   []llm.Part
 	IsError bool
 }
 
