@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-go/hermes/internal/browser"
 	"github.com/hermes-go/hermes/internal/memory"
 	"github.com/hermes-go/hermes/internal/skills"
 	"github.com/hermes-go/hermes/internal/tool"
@@ -39,6 +40,7 @@ func (rt *Runtime) buildTools() error {
 		tool.NewSkillManage(rt.skills),
 		rt.todo,
 	)
+	rt.addBrowserTools(all)
 	if enabled(c.Memory.MemoryEnabled) || enabled(c.Memory.UserProfileEnabled) {
 		all.Add(tool.NewMemory(rt.memory))
 	}
@@ -59,6 +61,35 @@ func (rt *Runtime) buildTools() error {
 		o.Warn("warning: no tools are enabled for this run")
 	}
 	return nil
+}
+
+// addBrowserTools adds the browser toolset when a Chromium is there to
+// drive. Each session gets its own browser on first use; it closes with
+// the session (shutdown) or the runtime.
+func (rt *Runtime) addBrowserTools(all *tool.Registry) {
+	if browser.FindChromium() == "" || rt.backend.Kind() != "local" {
+		return
+	}
+	rt.browsers = browser.NewManager(browser.Options{Workdir: func(string) string { return rt.cwd }})
+	rt.closers = append(rt.closers, rt.browsers.Close)
+	for _, t := range tool.NewBrowserTools(tool.BrowserOptions{Manager: rt.browsers, Vision: supportsVision(rt.cfg.Model.SupportsVision, rt.cfg.Model.Default)}) {
+		all.Add(t)
+	}
+}
+
+// supportsVision is model.supports_vision, or a guess from the model id
+// when unset: the families that take images on their chat endpoints.
+func supportsVision(set *bool, model string) bool {
+	if set != nil {
+		return *set
+	}
+	m := strings.ToLower(model)
+	for _, f := range []string{"claude", "gpt-4o", "gpt-4.1", "gpt-5", "gemini", "vision", "-vl", "llava", "pixtral", "grok-4", "qwen2.5-vl", "llama-4"} {
+		if strings.Contains(m, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // resolveCwd turns terminal.cwd into an absolute directory.
