@@ -104,10 +104,55 @@ func (b *Browser) Back(timeout time.Duration) (PageInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.refs.reset()
-	if _, err := run(b, timeout, chromedp.NavigateBack()); err != nil {
+	// Not chromedp.NavigateBack: a page restored from the back-forward
+	// cache fires no load event, so waiting for one would hang.
+	_, err := run(b, timeout, func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		h, err := cdp.Call(ctx, t, page.GetNavigationHistory, cdp.Empty{})
+		if err != nil {
+			return chromedp.Void{}, err
+		}
+		if h.CurrentIndex <= 0 {
+			return chromedp.Void{}, errors.New("there is no previous page in this tab's history")
+		}
+		_, err = cdp.Call(ctx, t, page.NavigateToHistoryEntry, page.NavigateToHistoryEntryParams{EntryID: h.Entries[h.CurrentIndex-1].ID})
+		if err != nil {
+			return chromedp.Void{}, err
+		}
+		return chromedp.Void{}, waitSettled(ctx, t, h.Entries[h.CurrentIndex-1].URL)
+	})
+	if err != nil {
 		return PageInfo{}, err
 	}
 	return run(b, timeout, info)
+}
+
+// settle gives an action that may start a navigation (a click, Enter) a
+// moment to commit, then waits for the document to finish loading.
+func settle(b *Browser, timeout time.Duration) {
+	_, _ = run(b, timeout, chromedp.Sleep(150*time.Millisecond))
+	_, _ = run(b, timeout, func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		return chromedp.Void{}, waitSettled(ctx, t, "")
+	})
+}
+
+// waitSettled polls until the tab shows url (when set) with its document
+// loaded.
+func waitSettled(ctx context.Context, t *chromedp.Target, url string) error {
+	for {
+		var st struct {
+			URL   string `json:"url"`
+			Ready string `json:"ready"`
+		}
+		if err := evalJSON(ctx, t, `({url: location.href, ready: document.readyState})`, &st); err == nil &&
+			(url == "" || st.URL == url) && st.Ready == "complete" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func info(ctx context.Context, t *chromedp.Target) (PageInfo, error) {
@@ -180,7 +225,7 @@ func (b *Browser) Click(ref string, timeout time.Duration) (PageInfo, error) {
 		return PageInfo{}, err
 	}
 	// A click may start a navigation; give it a moment to commit.
-	_, _ = run(b, timeout, chromedp.Sleep(150*time.Millisecond))
+	settle(b, timeout)
 	return run(b, timeout, info)
 }
 
@@ -252,7 +297,7 @@ func (b *Browser) Press(key string, timeout time.Duration) (PageInfo, error) {
 	if _, err := run(b, timeout, chromedp.KeyEvent(k)); err != nil {
 		return PageInfo{}, err
 	}
-	_, _ = run(b, timeout, chromedp.Sleep(150*time.Millisecond))
+	settle(b, timeout)
 	return run(b, timeout, info)
 }
 
