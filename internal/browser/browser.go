@@ -44,6 +44,9 @@ type Options struct {
 	Workdir func(sessionID string) string
 	// CommandTimeout bounds one action; 0 = DefaultCommandTimeout.
 	CommandTimeout time.Duration
+	// Explain, when set, says why a page of the session could not be
+	// loaded ("" = no idea): the egress gate's refusal in a box.
+	Explain func(ctx context.Context, sessionID, url string) string
 	// Launch, when set, starts the browser some other way (inside a box)
 	// and returns a chromedp allocator context for it.
 	Launch func(ctx context.Context, sessionID string) (context.Context, context.CancelFunc, error)
@@ -168,6 +171,13 @@ func (m *Manager) start(ctx context.Context, sessionID string) (*Browser, error)
 			os.RemoveAll(profile)
 		}
 	}, refs: newRefs()}
+	if m.opts.Explain != nil {
+		b.explain = func(url string) string {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			return m.opts.Explain(ctx, sessionID, url)
+		}
+	}
 	// The first Run starts the browser; it must not carry a timeout.
 	started := make(chan error, 1)
 	go func() {

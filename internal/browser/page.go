@@ -32,6 +32,10 @@ type Browser struct {
 	refs    *refs
 	console []ConsoleEntry
 	dropped int
+
+	// explain, when set, says why url could not be loaded (the egress
+	// gate's refusal of a tunnel, which Chromium does not show).
+	explain func(url string) string
 }
 
 // ConsoleEntry is one console message or uncaught JS error.
@@ -94,9 +98,28 @@ func (b *Browser) Navigate(url string, timeout time.Duration) (PageInfo, error) 
 	defer b.mu.Unlock()
 	b.refs.reset()
 	if _, err := run(b, timeout, chromedp.Navigate(url)); err != nil {
+		if why := b.why(url, err); why != "" {
+			return PageInfo{}, fmt.Errorf("%v: %s", err, why)
+		}
 		return PageInfo{}, err
 	}
+	var refused string
+	if _, err := run(b, timeout, func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		return chromedp.Void{}, evalJSON(ctx, t, `(document.contentType === 'text/plain' && document.body
+			&& document.body.innerText.startsWith('hermes egress') ? document.body.innerText.slice(0, 2000) : '')`, &refused)
+	}); err == nil && refused != "" {
+		return PageInfo{}, errors.New(strings.TrimSpace(refused))
+	}
 	return run(b, timeout, info)
+}
+
+// why asks explain about a failed load.
+func (b *Browser) why(url string, err error) string {
+	var le *chromedp.LoadError
+	if b.explain == nil || !errors.As(err, &le) {
+		return ""
+	}
+	return b.explain(url)
 }
 
 // Back goes one entry back in the tab's history.
