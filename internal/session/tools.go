@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"strconv"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
