@@ -14,6 +14,8 @@ type Config struct {
 	Skills      SkillsConfig      `yaml:"skills"`
 	Compression CompressionConfig `yaml:"compression"`
 	Toolsets    []string          `yaml:"toolsets"`
+	Web         WebConfig         `yaml:"web"`
+	Security    SecurityConfig    `yaml:"security"`
 	// ContextFileMaxChars caps a project context file (AGENTS.md, ...) in
 	// the system prompt, in characters; 0 = 20,000 (Hermes
 	// "context_file_max_chars").
@@ -39,6 +41,23 @@ type ModelConfig struct {
 	// screenshots); unset = guessed from the model id (Hermes
 	// providers.<id>.models.<m>.supports_vision).
 	SupportsVision *bool `yaml:"supports_vision"`
+}
+
+// WebConfig is the web: section (web_search, web_extract).
+type WebConfig struct {
+	// Backend is the default backend of both web tools; SearchBackend
+	// overrides it for web_search: searxng, brave, tavily, exa or
+	// firecrawl ("" = the first whose key is set).
+	Backend       string `yaml:"backend"`
+	SearchBackend string `yaml:"search_backend"`
+}
+
+// SecurityConfig is the security: section (the keys hermes reads).
+type SecurityConfig struct {
+	// AllowPrivateURLs lets web_extract read loopback and private
+	// addresses from the host (local backend; the box's gate has its own
+	// allowlist).
+	AllowPrivateURLs bool `yaml:"allow_private_urls"`
 }
 
 // AgentConfig is the agent: section.
