@@ -129,6 +129,8 @@ func boxBrowserModel(site string, results *[]string) func(llmtest.Request) llmte
 			return call("browser_navigate", `{"url":"http://denied.test/"}`)
 		case 7:
 			return call("browser_navigate", `{"url":"https://denied.test/"}`)
+		case 8:
+			return call("web_extract", `{"urls":["`+site+`","http://denied.test/"]}`)
 		default:
 			return llmtest.Turn{Text: "done"}
 		}
@@ -140,7 +142,7 @@ func boxBrowserModel(site string, results *[]string) func(llmtest.Request) llmte
 // that is not allowlisted is refused with the gate's message in the tool
 // result, and a secret placeholder typed into a form arrives at the site
 // as the real value without the value reaching the snapshot, the model or
-// the stored session.
+// the stored session. web_extract fetches through the same gate.
 func TestBoxBrowserGoesThroughTheEgressGate(t *testing.T) {
 	if browser.FindChromium() == "" {
 		t.Skip("no Chromium on the host for the box's host image (Debian: apt-get install chromium)")
@@ -162,11 +164,11 @@ func TestBoxBrowserGoesThroughTheEgressGate(t *testing.T) {
 	if err := egress.SetSecret(c.home, egress.Secret{Name: "FORM_TOKEN", Value: formSecret, Hosts: []string{host}}); err != nil {
 		t.Fatal(err)
 	}
-	out, errs, code := c.run(t, "", "chat", "-q", "save the token", "--yolo", "--toolsets", "browser,terminal", "-Q")
+	out, errs, code := c.run(t, "", "chat", "-q", "save the token", "--yolo", "--toolsets", "browser,terminal,web", "-Q")
 	if code != 0 || !strings.Contains(out, "done") {
 		t.Fatalf("chat exited %d:\n%s\n%s\nresults:\n%s", code, out, errs, strings.Join(results, "\n---\n"))
 	}
-	if len(results) < 8 {
+	if len(results) < 9 {
 		t.Fatalf("only %d tool results:\n%s", len(results), strings.Join(results, "\n---\n"))
 	}
 	if !strings.Contains(results[1], `"title": "Settings"`) {
@@ -182,6 +184,9 @@ func TestBoxBrowserGoesThroughTheEgressGate(t *testing.T) {
 		if !strings.Contains(results[i], want) {
 			t.Errorf("result %d = %s, want the gate's refusal %q", i, results[i], want)
 		}
+	}
+	if !strings.Contains(results[8], "API token") || !strings.Contains(results[8], "hermes egress denied denied.test:80") {
+		t.Errorf("web_extract from the box = %s, want the allowed page and the gate's refusal", results[8])
 	}
 	for i, r := range results {
 		if strings.Contains(r, formSecret) {
