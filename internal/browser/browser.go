@@ -42,6 +42,9 @@ type Options struct {
 	// Workdir returns the directory downloads of a session go to (its
 	// workspace).
 	Workdir func(sessionID string) string
+	// TempDir is where host browsers get their fresh profile directories
+	// ("" = the system temp dir).
+	TempDir string
 	// CommandTimeout bounds one action; 0 = DefaultCommandTimeout.
 	CommandTimeout time.Duration
 	// Explain, when set, says why a page of the session could not be
@@ -154,7 +157,7 @@ func (m *Manager) start(ctx context.Context, sessionID string) (*Browser, error)
 			return nil, errors.New("no Chromium found on PATH; install it (Debian: apt-get install chromium) to use the browser tools")
 		}
 		var err error
-		if profile, err = os.MkdirTemp("", "hermes-browser-"); err != nil {
+		if profile, err = os.MkdirTemp(m.opts.TempDir, "hermes-browser-"); err != nil {
 			return nil, err
 		}
 		opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(path), chromedp.UserDataDir(profile)}
