@@ -166,7 +166,10 @@ func (m *Manager) start(ctx context.Context, sessionID string) (*Browser, error)
 		}
 		allocCtx, cancelAlloc = chromedp.NewExecAllocator(context.Background(), opts...)
 	}
-	tabCtx, cancelTab := chromedp.NewContext(allocCtx)
+	// chromedp logs protocol oddities to the standard logger by default;
+	// they would land in the user's terminal.
+	quiet := func(string, ...any) {}
+	tabCtx, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithLogf(quiet), chromedp.WithErrorf(quiet))
 	b := &Browser{ctx: tabCtx, cancel: func() {
 		cancelTab()
 		cancelAlloc()
