@@ -22,6 +22,10 @@ import (
 // browser.command_timeout: 30 s).
 const DefaultCommandTimeout = 30 * time.Second
 
+// DefaultStartTimeout bounds starting Chromium (seconds on a loaded
+// machine; a box adds its own start).
+const DefaultStartTimeout = 90 * time.Second
+
 // Flags are the Chromium switches every browser gets: headless, no
 // sandbox (hermes confines the process itself; the setuid sandbox needs
 // privileges a box does not grant), and none of the background traffic to
@@ -45,6 +49,8 @@ type Options struct {
 	// TempDir is where host browsers get their fresh profile directories
 	// ("" = the system temp dir).
 	TempDir string
+	// StartTimeout bounds starting Chromium; 0 = DefaultStartTimeout.
+	StartTimeout time.Duration
 	// CommandTimeout bounds one action; 0 = DefaultCommandTimeout.
 	CommandTimeout time.Duration
 	// Explain, when set, says why a page of the session could not be
@@ -66,6 +72,9 @@ type Manager struct {
 func NewManager(opts Options) *Manager {
 	if opts.CommandTimeout <= 0 {
 		opts.CommandTimeout = DefaultCommandTimeout
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = DefaultStartTimeout
 	}
 	return &Manager{opts: opts, byID: map[string]*Browser{}}
 }
@@ -197,14 +206,14 @@ func (m *Manager) start(ctx context.Context, sessionID string) (*Browser, error)
 			b.close()
 			return nil, fmt.Errorf("starting Chromium: %w", err)
 		}
-	case <-time.After(m.opts.CommandTimeout):
+	case <-time.After(m.opts.StartTimeout):
 		b.close()
-		return nil, fmt.Errorf("starting Chromium: no answer in %s", m.opts.CommandTimeout)
+		return nil, fmt.Errorf("starting Chromium: no answer in %s", m.opts.StartTimeout)
 	case <-ctx.Done():
 		b.close()
 		return nil, ctx.Err()
 	}
-	go b.collectConsole()
+	go b.collectConsole(chromedp.Console(tabCtx))
 	return b, nil
 }
 

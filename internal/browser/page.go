@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"sync"
 	"time"
@@ -48,9 +49,11 @@ type ConsoleEntry struct {
 
 func (b *Browser) close() { b.once.Do(b.cancel) }
 
-// collectConsole buffers console messages and exceptions until the tab ends.
-func (b *Browser) collectConsole() {
-	for m, err := range chromedp.Console(b.ctx) {
+// collectConsole buffers console messages and exceptions until the tab
+// ends. The caller creates msgs (chromedp.Console subscribes when called)
+// before any page loads, so no early message is lost.
+func (b *Browser) collectConsole(msgs iter.Seq2[chromedp.ConsoleMessage, error]) {
+	for m, err := range msgs {
 		if err != nil {
 			return
 		}

@@ -68,8 +68,11 @@ func TestBrowserHangAndCrashGiveAFreshBrowser(t *testing.T) {
 	}))
 	defer srv.Close()
 	profiles := t.TempDir()
-	tools, _ := newTestBrowser(t, browser.Options{CommandTimeout: 3 * time.Second, TempDir: profiles}, false)
+	tools, _ := newTestBrowser(t, browser.Options{CommandTimeout: 5 * time.Second, TempDir: profiles}, false)
 	nav := tools["browser_navigate"]
+	if r := runTool(t, nav, "s1", `{"url":"`+srv.URL+`/"}`); r.IsError {
+		t.Fatalf("first page: %+v", r)
+	}
 	if r := runTool(t, nav, "s1", `{"url":"`+srv.URL+`/hang"}`); !r.IsError || !strings.Contains(r.Content, "fresh one") {
 		t.Fatalf("hanging page: %+v", r)
 	}
