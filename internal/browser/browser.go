@@ -22,6 +22,10 @@ import (
 // browser.command_timeout: 30 s).
 const DefaultCommandTimeout = 30 * time.Second
 
+// DefaultIdleTimeout is Hermes's browser.inactivity_timeout (120 s): an
+// idle Chromium costs some 400 MB.
+const DefaultIdleTimeout = 120 * time.Second
+
 // DefaultStartTimeout bounds starting Chromium (seconds on a loaded
 // machine; a box adds its own start).
 const DefaultStartTimeout = 90 * time.Second
@@ -49,6 +53,10 @@ type Options struct {
 	// TempDir is where host browsers get their fresh profile directories
 	// ("" = the system temp dir).
 	TempDir string
+	// IdleTimeout closes a session's browser after this long without a
+	// call (Hermes browser.inactivity_timeout); 0 = DefaultIdleTimeout,
+	// negative = never. The next call starts a fresh browser.
+	IdleTimeout time.Duration
 	// StartTimeout bounds starting Chromium; 0 = DefaultStartTimeout.
 	StartTimeout time.Duration
 	// CommandTimeout bounds one action; 0 = DefaultCommandTimeout.
@@ -76,6 +84,9 @@ func NewManager(opts Options) *Manager {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = DefaultStartTimeout
 	}
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
 	return &Manager{opts: opts, byID: map[string]*Browser{}}
 }
 
@@ -93,6 +104,9 @@ func FindChromium() string {
 func (m *Manager) Get(ctx context.Context, sessionID string) (*Browser, error) {
 	m.mu.Lock()
 	b := m.byID[sessionID]
+	if b != nil && b.idle != nil {
+		b.idle.Stop() // in use: not idle until Touch
+	}
 	m.mu.Unlock()
 	if b != nil {
 		return b, nil
@@ -111,13 +125,40 @@ func (m *Manager) Get(ctx context.Context, sessionID string) (*Browser, error) {
 	return b, nil
 }
 
-// Drop closes the session's browser after a hang or crash, so the next
-// call starts a fresh one.
-func (m *Manager) Drop(sessionID string, b *Browser) {
+// Touch starts the idle countdown of the session's browser b; callers
+// touch it when a call ends (Get stops the countdown), so a long action
+// does not count as idle time.
+func (m *Manager) Touch(sessionID string, b *Browser) {
+	if m.opts.IdleTimeout <= 0 {
+		return
+	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byID[sessionID] != b {
+		return
+	}
+	if b.idle == nil {
+		b.idle = time.AfterFunc(m.opts.IdleTimeout, func() { m.Drop(sessionID, b) })
+	} else {
+		b.idle.Reset(m.opts.IdleTimeout)
+	}
+}
+
+// forget removes b from the table and stops its countdown; m.mu is held.
+func (m *Manager) forget(sessionID string, b *Browser) {
 	if m.byID[sessionID] == b {
 		delete(m.byID, sessionID)
 	}
+	if b.idle != nil {
+		b.idle.Stop()
+	}
+}
+
+// Drop closes the session's browser after a hang, a crash or idle time,
+// so the next call starts a fresh one.
+func (m *Manager) Drop(sessionID string, b *Browser) {
+	m.mu.Lock()
+	m.forget(sessionID, b)
 	m.mu.Unlock()
 	b.close()
 }
@@ -126,7 +167,9 @@ func (m *Manager) Drop(sessionID string, b *Browser) {
 func (m *Manager) CloseSession(sessionID string) {
 	m.mu.Lock()
 	b := m.byID[sessionID]
-	delete(m.byID, sessionID)
+	if b != nil {
+		m.forget(sessionID, b)
+	}
 	m.mu.Unlock()
 	if b != nil {
 		b.close()
@@ -137,6 +180,11 @@ func (m *Manager) CloseSession(sessionID string) {
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	all := m.byID
+	for _, b := range all {
+		if b.idle != nil {
+			b.idle.Stop()
+		}
+	}
 	m.byID = map[string]*Browser{}
 	m.mu.Unlock()
 	for _, b := range all {

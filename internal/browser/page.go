@@ -28,6 +28,7 @@ type Browser struct {
 	ctx    context.Context // the tab's chromedp context
 	cancel func()
 	once   sync.Once
+	idle   *time.Timer // closes the browser when unused; guarded by Manager.mu
 
 	mu      sync.Mutex // serializes actions; guards refs and console
 	refs    *refs

@@ -15,6 +15,7 @@ type Config struct {
 	Compression CompressionConfig `yaml:"compression"`
 	Toolsets    []string          `yaml:"toolsets"`
 	Web         WebConfig         `yaml:"web"`
+	Browser     BrowserConfig     `yaml:"browser"`
 	Security    SecurityConfig    `yaml:"security"`
 	// ContextFileMaxChars caps a project context file (AGENTS.md, ...) in
 	// the system prompt, in characters; 0 = 20,000 (Hermes
@@ -50,6 +51,15 @@ type WebConfig struct {
 	// firecrawl ("" = the first whose key is set).
 	Backend       string `yaml:"backend"`
 	SearchBackend string `yaml:"search_backend"`
+}
+
+// BrowserConfig is the browser: section (the browser tools).
+type BrowserConfig struct {
+	// InactivityTimeout closes a session's Chromium after this many idle
+	// seconds (0 = 120; negative = never).
+	InactivityTimeout int `yaml:"inactivity_timeout"`
+	// CommandTimeout bounds one browser action, in seconds (0 = 30).
+	CommandTimeout int `yaml:"command_timeout"`
 }
 
 // SecurityConfig is the security: section (the keys hermes reads).

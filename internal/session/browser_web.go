@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hermes-go/hermes/internal/browser"
 	"github.com/hermes-go/hermes/internal/tool"
@@ -40,7 +41,9 @@ func (rt *Runtime) addWebTools(all *tool.Registry) {
 // Each session gets its own browser on first use; it closes with the
 // session (shutdown) or the runtime.
 func (rt *Runtime) addBrowserTools(all *tool.Registry) {
-	opts := browser.Options{Workdir: func(string) string { return rt.cwd }}
+	bc := rt.cfg.Browser
+	opts := browser.Options{Workdir: func(string) string { return rt.cwd },
+		IdleTimeout: time.Duration(bc.InactivityTimeout) * time.Second, CommandTimeout: time.Duration(bc.CommandTimeout) * time.Second}
 	switch rt.backend.Kind() {
 	case "local":
 		if browser.FindChromium() == "" {

@@ -65,6 +65,7 @@ func (t *browserTool) Run(ctx context.Context, call Call) Result {
 		return Errorf("the browser could not start: %v", err)
 	}
 	r := t.act(t.opts, b, args)
+	m.Touch(call.SessionID, b)
 	hung := r.IsError && strings.Contains(r.Content, browser.ErrHung.Error())
 	if hung || b.Broken(nil) {
 		m.Drop(call.SessionID, b)

@@ -150,3 +150,25 @@ func TestBrowserVisionRefsAndDownloads(t *testing.T) {
 	}
 	t.Error("the download did not land in the workspace")
 }
+
+// A browser left unused for the inactivity timeout is closed (its memory
+// freed); the next call starts a fresh one.
+func TestBrowserClosedWhenIdle(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `<title>Fine</title>`) }))
+	defer srv.Close()
+	profiles := t.TempDir()
+	tools, _ := newTestBrowser(t, browser.Options{IdleTimeout: 300 * time.Millisecond, TempDir: profiles}, false)
+	if r := runTool(t, tools["browser_navigate"], "s", `{"url":"`+srv.URL+`/"}`); r.IsError {
+		t.Fatal(r.Content)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(chromiumPIDs(profiles+"/hermes-browser-")) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the idle browser is still running")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if r := runTool(t, tools["browser_navigate"], "s", `{"url":"`+srv.URL+`/"}`); r.IsError {
+		t.Fatalf("after the idle close: %s", r.Content)
+	}
+}
