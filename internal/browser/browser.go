@@ -15,6 +15,7 @@ import (
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -262,6 +263,7 @@ func (m *Manager) start(ctx context.Context, sessionID string) (*Browser, error)
 		return nil, ctx.Err()
 	}
 	go b.collectConsole(chromedp.Console(tabCtx))
+	go b.handleDialogs(chromedp.Events(tabCtx, page.JavascriptDialogOpening))
 	return b, nil
 }
 

@@ -30,8 +30,10 @@ type Browser struct {
 	once   sync.Once
 	idle   *time.Timer // closes the browser when unused; guarded by Manager.mu
 
-	mu      sync.Mutex // serializes actions; guards refs and console
-	refs    *refs
+	mu   sync.Mutex // serializes actions; guards refs
+	refs *refs
+
+	cmu     sync.Mutex // guards console and dropped (filled while actions run)
 	console []ConsoleEntry
 	dropped int
 
@@ -58,13 +60,39 @@ func (b *Browser) collectConsole(msgs iter.Seq2[chromedp.ConsoleMessage, error])
 		if err != nil {
 			return
 		}
-		b.mu.Lock()
-		if len(b.console) >= consoleCap {
-			b.console = b.console[1:]
-			b.dropped++
+		b.log(ConsoleEntry{Type: string(m.Type), Text: m.Text, URL: m.URL, Line: m.Line + 1})
+	}
+}
+
+// log appends e to the console buffer, dropping the oldest when full.
+func (b *Browser) log(e ConsoleEntry) {
+	b.cmu.Lock()
+	defer b.cmu.Unlock()
+	if len(b.console) >= consoleCap {
+		b.console = b.console[1:]
+		b.dropped++
+	}
+	b.console = append(b.console, e)
+}
+
+// handleDialogs answers JavaScript dialogs so they never stall the page:
+// alert and beforeunload are accepted, confirm and prompt dismissed (the
+// safe answer), and each is logged with the console messages.
+func (b *Browser) handleDialogs(evs iter.Seq2[page.EventJavascriptDialogOpening, error]) {
+	for ev, err := range evs {
+		if err != nil {
+			return
 		}
-		b.console = append(b.console, ConsoleEntry{Type: string(m.Type), Text: m.Text, URL: m.URL, Line: m.Line + 1})
-		b.mu.Unlock()
+		accept := ev.Type == page.DialogTypeAlert || ev.Type == page.DialogTypeBeforeunload
+		answer := "dismissed"
+		if accept {
+			answer = "accepted"
+		}
+		b.log(ConsoleEntry{Type: "dialog", Text: fmt.Sprintf("%s %q %s", ev.Type, ev.Message, answer), URL: ev.URL})
+		_, _ = chromedp.Run(b.ctx, func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+			_, err := cdp.Call(ctx, t, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept})
+			return chromedp.Void{}, err
+		})
 	}
 }
 
@@ -368,8 +396,8 @@ func (b *Browser) Images(timeout time.Duration) ([]Image, error) {
 // Console returns and clears the buffered console messages, with how many
 // older ones were dropped.
 func (b *Browser) Console() ([]ConsoleEntry, int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.cmu.Lock()
+	defer b.cmu.Unlock()
 	out, dropped := b.console, b.dropped
 	b.console, b.dropped = nil, 0
 	return out, dropped

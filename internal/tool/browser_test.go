@@ -172,3 +172,21 @@ func TestBrowserClosedWhenIdle(t *testing.T) {
 		t.Fatalf("after the idle close: %s", r.Content)
 	}
 }
+
+// A page that opens alert() and confirm() does not stall: the alert is
+// accepted, the confirm dismissed, and both show in browser_console.
+func TestBrowserAnswersDialogs(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<title>Before</title><script>alert("hello there"); document.title = confirm("delete all?") ? "Deleted" : "Kept";</script>`)
+	}))
+	defer srv.Close()
+	tools, _ := newTestBrowser(t, browser.Options{}, false)
+	r := runTool(t, tools["browser_navigate"], "s", `{"url":"`+srv.URL+`/"}`)
+	if r.IsError || !strings.Contains(r.Content, `"title": "Kept"`) {
+		t.Fatalf("navigate = %+v", r)
+	}
+	c := runTool(t, tools["browser_console"], "s", `{}`)
+	if !strings.Contains(c.Content, `alert \"hello there\" accepted`) || !strings.Contains(c.Content, `confirm \"delete all?\" dismissed`) {
+		t.Errorf("console = %s", c.Content)
+	}
+}
