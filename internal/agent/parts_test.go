@@ -39,3 +39,34 @@ func TestToolImagePartReachesTheModel(t *testing.T) {
 		t.Errorf("no image part in %+v", last.Content)
 	}
 }
+
+// A screenshot from an earlier turn is not sent again: the request of the
+// next turn carries a note instead, and the stored history is unchanged.
+func TestEarlierTurnImagesLeaveTheRequest(t *testing.T) {
+	shot := &funcTool{name: "browser_vision", run: func(ctx context.Context, call tool.Call) tool.Result {
+		return tool.Result{Content: "Screenshot attached.", Parts: []llm.Part{llm.ImagePart("image/png", []byte("png-bytes"))}}
+	}}
+	srv, prov := newFakeModel(t, llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "browser_vision", Args: `{}`}}}, llmtest.Turn{Text: "red"},
+		llmtest.Turn{Text: "bye"})
+	a := New(Options{Provider: prov, Model: "fake", Tools: tool.NewRegistry(shot)})
+	s := &Session{ID: "s"}
+	for _, p := range []string{"what colour?", "thanks"} {
+		if _, err := a.RunTurn(context.Background(), s, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := srv.Requests()
+	if !strings.Contains(string(reqs[1].Body), "data:image/png") {
+		t.Error("the image was not sent in its own turn")
+	}
+	if body := string(reqs[2].Body); strings.Contains(body, "data:image/png") || !strings.Contains(body, "no longer attached") {
+		t.Errorf("next turn's request still carries the image or lacks the note:\n%s", body)
+	}
+	var kept bool
+	for _, m := range s.History {
+		kept = kept || m.HasImages()
+	}
+	if !kept {
+		t.Error("the stored history lost the image")
+	}
+}
