@@ -11,6 +11,7 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/hermes-go/hermes/internal/agent"
+	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/llm"
 	"github.com/hermes-go/hermes/internal/store"
 )
@@ -41,6 +42,12 @@ type OpenOptions struct {
 	// History seeds a new session with earlier messages (an API client
 	// sending the whole conversation); they are stored like any other.
 	History []llm.Message
+	// MCPServers are MCP servers this session connects besides
+	// config.yaml's mcp_servers and Options.MCPServers (a same-named
+	// entry here wins): an ACP client's session/new mcpServers. They apply
+	// when the session is loaded into memory (created, resumed or
+	// continued); a session already open keeps its servers.
+	MCPServers map[string]config.MCPServer
 }
 
 // ErrNoSessionToContinue is returned by Open with Continue when state.db
