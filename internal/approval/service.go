@@ -166,6 +166,10 @@ type Request struct {
 	Target string
 	// Reason is why the model wants to run it, shown to the person.
 	Reason string
+	// Uncontained marks a non-command action that takes effect outside the
+	// box (an MCP server on the host or over HTTP): terminal.backend: box
+	// does not skip its approval, only --yolo and approvals.mode: off do.
+	Uncontained bool
 }
 
 // key is the approval key of a non-command request: approving it for the
@@ -449,7 +453,7 @@ func (s *Service) checkRequest(req Request) Verdict {
 	s.mu.Lock()
 	yolo := s.yolo
 	s.mu.Unlock()
-	if yolo || strings.EqualFold(s.cfg.Mode, "off") || s.cfg.Backend == "box" {
+	if yolo || strings.EqualFold(s.cfg.Mode, "off") || (s.cfg.Backend == "box" && !req.Uncontained) {
 		return Verdict{Action: Allow}
 	}
 	key := req.key()

@@ -1,0 +1,170 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/secret"
+)
+
+// hostEnvKeys are the variables of hermes' own environment a stdio server
+// on the host inherits (Hermes' MCP credential filtering): enough to find
+// programs and write temp files, never a provider key. The server's env:
+// entries are added on top.
+var hostEnvKeys = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM"}
+
+// serverEnv builds a host stdio server's environment from hermes' own
+// environ and the configured env.
+func serverEnv(environ []string, extra map[string]string) []string {
+	m := map[string]string{}
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		keep := strings.HasPrefix(k, "LC_") || strings.HasPrefix(k, "XDG_")
+		for _, h := range hostEnvKeys {
+			keep = keep || k == h
+		}
+		if keep {
+			m[k] = v
+		}
+	}
+	for k, v := range extra {
+		m[k] = v
+	}
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// hostTransport starts a stdio server as a host process.
+func hostTransport(c config.MCPServer, dir string, environ []string) sdk.Transport {
+	cmd := exec.Command(c.Command, c.Args...)
+	cmd.Env = serverEnv(environ, c.Env)
+	cmd.Dir = dir
+	return &sdk.CommandTransport{Command: cmd}
+}
+
+// errSecretInBox is returned for a box-run server whose env holds a
+// credential: the model's commands share the box and could read it.
+type errSecretInBox struct{ server, key string }
+
+func (e errSecretInBox) Error() string {
+	return fmt.Sprintf("mcp_servers.%s.env.%s holds a secret, and the server runs inside the box where the model's commands could read it: "+
+		"store it with `hermes secrets set %s --hosts HOST` and remove it from env (the box gets a placeholder in $%s that the egress gate swaps for the value), "+
+		"or set mcp_servers.%s.host: true to run the server on the host", e.server, e.key, e.key, e.key, e.server)
+}
+
+// boxTransport starts a stdio server inside the session's environment
+// (the box) through the backend's process API: stdin and stdout are the
+// protocol, stderr goes to /tmp/hermes-mcp-<name>.log in the box.
+func boxTransport(ctx context.Context, b backend.Backend, sessionID, name string, c config.MCPServer) (sdk.Transport, error) {
+	for k := range c.Env {
+		if secret.IsName(k) {
+			return nil, errSecretInBox{server: name, key: k}
+		}
+	}
+	env, err := b.Open(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	words := []string{c.Command}
+	words = append(words, c.Args...)
+	var line strings.Builder
+	line.WriteString("exec")
+	for _, w := range words {
+		q, err := syntax.Quote(w, syntax.LangBash)
+		if err != nil {
+			return nil, fmt.Errorf("mcp_servers.%s: argument %q cannot be passed to a shell: %v", name, w, err)
+		}
+		line.WriteString(" " + q)
+	}
+	line.WriteString(" 2>>/tmp/hermes-mcp-" + sanitize(name) + ".log")
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	proc, err := env.Start(context.WithoutCancel(ctx), backend.ExecRequest{
+		Command: line.String(), Env: c.Env, Stdin: inR, Output: outW, DiscardOutput: true,
+	})
+	if err != nil {
+		inW.Close()
+		outW.Close()
+		return nil, err
+	}
+	go func() {
+		_, _ = proc.Wait(context.Background())
+		outW.CloseWithError(io.EOF)
+	}()
+	return &sdk.IOTransport{Reader: outR, Writer: &procWriter{w: inW, proc: proc}}, nil
+}
+
+// procWriter is the stdin of a box process; closing it ends the process.
+type procWriter struct {
+	w    *io.PipeWriter
+	proc backend.Process
+	once sync.Once
+}
+
+func (p *procWriter) Write(b []byte) (int, error) { return p.w.Write(b) }
+
+func (p *procWriter) Close() error {
+	p.once.Do(func() {
+		p.w.Close()
+		_ = p.proc.Kill()
+	})
+	return nil
+}
+
+// headerTransport adds fixed headers to every request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.headers {
+		r.Header.Set(k, v)
+	}
+	return h.base.RoundTrip(r)
+}
+
+// httpClient returns the client of an HTTP server entry (its headers on
+// every request).
+func httpClient(c config.MCPServer) *http.Client {
+	return &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: c.Headers}}
+}
+
+// connectHTTP connects over streamable HTTP and, when the endpoint does
+// not speak it (a 4xx answer to the initialize POST), over the older SSE
+// transport.
+func connectHTTP(ctx context.Context, client *sdk.Client, c config.MCPServer) (*sdk.ClientSession, error) {
+	hc := httpClient(c)
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: c.URL, HTTPClient: hc, MaxRetries: -1}, nil)
+	if err == nil {
+		return cs, nil
+	}
+	if ctx.Err() != nil {
+		return nil, err
+	}
+	cs, sseErr := client.Connect(ctx, &sdk.SSEClientTransport{Endpoint: c.URL, HTTPClient: hc}, nil)
+	if sseErr == nil {
+		return cs, nil
+	}
+	return nil, errors.Join(fmt.Errorf("streamable HTTP: %w", err), fmt.Errorf("SSE: %w", sseErr))
+}
