@@ -164,7 +164,7 @@ func (s MCPServer) Check(name string) error {
 // SecretValues are the values of the entry that must never be shown: env
 // values whose name holds a credential (secret.IsName: *_TOKEN,
 // *_API_KEY, ...) and every header value but Accept, Content-Type and
-// User-Agent.
+// User-Agent (and the token of an "Authorization: Bearer TOKEN").
 func (s MCPServer) SecretValues() []string {
 	var out []string
 	for k, v := range s.Env {
@@ -177,6 +177,9 @@ func (s MCPServer) SecretValues() []string {
 		case "accept", "content-type", "user-agent":
 		default:
 			out = append(out, v)
+			if _, token, ok := strings.Cut(v, " "); ok { // "Bearer TOKEN": the token alone too
+				out = append(out, strings.TrimSpace(token))
+			}
 		}
 	}
 	sort.Strings(out)

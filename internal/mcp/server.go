@@ -38,6 +38,7 @@ type server struct {
 	retryAt    time.Time
 	reported   bool // the current outage was told on stderr
 	untold     bool // the current outage was not yet told to the model
+	stale      bool // list_changed came before the listing was stored
 	tools      []tool.Tool
 }
 
@@ -90,7 +91,12 @@ func (s *server) connect() (*sdk.ClientSession, []tool.Tool, error) {
 	ctx, cancel := context.WithTimeout(s.m.ctx, s.connectTimeout())
 	defer cancel()
 	opts := &sdk.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { s.m.goRelist(s) },
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			s.mu.Lock()
+			s.stale = true
+			s.mu.Unlock()
+			s.m.goRelist(s)
+		},
 	}
 	if s.cfg.Sampling.Enabled && s.m.opts.Sample != nil {
 		opts.CreateMessageHandler = s.m.opts.Sample
@@ -170,8 +176,12 @@ func (s *server) connected(cs *sdk.ClientSession, tools []tool.Tool, err error) 
 	}
 	s.cs, s.failures, s.lastErr, s.reported, s.untold = cs, 0, nil, false, false
 	s.tools = tools
+	stale := s.stale
 	s.mu.Unlock()
 	s.m.publish(s)
+	if stale {
+		s.m.goRelist(s) // the list changed while it was first listed
+	}
 	s.m.wg.Add(1)
 	go func() {
 		defer s.m.wg.Done()
@@ -331,14 +341,20 @@ func (s *server) callError(err error) tool.Result {
 func (s *server) relist() {
 	s.mu.Lock()
 	cs := s.cs
+	if cs != nil {
+		s.stale = false
+	}
 	s.mu.Unlock()
 	if cs == nil {
-		return
+		return // connected() relists when it stores the session
 	}
 	ctx, cancel := context.WithTimeout(s.m.ctx, s.connectTimeout())
 	defer cancel()
 	tools, err := s.list(ctx, cs)
 	if err != nil {
+		if s.m.closing() || s.isDown(cs) {
+			return
+		}
 		s.m.warn(fmt.Sprintf("warning: MCP server %s changed its tools but listing them failed: %s", s.name, s.m.redact(s, err.Error())))
 		return
 	}
