@@ -3,6 +3,7 @@ package config
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -79,5 +80,66 @@ func TestMCPServerCheck(t *testing.T) {
 		if err := s.Check("srv"); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// `hermes mcp add` writes the entry with secrets moved to .env, keeps the
+// rest of config.yaml, and `remove` takes both out again.
+func TestSetAndRemoveMCPServer(t *testing.T) {
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, "config.yaml"), "# my settings\nterminal:\n  timeout: 60 # short\n")
+	srv := MCPServer{Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-github"},
+		Env: map[string]string{"GITHUB_TOKEN": "ghp_literalsecret123", "LOG_LEVEL": "debug"}, Trust: "untrusted",
+		Sampling: MCPSampling{Enabled: true}}
+	if err := SetMCPServer(home, "github", srv); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetMCPServer(home, "remote", MCPServer{URL: "https://h.example/mcp", Headers: map[string]string{"Authorization": "Bearer abcdefgh123"}}); err != nil {
+		t.Fatal(err)
+	}
+	cfgText := readFile(t, filepath.Join(home, "config.yaml"))
+	if strings.Contains(cfgText, "ghp_literalsecret123") || strings.Contains(cfgText, "abcdefgh123") || !strings.Contains(cfgText, "# short") || !strings.Contains(cfgText, "# my settings") {
+		t.Fatalf("config.yaml:\n%s", cfgText)
+	}
+	if env := readFile(t, filepath.Join(home, ".env")); !strings.Contains(env, "MCP_GITHUB_GITHUB_TOKEN=") || !strings.Contains(env, "MCP_REMOTE_AUTHORIZATION=") {
+		t.Fatalf(".env:\n%s", env)
+	}
+	l, err := Load(home, LoadOptions{Getenv: mapEnv(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gh := l.Config.MCPServers["github"]
+	if gh.Env["GITHUB_TOKEN"] != "ghp_literalsecret123" || gh.Env["LOG_LEVEL"] != "debug" || !gh.Untrusted() || !gh.Sampling.Enabled || l.Config.Terminal.Timeout != 60 {
+		t.Fatalf("loaded %+v", gh)
+	}
+	if l.Config.MCPServers["remote"].Headers["Authorization"] != "Bearer abcdefgh123" {
+		t.Fatalf("remote %+v", l.Config.MCPServers["remote"])
+	}
+	if ok, err := RemoveMCPServer(home, "github", gh); !ok || err != nil {
+		t.Fatalf("remove: %v %v", ok, err)
+	}
+	if ok, _ := RemoveMCPServer(home, "github", gh); ok {
+		t.Fatal("removed twice")
+	}
+	l, _ = Load(home, LoadOptions{Getenv: mapEnv(nil)})
+	if _, ok := l.Config.MCPServers["github"]; ok || len(l.Config.MCPServers) != 1 {
+		t.Fatalf("after remove: %+v", l.Config.MCPServers)
+	}
+	if env := readFile(t, filepath.Join(home, ".env")); strings.Contains(env, "ghp_literalsecret123") {
+		t.Fatalf(".env keeps the removed secret:\n%s", env)
+	}
+	if err := SetMCPServer(home, "bad name!", srv); err == nil {
+		t.Fatal("bad name accepted")
+	}
+}
+
+func TestMaskedHidesMCPEnvAndHeaders(t *testing.T) {
+	l := &Loaded{Config: Config{MCPServers: map[string]MCPServer{"x": {Command: "c", Env: map[string]string{"PLAIN": "value-is-secret-too"}, Headers: map[string]string{"X-Key": "abc"}}}}}
+	m := l.Masked()
+	if m.MCPServers["x"].Env["PLAIN"] != MaskSecret("value-is-secret-too") || m.MCPServers["x"].Headers["X-Key"] != "****" {
+		t.Fatalf("masked %+v", m.MCPServers)
+	}
+	if l.Config.MCPServers["x"].Env["PLAIN"] != "value-is-secret-too" {
+		t.Fatal("Masked changed the loaded config")
 	}
 }
