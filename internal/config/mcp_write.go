@@ -144,4 +144,3 @@ func (s MCPSampling) MarshalYAML() (any, error) { return s.Enabled, nil }
 
 // IsZero lets omitempty drop a disabled sampling.
 func (s MCPSampling) IsZero() bool { return !s.Enabled }
-
