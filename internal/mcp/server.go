@@ -110,7 +110,7 @@ func (s *server) connect() (*sdk.ClientSession, []tool.Tool, error) {
 	switch {
 	case s.cfg.URL != "":
 		client.AddRoots(&sdk.Root{URI: fileURI(root), Name: "workspace"})
-		cs, err = connectHTTP(ctx, client, s.cfg)
+		cs, err = connectHTTP(ctx, client, s.cfg, s.connectTimeout())
 	case s.inBox():
 		var t sdk.Transport
 		if t, err = boxTransport(ctx, s.m.opts.Backend, s.m.opts.SessionID, s.name, s.cfg); err == nil {

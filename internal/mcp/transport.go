@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"mvdan.cc/sh/v3/syntax"
@@ -144,25 +145,40 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return h.base.RoundTrip(r)
 }
 
-// httpClient returns the client of an HTTP server entry (its headers on
-// every request).
-func httpClient(c config.MCPServer) *http.Client {
-	return &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: c.Headers}}
+// httpClient returns the client of an HTTP server entry: its headers on
+// every request, and answers' headers awaited at most headerTimeout (0 =
+// as long as the request's context allows).
+func httpClient(c config.MCPServer, headerTimeout time.Duration) *http.Client {
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.ResponseHeaderTimeout = headerTimeout
+	return &http.Client{Transport: headerTransport{base: base, headers: c.Headers}}
+}
+
+// detached connects its transport with a context that outlives the
+// connect: the SSE transport ties its event stream to the context its
+// Connect gets, and connect's context ends with connect_timeout. The
+// stream ends when the session is closed.
+type detached struct{ sdk.Transport }
+
+func (d detached) Connect(ctx context.Context) (sdk.Connection, error) {
+	return d.Transport.Connect(context.WithoutCancel(ctx))
 }
 
 // connectHTTP connects over streamable HTTP and, when the endpoint does
 // not speak it (a 4xx answer to the initialize POST), over the older SSE
 // transport.
-func connectHTTP(ctx context.Context, client *sdk.Client, c config.MCPServer) (*sdk.ClientSession, error) {
-	hc := httpClient(c)
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: c.URL, HTTPClient: hc, MaxRetries: -1}, nil)
+func connectHTTP(ctx context.Context, client *sdk.Client, c config.MCPServer, connectTimeout time.Duration) (*sdk.ClientSession, error) {
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: c.URL, HTTPClient: httpClient(c, 0), MaxRetries: -1}, nil)
 	if err == nil {
 		return cs, nil
 	}
 	if ctx.Err() != nil {
 		return nil, err
 	}
-	cs, sseErr := client.Connect(ctx, &sdk.SSEClientTransport{Endpoint: c.URL, HTTPClient: hc}, nil)
+	// The SSE stream outlives connect's context; its headers must come
+	// within connect_timeout.
+	sse := &sdk.SSEClientTransport{Endpoint: c.URL, HTTPClient: httpClient(c, connectTimeout)}
+	cs, sseErr := client.Connect(ctx, detached{sse}, nil)
 	if sseErr == nil {
 		return cs, nil
 	}

@@ -5,10 +5,15 @@
 package mcptest
 
 import (
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hermes-go/hermes/internal/config"
 )
@@ -31,4 +36,47 @@ func Bin(t testing.TB, name string) string {
 func Stdio(t testing.TB, name string, args ...string) config.MCPServer {
 	t.Helper()
 	return config.MCPServer{Command: Bin(t, name), Args: args, ConnectTimeout: 30, Timeout: 30}
+}
+
+// EverythingHTTP starts server-everything in mode "streamableHttp" or
+// "sse" on a free loopback port and returns its endpoint
+// (http://127.0.0.1:PORT/mcp or /sse); the server is killed when the test
+// ends.
+func EverythingHTTP(t testing.TB, mode string) string {
+	t.Helper()
+	bin := Bin(t, "mcp-server-everything")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(bin, mode)
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	})
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server-everything %s did not listen on %s: %v", mode, addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	path := "/mcp"
+	if mode == "sse" {
+		path = "/sse"
+	}
+	return "http://" + addr + path
 }
