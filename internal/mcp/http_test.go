@@ -82,4 +82,3 @@ func TestSamplingOnlyWhenEnabled(t *testing.T) {
 		t.Fatalf("sampling: %+v (sampled %d)", res, sampled)
 	}
 }
-
