@@ -118,7 +118,9 @@ func (s *server) connect() (*sdk.ClientSession, []tool.Tool, error) {
 				root = env.Workdir()
 			}
 			client.AddRoots(&sdk.Root{URI: fileURI(root), Name: "workspace"})
-			cs, err = client.Connect(ctx, t, nil)
+			if cs, err = client.Connect(ctx, t, nil); err != nil {
+				err = withBoxLog(ctx, s.m.opts.Backend, s.m.opts.SessionID, s.name, err)
+			}
 		}
 	default:
 		client.AddRoots(&sdk.Root{URI: fileURI(root), Name: "workspace"})

@@ -96,7 +96,7 @@ func boxTransport(ctx context.Context, b backend.Backend, sessionID, name string
 		}
 		line.WriteString(" " + q)
 	}
-	line.WriteString(" 2>>/tmp/hermes-mcp-" + sanitize(name) + ".log")
+	line.WriteString(" 2>>" + boxLog(name))
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	proc, err := env.Start(context.WithoutCancel(ctx), backend.ExecRequest{
@@ -112,6 +112,25 @@ func boxTransport(ctx context.Context, b backend.Backend, sessionID, name string
 		outW.CloseWithError(io.EOF)
 	}()
 	return &sdk.IOTransport{Reader: outR, Writer: &procWriter{w: inW, proc: proc}}, nil
+}
+
+// boxLog is where a box-run server's stderr goes, inside the box.
+func boxLog(name string) string { return "/tmp/hermes-mcp-" + sanitize(name) + ".log" }
+
+// withBoxLog adds the end of a box-run server's stderr to err.
+func withBoxLog(ctx context.Context, b backend.Backend, sessionID, name string, err error) error {
+	env, oerr := b.Open(ctx, sessionID)
+	if oerr != nil {
+		return err
+	}
+	data, rerr := env.ReadFile(context.WithoutCancel(ctx), boxLog(name))
+	if rerr != nil || len(strings.TrimSpace(string(data))) == 0 {
+		return err
+	}
+	if len(data) > 600 {
+		data = data[len(data)-600:]
+	}
+	return fmt.Errorf("%w; its stderr (%s in the box) ends: %s", err, boxLog(name), strings.TrimSpace(string(data)))
 }
 
 // procWriter is the stdin of a box process; closing it ends the process.
