@@ -69,6 +69,11 @@ type Options struct {
 	Version string
 	// Now is the clock (backoff); nil = time.Now.
 	Now func() time.Time
+	// CacheDir, when set, keeps each server's last tool listing
+	// (<server>.json: names, descriptions, schemas) so that a server that
+	// fails to start still offers its tools; a call then tells the model
+	// why it is unavailable and retries the start.
+	CacheDir string
 	// ToolsChanged, when set, is called after a server's tools were put
 	// into Tools (connected, restarted, or re-listed after
 	// notifications/tools/list_changed).

@@ -124,7 +124,11 @@ func (s *server) connect() (*sdk.ClientSession, []tool.Tool, error) {
 		}
 	default:
 		client.AddRoots(&sdk.Root{URI: fileURI(root), Name: "workspace"})
-		cs, err = client.Connect(ctx, hostTransport(s.cfg, root, s.m.opts.Environ()), nil)
+		stderr := &tail{}
+		if cs, err = client.Connect(ctx, hostTransport(s.cfg, root, s.m.opts.Environ(), stderr), nil); err != nil {
+			time.Sleep(50 * time.Millisecond) // let a crashing server's last words arrive
+			err = stderr.explain(err)
+		}
 	}
 	if err != nil {
 		return nil, nil, err
@@ -165,9 +169,19 @@ func (s *server) connected(cs *sdk.ClientSession, tools []tool.Tool, err error) 
 		s.retryAt = s.m.opts.Now().Add(backoff(s.failures))
 		told := s.reported
 		s.reported, s.untold = true, true
+		cached := false
+		if s.tools == nil {
+			// Offer the tools of the last listing: calling one tells
+			// the model why the server is unavailable and retries it.
+			s.tools = s.loadCache()
+			cached = len(s.tools) > 0
+		}
 		s.mu.Unlock()
 		if !told {
 			s.m.warn(fmt.Sprintf("warning: MCP server %s failed to start: %s; its tools are unavailable until it starts (retried on next use)", s.name, s.m.redact(s, err.Error())))
+		}
+		if cached {
+			s.m.publish(s)
 		}
 		return
 	}
@@ -181,6 +195,7 @@ func (s *server) connected(cs *sdk.ClientSession, tools []tool.Tool, err error) 
 	stale := s.stale
 	s.mu.Unlock()
 	s.m.publish(s)
+	s.saveCache(tools)
 	if stale {
 		s.m.goRelist(s) // the list changed while it was first listed
 	}
@@ -286,7 +301,7 @@ func (s *server) use(ctx context.Context, call tool.Call, toolName, action strin
 		res.Content += fmt.Sprintf("\n(MCP server %s stopped during the call; it is restarted on next use)", s.name)
 	}
 	if untold && lastErr != nil {
-		res.Content = fmt.Sprintf("(note: MCP server %s had stopped: %s; it was restarted)\n", s.name, lastErr) + res.Content
+		res.Content = fmt.Sprintf("(note: MCP server %s was unavailable: %s; it has been restarted)\n", s.name, lastErr) + res.Content
 	}
 	res.Content = s.m.redact(s, res.Content)
 	if cctx.Err() != nil && ctx.Err() == nil {
@@ -368,6 +383,7 @@ func (s *server) relist() {
 	s.tools = tools
 	s.mu.Unlock()
 	s.m.publish(s)
+	s.saveCache(tools)
 }
 
 // close ends the connection.

@@ -189,10 +189,10 @@ func TestKilledServerRecovers(t *testing.T) {
 		kill(t, pidFile)
 		waitFor(t, "the server to be seen down", func() bool { return !m.Status()[0].Up })
 		res := call(t, reg, "mcp__memory__read_graph", `{}`)
-		if res.IsError || !strings.Contains(res.Content, "survives restarts") || !strings.Contains(res.Content, "had stopped") {
+		if res.IsError || !strings.Contains(res.Content, "survives restarts") || !strings.Contains(res.Content, "was unavailable") {
 			t.Fatalf("round %d: read_graph after kill: %+v", round, res)
 		}
-		if res := call(t, reg, "mcp__memory__read_graph", `{}`); strings.Contains(res.Content, "had stopped") {
+		if res := call(t, reg, "mcp__memory__read_graph", `{}`); strings.Contains(res.Content, "was unavailable") {
 			t.Fatalf("round %d: outage told twice to the model", round)
 		}
 	}
@@ -232,5 +232,55 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A server that fails to start offers the tools of its last listing; a
+// call tells the model why it is unavailable, and retries the start once
+// the backoff has passed.
+func TestFailedStartOffersCachedToolsAndRetriesWithBackoff(t *testing.T) {
+	cache, flag := t.TempDir(), t.TempDir()+"/fail"
+	mem := config.MCPServer{Command: "/bin/sh", Args: []string{"-c", `test -f "$0" && { echo "startup failed" >&2; exit 3; }; exec "$1"`, flag, mcptest.Bin(t, "mcp-server-memory")},
+		Env: map[string]string{"MEMORY_FILE_PATH": t.TempDir() + "/memory.jsonl"}, ConnectTimeout: 30, Timeout: 30}
+	first, _, _ := startManager(t, map[string]config.MCPServer{"memory": mem}, func(o *Options) { o.CacheDir = cache })
+	first.Close()
+
+	if err := os.WriteFile(flag, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	var warns []string
+	m, reg, _ := startManager(t, map[string]config.MCPServer{"memory": mem}, func(o *Options) {
+		o.CacheDir = cache
+		o.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		o.Warn = func(s string) { mu.Lock(); warns = append(warns, s); mu.Unlock() }
+	})
+	res := call(t, reg, "mcp__memory__read_graph", `{}`)
+	if !res.IsError || !strings.Contains(res.Content, "unavailable") || !strings.Contains(res.Content, "retries it in 1s") {
+		t.Fatalf("call during the backoff: %+v", res)
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Second)
+	mu.Unlock()
+	res = call(t, reg, "mcp__memory__read_graph", `{}`)
+	if !res.IsError || !strings.Contains(res.Content, "startup failed") || !strings.Contains(res.Content, "retries it in 2s") {
+		t.Fatalf("retry while still failing (its stderr shown, backoff doubled): %+v", res)
+	}
+	os.Remove(flag)
+	mu.Lock()
+	now = now.Add(time.Minute)
+	mu.Unlock()
+	res = call(t, reg, "mcp__memory__read_graph", `{}`)
+	if res.IsError || !strings.Contains(res.Content, "was unavailable") || !strings.Contains(res.Content, "entities") {
+		t.Fatalf("after the server recovered: %+v", res)
+	}
+	if !m.Status()[0].Up {
+		t.Fatal("not up after recovery")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(warns) != 1 || !strings.Contains(warns[0], "failed to start") {
+		t.Fatalf("want the outage told once on stderr: %q", warns)
 	}
 }

@@ -54,12 +54,43 @@ func serverEnv(environ []string, extra map[string]string) []string {
 	return out
 }
 
-// hostTransport starts a stdio server as a host process.
-func hostTransport(c config.MCPServer, dir string, environ []string) sdk.Transport {
+// hostTransport starts a stdio server as a host process; the end of its
+// stderr is kept in stderr (for start errors).
+func hostTransport(c config.MCPServer, dir string, environ []string, stderr *tail) sdk.Transport {
 	cmd := exec.Command(c.Command, c.Args...)
 	cmd.Env = serverEnv(environ, c.Env)
 	cmd.Dir = dir
+	cmd.Stderr = stderr
 	return &sdk.CommandTransport{Command: cmd}
+}
+
+// tailSize is how much of a server's stderr is kept.
+const tailSize = 600
+
+// tail keeps the last tailSize bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > tailSize {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-tailSize:]...)
+	}
+	return len(p), nil
+}
+
+// explain adds the stderr tail to a start error.
+func (t *tail) explain(err error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := strings.TrimSpace(string(t.buf)); s != "" {
+		return fmt.Errorf("%w; its stderr ends: %s", err, s)
+	}
+	return err
 }
 
 // errSecretInBox is returned for a box-run server whose env holds a
@@ -127,8 +158,8 @@ func withBoxLog(ctx context.Context, b backend.Backend, sessionID, name string, 
 	if rerr != nil || len(strings.TrimSpace(string(data))) == 0 {
 		return err
 	}
-	if len(data) > 600 {
-		data = data[len(data)-600:]
+	if len(data) > tailSize {
+		data = data[len(data)-tailSize:]
 	}
 	return fmt.Errorf("%w; its stderr (%s in the box) ends: %s", err, boxLog(name), strings.TrimSpace(string(data)))
 }

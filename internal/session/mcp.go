@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"maps"
+	"path/filepath"
 
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/mcp"
@@ -35,7 +36,7 @@ func (rt *Runtime) startMCP(s *Session, extra map[string]config.MCPServer) {
 	s.tools = rt.tools.Clone()
 	s.mcp = mcp.Start(mcp.Options{
 		Servers: servers, SessionID: s.id, Workspace: rt.cwd, Backend: rt.backend, Environ: rt.opts.Environ,
-		Tools: s.tools, Toolsets: toolsets, Approvals: rt.approvals, Redact: rt.redact.Redact,
+		Tools: s.tools, Toolsets: toolsets, CacheDir: filepath.Join(rt.opts.Home, "cache", "mcp"), Approvals: rt.approvals, Redact: rt.redact.Redact,
 		Warn: func(msg string) { rt.opts.Warn(rt.redact.Redact(msg)) }, Sample: mcp.ProviderSampler(rt.provider, rt.model), Version: "hermes", Now: rt.opts.Now,
 	})
 }
