@@ -65,8 +65,10 @@ func TestUntrustedServerNeedsApproval(t *testing.T) {
 // the server's request reaches the session's model.
 func TestSamplingOnlyWhenEnabled(t *testing.T) {
 	sampled := 0
-	sample := func(_ context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+	//lint:ignore SA1019 see SampleFunc
+	var sample SampleFunc = func(_ context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
 		sampled++
+		//lint:ignore SA1019 see SampleFunc
 		return &sdk.CreateMessageResult{Content: &sdk.TextContent{Text: "sampled answer"}, Model: "fake", Role: "assistant"}, nil
 	}
 	off := mcptest.Stdio(t, "mcp-server-everything")

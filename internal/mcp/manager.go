@@ -25,8 +25,6 @@ import (
 	"sync"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/hermes-go/hermes/internal/approval"
 	"github.com/hermes-go/hermes/internal/backend"
 	"github.com/hermes-go/hermes/internal/config"
@@ -64,7 +62,7 @@ type Options struct {
 	Warn func(string)
 	// Sample answers sampling/createMessage for servers with sampling:
 	// true; nil refuses sampling for all.
-	Sample func(context.Context, *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error)
+	Sample SampleFunc
 	// Version is hermes' version, sent as the client version.
 	Version string
 	// Now is the clock (backoff); nil = time.Now.

@@ -90,17 +90,16 @@ func (s *server) start() chan struct{} {
 func (s *server) connect() (*sdk.ClientSession, []tool.Tool, error) {
 	ctx, cancel := context.WithTimeout(s.m.ctx, s.connectTimeout())
 	defer cancel()
-	opts := &sdk.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
-			s.mu.Lock()
-			s.stale = true
-			s.mu.Unlock()
-			s.m.goRelist(s)
-		},
+	var sample SampleFunc
+	if s.cfg.Sampling.Enabled {
+		sample = s.m.opts.Sample
 	}
-	if s.cfg.Sampling.Enabled && s.m.opts.Sample != nil {
-		opts.CreateMessageHandler = s.m.opts.Sample
-	}
+	opts := clientOptions(func() {
+		s.mu.Lock()
+		s.stale = true
+		s.mu.Unlock()
+		s.m.goRelist(s)
+	}, sample)
 	client := sdk.NewClient(&sdk.Implementation{Name: "hermes", Version: s.m.opts.Version}, opts)
 	root := s.m.opts.Workspace
 	var (
@@ -109,7 +108,7 @@ func (s *server) connect() (*sdk.ClientSession, []tool.Tool, error) {
 	)
 	switch {
 	case s.cfg.URL != "":
-		client.AddRoots(&sdk.Root{URI: fileURI(root), Name: "workspace"})
+		addRoot(client, root)
 		cs, err = connectHTTP(ctx, client, s.cfg, s.connectTimeout())
 	case s.inBox():
 		var t sdk.Transport
@@ -117,13 +116,13 @@ func (s *server) connect() (*sdk.ClientSession, []tool.Tool, error) {
 			if env, oerr := s.m.opts.Backend.Open(ctx, s.m.opts.SessionID); oerr == nil {
 				root = env.Workdir()
 			}
-			client.AddRoots(&sdk.Root{URI: fileURI(root), Name: "workspace"})
+			addRoot(client, root)
 			if cs, err = client.Connect(ctx, t, nil); err != nil {
 				err = withBoxLog(ctx, s.m.opts.Backend, s.m.opts.SessionID, s.name, err)
 			}
 		}
 	default:
-		client.AddRoots(&sdk.Root{URI: fileURI(root), Name: "workspace"})
+		addRoot(client, root)
 		stderr := &tail{}
 		if cs, err = client.Connect(ctx, hostTransport(s.cfg, root, s.m.opts.Environ(), stderr), nil); err != nil {
 			time.Sleep(50 * time.Millisecond) // let a crashing server's last words arrive
