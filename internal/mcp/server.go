@@ -302,7 +302,8 @@ func (s *server) use(ctx context.Context, call tool.Call, toolName, action strin
 	if untold && lastErr != nil {
 		res.Content = fmt.Sprintf("(note: MCP server %s was unavailable: %s; it has been restarted)\n", s.name, lastErr) + res.Content
 	}
-	res.Content = s.m.redact(s, res.Content)
+	// Hermes caps MCP results at 50,000 characters (tool_budget.mcp_result_size_chars).
+	res.Content = tool.CapText(s.m.redact(s, res.Content), tool.MaxOutputChars)
 	if cctx.Err() != nil && ctx.Err() == nil {
 		res = tool.Errorf("MCP server %s did not answer within %s (mcp_servers.%s.timeout)", s.name, s.timeout(), s.name)
 	}
