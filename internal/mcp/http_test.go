@@ -84,3 +84,26 @@ func TestSamplingOnlyWhenEnabled(t *testing.T) {
 		t.Fatalf("sampling: %+v (sampled %d)", res, sampled)
 	}
 }
+
+// An HTTP server that goes away mid-session fails the call with a tool
+// error; once it is back, the next call reconnects.
+func TestHTTPServerRestartedMidSessionRecovers(t *testing.T) {
+	port := mcptest.FreePort(t)
+	url, kill := mcptest.EverythingHTTPOn(t, "streamableHttp", port)
+	srv := config.MCPServer{URL: url, ConnectTimeout: 10, Timeout: 10}
+	_, reg, _ := startManager(t, map[string]config.MCPServer{"web": srv}, nil)
+	if res := call(t, reg, "mcp__web__echo", `{"message":"before"}`); res.IsError {
+		t.Fatalf("before: %+v", res)
+	}
+	kill()
+	res := call(t, reg, "mcp__web__echo", `{"message":"while down"}`)
+	if !res.IsError {
+		t.Fatalf("a call to a dead server succeeded: %+v", res)
+	}
+	t.Logf("while down: %s", res.Content)
+	mcptest.EverythingHTTPOn(t, "streamableHttp", port)
+	waitFor(t, "the server to answer again", func() bool {
+		res := call(t, reg, "mcp__web__echo", `{"message":"after"}`)
+		return !res.IsError && strings.Contains(res.Content, "after")
+	})
+}

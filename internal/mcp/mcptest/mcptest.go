@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -44,23 +45,40 @@ func Stdio(t testing.TB, name string, args ...string) config.MCPServer {
 // ends.
 func EverythingHTTP(t testing.TB, mode string) string {
 	t.Helper()
-	bin := Bin(t, "mcp-server-everything")
+	url, _ := EverythingHTTPOn(t, mode, FreePort(t))
+	return url
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// EverythingHTTPOn is EverythingHTTP on port; kill stops the server (it
+// is also stopped when the test ends).
+func EverythingHTTPOn(t testing.TB, mode string, port int) (url string, kill func()) {
+	t.Helper()
+	bin := Bin(t, "mcp-server-everything")
 	cmd := exec.Command(bin, mode)
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-	})
+	var once sync.Once
+	kill = func() {
+		once.Do(func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+		})
+	}
+	t.Cleanup(kill)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -78,5 +96,5 @@ func EverythingHTTP(t testing.TB, mode string) string {
 	if mode == "sse" {
 		path = "/sse"
 	}
-	return "http://" + addr + path
+	return "http://" + addr + path, kill
 }
