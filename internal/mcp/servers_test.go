@@ -142,18 +142,30 @@ func TestIncludeExcludeApplied(t *testing.T) {
 func TestFailingServerDoesNotStopOthers(t *testing.T) {
 	var mu sync.Mutex
 	var warns []string
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	broken := config.MCPServer{Command: "/nonexistent/mcp-server", ConnectTimeout: 5}
 	m, reg, _ := startManager(t, map[string]config.MCPServer{"broken": broken, "everything": mcptest.Stdio(t, "mcp-server-everything")},
 		func(o *Options) {
 			o.Warn = func(s string) { mu.Lock(); warns = append(warns, s); mu.Unlock() }
+			o.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 		})
 	if res := call(t, reg, "mcp__everything__get_sum", `{"a":2,"b":3}`); res.IsError || !strings.Contains(res.Content, "5") {
 		t.Fatalf("get-sum: %+v", res)
 	}
-	m.Revive()
-	m.Revive()
-	_ = m.Ready(context.Background())
-	time.Sleep(100 * time.Millisecond)
+	// Two more turns start after the backoff: two more failed starts,
+	// still one line on stderr.
+	for i := 0; i < 2; i++ {
+		mu.Lock()
+		now = now.Add(time.Hour)
+		mu.Unlock()
+		m.Revive()
+		waitFor(t, "the restart attempt", func() bool {
+			s := m.servers[0]
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return s.failures == i+2 && s.connecting == nil
+		})
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	n := 0
