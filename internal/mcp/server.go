@@ -162,6 +162,10 @@ func (s *server) list(ctx context.Context, cs *sdk.ClientSession) ([]tool.Tool, 
 func (s *server) connected(cs *sdk.ClientSession, tools []tool.Tool, err error) {
 	s.mu.Lock()
 	s.connecting = nil
+	if err != nil && s.m.closing() {
+		s.mu.Unlock()
+		return // the session closed while the server was starting
+	}
 	if err != nil {
 		s.failures++
 		s.lastErr = err
