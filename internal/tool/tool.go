@@ -130,7 +130,8 @@ func (r *Registry) SetToolset(toolset string, tools []Tool) {
 func (r *Registry) RemoveToolset(toolset string) { r.SetToolset(toolset, nil) }
 
 // Get returns the tool called name, resolving the legacy aliases Hermes
-// renamed (process_manage → process, todo_list → todo).
+// renamed (process_manage → process, todo_list → todo,
+// mcp_<server>_<tool> → mcp__<server>__<tool>).
 func (r *Registry) Get(name string) (Tool, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -140,6 +141,15 @@ func (r *Registry) Get(name string) (Tool, bool) {
 	if alias, ok := aliases[name]; ok {
 		t, ok := r.tools[alias]
 		return t, ok
+	}
+	if strings.HasPrefix(name, "mcp_") && !strings.HasPrefix(name, "mcp__") {
+		// Hermes' older MCP naming, mcp_<server>_<tool>, for
+		// mcp__<server>__<tool>.
+		for n, t := range r.tools {
+			if strings.HasPrefix(n, "mcp__") && strings.Replace(n, "__", "_", 2) == name {
+				return t, true
+			}
+		}
 	}
 	return nil, false
 }

@@ -71,3 +71,13 @@ func (f fakeTool) Spec() llm.ToolSpec               { return llm.ToolSpec{Name: 
 func (f fakeTool) Toolset() string                  { return f.set }
 func (f fakeTool) Parallel() bool                   { return true }
 func (f fakeTool) Run(context.Context, Call) Result { return Result{} }
+
+func TestLegacyMCPNameResolves(t *testing.T) {
+	r := NewRegistry(fakeTool{name: "mcp__github__create_issue", set: "mcp-github"})
+	if tl, ok := r.Get("mcp_github_create_issue"); !ok || tl.Spec().Name != "mcp__github__create_issue" {
+		t.Fatalf("legacy name not resolved: %v", ok)
+	}
+	if _, ok := r.Get("mcp_github_delete_repo"); ok {
+		t.Fatal("unknown legacy name resolved")
+	}
+}
