@@ -218,12 +218,18 @@ func (m *Manager) Close() error {
 	m.closed = true
 	m.mu.Unlock()
 	m.cancel()
+	var wg sync.WaitGroup
 	for _, s := range m.servers {
-		s.close()
 		if m.opts.Tools != nil {
 			m.opts.Tools.RemoveToolset(Toolset(s.name))
 		}
+		wg.Add(1)
+		go func() { // in parallel: a server may take terminateAfter to exit
+			defer wg.Done()
+			s.close()
+		}()
 	}
+	wg.Wait()
 	m.wg.Wait()
 	return nil
 }

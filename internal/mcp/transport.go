@@ -61,8 +61,13 @@ func hostTransport(c config.MCPServer, dir string, environ []string, stderr *tai
 	cmd.Env = serverEnv(environ, c.Env)
 	cmd.Dir = dir
 	cmd.Stderr = stderr
-	return &sdk.CommandTransport{Command: cmd}
+	return &sdk.CommandTransport{Command: cmd, TerminateDuration: terminateAfter}
 }
+
+// terminateAfter is how long a host server may take to exit after its
+// stdin closes before it gets SIGTERM (the SDK's default, 5 s, held up
+// every exit of hermes with server-everything, which ignores EOF).
+const terminateAfter = time.Second
 
 // tailSize is how much of a server's stderr is kept.
 const tailSize = 600
