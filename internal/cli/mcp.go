@@ -218,6 +218,9 @@ func (a *App) mcpTest(ctx context.Context, name string) error {
 		return &ExitError{Code: 1, Err: fmt.Errorf("MCP server %s failed: %s", name, st[0].Err)}
 	}
 	fmt.Fprintf(a.Stdout, "MCP server %s: connected in %s, %d tools\n", name, time.Since(start).Round(time.Millisecond), len(st[0].Tools))
+	if srv.Stdio() && !srv.Host && cfg.Config.Terminal.Backend == "box" {
+		fmt.Fprintln(a.Stdout, "(tested on the host; in sessions it runs inside the box, which may lack what it needs)")
+	}
 	sort.Strings(st[0].Tools)
 	for _, n := range st[0].Tools {
 		desc := ""
