@@ -40,7 +40,7 @@ func TestToolRequestHeadlessAndTimeoutDeny(t *testing.T) {
 }
 
 func TestToolRequestSkippedInBox(t *testing.T) {
-	s := New(Config{Backend: "box"})
+	s := New(Config{Isolated: true})
 	if d, _ := s.Request(context.Background(), Request{Tool: "patch", Action: "write", Path: "x"}); !d.Allowed {
 		t.Fatalf("got %+v", d)
 	}
@@ -89,9 +89,9 @@ func TestSessionsPromptConcurrently(t *testing.T) {
 }
 
 // An action outside the box (an MCP server on the host) still asks with
-// terminal.backend: box; --yolo allows it.
+// an isolated backend (terminal.backend: box); --yolo allows it.
 func TestUncontainedToolRequestAsksInBox(t *testing.T) {
-	s := New(Config{Backend: "box"})
+	s := New(Config{Isolated: true})
 	req := Request{SessionID: "s", Tool: "mcp__gh__delete_repo", Action: "call", Path: "gh", Uncontained: true}
 	if d, _ := s.Request(context.Background(), req); d.Allowed || !strings.Contains(d.Reason, "nobody can approve") {
 		t.Fatalf("got %+v", d)
