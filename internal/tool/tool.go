@@ -130,8 +130,8 @@ func (r *Registry) SetToolset(toolset string, tools []Tool) {
 func (r *Registry) RemoveToolset(toolset string) { r.SetToolset(toolset, nil) }
 
 // Get returns the tool called name, resolving the legacy aliases Hermes
-// renamed (process_manage → process, todo_list → todo,
-// mcp_<server>_<tool> → mcp__<server>__<tool>).
+// renamed (process_manage → process, todo_list → todo, cronjob_manage →
+// cronjob, mcp_<server>_<tool> → mcp__<server>__<tool>).
 func (r *Registry) Get(name string) (Tool, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -154,7 +154,7 @@ func (r *Registry) Get(name string) (Tool, bool) {
 	return nil, false
 }
 
-var aliases = map[string]string{"process_manage": "process", "todo_list": "todo"}
+var aliases = map[string]string{"process_manage": "process", "todo_list": "todo", "cronjob_manage": "cronjob"}
 
 // Names returns the registered tool names, sorted.
 func (r *Registry) Names() []string {
@@ -238,7 +238,7 @@ func (r *Registry) Specs() []llm.ToolSpec {
 // that hermes does not provide; naming one is a warning, not an error.
 var unimplementedToolsets = map[string]bool{
 	"web": true, "search": true, "browser": true, "vision": true, "image_gen": true, "video_gen": true,
-	"tts": true, "clarify": true, "code_execution": true, "delegation": true, "cronjob": true,
+	"tts": true, "clarify": true, "code_execution": true, "delegation": true,
 	"messaging": true, "moa": true, "homeassistant": true, "kanban": true, "safe": true, "coding": true,
 }
 
