@@ -34,13 +34,6 @@ func TestParsePublish(t *testing.T) {
 	}
 }
 
-func TestShellQuoteKeepsArguments(t *testing.T) {
-	got := shellQuote([]string{"echo", "it's", "$HOME", "a b"})
-	if got != `'echo' 'it'\''s' '$HOME' 'a b'` {
-		t.Fatalf("shellQuote = %s", got)
-	}
-}
-
 // boxCLI runs `hermes args...` with a box-enabled HERMES_HOME.
 type boxCLI struct {
 	home, ws string
