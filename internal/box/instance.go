@@ -37,34 +37,34 @@ var ErrBoxStopped = errors.New("box stopped")
 // Box is one running box: its init process, control connection, cgroup
 // and egress session. All methods are safe for concurrent use.
 type Box struct {
-	task      string
-	stateDir  string
-	workdir   string
-	shell     string
-	env       []string
-	spec      initSpec
-	persist   bool
-	initPID   int
-	cmd       *exec.Cmd // nil when attached
-	fc        *frameConn
+	task     string
+	stateDir string
+	workdir  string
+	shell    string
+	env      []string
+	spec     initSpec
+	persist  bool
+	initPID  int
+	cmd      *exec.Cmd // nil when attached
+	fc       *frameConn
 	// attachPath is the attach socket of a box another process runs, which
 	// this Box reached through it (Attach); "" for the owner's Box.
 	attachPath string
-	conns     *net.UnixConn
-	cg        cgroup // nil when attached and the group was not found
-	egress    *egress.BoxSession
-	lock      *os.File
-	ctx       context.Context
-	cancel    context.CancelFunc
-	nextID    atomic.Uint64
-	oomKnown  atomic.Int64  // the box's OOM-kill counter when last read
-	died      chan struct{} // closed when the control connection ends
-	initDone  chan struct{} // closed when the init has exited and initState is set
-	initState *os.ProcessState
-	closing   atomic.Bool // Close has begun: the init's end is not news
-	phases    StartPhases
-	closeOnce sync.Once
-	closeErr  error
+	conns      *net.UnixConn
+	cg         cgroup // nil when attached and the group was not found
+	egress     *egress.BoxSession
+	lock       *os.File
+	ctx        context.Context
+	cancel     context.CancelFunc
+	nextID     atomic.Uint64
+	oomKnown   atomic.Int64  // the box's OOM-kill counter when last read
+	died       chan struct{} // closed when the control connection ends
+	initDone   chan struct{} // closed when the init has exited and initState is set
+	initState  *os.ProcessState
+	closing    atomic.Bool // Close has begun: the init's end is not news
+	phases     StartPhases
+	closeOnce  sync.Once
+	closeErr   error
 
 	mu        sync.Mutex
 	handlers  map[uint64]func(response)
