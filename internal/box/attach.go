@@ -53,15 +53,21 @@ func Attach(ctx context.Context, home, task string) (*Box, error) {
 		deadline = d
 	}
 	c.SetDeadline(deadline)
+	// The answer is read even when the hello cannot be sent: an init that
+	// refuses a peer answers and hangs up without reading.
 	var r response
-	if err := fc.send(request{Op: opAttach}); err == nil {
-		err = fc.dec.Decode(&r)
+	sendErr := fc.send(request{Op: opAttach})
+	err = fc.dec.Decode(&r)
+	switch {
+	case err == nil && r.Kind == kindError:
+		err = errors.New(r.Err)
+	case err == nil && (r.Kind != kindReady || r.Attach == nil):
+		err = fmt.Errorf("unexpected answer %q", r.Kind)
+	case err != nil && sendErr != nil:
+		err = sendErr
 	}
-	if err != nil || r.Kind != kindReady || r.Attach == nil {
+	if err != nil {
 		c.Close()
-		if err == nil {
-			err = errors.New(r.Err)
-		}
 		return nil, fmt.Errorf("box %s: attach to its running init (%s): %w", task, path, err)
 	}
 	c.SetDeadline(time.Time{})

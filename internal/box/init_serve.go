@@ -393,8 +393,14 @@ func lookPathIn(name string, env []string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", &os.PathError{Op: "exec", Path: name, Err: fmt.Errorf("executable file not found in $PATH (%w)", fs.ErrNotExist)}
+	return "", errNotInPath{}
 }
+
+// errNotInPath is lookPathIn's error (the host names the command).
+type errNotInPath struct{}
+
+func (errNotInPath) Error() string        { return "executable file not found in $PATH" }
+func (errNotInPath) Is(target error) bool { return target == fs.ErrNotExist }
 
 func feedStdin(w *os.File, q chan []byte) {
 	defer w.Close()
