@@ -361,7 +361,7 @@ func TestCommandOnTerminal(t *testing.T) {
 	var out syncBuffer
 	pr, pw := io.Pipe()
 	defer pw.Close()
-	p, err := b.Command(context.Background(), Command{Argv: []string{"sh", "-c", `tty; stty size; echo ready; sleep 30`},
+	p, err := b.Command(context.Background(), Command{Argv: []string{"sh", "-c", `tty; stty size; trap 'stty size' WINCH; echo ready; while :; do sleep 0.05; done`},
 		Stdin: pr, Stdout: &out, TTY: true, Rows: 30, Cols: 100})
 	if err != nil {
 		t.Fatal(err)
@@ -375,6 +375,14 @@ func TestCommandOnTerminal(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "/dev/pts/") || !strings.Contains(out.String(), "30 100") {
 		t.Errorf("terminal output %q: want a /dev/pts terminal of 30 rows and 100 columns", out.String())
+	}
+	p.Resize(40, 120)
+	for i := 0; !strings.Contains(out.String(), "40 120"); i++ {
+		if i == 200 {
+			p.Kill()
+			t.Fatalf("no SIGWINCH and new size after Resize: %q", out.String())
+		}
+		time.Sleep(25 * time.Millisecond)
 	}
 	pw.Write([]byte{3}) // ^C, typed on the terminal
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
