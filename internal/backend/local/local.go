@@ -295,7 +295,7 @@ func (e *Environment) Exec(ctx context.Context, req backend.ExecRequest) (backen
 	if err != nil {
 		return backend.ExecResult{ExitCode: -1}, err
 	}
-	out := newCapture(execHeadMax, execTailMax)
+	out := backend.NewCapture(execHeadMax, execTailMax)
 	var w io.Writer = out
 	switch {
 	case req.Output != nil && req.DiscardOutput:
@@ -421,7 +421,11 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// Close kills the environment's background processes.
+// Close kills the environment's background processes (their whole
+// process groups). Processes a finished command detached (`nohup server
+// &`) keep running, as they would after the shell on the host: the agent
+// may have started a dev server on purpose. They are ended when hermes
+// exits only if their group was still registered with the supervisor.
 func (e *Environment) Close() error {
 	e.mu.Lock()
 	procs := e.procs
