@@ -410,3 +410,32 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// A HERMES_HOME deep enough that the socket path passes sun_path's 108
+// bytes still works: bind and connect go through /proc/self/fd.
+func TestAttachSocketLongPath(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 60))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, attachSocketName)
+	ln, err := listenAttach(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	st, err := os.Stat(path)
+	if err != nil || st.Mode()&os.ModeSocket == 0 || st.Mode().Perm() != 0o600 {
+		t.Fatalf("socket %s: %v %v, want a 0600 socket", path, st.Mode(), err)
+	}
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	c, err := dialAttachSocket(path)
+	if err != nil {
+		t.Fatalf("dial %d-byte path: %v", len(path), err)
+	}
+	c.Close()
+}
