@@ -95,7 +95,7 @@ func Attach(ctx context.Context, home, task string) (*Box, error) {
 // or one nobody listens on, is ErrNotRunning; a stale socket is removed
 // when no process holds the box's state lock.
 func dialAttachSocket(path string) (*net.UnixConn, error) {
-	addr, done, err := shortSocketPath(path)
+	addr, done, err := shortSocketPath(path, false)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w (%v)", ErrNotRunning, err)

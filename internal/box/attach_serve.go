@@ -51,9 +51,10 @@ const unixPathMax = 107
 
 // shortSocketPath returns a path to path usable in a sockaddr_un: path
 // itself, or /proc/self/fd/N/NAME through an O_PATH descriptor of its
-// directory (closed by the returned func) when path is too long.
-func shortSocketPath(path string) (string, func(), error) {
-	if len(path) <= unixPathMax {
+// directory (closed by the returned func) when path is too long or
+// viaDir is set.
+func shortSocketPath(path string, viaDir bool) (string, func(), error) {
+	if len(path) <= unixPathMax && !viaDir {
 		return path, func() {}, nil
 	}
 	fd, err := unix.Open(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -69,9 +70,12 @@ func shortSocketPath(path string) (string, func(), error) {
 }
 
 // listenAttach binds the attach socket at path with mode 0600 (a stale
-// socket there is replaced: the host holds the box's state lock).
+// socket there is replaced: the host holds the box's state lock). The
+// name bound is /proc/self/fd/N/attach.sock, never path: the socket is
+// listed in the box's network namespace (/proc/net/unix, with the name it
+// was bound to), which must not learn where HERMES_HOME is.
 func listenAttach(path string) (*net.UnixListener, error) {
-	addr, done, err := shortSocketPath(path)
+	addr, done, err := shortSocketPath(path, true)
 	if err != nil {
 		return nil, err
 	}

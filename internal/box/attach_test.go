@@ -76,15 +76,15 @@ func (e *testBoxEnv) attachClient(argv ...string) *exec.Cmd {
 func TestAttachFromAnotherProcess(t *testing.T) {
 	e := startTestBox(t, nil)
 	var out, errb bytes.Buffer
-	c := e.attachClient("sh", "-c", `read line; echo "got $line"; hostname; echo to-stderr >&2; cat /proc/self/cgroup; exit 3`)
+	c := e.attachClient("sh", "-c", `read line; echo "got $line"; hostname; echo "$HERMES_SESSION_ID $(pwd)"; echo to-stderr >&2; cat /proc/self/cgroup; exit 3`)
 	c.Stdin, c.Stdout, c.Stderr = strings.NewReader("hello\n"), &out, &errb
 	err := c.Run()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
 		t.Fatalf("client: %v (want exit 3); stderr: %s", err, errb.String())
 	}
-	if !strings.Contains(out.String(), "got hello\n"+Hostname+"\n") {
-		t.Errorf("stdout %q: want the stdin line echoed, then the box's host name", out.String())
+	if !strings.Contains(out.String(), "got hello\n"+Hostname+"\ntest-task "+e.workspace+"\n") {
+		t.Errorf("stdout %q: want the stdin line echoed, the box's host name, its environment and workspace", out.String())
 	}
 	if strings.TrimSpace(errb.String()) != "to-stderr" {
 		t.Errorf("stderr %q, want to-stderr on its own stream", errb.String())
@@ -438,4 +438,20 @@ func TestAttachSocketLongPath(t *testing.T) {
 		t.Fatalf("dial %d-byte path: %v", len(path), err)
 	}
 	c.Close()
+}
+
+// The attach socket is listed in the box's network namespace
+// (/proc/net/unix): under a name that does not give HERMES_HOME away, and
+// out of reach of the box's processes.
+func TestAttachSocketHiddenFromBox(t *testing.T) {
+	e := startTestBox(t, nil)
+	sock := AttachSocketPath(e.home, "test-task")
+	if _, err := os.Stat(sock); err != nil {
+		t.Fatalf("no attach socket on the host: %v", err)
+	}
+	res := e.run(t, "cat /proc/net/unix; test -e "+sock+" && echo VISIBLE; test -e "+filepath.Dir(sock)+" && echo VISIBLE; true")
+	out := string(res.Output)
+	if strings.Contains(out, e.home) || strings.Contains(out, "VISIBLE") || !strings.Contains(out, attachSocketName) {
+		t.Fatalf("the box sees the attach socket's host path or the state dir:\n%s", out)
+	}
 }
