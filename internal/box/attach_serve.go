@@ -214,7 +214,7 @@ func checkAttachedRequest(req request) error {
 		if req.Exec.Timeout < 0 {
 			return errors.New("negative timeout")
 		}
-	case opStdin, opCloseStdin, opKill, opSignal, opResize, opReadFile, opWriteFile, opStat, opReadDir:
+	case opStdin, opCloseStdin, opKill, opTerm, opSignal, opResize, opReadFile, opWriteFile, opStat, opReadDir:
 	default:
 		return fmt.Errorf("operation %q is not allowed on an attached connection", req.Op)
 	}

@@ -185,7 +185,7 @@ func (a *App) publishPorts(b *box.Box, publish []string) error {
 
 func (a *App) newBoxExecCmd() *cobra.Command {
 	var publish []string
-	var timeout time.Duration
+	var timeout, stopTimeout time.Duration
 	var create, interactive bool
 	cmd := &cobra.Command{
 		Use: "exec TASK -- CMD [ARG...]", Short: "run a command in the box of TASK (attached when another hermes process runs it; started if needed; --new creates it)",
@@ -193,7 +193,9 @@ func (a *App) newBoxExecCmd() *cobra.Command {
 looked up in the box's PATH; use sh -c '...' for shell syntax). Its standard
 output and error go to hermes's; its exit status is hermes's (128+N when it
 was killed by signal N, 127 when CMD is not found). -i passes hermes's
-standard input to it. SIGINT and SIGTERM are passed on to the command.
+standard input to it. SIGINT or SIGTERM to hermes sends SIGTERM to the
+command and waits --stop-timeout for it to exit (so a server such as hermes
+gateway run drains), then kills its tree.
 
 When another hermes process runs the box (an agent session, a box shell, a
 box exec still running), the command runs in that box, with its limits,
@@ -206,13 +208,14 @@ stops after it.`,
 				if interactive {
 					c.Stdin = a.Stdin
 				}
-				return a.runBoxCommand(cmd.Context(), b, c)
+				return a.runBoxCommand(cmd.Context(), b, c, stopTimeout)
 			})
 		},
 	}
 	cmd.Flags().BoolVarP(&interactive, "interactive", "i", false, "pass standard input to the command")
 	cmd.Flags().StringArrayVarP(&publish, "publish", "p", nil, "forward host port to box port, HOSTPORT:BOXPORT (repeatable)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill the command's tree after this long (0 = none)")
+	cmd.Flags().DurationVar(&stopTimeout, "stop-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long the command has to exit after its SIGTERM before it is killed")
 	cmd.Flags().BoolVar(&create, "new", false, "create the box of TASK if it does not exist yet")
 	return cmd
 }

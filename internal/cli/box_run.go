@@ -18,11 +18,11 @@ import (
 
 // runBoxCommand runs c in b and turns its end into hermes's exit status
 // (boxExitError). When ctx ends first (SIGINT or SIGTERM to hermes, see
-// SignalContext) the signal is passed on to the command, whose end is then
-// awaited; a second signal ends hermes, and the box kills what hermes
-// started (an attached box drops it with the connection, a box hermes runs
-// stops with it).
-func (a *App) runBoxCommand(ctx context.Context, b *box.Box, c box.Command) error {
+// SignalContext) the command gets SIGTERM and stopTimeout to exit, then
+// its tree is killed. A second signal ends hermes at once, and the box
+// kills what hermes started (an attached box drops it with the
+// connection, a box hermes runs stops with it).
+func (a *App) runBoxCommand(ctx context.Context, b *box.Box, c box.Command, stopTimeout time.Duration) error {
 	p, err := b.Command(ctx, c)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -30,7 +30,7 @@ func (a *App) runBoxCommand(ctx context.Context, b *box.Box, c box.Command) erro
 		}
 		return err
 	}
-	return a.waitBoxCommand(ctx, p)
+	return a.waitBoxCommand(ctx, p, stopTimeout)
 }
 
 type boxWait struct {
@@ -38,7 +38,7 @@ type boxWait struct {
 	err error
 }
 
-func (a *App) waitBoxCommand(ctx context.Context, p box.Process) error {
+func (a *App) waitBoxCommand(ctx context.Context, p box.Process, stopTimeout time.Duration) error {
 	done := make(chan boxWait, 1)
 	go func() {
 		res, err := p.Wait(context.Background())
@@ -49,17 +49,18 @@ func (a *App) waitBoxCommand(ctx context.Context, p box.Process) error {
 		return boxWaitError(w)
 	case <-ctx.Done():
 	}
-	var se SignalError
-	if errors.As(context.Cause(ctx), &se) {
-		p.Signal(se.Signal)
-		return boxWaitError(<-done)
+	p.Signal(syscall.SIGTERM) // no wrapper shell: the command's own process group
+	select {
+	case w := <-done:
+		return boxWaitError(w)
+	case <-time.After(stopTimeout):
 	}
 	p.Kill()
 	select {
 	case w := <-done:
 		return boxWaitError(w)
-	case <-time.After(5 * time.Second):
-		return ctx.Err()
+	case <-time.After(10 * time.Second):
+		return errors.New("the command in the box did not end after SIGKILL")
 	}
 }
 
@@ -77,7 +78,7 @@ func (a *App) boxShell(ctx context.Context, b *box.Box) error {
 	in, inOK := a.Stdin.(*os.File)
 	out, outOK := a.Stdout.(*os.File)
 	if !a.IsTerminal || !inOK || !outOK {
-		return a.runBoxCommand(ctx, b, box.Command{Argv: []string{b.Shell()}, Stdin: a.Stdin, Stdout: a.Stdout, Stderr: a.Stderr})
+		return a.runBoxCommand(ctx, b, box.Command{Argv: []string{b.Shell()}, Stdin: a.Stdin, Stdout: a.Stdout, Stderr: a.Stderr}, shellStopTimeout)
 	}
 	c := box.Command{Argv: []string{b.Shell()}, Stdin: in, Stdout: out, TTY: true}
 	if t := a.Getenv("TERM"); t != "" {
@@ -105,5 +106,9 @@ func (a *App) boxShell(ctx context.Context, b *box.Box) error {
 			}
 		}
 	}()
-	return a.waitBoxCommand(ctx, p)
+	return a.waitBoxCommand(ctx, p, shellStopTimeout)
 }
+
+// shellStopTimeout is how long box shell's shell has to exit after the
+// SIGTERM that a SIGINT or SIGTERM to hermes sends it.
+const shellStopTimeout = 2 * time.Second
