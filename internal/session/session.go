@@ -439,6 +439,14 @@ func (rt *Runtime) newSession(st store.Session, system string, history []llm.Mes
 	return s
 }
 
+// Model is the model the session's next model call uses.
+func (s *Session) Model() string { return s.agent.Model() }
+
+// SetModel switches the session's model (same provider) from its next
+// model call on; "" goes back to the configured model. It is not stored:
+// a resumed session uses the configured model.
+func (s *Session) SetModel(name string) { s.agent.SetModel(name) }
+
 // MaxTurns is the tool-calling iteration budget per turn.
 func (s *Session) MaxTurns() int { return s.agent.MaxTurns() }
 
