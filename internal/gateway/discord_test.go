@@ -1,0 +1,252 @@
+package gateway
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hermes-go/hermes/internal/gateway/discordtest"
+	"github.com/hermes-go/hermes/internal/llm/llmtest"
+)
+
+// Discord tests must not run in parallel: discordgo's endpoints are
+// package variables (UseDiscordBaseURL).
+
+type dcWorld struct {
+	fake *discordtest.Server
+	dc   *Discord
+	done chan error
+	stop func() error
+}
+
+// fastRetry keeps delivery retries short in tests.
+var fastRetry = RetryPolicy{Attempts: 2, Base: 100 * time.Millisecond, Max: 300 * time.Millisecond}
+
+func newDiscordFake(t *testing.T) *discordtest.Server {
+	fake := discordtest.New("DISCORD.TEST.TOKEN")
+	t.Cleanup(fake.Close)
+	for _, id := range []string{"d1", "d2", "d3", "d5", "d6", "d7", "d9", "d99"} {
+		fake.AddChannel(id, discordtest.DM, "", "")
+	}
+	fake.AddChannel("general", discordtest.GuildText, "g1", "")
+	fake.AddChannel("thr", discordtest.PublicThread, "g1", "general")
+	return fake
+}
+
+func startDiscord(t *testing.T, fake *discordtest.Server, home string, allowed ...string) *dcWorld {
+	t.Helper()
+	srv := llmtest.NewServer(t)
+	srv.SetResponder(chatModel)
+	rt := newRuntime(t, srv, home)
+	auth := Authorization{Allowed: map[string]bool{}}
+	for _, u := range allowed {
+		auth.Allowed[u] = true
+	}
+	dc, err := NewDiscord(context.Background(), rt, DiscordConfig{Token: fake.Token, BaseURL: fake.URL, Auth: auth,
+		RequireMention: true, TypingEvery: 100 * time.Millisecond, ToolProgress: true, Retry: fastRetry,
+		ReconnectMax: 500 * time.Millisecond, Warn: func(s string) { t.Log(s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &dcWorld{fake: fake, dc: dc, done: make(chan error, 1)}
+	go func() { w.done <- dc.Run(ctx) }()
+	stopped := false
+	w.stop = func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		return <-w.done
+	}
+	t.Cleanup(func() { _ = w.stop() })
+	return w
+}
+
+func TestDiscordThreeUsersAtOnceAndRefusal(t *testing.T) {
+	w := startDiscord(t, newDiscordFake(t), "", "1", "2", "3")
+	var wg sync.WaitGroup
+	for _, u := range []string{"1", "2", "3"} {
+		wg.Go(func() {
+			w.fake.SendMessage(u, "d"+u, "hello from "+u)
+			got := w.fake.WaitSent("d"+u, 1, 20*time.Second)
+			if len(got) != 1 || got[0].Content != "echo: hello from "+u+" #1" {
+				t.Errorf("user %s got %+v", u, got)
+			}
+		})
+	}
+	w.fake.SendMessage("99", "d99", "let me in")
+	w.fake.SendMessage("99", "d99", "please")
+	wg.Wait()
+	if first := w.fake.WaitSent("d99", 1, 10*time.Second); len(first) == 0 {
+		t.Fatal("the unlisted user got no refusal")
+	}
+	time.Sleep(300 * time.Millisecond) // the second message must not get a second refusal
+	if got := w.fake.Sent("d99"); len(got) != 1 || !strings.Contains(got[0].Content, "not allowed") ||
+		!strings.Contains(got[0].Content, "DISCORD_ALLOWED_USERS") {
+		t.Fatalf("unlisted user got %+v", got)
+	}
+	if w.fake.Typing("d1") == 0 {
+		t.Fatal("no typing indicator was sent")
+	}
+}
+
+// In a guild channel each user has a session (and must mention the bot);
+// in a thread everyone shares one.
+func TestDiscordGuildChannelPerUserThreadShared(t *testing.T) {
+	w := startDiscord(t, newDiscordFake(t), "", "1", "2")
+	bot := "<@" + w.fake.BotID + ">"
+	w.fake.SendMessage("1", "general", "not for the bot")
+	w.fake.SendMessage("1", "general", bot+" one")
+	w.fake.WaitSent("general", 1, 20*time.Second)
+	w.fake.SendMessage("2", "general", bot+" two")
+	if got := w.fake.WaitSent("general", 2, 20*time.Second); len(got) != 2 || got[0].Content != "echo: one #1" || got[1].Content != "echo: two #1" {
+		t.Fatalf("guild channel: %+v", got)
+	}
+	w.fake.SendMessage("1", "thr", "first")
+	w.fake.WaitSent("thr", 1, 20*time.Second)
+	w.fake.SendMessage("2", "thr", "second")
+	if got := w.fake.WaitSent("thr", 2, 20*time.Second); len(got) != 2 || got[1].Content != "echo: second #2" {
+		t.Fatalf("thread: %+v", got)
+	}
+}
+
+func TestDiscordLongAnswerInPartsDespite429(t *testing.T) {
+	w := startDiscord(t, newDiscordFake(t), "", "7")
+	w.fake.FailNext("POST messages", 0.4) // the first part waits out retry_after
+	w.fake.SendMessage("7", "d7", "long")
+	got := w.fake.WaitSent("d7", 5, 30*time.Second)
+	if len(got) < 5 {
+		t.Fatalf("%d parts arrived", len(got))
+	}
+	var joined strings.Builder
+	for i, m := range got {
+		if n := len([]rune(m.Content)); n > discordtest.MaxContent {
+			t.Fatalf("part %d has %d characters", i+1, n)
+		}
+		if strings.Count(m.Content, "```")%2 != 0 {
+			t.Fatalf("part %d has an unclosed fence", i+1)
+		}
+		if !strings.HasSuffix(m.Content, "/"+itoa(len(got))+")") {
+			t.Fatalf("part %d lacks its (i/N) suffix", i+1)
+		}
+		joined.WriteString(m.Content)
+	}
+	if !strings.Contains(joined.String(), "That is all.") {
+		t.Fatal("the end of the answer is missing")
+	}
+	if calls := w.fake.Calls("POST messages"); calls != len(got)+1 {
+		t.Fatalf("%d message posts for %d parts and one 429", calls, len(got))
+	}
+}
+
+func TestDiscordApprovalApprovedAndTimedOut(t *testing.T) {
+	w := startDiscord(t, newDiscordFake(t), "", "5", "6")
+	w.fake.SendMessage("5", "d5", "chmod")
+	asked := w.fake.WaitSent("d5", 2, 20*time.Second) // tool status, then the question
+	if len(asked) != 2 || !strings.Contains(asked[0].Content, "chmod 777") || !strings.Contains(asked[1].Content, "/approve") {
+		t.Fatalf("approval prompt: %+v", asked)
+	}
+	w.fake.SendMessage("5", "d5", "/approve")
+	got := w.fake.WaitSent("d5", 4, 20*time.Second)
+	if len(got) != 4 || !strings.Contains(got[3].Content, "changed") {
+		t.Fatalf("after /approve: %+v", got)
+	}
+	// Nobody answers in d6: approvals.timeout (2 s in the test config) denies.
+	w.fake.SendMessage("6", "d6", "chmod")
+	got = w.fake.WaitSent("d6", 3, 20*time.Second)
+	if len(got) != 3 || !strings.Contains(got[2].Content, "approvals.timeout") || strings.Contains(got[2].Content, "changed") {
+		t.Fatalf("timeout: %+v", got)
+	}
+}
+
+func TestDiscordResumeAcrossRestartAndCommands(t *testing.T) {
+	home := t.TempDir()
+	fake := newDiscordFake(t)
+	w := startDiscord(t, fake, home, "1")
+	fake.SendMessage("1", "d1", "first")
+	fake.WaitSent("d1", 1, 20*time.Second)
+	if err := w.stop(); err != nil {
+		t.Fatal(err)
+	}
+	w2 := startDiscord(t, fake, home, "1")
+	fake.SendMessage("1", "d1", "second")
+	if got := fake.WaitSent("d1", 2, 20*time.Second); len(got) != 2 || got[1].Content != "echo: second #2" {
+		t.Fatalf("after restart: %+v", got)
+	}
+	fake.SendMessage("1", "d1", "/model other-model")
+	if got := fake.WaitSent("d1", 3, 10*time.Second); !strings.Contains(got[2].Content, "other-model") {
+		t.Fatalf("/model: %+v", got)
+	}
+	fake.SendMessage("1", "d1", "/new")
+	fake.WaitSent("d1", 4, 10*time.Second)
+	fake.SendMessage("1", "d1", "third")
+	if got := fake.WaitSent("d1", 5, 20*time.Second); len(got) != 5 || got[4].Content != "echo: third #1" {
+		t.Fatalf("after /new: %+v", got)
+	}
+	_ = w2
+}
+
+// A reply the platform cannot take (down) is kept, delivered when it is
+// back; one kept when the gateway stops is delivered by the next run.
+func TestDiscordUndeliveredReplyIsKeptAndDelivered(t *testing.T) {
+	home := t.TempDir()
+	fake := newDiscordFake(t)
+	w := startDiscord(t, fake, home, "1", "2")
+	fake.SendMessage("1", "d1", "hello")
+	fake.WaitSent("d1", 1, 20*time.Second)
+
+	fake.SetDown(true)
+	if err := w.dc.Chat().Deliver(context.Background(), "d1", "while down"); err != nil {
+		t.Fatal(err)
+	}
+	if w.dc.Chat().Undelivered() != 1 {
+		t.Fatalf("%d replies kept", w.dc.Chat().Undelivered())
+	}
+	fake.SetDown(false)
+	if got := fake.WaitSent("d1", 2, 20*time.Second); len(got) != 2 || got[1].Content != "while down" {
+		t.Fatalf("after coming back: %+v", got)
+	}
+
+	fake.SetDown(true)
+	_ = w.dc.Chat().Deliver(context.Background(), "d2", "kept across restart")
+	if err := w.stop(); err != nil {
+		t.Fatal(err)
+	}
+	fake.SetDown(false)
+	startDiscord(t, fake, home, "1", "2")
+	if got := fake.WaitSent("d2", 1, 20*time.Second); len(got) != 1 || got[0].Content != "kept across restart" {
+		t.Fatalf("after restart: %+v", got)
+	}
+}
+
+func TestDiscordReconnectsAndStopsOnRevokedToken(t *testing.T) {
+	fake := newDiscordFake(t)
+	w := startDiscord(t, fake, "", "1")
+	fake.SendMessage("1", "d1", "one")
+	fake.WaitSent("d1", 1, 20*time.Second)
+	before := fake.Identifies()
+	fake.SetDown(true) // drops the gateway connection
+	time.Sleep(200 * time.Millisecond)
+	fake.SetDown(false)
+	fake.SendMessage("1", "d1", "two")
+	if got := fake.WaitSent("d1", 2, 30*time.Second); len(got) != 2 || got[1].Content != "echo: two #2" {
+		t.Fatalf("after reconnecting: %+v", got)
+	}
+	if fake.Identifies() <= before {
+		t.Fatal("no new gateway handshake")
+	}
+	fake.Revoke()
+	select {
+	case err := <-w.done:
+		if err == nil || !strings.Contains(err.Error(), "DISCORD_BOT_TOKEN") {
+			t.Fatalf("run ended with %v", err)
+		}
+		w.done <- err
+	case <-time.After(30 * time.Second):
+		t.Fatal("a revoked token did not stop the adapter")
+	}
+}
