@@ -257,7 +257,9 @@ type apiError struct {
 	retry  float64
 }
 
-func errBody(code int, msg string) map[string]any { return map[string]any{"code": code, "message": msg} }
+func errBody(code int, msg string) map[string]any {
+	return map[string]any{"code": code, "message": msg}
+}
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/ws" || r.URL.Path == "/ws/" {
