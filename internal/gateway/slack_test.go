@@ -138,7 +138,7 @@ func TestSlackLongAnswerInPartsDespite429(t *testing.T) {
 func TestSlackTooLongIsSplitAgain(t *testing.T) {
 	w := startSlack(t, newSlackFake(t), "", "U1")
 	w.sl.chat.p = limitPlatform{w.sl, 60000} // as if the limit were wrong
-	text := strings.Repeat("word ", 10000)          // 50,000 characters
+	text := strings.Repeat("word ", 10000)   // 50,000 characters
 	if err := w.sl.Chat().Deliver(context.Background(), "DU1", text); err != nil {
 		t.Fatal(err)
 	}

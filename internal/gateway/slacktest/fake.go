@@ -366,7 +366,7 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request) {
 		_ = ws.Close()
 	}()
 	if c.write(map[string]any{"type": "hello", "num_connections": 1,
-		"debug_info": map[string]any{"host": "fake", "approximate_connection_time": 18060},
+		"debug_info":      map[string]any{"host": "fake", "approximate_connection_time": 18060},
 		"connection_info": map[string]any{"app_id": "A1"}}) != nil {
 		return
 	}
