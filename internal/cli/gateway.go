@@ -58,7 +58,7 @@ func (a *App) runGateway(ctx context.Context) error {
 		return err
 	}
 	if len(platforms) == 0 {
-		return errors.New("no gateway platform is enabled: set API_SERVER_ENABLED=true or TELEGRAM_BOT_TOKEN (in the environment or HERMES_HOME/.env)")
+		return errors.New("no gateway platform is enabled: set API_SERVER_ENABLED=true, TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN or SLACK_BOT_TOKEN (in the environment or HERMES_HOME/.env)")
 	}
 	failed := make(chan error, len(platforms))
 	for _, p := range platforms {
@@ -68,12 +68,7 @@ func (a *App) runGateway(ctx context.Context) error {
 			}
 		}()
 	}
-	var runErr error
-	select {
-	case <-ctx.Done():
-		fmt.Fprintln(a.Stderr, "hermes: gateway stopping: draining running turns")
-	case runErr = <-failed:
-	}
+	runErr := a.waitPlatforms(ctx, failed, len(platforms))
 	dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	for _, p := range platforms {
@@ -85,6 +80,23 @@ func (a *App) runGateway(ctx context.Context) error {
 		fmt.Fprintf(a.Stderr, "hermes: running turns did not finish within %s; they are cancelled and can be resumed\n", drainTimeout)
 	}
 	return runErr
+}
+
+// waitPlatforms waits until ctx ends (nil) or every one of n platforms
+// failed (the last error); a platform failing while others run is reported.
+func (a *App) waitPlatforms(ctx context.Context, failed <-chan error, n int) error {
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(a.Stderr, "hermes: gateway stopping: draining running turns")
+			return nil
+		case err := <-failed:
+			if n--; n == 0 {
+				return err
+			}
+			fmt.Fprintf(a.Stderr, "hermes: %v; the other platforms keep running\n", err)
+		}
+	}
 }
 
 // gatewayPlatforms builds the platforms the environment enables.
@@ -108,12 +120,10 @@ func (a *App) gatewayPlatforms(ctx context.Context, cfg *config.Loaded, rt *sess
 		fmt.Fprintf(a.Stderr, "hermes: API server listening on http://%s/v1\n", api.Addr())
 		out = append(out, platform{name: "API server", serve: api.Serve, stop: api.Shutdown})
 	}
-	tg, err := a.telegramPlatform(ctx, cfg, rt)
-	if err != nil {
-		return nil, err
-	}
-	if tg != nil {
-		out = append(out, *tg)
+	chats, failed := a.chatPlatforms(ctx, cfg, rt)
+	out = append(out, chats...)
+	if len(out) == 0 && failed > 0 {
+		return nil, errors.New("no gateway platform could start (see above)")
 	}
 	return out, nil
 }

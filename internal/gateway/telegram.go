@@ -26,6 +26,9 @@ type TelegramConfig struct {
 	// GATEWAY_ALLOW_ALL_USERS. With neither, everyone is refused.
 	Allowed  map[int64]bool
 	AllowAll bool
+	// Auth, when it allows anyone, replaces Allowed and AllowAll (the
+	// chain AuthorizationFromEnv("telegram", ...) reads).
+	Auth Authorization
 	// PollTimeout is the long-polling timeout (default 30 s).
 	PollTimeout time.Duration
 	// TypingEvery repeats the typing indicator while a turn runs (default 4 s).
@@ -51,22 +54,6 @@ type Telegram struct {
 	fatal chan error
 }
 
-// ParseAllowedUsers reads a comma-separated list of Telegram user ids.
-func ParseAllowedUsers(list string) (map[int64]bool, error) {
-	out := map[int64]bool{}
-	for _, f := range strings.Split(list, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		id, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("allowed users: %q is not a numeric Telegram user id", f)
-		}
-		out[id] = true
-	}
-	return out, nil
-}
-
 // NewTelegram connects to the Bot API (getMe checks the token).
 func NewTelegram(ctx context.Context, rt *session.Runtime, cfg TelegramConfig) (*Telegram, error) {
 	if cfg.PollTimeout <= 0 {
@@ -79,6 +66,9 @@ func NewTelegram(ctx context.Context, rt *session.Runtime, cfg TelegramConfig) (
 	auth := Authorization{Allowed: map[string]bool{}, AllowAll: cfg.AllowAll, Source: "TELEGRAM_ALLOWED_USERS"}
 	for id := range cfg.Allowed {
 		auth.Allowed[strconv.FormatInt(id, 10)] = true
+	}
+	if len(cfg.Auth.Allowed) > 0 || cfg.Auth.AllowAll || cfg.Auth.Paired != nil {
+		auth = cfg.Auth
 	}
 	chat, err := NewChat(rt, t, ChatConfig{Auth: auth, TypingEvery: cfg.TypingEvery, ToolProgress: cfg.ToolProgress,
 		Retry: cfg.Retry, Warn: cfg.Warn})

@@ -200,7 +200,7 @@ func (s *Server) getUpdates(r *http.Request, p map[string]string) []json.RawMess
 	deadline := time.After(time.Duration(min(timeout, 2)) * time.Second)
 	for {
 		s.mu.Lock()
-		var out []json.RawMessage
+		var out, kept []json.RawMessage
 		for _, u := range s.updates {
 			var head struct {
 				ID int64 `json:"update_id"`
@@ -209,7 +209,12 @@ func (s *Server) getUpdates(r *http.Request, p map[string]string) []json.RawMess
 			if head.ID >= offset {
 				out = append(out, u)
 			}
+			// An offset confirms the updates before it: Telegram forgets them.
+			if offset == 0 || head.ID >= offset {
+				kept = append(kept, u)
+			}
 		}
+		s.updates = kept
 		ch := s.notify
 		s.mu.Unlock()
 		if len(out) > 0 || timeout == 0 {
