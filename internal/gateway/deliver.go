@@ -57,6 +57,19 @@ func (c *Chat) Deliver(ctx context.Context, chat, text string) error {
 	return c.deliver(ctx, chat, OutMessage{Text: text})
 }
 
+// DeliverTo sends text to chatID (and threadID, "" outside threads) as
+// cron's "<platform>:<chat_id>[:<thread_id>]" delivery names them. Like
+// Deliver, a reply the platform does not take now is kept and retried.
+func (c *Chat) DeliverTo(ctx context.Context, chatID, threadID, text string) error {
+	addr := chatID
+	if a, ok := c.p.(interface{ Address(chatID, threadID string) string }); ok {
+		addr = a.Address(chatID, threadID)
+	} else if threadID != "" {
+		addr = chatID + "/" + threadID
+	}
+	return c.Deliver(ctx, addr, text)
+}
+
 // lock serialises deliveries to one chat, so parts and replies keep order.
 func (c *Chat) lock(chat string) func() {
 	h := fnv.New32a()

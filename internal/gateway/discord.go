@@ -255,6 +255,14 @@ func (d *Discord) channel(ctx context.Context, id string) *discordgo.Channel {
 	return ch
 }
 
+// Address is the channel to post to: a thread is a channel of its own.
+func (d *Discord) Address(chatID, threadID string) string {
+	if threadID != "" {
+		return threadID
+	}
+	return chatID
+}
+
 // Name is "discord".
 func (d *Discord) Name() string { return "discord" }
 

@@ -37,8 +37,13 @@ func newDiscordFake(t *testing.T) *discordtest.Server {
 
 func startDiscord(t *testing.T, fake *discordtest.Server, home string, allowed ...string) *dcWorld {
 	t.Helper()
+	return startDiscordWith(t, fake, home, chatModel, allowed...)
+}
+
+func startDiscordWith(t *testing.T, fake *discordtest.Server, home string, respond func(llmtest.Request) llmtest.Turn, allowed ...string) *dcWorld {
+	t.Helper()
 	srv := llmtest.NewServer(t)
-	srv.SetResponder(chatModel)
+	srv.SetResponder(respond)
 	rt := newRuntime(t, srv, home)
 	auth := Authorization{Allowed: map[string]bool{}}
 	for _, u := range allowed {
@@ -248,5 +253,52 @@ func TestDiscordReconnectsAndStopsOnRevokedToken(t *testing.T) {
 		w.done <- err
 	case <-time.After(30 * time.Second):
 		t.Fatal("a revoked token did not stop the adapter")
+	}
+}
+
+// A message sent while a turn runs is acknowledged as queued and answered
+// after it; tool progress is one status message, edited as calls go on.
+func TestDiscordQueuedAckAndToolProgressEdits(t *testing.T) {
+	release := make(chan struct{})
+	respond := func(r llmtest.Request) llmtest.Turn {
+		msgs := chatBody(r)
+		tools := 0
+		for _, m := range msgs {
+			if m.Role == "tool" {
+				tools++
+			}
+		}
+		switch {
+		case lastUser(r) == "slow":
+			<-release
+		case lastUser(r) == "two tools" && tools < 2:
+			return llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "terminal", Args: `{"command":"echo step` + itoa(tools+1) + `"}`}}}
+		case lastUser(r) == "two tools":
+			return llmtest.Turn{Text: "both done"}
+		}
+		return echo(r)
+	}
+	fake := newDiscordFake(t)
+	startDiscordWith(t, fake, "", respond, "1", "2")
+	fake.SendMessage("1", "d1", "slow")
+	time.Sleep(300 * time.Millisecond)
+	fake.SendMessage("1", "d1", "next")
+	got := fake.WaitSent("d1", 1, 20*time.Second)
+	if len(got) != 1 || !strings.Contains(got[0].Content, "Queued (1 ahead)") {
+		t.Fatalf("queued ack: %+v", got)
+	}
+	close(release)
+	got = fake.WaitSent("d1", 3, 20*time.Second)
+	if len(got) != 3 || got[1].Content != "echo: slow #1" || got[2].Content != "echo: next #2" {
+		t.Fatalf("answers: %+v", got)
+	}
+
+	fake.SendMessage("2", "d2", "two tools")
+	got = fake.WaitSent("d2", 2, 20*time.Second)
+	if len(got) != 2 || got[1].Content != "both done" {
+		t.Fatalf("tool turn: %+v", got)
+	}
+	if st := got[0]; st.Edits != 1 || !strings.Contains(st.Content, "echo step1") || !strings.Contains(st.Content, "echo step2") {
+		t.Fatalf("status message: %+v", st)
 	}
 }
