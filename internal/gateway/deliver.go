@@ -62,7 +62,9 @@ func (c *Chat) Deliver(ctx context.Context, chat, text string) error {
 // Deliver, a reply the platform does not take now is kept and retried.
 func (c *Chat) DeliverTo(ctx context.Context, chatID, threadID, text string) error {
 	addr := chatID
-	if a, ok := c.p.(interface{ Address(chatID, threadID string) string }); ok {
+	if a, ok := c.p.(interface {
+		Address(chatID, threadID string) string
+	}); ok {
 		addr = a.Address(chatID, threadID)
 	} else if threadID != "" {
 		addr = chatID + "/" + threadID
