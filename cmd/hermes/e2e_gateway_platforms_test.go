@@ -35,7 +35,8 @@ func countingEcho(r llmtest.Request) llmtest.Turn {
 // One gateway process serves Telegram, Discord and Slack at once on one
 // session runtime; killed (SIGKILL) and restarted it resumes each chat;
 // a platform that cannot start (a rejected Slack token) is reported and
-// the others keep serving.
+// the others keep serving. An unknown user gets a pairing code the
+// operator approves with `hermes pairing approve`.
 func TestGatewayAllChatPlatformsKillAndResume(t *testing.T) {
 	e := newE2E(t)
 	e.configureModel()
@@ -71,8 +72,22 @@ func TestGatewayAllChatPlatformsKillAndResume(t *testing.T) {
 	if got := sl.WaitSent("DU31", 1, 30*time.Second); len(got) != 1 || got[0].Text != "echo: hi slack #1" {
 		t.Fatalf("slack: %+v\n%s", got, stderr.String())
 	}
-	if got := sl.WaitSent("DU99", 1, 10*time.Second); len(got) != 1 || !strings.Contains(got[0].Text, "not allowed") {
+	got := sl.WaitSent("DU99", 1, 10*time.Second)
+	if len(got) != 1 || !strings.Contains(got[0].Text, "not allowed") || !strings.Contains(got[0].Text, "pairing approve slack ") {
 		t.Fatalf("unlisted slack user: %+v", got)
+	}
+	// The operator approves the pairing code; the user is let in.
+	_, code, _ := strings.Cut(got[0].Text, "pairing approve slack ")
+	code, _, _ = strings.Cut(code, ";")
+	if res := e.run("pairing", "approve", "slack", code); res.code != 0 || !strings.Contains(res.stdout, "U99") {
+		t.Fatalf("pairing approve: %s", res)
+	}
+	if res := e.run("pairing", "list"); !strings.Contains(res.stdout, "approved  slack    user U99") {
+		t.Fatalf("pairing list: %s", res)
+	}
+	sl.SendMessage("U99", "DU99", "", "now?")
+	if got := sl.WaitSent("DU99", 2, 30*time.Second); len(got) != 2 || got[1].Text != "echo: now? #1" {
+		t.Fatalf("paired user: %+v\n%s", got, stderr.String())
 	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)

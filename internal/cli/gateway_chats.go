@@ -6,6 +6,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/gateway"
+	"github.com/hermes-go/hermes/internal/pairing"
 	"github.com/hermes-go/hermes/internal/session"
 )
 
@@ -57,6 +58,15 @@ func (a *App) chatPlatforms(ctx context.Context, cfg *config.Loaded, rt *session
 	return out, failed
 }
 
+// unknownDMs reads unauthorized_dm_behavior: pair (default) hands out
+// pairing codes, ignore stays silent.
+func (a *App) unknownDMs(cfg *config.Loaded) (gateway.Pairer, bool) {
+	if cfg.Config.UnauthorizedDMBehavior == "ignore" {
+		return nil, true
+	}
+	return pairing.New(a.Home(), a.Now), false
+}
+
 func (a *App) warnFunc() func(string) {
 	return func(msg string) { fmt.Fprintln(a.Stderr, "hermes:", msg) }
 }
@@ -75,7 +85,8 @@ func (a *App) discordPlatform(ctx context.Context, cfg *config.Loaded, rt *sessi
 	if token == "" {
 		return nil, nil
 	}
-	dc, err := gateway.NewDiscord(ctx, rt, gateway.DiscordConfig{
+	pair, ignore := a.unknownDMs(cfg)
+	dc, err := gateway.NewDiscord(ctx, rt, gateway.DiscordConfig{Pairing: pair, IgnoreUnknownDMs: ignore,
 		Token: token, BaseURL: cfg.Getenv("DISCORD_BASE_URL"), Auth: gateway.AuthorizationFromEnv("discord", cfg.Getenv),
 		RequireMention: requireMention(cfg, "DISCORD_REQUIRE_MENTION"), ToolProgress: true, Warn: a.warnFunc(),
 	})
@@ -94,7 +105,8 @@ func (a *App) slackPlatform(ctx context.Context, cfg *config.Loaded, rt *session
 	if token == "" {
 		return nil, nil
 	}
-	sl, err := gateway.NewSlack(ctx, rt, gateway.SlackConfig{
+	pair, ignore := a.unknownDMs(cfg)
+	sl, err := gateway.NewSlack(ctx, rt, gateway.SlackConfig{Pairing: pair, IgnoreUnknownDMs: ignore,
 		BotToken: token, AppToken: cfg.Getenv("SLACK_APP_TOKEN"), APIURL: cfg.Getenv("SLACK_API_URL"),
 		Auth:           gateway.AuthorizationFromEnv("slack", cfg.Getenv),
 		RequireMention: requireMention(cfg, "SLACK_REQUIRE_MENTION"), ToolProgress: true, Warn: a.warnFunc(),

@@ -18,7 +18,8 @@ func (a *App) telegramPlatform(ctx context.Context, cfg *config.Loaded, rt *sess
 	if token == "" {
 		return nil, nil
 	}
-	tg, err := gateway.NewTelegram(ctx, rt, gateway.TelegramConfig{
+	pair, ignore := a.unknownDMs(cfg)
+	tg, err := gateway.NewTelegram(ctx, rt, gateway.TelegramConfig{Pairing: pair, IgnoreUnknownDMs: ignore,
 		Token: token, BaseURL: cfg.Getenv("TELEGRAM_BASE_URL"), Auth: gateway.AuthorizationFromEnv("telegram", cfg.Getenv),
 		ToolProgress: true, Warn: a.warnFunc(),
 	})

@@ -158,6 +158,7 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newSecretsCmd(),
 		a.newGatewayCmd(),
 	)
+	root.AddCommand(a.newPairingCmd())
 	root.AddCommand(a.faceCommands()...)
 	explainArgErrors(root)
 	return root

@@ -18,6 +18,10 @@ type Config struct {
 	// the system prompt, in characters; 0 = 20,000 (Hermes
 	// "context_file_max_chars").
 	ContextFileMaxChars int `yaml:"context_file_max_chars"`
+	// UnauthorizedDMBehavior is what the gateway does with a direct
+	// message from an unknown user: pair (default: a pairing code the
+	// operator approves with `hermes pairing approve`) or ignore.
+	UnauthorizedDMBehavior string `yaml:"unauthorized_dm_behavior"`
 }
 
 // ModelConfig is the model: section.

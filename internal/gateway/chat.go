@@ -161,6 +161,20 @@ type ChatConfig struct {
 	Warn func(string)
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Pairing, when set, gives unknown users in direct chats a pairing code
+	// (Hermes' unauthorized_dm_behavior: pair) instead of a refusal, and
+	// lets the users it approved in.
+	Pairing Pairer
+	// IgnoreUnknownDMs leaves direct messages of unknown users unanswered
+	// (unauthorized_dm_behavior: ignore).
+	IgnoreUnknownDMs bool
+}
+
+// Pairer hands out pairing codes and knows the approved users
+// (pairing.Store).
+type Pairer interface {
+	Request(platform, user, name string) (code string, err error)
+	IsApproved(platform, user string) bool
 }
 
 // Chat is the platform-independent part of a chat gateway: authorization,
@@ -192,9 +206,17 @@ func NewChat(rt *session.Runtime, p Platform, cfg ChatConfig) (*Chat, error) {
 	if cfg.Home == "" {
 		cfg.Home = rt.Home()
 	}
-	if len(cfg.Auth.Allowed) == 0 && !cfg.Auth.AllowAll && cfg.Auth.Paired == nil {
+	if cfg.Pairing != nil && cfg.Auth.Paired == nil {
+		name := p.Name()
+		cfg.Auth.Paired = func(user string) bool { return cfg.Pairing.IsApproved(name, user) }
+	}
+	if len(cfg.Auth.Allowed) == 0 && !cfg.Auth.AllowAll {
 		up := strings.ToUpper(p.Name())
-		cfg.Warn(fmt.Sprintf("warning: %s: no user is allowed (set %s_ALLOWED_USERS, GATEWAY_ALLOWED_USERS or GATEWAY_ALLOW_ALL_USERS=true); every message will be refused", p.Name(), up))
+		then := "every message will be refused"
+		if cfg.Pairing != nil {
+			then = "only users approved with `hermes pairing approve` may talk"
+		}
+		cfg.Warn(fmt.Sprintf("warning: %s: no user is allowed (set %s_ALLOWED_USERS, GATEWAY_ALLOWED_USERS or GATEWAY_ALLOW_ALL_USERS=true); %s", p.Name(), up, then))
 	}
 	c := &Chat{p: p, rt: rt, cfg: cfg}
 	out, err := openOutbox(cfg.Home, p.Name(), cfg.Now)
@@ -245,6 +267,21 @@ func (c *Chat) Handle(ctx context.Context, in Incoming) {
 
 // refuse answers an unknown user once (or with a pairing code in a DM).
 func (c *Chat) refuse(ctx context.Context, in Incoming) {
+	if in.DM && c.cfg.IgnoreUnknownDMs {
+		return
+	}
+	if in.DM && c.cfg.Pairing != nil {
+		code, err := c.cfg.Pairing.Request(c.p.Name(), in.User, in.UserName)
+		if err != nil {
+			c.cfg.Warn(fmt.Sprintf("%s: pairing: %v", c.p.Name(), err))
+		} else {
+			if code != "" {
+				c.say(ctx, in.Chat, "Sorry, you are not allowed to use this agent yet. To ask for access, give its operator this pairing code: "+
+					code+"\n(they run: hermes pairing approve "+c.p.Name()+" "+code+"; it expires in an hour)")
+			}
+			return
+		}
+	}
 	if _, seen := c.refused.LoadOrStore(in.User, true); seen {
 		return
 	}

@@ -39,6 +39,10 @@ type DiscordConfig struct {
 	Retry RetryPolicy
 	// ReconnectMax bounds the reconnect backoff (default 2 min).
 	ReconnectMax time.Duration
+	// Pairing and IgnoreUnknownDMs say what unknown users' direct
+	// messages get (see ChatConfig).
+	Pairing          Pairer
+	IgnoreUnknownDMs bool
 	// Warn receives one-line messages for the operator.
 	Warn func(string)
 }
@@ -116,7 +120,7 @@ func NewDiscord(ctx context.Context, rt *session.Runtime, cfg DiscordConfig) (*D
 	}
 	d.botID = me.ID
 	chat, err := NewChat(rt, d, ChatConfig{Auth: cfg.Auth, TypingEvery: cfg.TypingEvery, ToolProgress: cfg.ToolProgress,
-		Retry: cfg.Retry, Warn: cfg.Warn})
+		Retry: cfg.Retry, Warn: cfg.Warn, Pairing: cfg.Pairing, IgnoreUnknownDMs: cfg.IgnoreUnknownDMs})
 	if err != nil {
 		return nil, err
 	}

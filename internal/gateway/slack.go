@@ -37,6 +37,10 @@ type SlackConfig struct {
 	Retry RetryPolicy
 	// ReconnectMax bounds the reconnect backoff (default 2 min).
 	ReconnectMax time.Duration
+	// Pairing and IgnoreUnknownDMs say what unknown users' direct
+	// messages get (see ChatConfig).
+	Pairing          Pairer
+	IgnoreUnknownDMs bool
 	// Warn receives one-line messages for the operator.
 	Warn func(string)
 }
@@ -85,7 +89,7 @@ func NewSlack(ctx context.Context, rt *session.Runtime, cfg SlackConfig) (*Slack
 	s := &Slack{cfg: cfg, api: api, botID: me.UserID}
 	s.sm = socketmode.New(api)
 	chat, err := NewChat(rt, s, ChatConfig{Auth: cfg.Auth, TypingEvery: time.Hour, ToolProgress: cfg.ToolProgress,
-		Retry: cfg.Retry, Warn: cfg.Warn})
+		Retry: cfg.Retry, Warn: cfg.Warn, Pairing: cfg.Pairing, IgnoreUnknownDMs: cfg.IgnoreUnknownDMs})
 	if err != nil {
 		return nil, err
 	}

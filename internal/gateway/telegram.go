@@ -37,6 +37,10 @@ type TelegramConfig struct {
 	ToolProgress bool
 	// Retry is the delivery retry policy (zero = defaults).
 	Retry RetryPolicy
+	// Pairing and IgnoreUnknownDMs say what unknown users' direct
+	// messages get (see ChatConfig).
+	Pairing          Pairer
+	IgnoreUnknownDMs bool
 	// Warn receives one-line messages for the operator.
 	Warn func(string)
 }
@@ -71,7 +75,7 @@ func NewTelegram(ctx context.Context, rt *session.Runtime, cfg TelegramConfig) (
 		auth = cfg.Auth
 	}
 	chat, err := NewChat(rt, t, ChatConfig{Auth: auth, TypingEvery: cfg.TypingEvery, ToolProgress: cfg.ToolProgress,
-		Retry: cfg.Retry, Warn: cfg.Warn})
+		Retry: cfg.Retry, Warn: cfg.Warn, Pairing: cfg.Pairing, IgnoreUnknownDMs: cfg.IgnoreUnknownDMs})
 	if err != nil {
 		return nil, err
 	}
