@@ -199,6 +199,8 @@ func NewChat(rt *session.Runtime, p Platform, cfg ChatConfig) (*Chat, error) {
 	if cfg.Warn == nil {
 		cfg.Warn = func(string) {}
 	}
+	warn := cfg.Warn // platform errors may quote a token: never to the log
+	cfg.Warn = func(s string) { warn(rt.Redactor().Redact(s)) }
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -233,6 +235,9 @@ func (c *Chat) Run(ctx context.Context) {
 	c.retryLoop(ctx)
 	c.running.Wait()
 }
+
+// Warn tells the operator msg, with the process's secrets redacted.
+func (c *Chat) Warn(msg string) { c.cfg.Warn(msg) }
 
 // Undelivered is how many replies wait for redelivery.
 func (c *Chat) Undelivered() int { return c.out.len() }

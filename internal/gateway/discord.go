@@ -125,6 +125,7 @@ func NewDiscord(ctx context.Context, rt *session.Runtime, cfg DiscordConfig) (*D
 		return nil, err
 	}
 	d.chat = chat
+	d.cfg.Warn = chat.Warn
 	dg.AddHandler(d.onMessage)
 	dg.AddHandler(func(*discordgo.Session, *discordgo.Disconnect) {
 		select {

@@ -94,6 +94,7 @@ func NewSlack(ctx context.Context, rt *session.Runtime, cfg SlackConfig) (*Slack
 		return nil, err
 	}
 	s.chat = chat
+	s.cfg.Warn = chat.Warn
 	return s, nil
 }
 

@@ -80,6 +80,7 @@ func NewTelegram(ctx context.Context, rt *session.Runtime, cfg TelegramConfig) (
 		return nil, err
 	}
 	t.chat = chat
+	t.cfg.Warn = chat.Warn
 	opts := []bot.Option{
 		bot.WithDefaultHandler(t.onUpdate),
 		bot.WithHTTPClient(cfg.PollTimeout, &http.Client{Timeout: cfg.PollTimeout + 10*time.Second}),
