@@ -41,7 +41,7 @@ type Server struct {
 	srv *httptest.Server
 
 	mu       sync.Mutex
-	updates  []json.RawMessage
+	updates  []pendingUpdate // unconfirmed, in update_id order
 	nextUpd  int64
 	nextMsg  int64
 	sent     []Message
@@ -49,6 +49,12 @@ type Server struct {
 	failNext map[string][]int // method → retry_after of queued 429s
 	calls    map[string]int
 	notify   chan struct{}
+}
+
+// pendingUpdate is an update getUpdates has not seen confirmed.
+type pendingUpdate struct {
+	id  int64
+	raw json.RawMessage
 }
 
 // New starts a fake Bot API accepting token.
@@ -76,7 +82,7 @@ func (s *Server) SendText(userID, chatID int64, chatType, text string) {
 		"chat": map[string]any{"id": chatID, "type": chatType},
 	}}
 	b, _ := json.Marshal(upd)
-	s.updates = append(s.updates, b)
+	s.updates = append(s.updates, pendingUpdate{id: id, raw: b})
 	s.wake()
 }
 
@@ -200,21 +206,17 @@ func (s *Server) getUpdates(r *http.Request, p map[string]string) []json.RawMess
 	deadline := time.After(time.Duration(min(timeout, 2)) * time.Second)
 	for {
 		s.mu.Lock()
-		var out, kept []json.RawMessage
-		for _, u := range s.updates {
-			var head struct {
-				ID int64 `json:"update_id"`
-			}
-			_ = json.Unmarshal(u, &head)
-			if head.ID >= offset {
-				out = append(out, u)
-			}
-			// An offset confirms the updates before it: Telegram forgets them.
-			if offset == 0 || head.ID >= offset {
-				kept = append(kept, u)
-			}
+		// As the Bot API does, an offset confirms (and forgets) every
+		// update before it.
+		confirmed := 0
+		for confirmed < len(s.updates) && s.updates[confirmed].id < offset {
+			confirmed++
 		}
-		s.updates = kept
+		s.updates = s.updates[confirmed:]
+		var out []json.RawMessage
+		for _, u := range s.updates {
+			out = append(out, u.raw)
+		}
 		ch := s.notify
 		s.mu.Unlock()
 		if len(out) > 0 || timeout == 0 {
@@ -246,18 +248,19 @@ func checkEntities(mode, text string) *apiError {
 	if mode != "Markdown" {
 		return nil
 	}
+	bad := &apiError{400, "Bad Request: can't parse entities: Can't find end of the entity starting at byte offset 0", 0}
 	parts := strings.Split(text, "```")
 	if len(parts)%2 == 0 {
-		return &apiError{400, "Bad Request: can't parse entities: Can't find end of the entity starting at byte offset 0", 0}
+		return bad
 	}
 	for i := 0; i < len(parts); i += 2 {
 		inline := strings.Split(parts[i], "`")
 		if len(inline)%2 == 0 {
-			return &apiError{400, "Bad Request: can't parse entities: Can't find end of the entity starting at byte offset 0", 0}
+			return bad
 		}
 		for j := 0; j < len(inline); j += 2 {
 			if strings.Count(inline[j], "*")%2 != 0 || strings.Count(inline[j], "_")%2 != 0 {
-				return &apiError{400, "Bad Request: can't parse entities: Can't find end of the entity starting at byte offset 0", 0}
+				return bad
 			}
 		}
 	}
