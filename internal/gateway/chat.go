@@ -186,6 +186,8 @@ type Chat struct {
 	cfg     ChatConfig
 	refused sync.Map // user id → true once refused
 	running sync.WaitGroup
+	mu      sync.Mutex
+	closing bool // Run is waiting for the handlers: no new ones
 	out     *outbox
 	locks   [64]sync.Mutex // per-chat delivery order, striped by chat
 }
@@ -233,7 +235,21 @@ func NewChat(rt *session.Runtime, p Platform, cfg ChatConfig) (*Chat, error) {
 // handlers of received messages to finish.
 func (c *Chat) Run(ctx context.Context) {
 	c.retryLoop(ctx)
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
 	c.running.Wait()
+}
+
+// begin registers a handler; it reports false once Run is draining.
+func (c *Chat) begin() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return false
+	}
+	c.running.Add(1)
+	return true
 }
 
 // Warn tells the operator msg, with the process's secrets redacted.
@@ -250,7 +266,10 @@ func (c *Chat) Handle(ctx context.Context, in Incoming) {
 	if strings.TrimSpace(in.Text) == "" || in.User == "" {
 		return
 	}
-	c.running.Add(1)
+	if !c.begin() {
+		c.cfg.Warn(fmt.Sprintf("%s: a message from user %s arrived while the gateway stops; it is not answered", c.p.Name(), in.User))
+		return
+	}
 	defer c.running.Done()
 	ctx = context.WithoutCancel(ctx)
 	if !c.cfg.Auth.Allows(in.User) {
