@@ -259,7 +259,7 @@ func TestDiscordReconnectsAndStopsOnRevokedToken(t *testing.T) {
 // A message sent while a turn runs is acknowledged as queued and answered
 // after it; tool progress is one status message, edited as calls go on.
 func TestDiscordQueuedAckAndToolProgressEdits(t *testing.T) {
-	release := make(chan struct{})
+	release, started := make(chan struct{}), make(chan struct{}, 1)
 	respond := func(r llmtest.Request) llmtest.Turn {
 		msgs := chatBody(r)
 		tools := 0
@@ -270,6 +270,7 @@ func TestDiscordQueuedAckAndToolProgressEdits(t *testing.T) {
 		}
 		switch {
 		case lastUser(r) == "slow":
+			started <- struct{}{}
 			<-release
 		case lastUser(r) == "two tools" && tools < 2:
 			return llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "terminal", Args: `{"command":"echo step` + itoa(tools+1) + `"}`}}}
@@ -281,7 +282,7 @@ func TestDiscordQueuedAckAndToolProgressEdits(t *testing.T) {
 	fake := newDiscordFake(t)
 	startDiscordWith(t, fake, "", respond, "1", "2")
 	fake.SendMessage("1", "d1", "slow")
-	time.Sleep(300 * time.Millisecond)
+	<-started
 	fake.SendMessage("1", "d1", "next")
 	got := fake.WaitSent("d1", 1, 20*time.Second)
 	if len(got) != 1 || !strings.Contains(got[0].Content, "Queued (1 ahead)") {
