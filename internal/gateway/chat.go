@@ -189,7 +189,7 @@ type Chat struct {
 	mu      sync.Mutex
 	closing bool // Run is waiting for the handlers: no new ones
 	out     *outbox
-	locks   [64]sync.Mutex // per-chat delivery order, striped by chat
+	locks   chatLocks // per-chat delivery order
 }
 
 // NewChat builds the chat core of platform p on rt. It loads the replies

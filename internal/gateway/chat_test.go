@@ -1,10 +1,14 @@
 package gateway
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/hermes-go/hermes/internal/llm/llmtest"
 )
 
 func TestSessionKeysFollowHermes(t *testing.T) {
@@ -83,4 +87,56 @@ func TestOutboxRefusesBrokenFile(t *testing.T) {
 	if _, err := openOutbox(home, "discord", time.Now); err == nil {
 		t.Fatal("a broken file must not be overwritten silently")
 	}
+}
+
+// memPlatform is a Platform in memory; Send blocks for chats in hold.
+type memPlatform struct {
+	mu   sync.Mutex
+	sent map[string][]string
+	hold map[string]chan struct{}
+}
+
+func (m *memPlatform) Name() string { return "mem" }
+func (m *memPlatform) Limit() int   { return 4096 }
+func (m *memPlatform) Send(_ context.Context, chat string, msg OutMessage) (string, error) {
+	m.mu.Lock()
+	h := m.hold[chat]
+	m.mu.Unlock()
+	if h != nil {
+		<-h
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sent[chat] = append(m.sent[chat], msg.Text)
+	return chat, nil
+}
+func (m *memPlatform) Edit(context.Context, string, string, OutMessage) error { return nil }
+func (m *memPlatform) Typing(context.Context, string) error                   { return nil }
+
+// A delivery stuck on one chat (a long rate limit) holds up no other chat.
+func TestDeliveryToOneChatDoesNotWaitForAnother(t *testing.T) {
+	rt := newRuntime(t, llmtest.NewServer(t), "")
+	p := &memPlatform{sent: map[string][]string{}, hold: map[string]chan struct{}{}}
+	for i := range 100 {
+		p.hold["slow"+itoa(i)] = make(chan struct{})
+	}
+	c, err := NewChat(rt, p, ChatConfig{Auth: Authorization{AllowAll: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 100 {
+		wg.Go(func() { _ = c.Deliver(context.Background(), "slow"+itoa(i), "held") })
+	}
+	done := make(chan struct{})
+	go func() { _ = c.Deliver(context.Background(), "fast", "through"); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a delivery to another chat waited")
+	}
+	for i := range 100 {
+		close(p.hold["slow"+itoa(i)])
+	}
+	wg.Wait()
 }

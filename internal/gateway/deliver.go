@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
+	"sync"
 	"time"
 )
 
@@ -72,13 +72,42 @@ func (c *Chat) DeliverTo(ctx context.Context, chatID, threadID, text string) err
 	return c.Deliver(ctx, addr, text)
 }
 
-// lock serialises deliveries to one chat, so parts and replies keep order.
-func (c *Chat) lock(chat string) func() {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(chat))
-	mu := &c.locks[h.Sum32()%uint32(len(c.locks))]
-	mu.Lock()
-	return mu.Unlock
+// lock serialises deliveries to one chat, so parts and replies keep
+// their order; other chats are not held up.
+func (c *Chat) lock(chat string) func() { return c.locks.lock(chat) }
+
+// chatLocks is a mutex per chat with a delivery in progress.
+type chatLocks struct {
+	mu sync.Mutex
+	m  map[string]*chatLock
+}
+
+type chatLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+func (l *chatLocks) lock(key string) func() {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[string]*chatLock{}
+	}
+	cl := l.m[key]
+	if cl == nil {
+		cl = &chatLock{}
+		l.m[key] = cl
+	}
+	cl.refs++
+	l.mu.Unlock()
+	cl.mu.Lock()
+	return func() {
+		cl.mu.Unlock()
+		l.mu.Lock()
+		if cl.refs--; cl.refs == 0 {
+			delete(l.m, key)
+		}
+		l.mu.Unlock()
+	}
 }
 
 // deliver splits m at the platform's limit and sends the parts in order;
