@@ -205,7 +205,9 @@ func (c *Chat) command(ctx context.Context, chat, key, text string) {
 	case "/model":
 		if s := open(false); s != nil {
 			if len(fields) > 1 {
-				s.SetModel(fields[1])
+				if err := s.SetModel(ctx, fields[1]); err != nil {
+					c.cfg.Warn(fmt.Sprintf("%s: saving the model of session %s: %v", c.p.Name(), s.ID(), err))
+				}
 				c.say(ctx, chat, "Model for this session: "+s.Model()+" (from the next message).")
 				return
 			}

@@ -15,7 +15,8 @@ import (
 // package variables (UseDiscordBaseURL).
 
 type dcWorld struct {
-	fake *discordtest.Server
+	model *llmtest.Server
+	fake  *discordtest.Server
 	dc   *Discord
 	done chan error
 	stop func() error
@@ -56,7 +57,7 @@ func startDiscordWith(t *testing.T, fake *discordtest.Server, home string, respo
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &dcWorld{fake: fake, dc: dc, done: make(chan error, 1)}
+	w := &dcWorld{model: srv, fake: fake, dc: dc, done: make(chan error, 1)}
 	go func() { w.done <- dc.Run(ctx) }()
 	stopped := false
 	w.stop = func() error {
@@ -168,23 +169,38 @@ func TestDiscordApprovalApprovedAndTimedOut(t *testing.T) {
 	}
 }
 
+// lastModel is the model named by the last request the fake model got.
+func lastModel(srv *llmtest.Server) string {
+	reqs := srv.Requests()
+	if len(reqs) == 0 {
+		return ""
+	}
+	m, _ := reqs[len(reqs)-1].JSON()["model"].(string)
+	return m
+}
+
+// A chat resumes its session after a restart, with the model /model chose;
+// /new starts over with the configured model.
 func TestDiscordResumeAcrossRestartAndCommands(t *testing.T) {
 	home := t.TempDir()
 	fake := newDiscordFake(t)
 	w := startDiscord(t, fake, home, "1")
 	fake.SendMessage("1", "d1", "first")
 	fake.WaitSent("d1", 1, 20*time.Second)
+	fake.SendMessage("1", "d1", "/model other-model")
+	if got := fake.WaitSent("d1", 2, 10*time.Second); !strings.Contains(got[1].Content, "other-model") {
+		t.Fatalf("/model: %+v", got)
+	}
 	if err := w.stop(); err != nil {
 		t.Fatal(err)
 	}
 	w2 := startDiscord(t, fake, home, "1")
 	fake.SendMessage("1", "d1", "second")
-	if got := fake.WaitSent("d1", 2, 20*time.Second); len(got) != 2 || got[1].Content != "echo: second #2" {
+	if got := fake.WaitSent("d1", 3, 20*time.Second); len(got) != 3 || got[2].Content != "echo: second #2" {
 		t.Fatalf("after restart: %+v", got)
 	}
-	fake.SendMessage("1", "d1", "/model other-model")
-	if got := fake.WaitSent("d1", 3, 10*time.Second); !strings.Contains(got[2].Content, "other-model") {
-		t.Fatalf("/model: %+v", got)
+	if m := lastModel(w2.model); m != "other-model" {
+		t.Fatalf("the resumed session asked model %q", m)
 	}
 	fake.SendMessage("1", "d1", "/new")
 	fake.WaitSent("d1", 4, 10*time.Second)
@@ -192,7 +208,9 @@ func TestDiscordResumeAcrossRestartAndCommands(t *testing.T) {
 	if got := fake.WaitSent("d1", 5, 20*time.Second); len(got) != 5 || got[4].Content != "echo: third #1" {
 		t.Fatalf("after /new: %+v", got)
 	}
-	_ = w2
+	if m := lastModel(w2.model); m != "fake-model" {
+		t.Fatalf("a new session asked model %q", m)
+	}
 }
 
 // A reply the platform cannot take (down) is kept, delivered when it is
