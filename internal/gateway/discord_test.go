@@ -17,9 +17,9 @@ import (
 type dcWorld struct {
 	model *llmtest.Server
 	fake  *discordtest.Server
-	dc   *Discord
-	done chan error
-	stop func() error
+	dc    *Discord
+	done  chan error
+	stop  func() error
 }
 
 // fastRetry keeps delivery retries short in tests.
