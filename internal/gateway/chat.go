@@ -187,7 +187,8 @@ type Chat struct {
 	refused sync.Map // user id → true once refused
 	running sync.WaitGroup
 	mu      sync.Mutex
-	closing bool // Run is waiting for the handlers: no new ones
+	closing bool     // Run is waiting for the handlers: no new ones
+	threads sync.Map // session keys of threads the bot takes part in
 	out     *outbox
 	locks   chatLocks // per-chat delivery order
 }
@@ -277,6 +278,9 @@ func (c *Chat) Handle(ctx context.Context, in Incoming) {
 		return
 	}
 	key := SessionKey(c.p.Name(), in)
+	if in.Thread != "" {
+		c.threads.Store(key, true)
+	}
 	if strings.HasPrefix(in.Text, "/") {
 		c.command(ctx, in.Chat, key, in.Text)
 		return
@@ -287,6 +291,14 @@ func (c *Chat) Handle(ctx context.Context, in Incoming) {
 		return
 	}
 	c.converse(ctx, in.Chat, sess, in.Text)
+}
+
+// Engaged reports whether the bot takes part in in's thread (it was
+// mentioned there since the gateway started): adapters that answer group
+// messages only when mentioned answer every message of such a thread.
+func (c *Chat) Engaged(in Incoming) bool {
+	_, ok := c.threads.Load(SessionKey(c.p.Name(), in))
+	return in.Thread != "" && ok
 }
 
 // refuse answers an unknown user once (or with a pairing code in a DM).

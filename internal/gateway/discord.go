@@ -29,7 +29,7 @@ type DiscordConfig struct {
 	// Auth is the authorization chain (AuthorizationFromEnv("discord", ...)).
 	Auth Authorization
 	// RequireMention makes the bot answer in guild channels only when
-	// mentioned (DMs and threads never need it).
+	// mentioned, or in a thread where it was mentioned (DMs never need it).
 	RequireMention bool
 	// TypingEvery repeats the typing indicator (default 8 s; it shows 10 s).
 	TypingEvery time.Duration
@@ -209,18 +209,17 @@ func (d *Discord) onMessage(_ *discordgo.Session, m *discordgo.MessageCreate) {
 	ctx := d.ctx
 	d.mu.Unlock()
 	in := Incoming{Chat: m.ChannelID, Channel: m.ChannelID, User: m.Author.ID, UserName: m.Author.Username, Text: m.Content}
-	if m.GuildID == "" {
-		in.DM = true
-	} else if ch := d.channel(ctx, m.ChannelID); ch != nil && ch.IsThread() {
-		in.Channel, in.Thread = ch.ParentID, ch.ID
-	} else if d.cfg.RequireMention {
-		text, mentioned := d.stripMention(m.Content)
-		if !mentioned {
-			return
+	in.DM = m.GuildID == ""
+	if !in.DM {
+		if ch := d.channel(ctx, m.ChannelID); ch != nil && ch.IsThread() {
+			in.Channel, in.Thread = ch.ParentID, ch.ID
 		}
-		in.Text = text
 	}
-	in.Text, _ = d.stripMention(in.Text)
+	var mentioned bool
+	in.Text, mentioned = d.stripMention(in.Text)
+	if !in.DM && d.cfg.RequireMention && !mentioned && !d.chat.Engaged(in) {
+		return
+	}
 	d.chat.Handle(ctx, in)
 }
 

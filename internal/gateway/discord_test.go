@@ -33,6 +33,7 @@ func newDiscordFake(t *testing.T) *discordtest.Server {
 	}
 	fake.AddChannel("general", discordtest.GuildText, "g1", "")
 	fake.AddChannel("thr", discordtest.PublicThread, "g1", "general")
+	fake.AddChannel("thr2", discordtest.PublicThread, "g1", "general")
 	return fake
 }
 
@@ -101,7 +102,8 @@ func TestDiscordThreeUsersAtOnceAndRefusal(t *testing.T) {
 }
 
 // In a guild channel each user has a session (and must mention the bot);
-// in a thread everyone shares one.
+// in a thread everyone shares one, and once mentioned there the bot
+// answers every message of the thread.
 func TestDiscordGuildChannelPerUserThreadShared(t *testing.T) {
 	w := startDiscord(t, newDiscordFake(t), "", "1", "2")
 	bot := "<@" + w.fake.BotID + ">"
@@ -112,11 +114,15 @@ func TestDiscordGuildChannelPerUserThreadShared(t *testing.T) {
 	if got := w.fake.WaitSent("general", 2, 20*time.Second); len(got) != 2 || got[0].Content != "echo: one #1" || got[1].Content != "echo: two #1" {
 		t.Fatalf("guild channel: %+v", got)
 	}
-	w.fake.SendMessage("1", "thr", "first")
+	w.fake.SendMessage("2", "thr2", "a thread the bot was not mentioned in")
+	w.fake.SendMessage("1", "thr", bot+" first")
 	w.fake.WaitSent("thr", 1, 20*time.Second)
-	w.fake.SendMessage("2", "thr", "second")
+	w.fake.SendMessage("2", "thr", "second") // the bot takes part in the thread now
 	if got := w.fake.WaitSent("thr", 2, 20*time.Second); len(got) != 2 || got[1].Content != "echo: second #2" {
 		t.Fatalf("thread: %+v", got)
+	}
+	if got := w.fake.Sent("thr2"); len(got) != 0 {
+		t.Fatalf("answered in a thread without a mention: %+v", got)
 	}
 }
 

@@ -28,8 +28,8 @@ type SlackConfig struct {
 	APIURL string
 	// Auth is the authorization chain (AuthorizationFromEnv("slack", ...)).
 	Auth Authorization
-	// RequireMention makes the bot answer in channels only when mentioned
-	// or in a thread (DMs never need it).
+	// RequireMention makes the bot answer in channels only when mentioned,
+	// or in a thread where it was mentioned (DMs never need it).
 	RequireMention bool
 	// ToolProgress shows tool calls as one status message, edited in place.
 	ToolProgress bool
@@ -181,12 +181,11 @@ func (s *Slack) incoming(m *slackevents.MessageEvent) (Incoming, bool) {
 	mention := "<@" + s.botID + ">"
 	mentioned := strings.Contains(in.Text, mention)
 	in.Text = strings.TrimSpace(strings.ReplaceAll(in.Text, mention, ""))
-	switch {
-	case in.DM:
-	case m.ThreadTimeStamp != "":
+	if !in.DM && m.ThreadTimeStamp != "" {
 		in.Thread = m.ThreadTimeStamp
 		in.Chat = m.Channel + "/" + m.ThreadTimeStamp
-	case s.cfg.RequireMention && !mentioned:
+	}
+	if !in.DM && s.cfg.RequireMention && !mentioned && !s.chat.Engaged(in) {
 		return Incoming{}, false
 	}
 	// Slack's client takes "/word" for its own slash commands: "!new" is /new.

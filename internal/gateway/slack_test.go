@@ -94,7 +94,8 @@ func TestSlackChannelPerUserThreadShared(t *testing.T) {
 	if got := w.fake.WaitSent("C1", 2, 20*time.Second); len(got) != 2 || got[0].Text != "echo: one #1" || got[1].Text != "echo: two #1" {
 		t.Fatalf("channel: %+v", got)
 	}
-	w.fake.SendMessage("U1", "C1", root, "first")
+	w.fake.SendMessage("U2", "C1", root, "not yet for the bot")
+	w.fake.SendMessage("U1", "C1", root, bot+"first")
 	w.fake.WaitSent("C1", 3, 20*time.Second)
 	w.fake.SendMessage("U2", "C1", root, "second")
 	got := w.fake.WaitSent("C1", 4, 20*time.Second)
