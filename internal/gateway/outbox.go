@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/renameio/v2"
+	"github.com/hermes-go/hermes/internal/atomicfile"
 )
 
 // outbox is the persistent queue of replies a platform did not take:
@@ -75,10 +75,7 @@ func (o *outbox) saveLocked() error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(o.path), 0o700); err != nil {
-		return err
-	}
-	return renameio.WriteFile(o.path, b, 0o600)
+	return atomicfile.Write(o.path, b, 0o600)
 }
 
 func (o *outbox) has(chat string) bool {

@@ -23,7 +23,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/renameio/v2"
+	"github.com/hermes-go/hermes/internal/atomicfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -305,7 +305,7 @@ func (s *Store) write(name string, v any) error {
 	if err != nil {
 		return err
 	}
-	return renameio.WriteFile(filepath.Join(s.dir, name), append(b, '\n'), 0o600)
+	return atomicfile.Write(filepath.Join(s.dir, name), append(b, '\n'), 0o600)
 }
 
 // locked runs fn holding the pairing lock.
