@@ -160,6 +160,7 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newCronCmd(),
 		a.newMCPCmd(),
 	)
+	root.AddCommand(a.newPairingCmd())
 	root.AddCommand(a.faceCommands()...)
 	explainArgErrors(root)
 	return root

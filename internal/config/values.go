@@ -38,6 +38,8 @@ func allowedValues(key string) (values []string, emptyOK bool) {
 		return []string{"chat_completions", "anthropic_messages"}, true
 	case "agent.reasoning_effort":
 		return []string{"none", "minimal", "low", "medium", "high", "xhigh"}, true
+	case "unauthorized_dm_behavior":
+		return []string{"pair", "ignore"}, true
 	}
 	return nil, false
 }

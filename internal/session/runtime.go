@@ -273,6 +273,9 @@ func (rt *Runtime) Recorder() interface {
 	return rt.recorder()
 }
 
+// Home is HERMES_HOME.
+func (rt *Runtime) Home() string { return rt.opts.Home }
+
 // Store is the session store (state.db).
 func (rt *Runtime) Store() *store.Store { return rt.store }
 

@@ -3,6 +3,7 @@ package session
 import (
 	"container/list"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -451,6 +452,42 @@ func (rt *Runtime) newSession(st store.Session, system string, history []llm.Mes
 		Redact: rt.redact.Redact,
 	})
 	return s
+}
+
+// Model is the model the session's next model call uses.
+func (s *Session) Model() string { return s.agent.Model() }
+
+// SetModel switches the session's model (same provider) from its next
+// model call on; "" goes back to the configured model. The choice is
+// stored in the session's metadata ("model"), so a resumed session keeps
+// it (a chat's /model survives a gateway restart).
+func (s *Session) SetModel(ctx context.Context, name string) error {
+	s.agent.SetModel(name)
+	rec := s.rt.recorder()
+	if err := rec.Ensure(ctx, s.id); err != nil {
+		return err
+	}
+	patch, err := json.Marshal(map[string]any{"model": nilIfEmpty(name)})
+	if err != nil {
+		return err
+	}
+	return s.rt.store.SetMetadata(ctx, s.id, patch)
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil // a merge patch's null removes the key
+	}
+	return s
+}
+
+// storedModel is the model a session's metadata names ("" = none).
+func storedModel(meta []byte) string {
+	var m struct {
+		Model string `json:"model"`
+	}
+	_ = json.Unmarshal(meta, &m)
+	return m.Model
 }
 
 // MaxTurns is the tool-calling iteration budget per turn.
