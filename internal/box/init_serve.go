@@ -162,18 +162,27 @@ func (s *initServer) start(id uint64, e *execSpec) error {
 	}
 	outR := os.NewFile(uintptr(pipes[0]), "box-command-output")
 	defer unix.Close(pipes[1])
+	errFD, errR, err := stderrPipe(e, pipes[1])
+	if err != nil {
+		outR.Close()
+		return err
+	}
+	if errR != nil {
+		defer unix.Close(errFD)
+	}
 	stdinFD := s.devNull
 	var stdinW *os.File
 	if e.Stdin {
 		var in [2]int
 		if err := unix.Pipe2(in[:], unix.O_CLOEXEC); err != nil {
 			outR.Close()
+			closeFile(errR)
 			return err
 		}
 		defer unix.Close(in[0])
 		stdinFD, stdinW = in[0], os.NewFile(uintptr(in[1]), "box-command-stdin")
 	}
-	attr := &syscall.ProcAttr{Dir: e.Dir, Env: e.Env, Files: []uintptr{uintptr(stdinFD), uintptr(pipes[1]), uintptr(pipes[1])},
+	attr := &syscall.ProcAttr{Dir: e.Dir, Env: e.Env, Files: []uintptr{uintptr(stdinFD), uintptr(pipes[1]), uintptr(errFD)},
 		Sys: &syscall.SysProcAttr{Setsid: true}}
 	p := &initProc{id: id, stdin: stdinW, status: make(chan unix.WaitStatus, 1)}
 	s.mu.Lock()
@@ -181,6 +190,7 @@ func (s *initServer) start(id uint64, e *execSpec) error {
 	if err != nil {
 		s.mu.Unlock()
 		outR.Close()
+		closeFile(errR)
 		if stdinW != nil {
 			stdinW.Close()
 		}
@@ -208,7 +218,7 @@ func (s *initServer) start(id uint64, e *execSpec) error {
 			killTree(p.pid)
 		})
 	}
-	go s.finish(p, outR, timer)
+	go s.finish(p, outR, errR, timer)
 	return nil
 }
 
@@ -224,24 +234,60 @@ func feedStdin(w *os.File, q chan []byte) {
 	}
 }
 
+// stderrPipe returns the command's fd 2: outW (stdout's pipe) unless e
+// splits stderr, else the write end of a new pipe (the caller closes it
+// once the command runs, like stdout's) and its non-blocking read end.
+func stderrPipe(e *execSpec, outW int) (int, *os.File, error) {
+	if !e.SplitStderr {
+		return outW, nil, nil
+	}
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return 0, nil, err
+	}
+	if err := unix.SetNonblock(p[0], true); err != nil {
+		unix.Close(p[0])
+		unix.Close(p[1])
+		return 0, nil, err
+	}
+	return p[1], os.NewFile(uintptr(p[0]), "box-command-stderr"), nil
+}
+
+func closeFile(f *os.File) {
+	if f != nil {
+		f.Close()
+	}
+}
+
+// pump sends what r yields as output frames of p until r fails.
+func (s *initServer) pump(p *initProc, r *os.File, stderr bool) {
+	bp := s.buffers.Get().(*[]byte)
+	defer s.buffers.Put(bp)
+	buf := *bp
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			s.fc.send(response{ID: p.id, Kind: kindOutput, Stderr: stderr, Data: append([]byte(nil), buf[:n]...)})
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
 // finish streams the command's output, waits for its exit and reports it.
-func (s *initServer) finish(p *initProc, out *os.File, timer *time.Timer) {
+func (s *initServer) finish(p *initProc, out, errOut *os.File, timer *time.Timer) {
 	defer out.Close()
+	defer closeFile(errOut)
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		bp := s.buffers.Get().(*[]byte)
-		defer s.buffers.Put(bp)
-		buf := *bp
-		for {
-			n, err := out.Read(buf)
-			if n > 0 {
-				s.fc.send(response{ID: p.id, Kind: kindOutput, Data: append([]byte(nil), buf[:n]...)})
-			}
-			if err != nil {
-				return
-			}
+		if errOut != nil {
+			errDone := make(chan struct{})
+			go func() { defer close(errDone); s.pump(p, errOut, true) }()
+			defer func() { <-errDone }()
 		}
+		s.pump(p, out, false)
 	}()
 	ws := <-p.status
 	if timer != nil {
@@ -255,6 +301,9 @@ func (s *initServer) finish(p *initProc, out *os.File, timer *time.Timer) {
 		case <-readDone:
 		case <-grace.C:
 			out.SetReadDeadline(time.Now())
+			if errOut != nil {
+				errOut.SetReadDeadline(time.Now())
+			}
 			<-readDone
 		}
 		grace.Stop()

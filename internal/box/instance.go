@@ -310,10 +310,10 @@ const (
 // stdin and output of req.
 func (b *Box) startArgv(ctx context.Context, argv []string, req backend.ExecRequest) (*boxProcess, error) {
 	b.touch(1)
-	p := &boxProcess{box: b, out: req.Output, discard: req.Output != nil && req.DiscardOutput, done: make(chan struct{}), started: make(chan struct{}), began: time.Now()}
+	p := &boxProcess{box: b, out: req.Output, errOut: req.Stderr, discard: req.Output != nil && req.DiscardOutput, done: make(chan struct{}), started: make(chan struct{}), began: time.Now()}
 	p.oomBefore = b.oomKnown.Load()
 	spec := &execSpec{Argv: argv, Dir: b.abs(req.Workdir),
-		Env: b.commandEnv(req.Env), Timeout: req.Timeout, Stdin: req.Stdin != nil}
+		Env: b.commandEnv(req.Env), Timeout: req.Timeout, Stdin: req.Stdin != nil, SplitStderr: req.Stderr != nil}
 	id, err := b.call(request{Op: opExec, Exec: spec}, p.handle)
 	if err != nil {
 		b.touch(-1)
@@ -340,7 +340,8 @@ type boxProcess struct {
 	box       *Box
 	id        uint64
 	out       io.Writer
-	discard   bool // ExecRequest.DiscardOutput: keep nothing in buf
+	errOut    io.Writer // ExecRequest.Stderr
+	discard   bool      // ExecRequest.DiscardOutput: keep nothing in buf
 	began     time.Time
 	oomBefore int64
 	started   chan struct{}
@@ -362,6 +363,10 @@ func (p *boxProcess) handle(r response) {
 		p.mu.Unlock()
 		close(p.started)
 	case kindOutput:
+		if r.Stderr && p.errOut != nil {
+			p.errOut.Write(r.Data)
+			return
+		}
 		p.mu.Lock()
 		if room := maxCapturedOutput - p.buf.Len(); room > 0 && !p.discard {
 			p.buf.Write(r.Data[:min(room, len(r.Data))])

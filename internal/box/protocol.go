@@ -77,6 +77,9 @@ type execSpec struct {
 	Env     []string
 	Timeout time.Duration // 0 = none; on expiry the init kills the command's tree
 	Stdin   bool          // stdin frames follow; false = /dev/null
+	// SplitStderr gives stderr a pipe of its own, whose output frames
+	// carry Stderr; otherwise stdout and stderr share one pipe.
+	SplitStderr bool
 }
 
 // exitInfo is how a command ended.
@@ -100,6 +103,7 @@ type response struct {
 	ID      uint64
 	Kind    string
 	Data    []byte
+	Stderr  bool // with kindOutput: Data came from stderr (execSpec.SplitStderr)
 	PID     int
 	Exit    exitInfo
 	Err     string
