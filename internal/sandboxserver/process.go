@@ -21,6 +21,10 @@ import (
 // it the reader's stream ends with ResourceExhausted (the command goes on).
 const maxQueuedBytes = 64 << 20
 
+// deadlineSlack is how close to a stream's deadline a client's cancel
+// counts as reaching the deadline (which kills the command).
+const deadlineSlack = 250 * time.Millisecond
+
 // processService is envd's process.Process on boxes.
 type processService struct {
 	processconnect.UnimplementedProcessHandler
@@ -285,7 +289,9 @@ func follow(ctx context.Context, sb *sandbox, pr *proc, sub *subscriber, h inter
 		case <-stopped:
 			return connect.NewError(connect.CodeUnavailable, errors.New("the sandbox stopped"))
 		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// The client aborts at the same deadline, so a cancel that comes
+			// within a moment of it counts as the deadline too.
+			if dl, ok := ctx.Deadline(); errors.Is(ctx.Err(), context.DeadlineExceeded) || ok && time.Until(dl) < deadlineSlack {
 				pr.p.Kill()
 				return connect.NewError(connect.CodeDeadlineExceeded, errors.New("the command ran past the request's timeout and was killed"))
 			}

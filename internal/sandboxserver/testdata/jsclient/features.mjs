@@ -31,7 +31,7 @@ try {
   assert.equal(bgOut.join(''), 'bg-done\n')
 
   // A client that goes away leaves the command running; connect finds it.
-  const detached = await sbx.commands.run('sleep 1; echo still-here', { background: true })
+  const detached = await sbx.commands.run('sleep 2; echo still-here', { background: true })
   await detached.disconnect()
   const rejoined = await sbx.commands.connect(detached.pid)
   const rj = await rejoined.wait()
