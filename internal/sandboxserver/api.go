@@ -268,10 +268,7 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 	if sb == nil {
 		return
 	}
-	if err := s.kill(sb); err != nil {
-		writeError(w, http.StatusInternalServerError, "kill sandbox %s: %v", sb.id, err)
-		return
-	}
+	s.kill(sb)
 	s.cfg.Log.Info("sandbox killed", "sandbox", sb.id)
 	w.WriteHeader(http.StatusNoContent)
 }

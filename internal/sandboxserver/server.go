@@ -100,6 +100,7 @@ type Server struct {
 	sandboxes map[string]*sandbox
 	gates     map[string]*egress.Gate
 	closed    bool
+	removals  sync.WaitGroup // boxes of killed sandboxes being removed
 }
 
 // sandbox is one sandbox's record.
@@ -322,29 +323,31 @@ func (s *Server) pause(sb *sandbox) error {
 	return s.cfg.Boxes.Stop(Task(sb.id))
 }
 
-// kill removes sb and its box.
-func (s *Server) kill(sb *sandbox) error {
+// kill removes sb at once and its box in the background (stopping a box
+// and releasing its layer takes longer than the client needs to wait;
+// Close waits for every removal).
+func (s *Server) kill(sb *sandbox) {
 	s.mu.Lock()
 	delete(s.sandboxes, sb.id)
 	s.mu.Unlock()
 	sb.stopProcs()
-	err := s.cfg.Boxes.Remove(Task(sb.id))
-	if errors.Is(err, errNotExist) {
-		return nil
-	}
-	return err
+	s.removals.Add(1)
+	go func() {
+		defer s.removals.Done()
+		if err := s.cfg.Boxes.Remove(Task(sb.id)); err != nil && !errors.Is(err, errNotExist) {
+			s.cfg.Log.Error("remove the box of a killed sandbox", "sandbox", sb.id, "err", err)
+		}
+	}()
 }
 
-// Close kills every sandbox.
+// Close kills every sandbox and waits until their boxes are removed.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	var errs []error
 	for _, sb := range s.list() {
-		if err := s.kill(sb); err != nil {
-			errs = append(errs, err)
-		}
+		s.kill(sb)
 	}
-	return errors.Join(errs...)
+	s.removals.Wait()
+	return nil
 }
