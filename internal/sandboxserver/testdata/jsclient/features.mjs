@@ -43,6 +43,21 @@ try {
   assert.ok(Date.now() - t0 < 30_000, 'timeoutMs ended the command')
   assert.ok(!(await sbx.commands.list()).some((p) => p.cmd === '/bin/bash' && p.args.includes('sleep 60')), 'timed-out command is gone')
 
+  // stdin: send, then close (EOF)
+  const cat = await sbx.commands.run('cat', { background: true, stdin: true })
+  await sbx.commands.sendStdin(cat.pid, 'piped\n')
+  await sbx.commands.closeStdin(cat.pid)
+  assert.equal((await cat.wait()).stdout, 'piped\n')
+
+  // PTY: a terminal of the asked size, input typed into it
+  const ptyOut = []
+  const term = await sbx.pty.create({ cols: 91, rows: 37, onData: (d) => ptyOut.push(Buffer.from(d).toString()) })
+  await sbx.pty.sendInput(term.pid, new TextEncoder().encode('stty size; echo pty-$((6*7)); exit\n'))
+  await term.wait().catch(() => {})
+  const screen = ptyOut.join('')
+  assert.ok(screen.includes('pty-42'), `pty output: ${JSON.stringify(screen)}`)
+  assert.ok(screen.includes('37 91'), `pty size: ${JSON.stringify(screen)}`)
+
   const killMe = await sbx.commands.run('sleep 600', { background: true })
   assert.equal(await sbx.commands.kill(killMe.pid), true)
 
