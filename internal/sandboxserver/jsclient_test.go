@@ -182,6 +182,22 @@ func (s *served) node(t *testing.T, node, script string, env ...string) string {
 	return stdout.String()
 }
 
+// e2bCLI runs E2B's CLI (@e2b/cli) against s.
+func (s *served) e2bCLI(t *testing.T, node string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join("node_modules", "@e2b", "cli", "dist", "index.js")}, args...)...)
+	cmd.Dir = jsClientDir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "E2B_API_URL=" + s.apiURL,
+		"E2B_SANDBOX_URL=" + s.envdURL, "E2B_API_KEY=" + s.key, "NO_COLOR=1"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("e2b %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
 // boxesLeft lists the boxes hermes box ls shows for s's HERMES_HOME.
 func (s *served) boxesLeft(t *testing.T) string {
 	t.Helper()
@@ -246,6 +262,26 @@ func TestSeed000WithTheE2BSDK(t *testing.T) {
 	t.Run("features", func(t *testing.T) {
 		if out := s.node(t, node, "features.mjs"); !strings.Contains(out, "features ok") {
 			t.Fatalf("features.mjs printed %q", out)
+		}
+	})
+	t.Run("e2b cli", func(t *testing.T) {
+		cli := filepath.Join(jsClientDir, "node_modules", ".bin", "e2b")
+		if _, err := os.Stat(cli); err != nil {
+			t.Skip("@e2b/cli is not installed (npm ci in testdata/jsclient)")
+		}
+		lines := strings.Fields(s.e2bCLI(t, node, "sbx", "create", "-d", "hermes"))
+		if len(lines) == 0 {
+			t.Fatal("e2b sbx create -d printed nothing")
+		}
+		id := lines[len(lines)-1]
+		if out := s.e2bCLI(t, node, "sbx", "list"); !strings.Contains(out, id) || !strings.Contains(out, "Running") {
+			t.Fatalf("e2b sbx list does not show %s running:\n%s", id, out)
+		}
+		if out := s.e2bCLI(t, node, "sbx", "kill", id); !strings.Contains(out, "has been killed") {
+			t.Fatalf("e2b sbx kill %s: %s", id, out)
+		}
+		if out := s.e2bCLI(t, node, "sbx", "list"); strings.Contains(out, id) {
+			t.Fatalf("killed sandbox still listed:\n%s", out)
 		}
 	})
 	t.Run("box ls", func(t *testing.T) {
