@@ -213,6 +213,8 @@ func (ps *processService) Start(ctx context.Context, req *connect.Request[proces
 	if req.Msg.Stdin == nil || req.Msg.GetStdin() || pr.pty {
 		r, w := io.Pipe()
 		ereq.Stdin, pr.stdin = r, w
+	} else {
+		ereq.Stdin = strings.NewReader("") // no stdin: end of file at once
 	}
 	p, err := env.Start(context.WithoutCancel(ctx), ereq)
 	if err != nil {
