@@ -107,6 +107,9 @@ func New(o Options) (*Backend, error) {
 // Kind returns "e2b".
 func (b *Backend) Kind() string { return Kind }
 
+// Isolated reports true: commands run in a sandbox, not on this machine.
+func (b *Backend) Isolated() bool { return true }
+
 // Open returns the environment of taskID; its sandbox is created (or a
 // paused one connected to) on the first operation.
 func (b *Backend) Open(_ context.Context, taskID string) (backend.Environment, error) {
