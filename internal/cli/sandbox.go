@@ -210,6 +210,7 @@ func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error
 	}
 	defer mgr.Close()
 	log := slog.New(slog.NewTextHandler(a.Stderr, nil))
+	removeLeftSandboxes(a.Home(), mgr, log)
 	srv, err = sandboxserver.New(sandboxserver.Config{Boxes: mgr, APIKeys: keys, Env: env, Log: log,
 		Templates: map[string]sandboxserver.Template{"base": {}, "hermes": {Layers: []string{tplDir}}},
 		Allow:     append(append([]string{}, t.BoxNetwork.Allow...), o.allow...), Deny: t.BoxNetwork.Deny,
@@ -224,6 +225,20 @@ func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error
 		{Addr: o.apiAddr, Handler: srv.APIHandler()},
 		{Addr: o.envdAddr, Handler: srv.EnvdHandler()},
 	})
+}
+
+// removeLeftSandboxes removes the boxes of sandboxes a previous server
+// left behind (it crashed or was killed): their records, and so their
+// tokens, died with it.
+func removeLeftSandboxes(home string, mgr *box.Manager, log *slog.Logger) {
+	boxes, _ := box.ListBoxes(home)
+	for _, b := range boxes {
+		if strings.HasPrefix(b.Task, sandboxserver.TaskPrefix) && !b.InUse {
+			if err := mgr.Remove(b.Task); err == nil {
+				log.Info("removed the box of a sandbox a previous server left", "box", b.Task)
+			}
+		}
+	}
 }
 
 // serveBoth runs the listeners until ctx ends or one fails. Header reads
