@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hermes-go/hermes/internal/egress"
 )
 
 // The REST API of E2B (github.com/e2b-dev/E2B spec/openapi.yml, Apache-2.0):
@@ -176,11 +178,9 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		timeout = time.Duration(*req.Timeout) * time.Second
 	}
 	allow, deny := egressRules(req.AllowInternetAccess, req.Network)
-	for _, rule := range append(append([]string{}, allow...), deny...) {
-		if strings.ContainsAny(rule, " \n\x00") || len(rule) > 255 {
-			writeError(w, http.StatusBadRequest, "network rule %q is not a host, *.suffix, IP or CIDR", rule)
-			return
-		}
+	if _, err := egress.NewAllowlist(allow, deny); err != nil {
+		writeError(w, http.StatusBadRequest, "network: %v", err)
+		return
 	}
 	env := map[string]string{}
 	for k, v := range tpl.Env {

@@ -347,3 +347,12 @@ func TestEgressRules(t *testing.T) {
 		}
 	}
 }
+
+func TestBadNetworkRuleIsABadRequest(t *testing.T) {
+	_, _, api, _ := newTestServer(t)
+	body := `{"templateID":"base","network":{"allowOut":["http://example.com/path"]}}`
+	code, data, _ := call(t, "POST", api.URL+"/v2/sandboxes", strings.NewReader(body), "X-API-Key", testKey)
+	if code != http.StatusBadRequest || !strings.Contains(string(data), "http://example.com/path") {
+		t.Fatalf("bad allowOut entry: %d %s, want 400 naming the entry", code, data)
+	}
+}

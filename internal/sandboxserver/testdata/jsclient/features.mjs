@@ -41,7 +41,13 @@ try {
   const t0 = Date.now()
   await assert.rejects(sbx.commands.run('sleep 60', { timeoutMs: 1000 }))
   assert.ok(Date.now() - t0 < 30_000, 'timeoutMs ended the command')
-  assert.ok(!(await sbx.commands.list()).some((p) => p.cmd === '/bin/bash' && p.args.includes('sleep 60')), 'timed-out command is gone')
+  // (the client gives up at the deadline; the kill lands a moment later)
+  let alive = true
+  for (let i = 0; i < 100 && alive; i++) {
+    alive = (await sbx.commands.list()).some((p) => p.cmd === '/bin/bash' && p.args.includes('sleep 60'))
+    if (alive) await new Promise((r) => setTimeout(r, 100))
+  }
+  assert.ok(!alive, 'timed-out command is gone')
 
   // stdin: send, then close (EOF)
   const cat = await sbx.commands.run('cat', { background: true, stdin: true })
