@@ -106,7 +106,6 @@ type Server struct {
 // sandbox is one sandbox's record.
 type sandbox struct {
 	id, template, token string
-	alias               string
 	metadata            map[string]string
 	env                 map[string]string
 	allow, deny         []string
@@ -334,9 +333,16 @@ func (s *Server) kill(sb *sandbox) {
 	s.removals.Add(1)
 	go func() {
 		defer s.removals.Done()
-		if err := s.cfg.Boxes.Remove(Task(sb.id)); err != nil && !errors.Is(err, errNotExist) {
-			s.cfg.Log.Error("remove the box of a killed sandbox", "sandbox", sb.id, "err", err)
+		// A concurrent reader of the box's state (hermes box ls) can make
+		// one removal fail; the next one finishes it.
+		var err error
+		for try := range 5 {
+			if err = s.cfg.Boxes.Remove(Task(sb.id)); err == nil || errors.Is(err, errNotExist) {
+				return
+			}
+			time.Sleep(time.Duration(try+1) * 100 * time.Millisecond)
 		}
+		s.cfg.Log.Error("remove the box of a killed sandbox", "sandbox", sb.id, "err", err)
 	}()
 }
 
