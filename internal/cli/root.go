@@ -158,6 +158,7 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newSecretsCmd(),
 		a.newGatewayCmd(),
 		a.newSandboxCmd(),
+		a.newCronCmd(),
 	)
 	root.AddCommand(a.faceCommands()...)
 	explainArgErrors(root)

@@ -3,11 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/hermes-go/hermes/internal/backend/docker"
 	e2bbackend "github.com/hermes-go/hermes/internal/backend/e2b"
 	sshbackend "github.com/hermes-go/hermes/internal/backend/ssh"
+	"github.com/hermes-go/hermes/internal/backend/vercel"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/approval"
@@ -126,10 +129,40 @@ func (a *App) newTerminalBackend(cfg *config.Loaded, cwd string) (backend.Backen
 		// end instead of killing it.
 		persistent := c.Terminal.ContainerPersistent == nil || *c.Terminal.ContainerPersistent
 		return e2bbackend.New(e2bbackend.FromEnv(e2bbackend.Options{Persistent: persistent}, a.Getenv))
+	case vercel.Kind:
+		return a.newVercelBackend(c)
+	case docker.Kind:
+		return a.newDockerBackend(c)
 	default:
 		return nil, fmt.Errorf("%s: %q is not supported: use one of %s (`hermes config set terminal.backend box`)", cfg.Where("terminal.backend"),
 			c.Terminal.Backend, strings.Join(config.TerminalBackends(), ", "))
 	}
+}
+
+// newVercelBackend builds the vercel_sandbox backend: credentials from
+// VERCEL_OIDC_TOKEN, else VERCEL_TOKEN + VERCEL_PROJECT_ID +
+// VERCEL_TEAM_ID (environment or HERMES_HOME/.env), snapshot ids kept in
+// HERMES_HOME/sandboxes/vercel_sandbox.
+func (a *App) newVercelBackend(c *config.Config) (backend.Backend, error) {
+	token, project, team := a.Getenv("VERCEL_OIDC_TOKEN"), "", ""
+	if token == "" {
+		token, project, team = a.Getenv("VERCEL_TOKEN"), a.Getenv("VERCEL_PROJECT_ID"), a.Getenv("VERCEL_TEAM_ID")
+	}
+	persistent := c.Terminal.ContainerPersistent == nil || *c.Terminal.ContainerPersistent
+	return vercel.New(vercel.Config{Runtime: c.Terminal.VercelRuntime, CPU: c.Terminal.ContainerCPU, MemoryMB: c.Terminal.ContainerMemory,
+		DiskMB: c.Terminal.ContainerDisk, Persistent: persistent, Lifetime: time.Duration(c.Terminal.LifetimeSeconds) * time.Second,
+		Token: token, ProjectID: project, TeamID: team, BaseURL: a.Getenv("VERCEL_API_URL"),
+		StateDir: filepath.Join(a.Home(), "sandboxes", vercel.Kind)})
+}
+
+// newDockerBackend builds the docker backend (HERMES_DOCKER_BINARY picks
+// the CLI; persistent workspaces in HERMES_HOME/sandboxes/docker).
+func (a *App) newDockerBackend(c *config.Config) (backend.Backend, error) {
+	t := c.Terminal
+	return docker.New(context.Background(), docker.Config{Binary: a.Getenv("HERMES_DOCKER_BINARY"), Image: t.DockerImage,
+		CPU: t.ContainerCPU, MemoryMB: t.ContainerMemory, Network: t.DockerNetwork == nil || *t.DockerNetwork,
+		Persistent: t.ContainerPersistent == nil || *t.ContainerPersistent, StateDir: filepath.Join(a.Home(), "sandboxes", docker.Kind),
+		Env: t.DockerEnv, ExtraArgs: t.DockerExtraArgs, Environ: a.Environ()})
 }
 
 // newSSHBackend builds the ssh backend from terminal.ssh_*; commands start
