@@ -25,9 +25,11 @@ type Call struct {
 	Args      json.RawMessage // a JSON object; "" from the model is passed as {}
 }
 
-// Result is what the model sees for a call.
+// Result is what the model sees for a call. Parts carries images (a
+// screenshot) sent after Content to models that accept them.
 type Result struct {
 	Content string
+	Parts   []llm.Part
 	IsError bool
 }
 
@@ -154,7 +156,8 @@ func (r *Registry) Specs() []llm.ToolSpec {
 }
 
 // unimplementedToolsets are Hermes Agent toolsets ("toolsets-reference.md")
-// that hermes does not provide; naming one is a warning, not an error.
+// that hermes does not provide, or not on this machine (browser without a
+// Chromium); naming one is a warning, not an error.
 var unimplementedToolsets = map[string]bool{
 	"web": true, "search": true, "browser": true, "vision": true, "image_gen": true, "video_gen": true,
 	"tts": true, "clarify": true, "code_execution": true, "delegation": true,
