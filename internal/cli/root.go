@@ -159,6 +159,7 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newGatewayCmd(),
 		a.newSandboxCmd(),
 		a.newCronCmd(),
+		a.newMCPCmd(),
 	)
 	root.AddCommand(a.faceCommands()...)
 	explainArgErrors(root)

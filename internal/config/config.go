@@ -21,6 +21,9 @@ type Config struct {
 	// the system prompt, in characters; 0 = 20,000 (Hermes
 	// "context_file_max_chars").
 	ContextFileMaxChars int `yaml:"context_file_max_chars"`
+	// MCPServers are the MCP servers whose tools sessions get, by name
+	// (Hermes "mcp_servers"; see MCPServer).
+	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
 }
 
 // ModelConfig is the model: section.

@@ -79,6 +79,9 @@ type Options struct {
 	// turn at a time. Every front end should set it, so that two processes
 	// never interleave their turns in one session.
 	Lock func(ctx context.Context, st *store.Store, sessionID string) (unlock func(), err error)
+	// MCPServers are MCP servers every session of this runtime connects
+	// besides config.yaml's mcp_servers (a same-named entry here wins).
+	MCPServers map[string]config.MCPServer
 }
 
 // WaitLock is an Options.Lock taking state.db's per-session turn lock
