@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	codeberg.org/readeck/go-readability/v2 v2.1.3
+	connectrpc.com/connect v1.21.1
 	github.com/JohannesKaufmann/html-to-markdown/v2 v2.5.2
 	github.com/adhocore/gronx v1.20.4
 	github.com/agnivade/levenshtein v1.2.2
@@ -30,6 +31,7 @@ require (
 	golang.org/x/net v0.61.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.48.0
+	google.golang.org/protobuf v1.36.12
 	k8s.io/api v0.37.2
 	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78
 	modernc.org/sqlite v1.62.0
