@@ -304,6 +304,9 @@ func (rt *Runtime) ListModels(ctx context.Context) ([]string, error) {
 	return providers.ListModels(ctx, rt.popts, 10*time.Second)
 }
 
+// Backend is the terminal backend every session's tools use.
+func (rt *Runtime) Backend() backend.Backend { return rt.backend }
+
 // Skills is the skills library (nil when skills are off).
 func (rt *Runtime) Skills() *skills.Library { return rt.skills }
 
