@@ -1,0 +1,238 @@
+package tui
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/charmbracelet/x/exp/teatest/v2"
+
+	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/llm"
+	"github.com/hermes-go/hermes/internal/llm/llmtest"
+	"github.com/hermes-go/hermes/internal/session"
+)
+
+// fixedNow is the clock of the golden frames.
+var fixedNow = time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)
+
+// world is a session runtime in a fresh HERMES_HOME against the fake
+// model server (the only fake: the network edge).
+type world struct {
+	srv       *llmtest.Server
+	home, cwd string
+	rt        *session.Runtime
+	sess      *session.Session
+}
+
+func newWorld(t *testing.T, turns ...llmtest.Turn) *world {
+	t.Helper()
+	w := &world{srv: llmtest.NewServer(t, turns...), home: t.TempDir(), cwd: t.TempDir()}
+	cfg := "model:\n  provider: custom\n  default: fake-model\n  base_url: " + w.srv.URL + "\n" +
+		"terminal:\n  cwd: " + w.cwd + "\n" + "compression:\n  enabled: false\n"
+	if err := os.WriteFile(filepath.Join(w.home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.rt = w.newRuntime(t, "")
+	s, err := w.rt.Open(context.Background(), session.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.sess = s
+	return w
+}
+
+// newRuntime starts a runtime on model ("" = config's).
+func (w *world) newRuntime(t *testing.T, model string) *session.Runtime {
+	t.Helper()
+	home := w.home
+	loaded, err := config.Load(home, config.LoadOptions{Getenv: func(k string) string {
+		if k == "HERMES_HOME" {
+			return home
+		}
+		return ""
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if model != "" {
+		if err := loaded.Override("model.default", model); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt, err := session.New(context.Background(), session.Options{Config: loaded, Home: home, UserHome: t.TempDir(),
+		Environ: func() []string { return []string{"PATH=/usr/bin:/bin"} }, Warn: func(s string) { t.Log(s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+func (w *world) options(t *testing.T) Options {
+	return Options{Runtime: w.rt, Session: w.sess, Home: w.home, Cwd: w.cwd, Version: "0.0.0-test",
+		Now: func() time.Time { return fixedNow }}
+}
+
+// probe wraps the TUI to read its view from inside the program's
+// goroutine (a snapshotMsg), so tests never race with Update.
+type probe struct{ *Model }
+
+// snapshotMsg asks for the current view.
+type snapshotMsg chan string
+
+func (p probe) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if ch, ok := msg.(snapshotMsg); ok {
+		ch <- p.Model.View().Content
+		return p, nil
+	}
+	_, cmd := p.Model.Update(msg)
+	return p, cmd
+}
+
+// start runs the TUI under teatest at width×height; the program is
+// stopped when the test ends.
+func start(t *testing.T, o Options, width, height int) (*teatest.TestModel, *output) {
+	t.Helper()
+	m := New(context.Background(), o)
+	tm := teatest.NewTestModel(t, probe{m}, teatest.WithInitialTermSize(width, height))
+	t.Cleanup(func() {
+		_ = tm.Quit()
+		tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
+		m.close()
+	})
+	return tm, &output{r: tm.Output()}
+}
+
+// waitFrame polls the view (ANSI stripped, context figures normalised)
+// until it contains want, and returns it.
+func waitFrame(t *testing.T, tm *teatest.TestModel, want string) string {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	last := ""
+	for time.Now().Before(deadline) {
+		ch := make(snapshotMsg, 1)
+		tm.Send(ch)
+		select {
+		case v := <-ch:
+			last = normalise(v)
+			if strings.Contains(last, want) {
+				return last
+			}
+		case <-time.After(time.Second):
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the view never showed %q; last frame:\n%s", want, last)
+	return ""
+}
+
+// output accumulates what the program wrote.
+type output struct {
+	r   io.Reader
+	buf bytes.Buffer
+}
+
+// wait waits until the program has written want (ANSI stripped).
+func (o *output) wait(t *testing.T, want string) {
+	t.Helper()
+	teatest.WaitFor(t, o.r, func(b []byte) bool {
+		o.buf.Write(b)
+		return strings.Contains(ansi.Strip(o.buf.String()), want)
+	}, teatest.WithDuration(15*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+}
+
+func (o *output) String() string { return ansi.Strip(o.buf.String()) }
+
+// normalise strips colours and trailing spaces. Context figures depend
+// on the system prompt (paths of temporary directories): they become N.
+func normalise(v string) string {
+	out := ansi.Strip(v)
+	out = regexp.MustCompile(`\d+(\.\d+)?k?/`).ReplaceAllString(out, "N/")
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// TestGoldenStreamedAnswer: the paragraph being streamed is rendered as
+// markdown in the live region, finished paragraphs are printed above.
+func TestGoldenStreamedAnswer(t *testing.T) {
+	text := "First paragraph, already **done**.\n\nSecond paragraph with `code` still strea"
+	w := newWorld(t, llmtest.Turn{Text: text + "ming and more text", ChunkSize: 8, StallAfterFrames: 11})
+	tm, _ := start(t, w.options(t), 80, 20)
+	tm.Type("tell me")
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
+	got := waitFrame(t, tm, "still s")
+	golden.RequireEqual(t, got)
+}
+
+// TestGoldenToolCall: a running tool call shows its name and a one-line
+// preview; when it ends its outcome (exit code, lines, time) is printed
+// with the output folded.
+func TestGoldenToolCall(t *testing.T) {
+	w := newWorld(t,
+		llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "terminal", Args: `{"command":"seq 1 10"}`}}},
+		llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "terminal", Args: `{"command":"sleep 30"}`}}},
+	)
+	tm, out := start(t, w.options(t), 80, 20)
+	tm.Type("count")
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
+	got := waitFrame(t, tm, "sleep 30")
+	out.wait(t, "folded")
+	printed := out.String()
+	for _, want := range []string{"✓ terminal seq 1 10 · exit 0 · 10 lines", "│ 1", "│ 3", "7 more lines folded"} {
+		if !strings.Contains(printed, want) {
+			t.Errorf("the finished call lacks %q:\n%s", want, printed)
+		}
+	}
+	golden.RequireEqual(t, got)
+}
+
+// TestGoldenApproval: a dangerous command waits for [o]nce [s]ession
+// [a]lways [d]eny with the whole command shown; d denies it.
+func TestGoldenApproval(t *testing.T) {
+	long := "rm -rf build-output && echo this command is long enough to wrap at sixty columns of terminal width"
+	w := newWorld(t,
+		llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "terminal", Args: `{"command":"` + long + `"}`}}},
+		llmtest.Turn{Text: "ok, not removed"},
+	)
+	tm, out := start(t, w.options(t), 60, 20)
+	tm.Type("clean")
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
+	got := waitFrame(t, tm, "eny")
+	golden.RequireEqual(t, got)
+	tm.Type("d")
+	out.wait(t, "ok, not removed")
+	if !strings.Contains(out.String(), "approval: deny") {
+		t.Errorf("the answer is not shown:\n%s", out)
+	}
+}
+
+// TestGoldenStatusBar60 and 120: the status bar keeps the model, the
+// context bar and YOLO at 60 columns and adds tokens and time at 120.
+func TestGoldenStatusBar60(t *testing.T)  { statusBarFrame(t, 60) }
+func TestGoldenStatusBar120(t *testing.T) { statusBarFrame(t, 120) }
+
+func statusBarFrame(t *testing.T, width int) {
+	w := newWorld(t, llmtest.Turn{Text: "hi", Usage: llmUsage(1200, 34)})
+	o := w.options(t)
+	o.Yolo = true
+	tm, _ := start(t, o, width, 10)
+	tm.Type("hello")
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
+	got := waitFrame(t, tm, "↑1.2k")
+	golden.RequireEqual(t, got)
+}
+
+func llmUsage(in, out int) llm.Usage { return llm.Usage{InputTokens: in, OutputTokens: out} }
