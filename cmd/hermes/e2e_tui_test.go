@@ -31,7 +31,7 @@ func (e *e2e) startTUI(width, height int, args ...string) *tmuxPane {
 	}
 	p := &tmuxPane{t: e.t, socket: filepath.Join(e.t.TempDir(), "tmux.sock")}
 	env := append(append(e.baseEnv(), e.env...), "TERM=xterm-256color")
-	script := "cd " + shellQuote(e.workspace) + " && exec env -i"
+	script := "cd " + shellQuote(e.workspace) + " && env -i"
 	for _, kv := range env {
 		script += " " + shellQuote(kv)
 	}
@@ -102,6 +102,18 @@ func (p *tmuxPane) waitCount(want string, n int) string {
 	}
 }
 
+// waitGone waits (at most 20 s) until the screen no longer shows text.
+func (p *tmuxPane) waitGone(text string) {
+	p.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for strings.Contains(p.screen(), text) {
+		if time.Now().After(deadline) {
+			p.t.Fatalf("the screen still shows %q:\n%s", text, p.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // TestTUIEndToEnd drives the TUI as a person does: a prompt and its
 // streamed answer, /help, /model (picker from the provider's /models),
 // /new, a dangerous command approved inline, a running tool interrupted
@@ -136,6 +148,8 @@ func TestTUIEndToEnd(t *testing.T) {
 	p.keys("Enter")
 	p.waitFor("openai/gpt-5-mini")
 	p.keys("Escape")
+	// A lone Escape is told from Alt-key by a pause: wait for the picker to close.
+	p.waitGone("switch model")
 
 	p.typeText("/new")
 	p.keys("Enter")
@@ -164,6 +178,9 @@ func TestTUIEndToEnd(t *testing.T) {
 	p.waitFor("HERMES-EXITED 0")
 	if _, err := os.Stat(filepath.Join(e.workspace, "slept")); err == nil {
 		t.Errorf("the interrupted command ran to the end")
+	}
+	if s := p.screen(); strings.Contains(s, "hermes:") {
+		t.Errorf("an error was shown:\n%s", s)
 	}
 	hist, err := os.ReadFile(filepath.Join(e.home, "tui_history"))
 	if err != nil || !strings.Contains(string(hist), "say hello") {

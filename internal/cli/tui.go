@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"slices"
+	"strings"
+	"sync"
 
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/box"
@@ -40,7 +43,40 @@ func (a *App) runTUI(ctx context.Context, rt *chatRuntime, initial string) error
 	if rt.rt.Config().Terminal.Backend == "box" {
 		o.BoxState = boxState(rt)
 	}
+	// What the process writes to stderr while the TUI draws (warnings,
+	// "waiting for another turn") is printed by the TUI above its live
+	// region instead of over it.
+	notices := &lineWriter{lines: make(chan string, 256)}
+	stderr := a.Stderr
+	a.Stderr, o.Notices = notices, notices.lines
+	defer func() { a.Stderr = stderr }()
 	return tui.Run(ctx, o, a.Stdin, a.Stdout)
+}
+
+// lineWriter sends each complete line written to it on lines; when
+// nobody reads, lines past the channel's buffer are dropped.
+type lineWriter struct {
+	mu    sync.Mutex
+	part  []byte
+	lines chan string
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.part = append(w.part, p...)
+	for {
+		i := bytes.IndexByte(w.part, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := strings.TrimRight(string(w.part[:i]), "\r")
+		w.part = w.part[i+1:]
+		select {
+		case w.lines <- line:
+		default:
+		}
+	}
 }
 
 // switchModel restarts rt's session runtime on model and reopens the open

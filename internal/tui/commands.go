@@ -142,12 +142,12 @@ func (m *Model) newSession() tea.Cmd {
 	if err != nil {
 		return m.printError(err)
 	}
-	m.switchSession(s)
-	return m.printLines(fmt.Sprintf("new session %s", s.ID()))
+	return tea.Batch(m.switchSession(s), m.printLines(fmt.Sprintf("new session %s", s.ID())))
 }
 
-// switchSession makes s the open session.
-func (m *Model) switchSession(s *session.Session) {
+// switchSession makes s the open session; the returned command reads
+// its events.
+func (m *Model) switchSession(s *session.Session) tea.Cmd {
 	old := m.sess
 	m.sess = s
 	m.subscribe()
@@ -157,6 +157,7 @@ func (m *Model) switchSession(s *session.Session) {
 	m.usage = usageTotals{}
 	m.preloaded = true
 	m.updateContextUsed()
+	return waitEvent(m.ctx, m.sub)
 }
 
 func (m *Model) titleCommand(title string) tea.Cmd {
@@ -264,12 +265,12 @@ func (m *Model) resume(ref string) tea.Cmd {
 	if err != nil {
 		return m.printError(err)
 	}
-	m.switchSession(s)
+	pump := m.switchSession(s)
 	out := []string{fmt.Sprintf("resumed session %s", s.ID())}
 	if r := m.recap(); r != "" {
 		out = append(out, r)
 	}
-	return m.printLines(out...)
+	return tea.Batch(pump, m.printLines(out...))
 }
 
 // modelsMsg carries the model list for the picker.

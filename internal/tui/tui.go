@@ -50,6 +50,10 @@ type Options struct {
 	BoxState func() string
 	// Yolo and Verbose are the starting states of /yolo and /verbose.
 	Yolo, Verbose bool
+	// Notices are lines for the person written while the TUI runs (the
+	// process's stderr: warnings, "waiting for another turn"); they are
+	// printed above the live region instead of over it.
+	Notices <-chan string
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -157,6 +161,28 @@ func waitEvent(ctx context.Context, sub *session.Subscription) tea.Cmd {
 	}
 }
 
+// noticeMsg is one line of Options.Notices.
+type noticeMsg string
+
+// waitNotice reads the next line of Options.Notices.
+func (m *Model) waitNotice() tea.Cmd {
+	ch, ctx := m.opts.Notices, m.ctx
+	if ch == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		select {
+		case l, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			return noticeMsg(l)
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
 // tickMsg redraws the elapsed times and the box state.
 type tickMsg time.Time
 
@@ -166,7 +192,7 @@ func tick() tea.Cmd {
 
 // Init prints the banner, starts the event pump and sends Initial.
 func (m *Model) Init() tea.Cmd {
-	cmds := []tea.Cmd{tea.Println(m.banner()), waitEvent(m.ctx, m.sub), tick(), m.input.Focus()}
+	cmds := []tea.Cmd{tea.Println(m.banner()), waitEvent(m.ctx, m.sub), tick(), m.input.Focus(), m.waitNotice()}
 	if recap := m.recap(); recap != "" {
 		cmds = append(cmds, tea.Println(recap))
 	}
@@ -202,6 +228,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.onSwitched(msg)
 	case tickMsg:
 		return m, tick()
+	case noticeMsg:
+		return m, tea.Batch(m.printLines(m.styles.warn.Render(string(msg))), m.waitNotice())
 	case tea.PasteMsg:
 		if m.approval == nil && m.picker == nil {
 			m.input.InsertString(msg.Content)

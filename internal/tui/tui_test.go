@@ -236,3 +236,135 @@ func statusBarFrame(t *testing.T, width int) {
 }
 
 func llmUsage(in, out int) llm.Usage { return llm.Usage{InputTokens: in, OutputTokens: out} }
+
+// send types text and presses Enter.
+func send(tm *teatest.TestModel, text string) {
+	tm.Type(text)
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
+}
+
+// TestModelPickerSwitchesModel: /model lists the provider's /models in a
+// picker; choosing one restarts the runtime on it, keeping the session.
+func TestModelPickerSwitchesModel(t *testing.T) {
+	w := newWorld(t, llmtest.Turn{Text: "first"}, llmtest.Turn{Text: "second"})
+	w.srv.SetModels(llmtest.Model{ID: "fake-model"}, llmtest.Model{ID: "other-model"})
+	o := w.options(t)
+	o.Models = w.rt.ListModels
+	o.SwitchModel = func(ctx context.Context, model string) (*session.Runtime, *session.Session, error) {
+		rt := w.newRuntime(t, model)
+		s, err := rt.Open(ctx, session.OpenOptions{Resume: w.sess.ID()})
+		return rt, s, err
+	}
+	tm, out := start(t, o, 80, 24)
+	send(tm, "hello")
+	out.wait(t, "first")
+	send(tm, "/model")
+	waitFrame(t, tm, "other-model")
+	tm.Type("other")
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
+	out.wait(t, "model: other-model")
+	waitFrame(t, tm, "other-model │")
+	send(tm, "again")
+	out.wait(t, "second")
+	if strings.Contains(out.String(), "hermes:") {
+		t.Errorf("an error was shown:\n%s", out)
+	}
+	reqs := w.srv.Requests()
+	last := reqs[len(reqs)-1].JSON()
+	if last["model"] != "other-model" {
+		t.Errorf("the next turn used model %v", last["model"])
+	}
+	if msgs, _ := last["messages"].([]any); len(msgs) < 4 {
+		t.Errorf("the session's history was not kept: %d messages", len(msgs))
+	}
+}
+
+// TestSlashCommands: /new starts a new session, /title names it, /undo
+// drops the last exchange, /retry sends it again, an unknown command
+// suggests the nearest one, and the history is saved in HERMES_HOME.
+func TestSlashCommands(t *testing.T) {
+	w := newWorld(t, llmtest.Turn{Text: "one"}, llmtest.Turn{Text: "two"}, llmtest.Turn{Text: "three"}, llmtest.Turn{Text: "four"})
+	tm, out := start(t, w.options(t), 80, 24)
+	send(tm, "first question")
+	out.wait(t, "one")
+	send(tm, "/undo")
+	out.wait(t, "undone: › first question")
+	send(tm, "second question")
+	out.wait(t, "two")
+	send(tm, "/retry")
+	out.wait(t, "three")
+	reqs := w.srv.Requests()
+	msgs, _ := reqs[2].JSON()["messages"].([]any)
+	var users []string
+	for _, m := range msgs {
+		if mm, _ := m.(map[string]any); mm["role"] == "user" {
+			users = append(users, mm["content"].(string))
+		}
+	}
+	if strings.Join(users, "|") != "second question" {
+		t.Errorf("after /undo and /retry the model saw user messages %q", users)
+	}
+	send(tm, "/titel")
+	out.wait(t, "did you mean /title?")
+	send(tm, "/title My work")
+	out.wait(t, `is now titled "My work"`)
+	old := w.sess.ID()
+	send(tm, "/new")
+	out.wait(t, "new session")
+	if got, _ := w.rt.Store().Session(context.Background(), old); got.Title != "My work" {
+		t.Errorf("title not stored: %+v", got)
+	}
+	send(tm, "in the new session")
+	out.wait(t, "four")
+	if msgs, _ := w.srv.Requests()[3].JSON()["messages"].([]any); len(msgs) != 2 {
+		t.Errorf("the new session's first request has %d messages, want system + user", len(msgs))
+	}
+	// /resume goes back, with a recap of the last exchanges.
+	send(tm, "/resume "+old)
+	out.wait(t, "resumed session "+old)
+	out.wait(t, "› second question")
+	hist, err := os.ReadFile(filepath.Join(w.home, historyFile))
+	if err != nil || !strings.Contains(string(hist), "second question\n/retry\n") {
+		t.Errorf("history not saved: %v\n%s", err, hist)
+	}
+}
+
+// TestCtrlCCancelsThenQuits: Ctrl-C stops the running tool call; a
+// second Ctrl-C quits.
+func TestCtrlCCancelsThenQuits(t *testing.T) {
+	w := newWorld(t, llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "terminal", Args: `{"command":"sleep 30"}`}}})
+	o := w.options(t)
+	clock := fixedNow
+	o.Now = func() time.Time { clock = clock.Add(3 * time.Second); return clock }
+	tm, out := start(t, o, 80, 24)
+	send(tm, "wait")
+	waitFrame(t, tm, "sleep 30")
+	tm.Send(tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl})
+	out.wait(t, "interrupted")
+	if w.sess.Busy() {
+		t.Errorf("the turn still runs after Ctrl-C")
+	}
+	tm.Send(tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl})
+	waitFrame(t, tm, "Ctrl-C again")
+	tm.Send(tea.KeyPressMsg{Code: 'd', Mod: tea.ModCtrl})
+	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
+}
+
+// TestPathCompletion: @ completes file names of the working directory.
+func TestPathCompletion(t *testing.T) {
+	w := newWorld(t)
+	for _, f := range []string{"main.go", "README.md", "docs/guide.md"} {
+		p := filepath.Join(w.cwd, f)
+		_ = os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tm, _ := start(t, w.options(t), 80, 24)
+	tm.Type("read @d")
+	waitFrame(t, tm, "▸ docs/")
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyTab})
+	waitFrame(t, tm, "▸ docs/guide.md")
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyTab})
+	waitFrame(t, tm, "read @docs/guide.md")
+}
