@@ -14,8 +14,8 @@ import (
 	"io"
 	"time"
 
-	tea "charm.land/bubbletea/v2"
 	"charm.land/bubbles/v2/textarea"
+	tea "charm.land/bubbletea/v2"
 	"charm.land/glamour/v2"
 
 	"github.com/hermes-go/hermes/internal/agent"

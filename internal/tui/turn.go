@@ -25,11 +25,11 @@ type liveTurn struct {
 	text string
 	// fence is set while text is inside a fenced code block that was
 	// opened in an already printed part.
-	fence    string
-	thinking strings.Builder
-	thinkAt  time.Time
-	tool     *runningTool
-	rendered string // cached markdown of text at renderedW
+	fence                string
+	thinking             strings.Builder
+	thinkAt              time.Time
+	tool                 *runningTool
+	rendered             string // cached markdown of text at renderedW
 	renderedW, renderedN int
 }
 
