@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -243,4 +244,46 @@ func firstN(s []string, n int) []string {
 		return s[:n]
 	}
 	return s
+}
+
+// Pastes longer than pasteInlineBytes or pasteInlineLines are held aside
+// and shown in the editor as a placeholder (the editor redraws every line
+// on each key, which a 100 KB paste would make slow); the placeholder is
+// replaced by the text when the message is sent.
+const (
+	pasteInlineBytes = 2048
+	pasteInlineLines = 20
+)
+
+// paste inserts text, or a placeholder for a large paste.
+func (m *Model) paste(text string) {
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	lines := strings.Count(text, "\n") + 1
+	if len(text) <= pasteInlineBytes && lines <= pasteInlineLines {
+		m.input.InsertString(text)
+		m.fitEditor()
+		return
+	}
+	if m.pastes == nil {
+		m.pastes = map[string]string{}
+	}
+	ph := fmt.Sprintf("[pasted text #%d · %d lines · %s]", len(m.pastes)+1, lines, byteSize(len(text)))
+	m.pastes[ph] = text
+	m.input.InsertString(ph)
+	m.fitEditor()
+}
+
+// expandPastes replaces paste placeholders in text with what was pasted.
+func (m *Model) expandPastes(text string) string {
+	for ph, content := range m.pastes {
+		text = strings.ReplaceAll(text, ph, content)
+	}
+	return text
+}
+
+func byteSize(n int) string {
+	if n >= 1024 {
+		return fmt.Sprintf("%.1f KB", float64(n)/1024)
+	}
+	return fmt.Sprintf("%d B", n)
 }

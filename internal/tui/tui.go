@@ -87,6 +87,7 @@ type Model struct {
 	preloaded bool
 	quitting  bool
 	styles    styles
+	pastes    map[string]string     // placeholder → pasted text (large pastes)
 	md        *glamour.TermRenderer // markdown renderer for mdWidth columns
 	mdWidth   int
 }
@@ -232,8 +233,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tea.Batch(m.printLines(m.styles.warn.Render(string(msg))), m.waitNotice())
 	case tea.PasteMsg:
 		if m.approval == nil && m.picker == nil {
-			m.input.InsertString(msg.Content)
-			m.fitEditor()
+			m.paste(msg.Content)
 		}
 		return m, nil
 	case tea.KeyPressMsg:
@@ -340,6 +340,7 @@ func (m *Model) submit() tea.Cmd {
 		return nil
 	}
 	m.history.add(text)
+	text = m.expandPastes(text)
 	m.input.Reset()
 	m.fitEditor()
 	m.complete = completion{}

@@ -34,7 +34,7 @@ type world struct {
 	sess      *session.Session
 }
 
-func newWorld(t *testing.T, turns ...llmtest.Turn) *world {
+func newWorld(t testing.TB, turns ...llmtest.Turn) *world {
 	t.Helper()
 	w := &world{srv: llmtest.NewServer(t, turns...), home: t.TempDir(), cwd: t.TempDir()}
 	cfg := "model:\n  provider: custom\n  default: fake-model\n  base_url: " + w.srv.URL + "\n" +
@@ -52,7 +52,7 @@ func newWorld(t *testing.T, turns ...llmtest.Turn) *world {
 }
 
 // newRuntime starts a runtime on model ("" = config's).
-func (w *world) newRuntime(t *testing.T, model string) *session.Runtime {
+func (w *world) newRuntime(t testing.TB, model string) *session.Runtime {
 	t.Helper()
 	home := w.home
 	loaded, err := config.Load(home, config.LoadOptions{Getenv: func(k string) string {
@@ -78,7 +78,7 @@ func (w *world) newRuntime(t *testing.T, model string) *session.Runtime {
 	return rt
 }
 
-func (w *world) options(t *testing.T) Options {
+func (w *world) options(t testing.TB) Options {
 	return Options{Runtime: w.rt, Session: w.sess, Home: w.home, Cwd: w.cwd, Version: "0.0.0-test",
 		Now: func() time.Time { return fixedNow }}
 }
@@ -367,4 +367,32 @@ func TestPathCompletion(t *testing.T) {
 	waitFrame(t, tm, "▸ docs/guide.md")
 	tm.Send(tea.KeyPressMsg{Code: tea.KeyTab})
 	waitFrame(t, tm, "read @docs/guide.md")
+}
+
+// TestEditorPasteNewlineHistory: a large paste is sent whole, Ctrl-J adds
+// a line without sending, and ↑ brings back the last message.
+func TestEditorPasteNewlineHistory(t *testing.T) {
+	w := newWorld(t, llmtest.Turn{Text: "got it"}, llmtest.Turn{Text: "again"})
+	tm, out := start(t, w.options(t), 80, 24)
+	big := strings.Repeat("0123456789abcdef\n", 4096) // 68 KB
+	tm.Send(tea.PasteMsg{Content: big})
+	tm.Send(tea.KeyPressMsg{Code: 'j', Mod: tea.ModCtrl})
+	tm.Type("end")
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
+	out.wait(t, "got it")
+	body := w.srv.Requests()[0].JSON()
+	msgs, _ := body["messages"].([]any)
+	last, _ := msgs[len(msgs)-1].(map[string]any)
+	if got, _ := last["content"].(string); got != big+"\nend" {
+		t.Errorf("the pasted message arrived as %d bytes, want %d", len(got), len(big)+4)
+	}
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyUp})
+	waitFrame(t, tm, "[pasted text #1 · 4097 lines · 68.0 KB]")
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
+	out.wait(t, "again")
+	msgs, _ = w.srv.Requests()[1].JSON()["messages"].([]any)
+	last, _ = msgs[len(msgs)-1].(map[string]any)
+	if got, _ := last["content"].(string); got != big+"\nend" {
+		t.Errorf("the recalled message arrived as %d bytes, want %d", len(got), len(big)+4)
+	}
 }
