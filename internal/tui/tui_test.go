@@ -396,3 +396,27 @@ func TestEditorPasteNewlineHistory(t *testing.T) {
 		t.Errorf("the recalled message arrived as %d bytes, want %d", len(got), len(big)+4)
 	}
 }
+
+// TestReasoningCollapsed: reasoning is folded into one dimmed line once
+// the answer starts; Ctrl-O prints it, /verbose prints it in full.
+func TestReasoningCollapsed(t *testing.T) {
+	w := newWorld(t,
+		llmtest.Turn{Reasoning: "step one\nstep two\nsecret plan", Text: "the answer"},
+		llmtest.Turn{Reasoning: "think again\nverbosely", Text: "second answer"},
+	)
+	tm, out := start(t, w.options(t), 80, 24)
+	send(tm, "why")
+	out.wait(t, "the answer")
+	if s := out.String(); !strings.Contains(s, "▸ reasoning") || !strings.Contains(s, "3 lines") || strings.Contains(s, "secret plan") {
+		t.Errorf("reasoning not collapsed:\n%s", s)
+	}
+	tm.Send(tea.KeyPressMsg{Code: 'o', Mod: tea.ModCtrl})
+	out.wait(t, "secret plan")
+	send(tm, "/verbose")
+	out.wait(t, "verbose: true")
+	send(tm, "more")
+	out.wait(t, "second answer")
+	if !strings.Contains(out.String(), "verbosely") {
+		t.Errorf("/verbose does not show the reasoning:\n%s", out)
+	}
+}
