@@ -86,22 +86,6 @@ func (p *tmuxPane) waitFor(want string) string {
 	}
 }
 
-// waitCount waits until want appears at least n times.
-func (p *tmuxPane) waitCount(want string, n int) string {
-	p.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		s := p.screen()
-		if strings.Count(s, want) >= n {
-			return s
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("the screen never showed %q %d times:\n%s", want, n, s)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // waitGone waits (at most 20 s) until the screen no longer shows text.
 func (p *tmuxPane) waitGone(text string) {
 	p.t.Helper()
