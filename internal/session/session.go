@@ -29,6 +29,8 @@ type Session struct {
 	source   string
 	platform string
 	agent    *agent.Agent
+	// compactor is the context compressor (nil when compression is off).
+	compactor agent.Compactor
 
 	mu      sync.Mutex
 	state   *agent.Session // owned by the running turn while one runs
@@ -431,6 +433,7 @@ func (rt *Runtime) newSession(st store.Session, system string, history []llm.Mes
 			Notice: func(text string) { s.onAgentEvent(agent.Event{Kind: agent.EventNotice, Text: text}) },
 		})
 	}
+	s.compactor = compactor
 	s.agent = agent.New(agent.Options{
 		Provider: rt.provider, Model: rt.model, Tools: rt.tools, Recorder: rt.recorder(),
 		MaxTurns: c.Agent.MaxTurns, MaxTokens: c.Model.MaxTokens, ReasoningEffort: c.Agent.ReasoningEffort,

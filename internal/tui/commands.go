@@ -72,7 +72,7 @@ func (m *Model) command(line string) tea.Cmd {
 		}
 		return m.printLines(m.styles.warn.Render("yolo " + state))
 	}
-	if m.turn != nil || m.sess.Busy() {
+	if m.turn != nil || m.compressing || m.sess.Busy() {
 		return m.printError(session.ErrBusy)
 	}
 	var out tea.Cmd
@@ -95,8 +95,7 @@ func (m *Model) command(line string) tea.Cmd {
 		m.updateContextUsed()
 		out = m.printLines(m.styles.dim.Render("undone: › " + preview(text, m.width-12)))
 	case "/compress":
-		out = m.printLines("compression runs automatically when the context passes compression.threshold of the window; " +
-			"a manual /compress is not available yet")
+		out = m.compress()
 	case "/usage":
 		out = m.usageCommand()
 	case "/tools":
@@ -350,4 +349,33 @@ func (m *Model) onSwitched(msg switchedMsg) tea.Cmd {
 	m.subscribe()
 	m.updateContextUsed()
 	return tea.Batch(m.printLines(fmt.Sprintf("model: %s via %s", m.rt.Model(), m.rt.ProviderName())), waitEvent(m.ctx, m.sub))
+}
+
+// compressedMsg reports the end of /compress.
+type compressedMsg struct {
+	done bool
+	err  error
+}
+
+// compress summarises the conversation's middle in the background;
+// messages wait until it ends.
+func (m *Model) compress() tea.Cmd {
+	m.compressing = true
+	s, ctx := m.sess, m.ctx
+	return tea.Sequence(m.printLines(m.styles.dim.Render("compressing the context…")), func() tea.Msg {
+		done, err := s.Compress(ctx)
+		return compressedMsg{done: done, err: err}
+	})
+}
+
+func (m *Model) onCompressed(msg compressedMsg) tea.Cmd {
+	m.compressing = false
+	m.updateContextUsed()
+	switch {
+	case msg.err != nil:
+		return m.printError(msg.err)
+	case !msg.done:
+		return m.printLines("nothing to compress: the conversation is within compression.protect_first_n + protect_last_n messages")
+	}
+	return m.printLines(fmt.Sprintf("context compressed: ~%s tokens now", tokens(m.ctxUsed)))
 }

@@ -85,11 +85,13 @@ type Model struct {
 	lastThink string // the last turn's reasoning, for Ctrl-O
 	lastUser  string // the last message sent, for /retry
 	preloaded bool
-	quitting  bool
-	styles    styles
-	pastes    map[string]string     // placeholder → pasted text (large pastes)
-	md        *glamour.TermRenderer // markdown renderer for mdWidth columns
-	mdWidth   int
+	// compressing is set while /compress runs; messages wait for it.
+	compressing bool
+	quitting    bool
+	styles      styles
+	pastes      map[string]string     // placeholder → pasted text (large pastes)
+	md          *glamour.TermRenderer // markdown renderer for mdWidth columns
+	mdWidth     int
 }
 
 // usageTotals are the session's token counts since the TUI started.
@@ -227,6 +229,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.openModelPicker(msg)
 	case switchedMsg:
 		return m, m.onSwitched(msg)
+	case compressedMsg:
+		return m, m.onCompressed(msg)
 	case tickMsg:
 		return m, tick()
 	case noticeMsg:
@@ -339,6 +343,9 @@ func (m *Model) submit() tea.Cmd {
 	if text == "" || isBlank(text) {
 		return nil
 	}
+	if m.compressing && !isCommand(text) {
+		return m.printLines(m.styles.warn.Render("compressing the context: send it again when that is done"))
+	}
 	m.history.add(text)
 	text = m.expandPastes(text)
 	m.input.Reset()
@@ -347,6 +354,7 @@ func (m *Model) submit() tea.Cmd {
 	if isCommand(text) {
 		return m.command(text)
 	}
+
 	if !m.preloaded && m.opts.Preload != nil {
 		var err error
 		if text, err = m.opts.Preload(text); err != nil {

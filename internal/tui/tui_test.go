@@ -3,6 +3,7 @@ package tui
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -418,5 +419,38 @@ func TestReasoningCollapsed(t *testing.T) {
 	out.wait(t, "second answer")
 	if !strings.Contains(out.String(), "verbosely") {
 		t.Errorf("/verbose does not show the reasoning:\n%s", out)
+	}
+}
+
+// TestCompressCommand: /compress summarises the middle of the
+// conversation with a model call and keeps the session going.
+func TestCompressCommand(t *testing.T) {
+	w := newWorld(t)
+	cfg := "model:\n  provider: custom\n  default: fake-model\n  base_url: " + w.srv.URL + "\n" +
+		"terminal:\n  cwd: " + w.cwd + "\n" + "compression:\n  enabled: true\n  protect_first_n: 1\n  protect_last_n: 1\n"
+	if err := os.WriteFile(filepath.Join(w.home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.rt = w.newRuntime(t, "")
+	s, err := w.rt.Open(context.Background(), session.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.sess = s
+	w.srv.Add(llmtest.Turn{Text: "a1"}, llmtest.Turn{Text: "a2"}, llmtest.Turn{Text: "a3"},
+		llmtest.Turn{Text: "SUMMARY of the early talk"}, llmtest.Turn{Text: "after"})
+	tm, out := start(t, w.options(t), 80, 24)
+	for i, q := range []string{"q1", "q2", "q3"} {
+		send(tm, q)
+		out.wait(t, fmt.Sprintf("a%d", i+1))
+	}
+	send(tm, "/compress")
+	out.wait(t, "context compressed")
+	send(tm, "next")
+	out.wait(t, "after")
+	reqs := w.srv.Requests()
+	body := string(reqs[len(reqs)-1].Body)
+	if !strings.Contains(body, "SUMMARY of the early talk") || strings.Contains(body, `"q2"`) {
+		t.Errorf("the turn after /compress did not use the summary:\n%s", body)
 	}
 }
