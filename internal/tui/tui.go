@@ -233,6 +233,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.onCompressed(msg)
 	case tickMsg:
 		return m, tick()
+	case redrawMsg:
+		if m.turn != nil {
+			m.turn.redrawSoon = false
+		}
+		return m, nil
 	case noticeMsg:
 		return m, tea.Batch(m.printLines(m.styles.warn.Render(string(msg))), m.waitNotice())
 	case tea.PasteMsg:

@@ -31,6 +31,8 @@ type liveTurn struct {
 	tool                 *runningTool
 	rendered             string // cached markdown of text at renderedW
 	renderedW, renderedN int
+	renderedAt           time.Time // wall clock of the cached rendering
+	redrawSoon           bool      // a redrawMsg is scheduled
 }
 
 // runningTool is a tool call between its ToolStart and ToolEnd.
@@ -48,6 +50,9 @@ type approvalPrompt struct {
 
 // approvalDoneMsg says the approval id was answered elsewhere or timed out.
 type approvalDoneMsg struct{ id string }
+
+// redrawMsg redraws the live paragraph after streamRenderEvery.
+type redrawMsg struct{}
 
 // reviewMsg carries the self-review's changes.
 type reviewMsg struct{ lines []string }
@@ -93,7 +98,14 @@ func (m *Model) onEvent(ev session.Event) tea.Cmd {
 	case session.TextDelta:
 		out := m.flushThinking()
 		t.text += ev.Text
-		return tea.Sequence(out, m.flushParagraphs(false))
+		var redraw tea.Cmd
+		if !t.redrawSoon {
+			// The live paragraph is re-rendered at most every
+			// streamRenderEvery; this redraw shows the last delta.
+			t.redrawSoon = true
+			redraw = tea.Tick(streamRenderEvery, func(time.Time) tea.Msg { return redrawMsg{} })
+		}
+		return tea.Batch(tea.Sequence(out, m.flushParagraphs(false)), redraw)
 	case session.ToolStart:
 		out := tea.Sequence(m.flushThinking(), m.flushParagraphs(true))
 		t.tool = &runningTool{name: ev.Tool, args: ev.Args, started: m.now()}

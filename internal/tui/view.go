@@ -126,11 +126,17 @@ func (m *Model) liveView(rows int) string {
 // code block: it is rendered once, when it ends).
 const streamLimit = 16 << 10
 
+// streamRenderEvery bounds how often the paragraph being streamed is
+// rendered as markdown again (each delta would otherwise cost a glamour
+// rendering, about 1 ms, ahead of any keystroke in the queue).
+const streamRenderEvery = 50 * time.Millisecond
+
 // streamView is the paragraph being streamed, rendered as markdown; the
 // rendering is cached while the text and width are unchanged.
 func (m *Model) streamView(rows int) string {
 	t := m.turn
-	if t.rendered != "" && t.renderedN == len(t.text) && t.renderedW == m.width {
+	fresh := t.renderedN == len(t.text) || time.Since(t.renderedAt) < streamRenderEvery
+	if t.rendered != "" && t.renderedW == m.width && fresh {
 		return t.rendered
 	}
 	var out string
@@ -144,7 +150,7 @@ func (m *Model) streamView(rows int) string {
 		}
 		out = m.markdown(md)
 	}
-	t.rendered, t.renderedN, t.renderedW = out, len(t.text), m.width
+	t.rendered, t.renderedN, t.renderedW, t.renderedAt = out, len(t.text), m.width, time.Now()
 	return out
 }
 
