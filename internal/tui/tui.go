@@ -11,6 +11,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"io"
 	"time"
 
@@ -120,7 +121,7 @@ func Run(ctx context.Context, o Options, in io.Reader, out io.Writer, extra ...t
 	defer m.close()
 	opts := append([]tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out)}, extra...)
 	_, err := tea.NewProgram(m, opts...).Run()
-	if err == tea.ErrProgramKilled && ctx.Err() != nil {
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil
 	}
 	return err

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -452,5 +453,26 @@ func TestCompressCommand(t *testing.T) {
 	body := string(reqs[len(reqs)-1].Body)
 	if !strings.Contains(body, "SUMMARY of the early talk") || strings.Contains(body, `"q2"`) {
 		t.Errorf("the turn after /compress did not use the summary:\n%s", body)
+	}
+}
+
+// TestStatusBarBoxState: with terminal.backend box the status bar names
+// the box's state; at 40 columns the model and YOLO are kept.
+func TestStatusBarBoxState(t *testing.T) {
+	w := newWorld(t)
+	o := w.options(t)
+	var state atomic.Value
+	state.Store("starting")
+	o.BoxState = func() string { return state.Load().(string) }
+	o.Yolo = true
+	tm, _ := start(t, o, 120, 10)
+	waitFrame(t, tm, "box starting")
+	state.Store("ready")
+	tm.Send(tickMsg(fixedNow))
+	waitFrame(t, tm, "box ready")
+	tm.Send(tea.WindowSizeMsg{Width: 40, Height: 10})
+	f := waitFrame(t, tm, "⚠ YOLO")
+	if !strings.Contains(f, "fake-model") || strings.Contains(f, "box ready") {
+		t.Errorf("narrow status bar:\n%s", f)
 	}
 }

@@ -311,7 +311,7 @@ func firstLines(s string, n int) string {
 
 func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
 
-// recapContext bounds the recap of a resumed session.
+// recapExchanges bounds the recap of a resumed session (user messages).
 const recapExchanges = 3
 
 // recap summarises the last exchanges of a resumed session.
