@@ -14,6 +14,9 @@ type Config struct {
 	Skills      SkillsConfig      `yaml:"skills"`
 	Compression CompressionConfig `yaml:"compression"`
 	Toolsets    []string          `yaml:"toolsets"`
+	Web         WebConfig         `yaml:"web"`
+	Browser     BrowserConfig     `yaml:"browser"`
+	Security    SecurityConfig    `yaml:"security"`
 	// ContextFileMaxChars caps a project context file (AGENTS.md, ...) in
 	// the system prompt, in characters; 0 = 20,000 (Hermes
 	// "context_file_max_chars").
@@ -35,6 +38,36 @@ type ModelConfig struct {
 	// StreamIdleTimeout is the longest wait, in seconds, between two pieces
 	// of a streamed answer (0 = 120).
 	StreamIdleTimeout int `yaml:"stream_idle_timeout"`
+	// SupportsVision says whether the model accepts images (browser_vision
+	// screenshots); unset = guessed from the model id (Hermes
+	// providers.<id>.models.<m>.supports_vision).
+	SupportsVision *bool `yaml:"supports_vision"`
+}
+
+// WebConfig is the web: section (web_search, web_extract).
+type WebConfig struct {
+	// Backend is the default backend of both web tools; SearchBackend
+	// overrides it for web_search: searxng, brave, tavily, exa or
+	// firecrawl ("" = the first whose key is set).
+	Backend       string `yaml:"backend"`
+	SearchBackend string `yaml:"search_backend"`
+}
+
+// BrowserConfig is the browser: section (the browser tools).
+type BrowserConfig struct {
+	// InactivityTimeout closes a session's Chromium after this many idle
+	// seconds (0 = 120; negative = never).
+	InactivityTimeout int `yaml:"inactivity_timeout"`
+	// CommandTimeout bounds one browser action, in seconds (0 = 30).
+	CommandTimeout int `yaml:"command_timeout"`
+}
+
+// SecurityConfig is the security: section (the keys hermes reads).
+type SecurityConfig struct {
+	// AllowPrivateURLs lets web_extract read loopback and private
+	// addresses from the host (local backend; the box's gate has its own
+	// allowlist).
+	AllowPrivateURLs bool `yaml:"allow_private_urls"`
 }
 
 // AgentConfig is the agent: section.
@@ -70,6 +103,11 @@ type TerminalConfig struct {
 	SSHUser string `yaml:"ssh_user"`
 	SSHPort int    `yaml:"ssh_port"` // default 22
 	SSHKey  string `yaml:"ssh_key"`  // private key file; "" = ssh-agent, then ~/.ssh/id_*
+	// Docker backend (Hermes keys; HERMES_DOCKER_BINARY=podman for Podman).
+	DockerImage     string            `yaml:"docker_image"`      // default nikolaik/python-nodejs:python3.11-nodejs20
+	DockerNetwork   *bool             `yaml:"docker_network"`    // default true
+	DockerEnv       map[string]string `yaml:"docker_env"`        // literal variables for the container
+	DockerExtraArgs []string          `yaml:"docker_extra_args"` // passed to docker run before the image
 	// VercelRuntime is the vercel_sandbox runtime: node24 (default) | node22 | python3.13.
 	VercelRuntime string `yaml:"vercel_runtime"`
 }

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hermes-go/hermes/internal/browser"
 	"io"
 	"path/filepath"
 	"strconv"
@@ -111,6 +112,7 @@ type Runtime struct {
 	skills    *skills.Library
 	todo      *tool.TodoList
 	processes *tool.ProcessTable
+	browsers  *browser.Manager // nil without Chromium
 	tools     *tool.Registry
 	redact    *Redactor
 	cwd       string

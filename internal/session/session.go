@@ -409,6 +409,9 @@ func (s *Session) shutdown() {
 	s.Cancel()
 	_ = s.WaitIdle(context.Background())
 	s.rt.processes.KillSession(s.id)
+	if s.rt.browsers != nil {
+		s.rt.browsers.CloseSession(s.id)
+	}
 	s.rt.approvals.Forget(s.id)
 	s.rt.lazy.Forget(s.id)
 	if st, ok := s.rt.backend.(interface{ Stop(taskID string) error }); ok {

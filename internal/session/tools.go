@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/hermes-go/hermes/internal/cron"
 	"github.com/hermes-go/hermes/internal/memory"
 	"github.com/hermes-go/hermes/internal/skills"
 	"github.com/hermes-go/hermes/internal/tool"
@@ -28,9 +30,11 @@ func (rt *Runtime) buildTools() error {
 			Backend: rt.backend, Approvals: rt.approvals, OutputDir: filepath.Join(o.Home, "cache", "terminal"),
 			Timeout: time.Duration(c.Terminal.Timeout) * time.Second, Secrets: secrets, Processes: rt.processes,
 		},
-		files: fileOpts, secrets: secrets, rt: rt,
+		files: fileOpts, secrets: secrets, rt: rt, cron: cron.NewStore(o.Home, o.Now),
 		memory: enabled(c.Memory.MemoryEnabled) || enabled(c.Memory.UserProfileEnabled),
 	})
+	rt.addBrowserTools(all)
+	rt.addWebTools(all)
 	toolsets := o.Toolsets
 	if len(toolsets) == 0 {
 		toolsets = c.Toolsets
@@ -56,6 +60,7 @@ type toolDeps struct {
 	files    tool.FileToolOptions
 	secrets  []string
 	rt       *Runtime
+	cron     *cron.Store
 	memory   bool
 }
 
@@ -74,6 +79,9 @@ func newRegistry(d toolDeps) *tool.Registry {
 		tool.NewSkillView(rt.skills),
 		tool.NewSkillManage(rt.skills),
 		rt.todo,
+		tool.NewCronjob(tool.CronjobOptions{
+			Store: d.cron, Origin: rt.chatOrigin, InCron: rt.isCronSession, Now: rt.opts.Now,
+		}),
 	)
 	if d.memory {
 		all.Add(tool.NewMemory(rt.memory))
@@ -82,10 +90,19 @@ func newRegistry(d toolDeps) *tool.Registry {
 }
 
 // Toolsets lists the toolsets of the built-in tools (for `hermes setup
-// tools`), sorted; the tools are built without an environment and never run.
+// tools`), sorted: the tools are built without an environment and never
+// run; browser and web, added per backend and config, are always listed.
 func Toolsets() []string {
-	rt := &Runtime{todo: tool.NewTodoList(), processes: tool.NewProcessTable()}
-	return newRegistry(toolDeps{rt: rt, memory: true}).Toolsets()
+	rt := &Runtime{todo: tool.NewTodoList(), processes: tool.NewProcessTable(), opts: Options{Now: time.Now}}
+	all := newRegistry(toolDeps{rt: rt, memory: true, cron: cron.NewStore("", time.Now)})
+	out := all.Toolsets()
+	for _, ts := range []string{"browser", "web"} {
+		if !slices.Contains(out, ts) {
+			out = append(out, ts)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // resolveCwd turns terminal.cwd into an absolute directory.
