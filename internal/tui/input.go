@@ -9,7 +9,8 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textarea"
-	"github.com/google/renameio/v2"
+
+	"github.com/hermes-go/hermes/internal/atomicfile"
 )
 
 // maxEditorRows bounds the editor's height; longer input scrolls.
@@ -90,7 +91,7 @@ func (h *history) add(text string) {
 		b.WriteString(escapeEntry(e) + "\n")
 	}
 	// Best effort: a read-only HERMES_HOME must not stop the chat.
-	_ = renameio.WriteFile(h.path, []byte(b.String()), 0o600)
+	_ = atomicfile.Write(h.path, []byte(b.String()), 0o600)
 }
 
 func escapeEntry(s string) string {
