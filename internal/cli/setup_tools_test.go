@@ -52,3 +52,19 @@ func TestSetupToolsWizard(t *testing.T) {
 		t.Errorf("toolsets = %v\n%s", got, out)
 	}
 }
+
+// TestSetupGatewayIsGatewaySetup: `hermes setup gateway` runs the same
+// code as `hermes gateway setup`.
+func TestSetupGatewayIsGatewaySetup(t *testing.T) {
+	ta := newTestApp(t, nil, "", false)
+	if code := ta.run("setup", "gateway", "--non-interactive", "--telegram-token", testTelegramToken, "--telegram-allowed-users", "42"); code != 0 {
+		t.Fatalf("%d %s", code, ta.stderr)
+	}
+	env, mode := readDotEnv(t, ta.home)
+	if env["TELEGRAM_BOT_TOKEN"] != testTelegramToken || env["TELEGRAM_ALLOWED_USERS"] != "42" || mode != 0o600 {
+		t.Errorf(".env = %v (mode %v)", env, mode)
+	}
+	if code := ta.run("setup", "gateway", "--non-interactive"); code != 1 || !strings.Contains(ta.stderr.String(), "nothing to set") {
+		t.Errorf("no flags: %d %s", code, ta.stderr)
+	}
+}
