@@ -111,8 +111,14 @@ func (a *App) newBackend(cfg *config.Loaded, cwd string) (backend.Backend, error
 	if err != nil {
 		return nil, err
 	}
-	return &noticeBackend{Backend: b, stderr: a.Stderr}, nil
+	return &noticeBackend{Backend: b, stderr: appStderr{a}}, nil
 }
+
+// appStderr writes to the App's Stderr of the moment of the write (the
+// TUI swaps it for its notices while it runs).
+type appStderr struct{ a *App }
+
+func (w appStderr) Write(p []byte) (int, error) { return w.a.Stderr.Write(p) }
 
 func (a *App) newTerminalBackend(cfg *config.Loaded, cwd string) (backend.Backend, error) {
 	c := &cfg.Config

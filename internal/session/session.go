@@ -35,6 +35,8 @@ type Session struct {
 	agent    *agent.Agent
 	tools    *tool.Registry // the runtime's tools plus the session's MCP tools
 	mcp      *mcp.Manager   // nil without MCP servers
+	// compactor is the context compressor (nil when compression is off).
+	compactor agent.Compactor
 
 	mu      sync.Mutex
 	state   *agent.Session // owned by the running turn while one runs
@@ -445,6 +447,7 @@ func (rt *Runtime) newSession(st store.Session, system string, history []llm.Mes
 			Notice: func(text string) { s.onAgentEvent(agent.Event{Kind: agent.EventNotice, Text: text}) },
 		})
 	}
+	s.compactor = compactor
 	s.agent = agent.New(agent.Options{
 		Provider: rt.provider, Model: rt.model, Tools: s.tools, Recorder: rt.recorder(),
 		MaxTurns: c.Agent.MaxTurns, MaxTokens: c.Model.MaxTokens, ReasoningEffort: c.Agent.ReasoningEffort,
