@@ -546,12 +546,20 @@ func restrictThread(fd int) error {
 // environment block, which /proc/PID/environ shows and which some kernels
 // still let a same-user process read; the values live on in the Go
 // environment (os.Getenv) only. It also disables core dumps of hermes.
+//
+// A hermes that is itself a command of another sandbox (hermes chat inside
+// a box, or under another hermes's guard: Landlock, or another LSM,
+// refuses to open /proc/self/mem for writing) cannot scrub; being
+// non-dumpable is then its protection and no error is reported.
 func HideProcess() error {
 	// Scrub first: once non-dumpable, /proc/self/mem belongs to root and a
 	// process that is not root can no longer open it.
 	scrubErr := scrubInitialEnviron()
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_DUMPABLE, 0): %w", err)
+	}
+	if errors.Is(scrubErr, fs.ErrPermission) {
+		return nil
 	}
 	return scrubErr
 }

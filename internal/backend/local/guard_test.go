@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/backend"
+	"golang.org/x/sys/unix"
 )
 
 // guardFixture is a fake user: HOME with a HERMES_HOME inside, a project
@@ -487,5 +488,40 @@ func TestGuardRestoresProtectedModes(t *testing.T) {
 		if st.Mode().Perm() != want {
 			t.Errorf("%s: mode %v after the command, want %v", p, st.Mode().Perm(), want)
 		}
+	}
+}
+
+// TestHideProcessInsideAGuardedCommand: a hermes started as a command of
+// another sandbox (hermes chat inside a box, as seed 000 runs it, or under
+// the local guard) cannot write /proc/self/mem, since Landlock refuses the
+// write; HideProcess still makes it non-dumpable and reports no error, so
+// every run does not print a warning the user can do nothing about.
+func TestHideProcessInsideAGuardedCommand(t *testing.T) {
+	if os.Getenv("HERMES_TEST_NESTED_HIDE") != "" {
+		if err := HideProcess(); err != nil {
+			os.Stdout.WriteString("hide-error: " + err.Error() + "\n")
+			return
+		}
+		if d, _ := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); d == 0 {
+			os.Stdout.WriteString("hide-ok\n")
+		}
+		return
+	}
+	dir := t.TempDir()
+	b, err := NewWithOptions(Options{Cwd: dir, Sandbox: SandboxWorkspaceWrite, Environ: func() []string { return hostEnv() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, ok := b.Confined(); !ok {
+		t.Skip("no Landlock on this kernel: a nested hermes can write its own memory")
+	}
+	e, _ := b.Open(context.Background(), "s")
+	res, err := e.Exec(context.Background(), backend.ExecRequest{Command: "HERMES_TEST_NESTED_HIDE=1 FAKE_API_KEY=" + fakeKey + " " + strconv.Quote(os.Args[0]) + " -test.run='^TestHideProcessInsideAGuardedCommand$'"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := string(res.Output); !strings.Contains(out, "hide-ok") {
+		t.Fatalf("HideProcess in a guarded command:\n%s", out)
 	}
 }
