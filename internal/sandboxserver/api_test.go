@@ -288,6 +288,14 @@ func TestEnvdAuthAndFiles(t *testing.T) {
 	if code, _, _ := call(t, "GET", envd.URL+"/health", nil, "E2b-Sandbox-Id", sb.SandboxID); code != 204 {
 		t.Fatalf("health: %d, want 204", code)
 	}
+	// deploy/kubernetes's readiness probe asks envd's /health with no
+	// sandbox id: the server is up, so the pod must become ready.
+	if code, _, _ := call(t, "GET", envd.URL+"/health", nil); code != 204 {
+		t.Fatalf("health without E2b-Sandbox-Id (the readiness probe): %d, want 204", code)
+	}
+	if code, _, _ := call(t, "GET", envd.URL+"/health", nil, "E2b-Sandbox-Id", "nosuch"); code != 502 {
+		t.Fatalf("health of an unknown sandbox: %d, want 502", code)
+	}
 	// octet-stream, gzip-encoded, relative path (from the user's home)
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
