@@ -105,6 +105,12 @@ func (s *Server) APIHandler() http.Handler {
 	mux.HandleFunc("POST /sandboxes/{id}/connect", s.handleConnect)
 	mux.HandleFunc("POST /v2/sandboxes/{id}/connect", s.handleConnect)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	// Everything else (sandbox metrics and logs, templates, snapshots,
+	// volumes) is E2B API that hermes does not serve: say so in E2B's
+	// {code, message} shape, which the SDK and CLI print.
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "%s %s is not served by hermes sandbox serve (it serves sandbox create, list, get, kill, timeout, pause, resume and connect)", r.Method, r.URL.Path)
+	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/health" && !s.checkKey(apiKey(r)) {
 			writeError(w, http.StatusUnauthorized, "invalid or missing API key (X-API-Key header; set E2B_API_KEY to a key hermes sandbox serve was given)")

@@ -167,6 +167,24 @@ func TestAPIKeyRequired(t *testing.T) {
 	}
 }
 
+// TestUnservedRouteIsAnE2BError: `e2b sbx metrics` and `e2b sbx logs`
+// ask routes hermes does not serve; the CLI must print a message naming
+// the route, from E2B's {code, message} error shape, not "404 page not
+// found" or "unknown error: no message".
+func TestUnservedRouteIsAnE2BError(t *testing.T) {
+	_, _, api, _ := newTestServer(t)
+	for _, path := range []string{"/sandboxes/abc/metrics", "/v2/sandboxes/abc/logs"} {
+		code, data, _ := call(t, "GET", api.URL+path, nil, "X-API-Key", testKey)
+		var e apiError
+		if code != http.StatusNotFound || json.Unmarshal(data, &e) != nil || e.Code != 404 || !strings.Contains(e.Message, path) {
+			t.Errorf("GET %s: %d %s, want 404 {code, message} naming the route", path, code, data)
+		}
+	}
+	if code, _, _ := call(t, "GET", api.URL+"/sandboxes/abc/metrics", nil); code != http.StatusUnauthorized {
+		t.Errorf("unserved route without a key: %d, want 401", code)
+	}
+}
+
 func TestSandboxLifecycle(t *testing.T) {
 	_, boxes, api, _ := newTestServer(t)
 	auth := []string{"X-API-Key", testKey}
