@@ -2,6 +2,8 @@ package e2b_test
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"os"
@@ -95,5 +97,48 @@ func TestConformance(t *testing.T) {
 func TestNewNeedsAKey(t *testing.T) {
 	if _, err := e2b.New(e2b.Options{}); err == nil {
 		t.Fatal("a backend without E2B_API_KEY must be refused")
+	}
+}
+
+// TestPersistentSandboxAcrossRuns: with container_persistent, a later
+// hermes run of the same task (hermes chat -c: a new process, a new
+// Backend) connects to the sandbox the earlier run paused, so the files
+// it made are there, and no second sandbox is left behind.
+func TestPersistentSandboxAcrossRuns(t *testing.T) {
+	api, envd, key := serveBoxes(t)
+	ctx := context.Background()
+	open := func() backend.Backend {
+		b, err := e2b.New(e2b.Options{APIURL: api, SandboxURL: envd, APIKey: key, Timeout: 5 * time.Minute, Persistent: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	first := open()
+	e, _ := first.Open(ctx, "task-across-runs")
+	if err := e.WriteFile(ctx, "kept.txt", []byte("from run 1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second := open()
+	defer second.Close()
+	e, _ = second.Open(ctx, "task-across-runs")
+	data, err := e.ReadFile(ctx, "kept.txt")
+	if err != nil || string(data) != "from run 1" {
+		t.Fatalf("run 2 of the task read %q, %v: want run 1's file from the paused sandbox", data, err)
+	}
+	req, _ := http.NewRequest("GET", api+"/v2/sandboxes", nil)
+	req.Header.Set("X-API-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list []map[string]any
+	json.NewDecoder(resp.Body).Decode(&list)
+	if len(list) != 1 {
+		t.Fatalf("%d sandboxes after two runs of one task, want 1: %v", len(list), list)
 	}
 }

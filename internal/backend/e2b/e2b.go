@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -231,12 +232,38 @@ func (b *Backend) connectTo(info sandboxInfo) *sandboxConn {
 		fs:   filesystemconnect.NewFilesystemClient(hc, url, connect.WithProtoJSON())}
 }
 
+// findPaused returns the id of a paused sandbox made for task (metadata
+// hermes_task), the most recently started first, or "" when there is
+// none or the listing fails (a new sandbox is made then).
+func (b *Backend) findPaused(ctx context.Context, task string) string {
+	q := url.Values{"state": {"paused"}, "metadata": {url.Values{"hermes_task": {task}}.Encode()}}
+	var list []struct {
+		SandboxID string `json:"sandboxID"`
+		StartedAt string `json:"startedAt"`
+	}
+	if _, err := b.rest(ctx, "GET", "/v2/sandboxes?"+q.Encode(), nil, &list); err != nil || len(list) == 0 {
+		return ""
+	}
+	best := list[0]
+	for _, l := range list[1:] {
+		if l.StartedAt > best.StartedAt {
+			best = l
+		}
+	}
+	return best.SandboxID
+}
+
 // create makes the sandbox of a task, or connects to its paused one.
 func (b *Backend) create(ctx context.Context, task string) (*sandboxConn, error) {
 	secs := int(b.o.Timeout / time.Second)
 	b.mu.Lock()
 	pausedID := b.paused[task]
 	b.mu.Unlock()
+	if pausedID == "" && b.o.Persistent {
+		// A later hermes run of the task (hermes chat -c) finds the
+		// sandbox an earlier run paused by its hermes_task metadata.
+		pausedID = b.findPaused(ctx, task)
+	}
 	var info sandboxInfo
 	if pausedID != "" {
 		if _, err := b.rest(ctx, "POST", "/sandboxes/"+pausedID+"/connect", map[string]int{"timeout": secs}, &info); err == nil {
