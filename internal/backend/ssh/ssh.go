@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -177,9 +178,11 @@ func (b *Backend) dial(ctx context.Context) (*ssh.Client, error) {
 }
 
 func (b *Backend) hostKeyCallback() (ssh.HostKeyCallback, error) {
-	if _, err := os.Stat(b.cfg.KnownHosts); err != nil {
-		return nil, fmt.Errorf("ssh: known_hosts %s: %w; add the host with `ssh-keyscan -p %d %s >> %s`",
-			b.cfg.KnownHosts, err, b.cfg.Port, b.cfg.Host, b.cfg.KnownHosts)
+	if _, err := os.Stat(b.cfg.KnownHosts); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("ssh: %s does not exist, so the host key of %s cannot be checked; check the key and add it with `mkdir -p -m 700 %s && ssh-keyscan -p %d %s >> %s`",
+			b.cfg.KnownHosts, b.addr(), filepath.Dir(b.cfg.KnownHosts), b.cfg.Port, b.cfg.Host, b.cfg.KnownHosts)
+	} else if err != nil {
+		return nil, fmt.Errorf("ssh: known_hosts: %w", err)
 	}
 	cb, err := knownhosts.New(b.cfg.KnownHosts)
 	if err != nil {

@@ -147,6 +147,35 @@ func TestConformance(t *testing.T) {
 	}})
 }
 
+// A user without ~/.ssh/known_hosts (often without ~/.ssh) gets a command
+// that works as given: run it, and the backend connects.
+func TestMissingKnownHostsFixWorks(t *testing.T) {
+	srv := startSSHD(t)
+	cfg := srv.config(t, "")
+	cfg.KnownHosts = filepath.Join(t.TempDir(), "no-such-dir", "known_hosts")
+	b, _ := New(cfg)
+	_, err := b.Open(context.Background(), "t")
+	if err == nil {
+		t.Fatal("a missing known_hosts must be refused")
+	}
+	msg := err.Error()
+	if strings.Count(msg, cfg.KnownHosts) > 2 {
+		t.Errorf("the path is repeated: %s", msg)
+	}
+	start, end := strings.Index(msg, "`"), strings.LastIndex(msg, "`")
+	if start < 0 || end <= start {
+		t.Fatalf("no command in %q", msg)
+	}
+	if out, err := exec.Command("sh", "-c", msg[start+1:end]).CombinedOutput(); err != nil {
+		t.Fatalf("the suggested command %q failed: %v\n%s", msg[start+1:end], err, out)
+	}
+	b, _ = New(cfg)
+	defer b.Close()
+	if _, err := b.Open(context.Background(), "t"); err != nil {
+		t.Fatalf("after the suggested command: %v", err)
+	}
+}
+
 // An unknown host key is refused with the command that adds it, and a
 // changed key is refused outright: no trust on first use.
 func TestHostKeyChecked(t *testing.T) {
