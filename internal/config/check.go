@@ -48,6 +48,15 @@ func (l *Loaded) Problems() []string {
 	if c.Terminal.Backend == "ssh" && (c.Terminal.SSHHost == "" || c.Terminal.SSHUser == "") {
 		out = append(out, fmt.Sprintf("%s: backend ssh needs terminal.ssh_host and terminal.ssh_user", where("terminal.backend")))
 	}
+	if c.Terminal.Backend == "vercel_sandbox" {
+		// Seed 004: Vercel Sandbox allocates 2,048 MB per vCPU, so the
+		// generic default of 1 vCPU and 5,120 MB fails at sandbox creation.
+		if cpu := c.Terminal.ContainerCPU; cpu < 1 || cpu != float64(int(cpu)) || c.Terminal.ContainerMemory != int(cpu)*2048 {
+			out = append(out, fmt.Sprintf("%s: terminal.container_cpu %v with terminal.container_memory %d MB is not valid for vercel_sandbox: "+
+				"Vercel Sandbox allocates 2,048 MB of memory per vCPU; set a valid pair such as `hermes config set terminal.container_cpu 2` and `hermes config set terminal.container_memory 4096`",
+				where("terminal.backend"), c.Terminal.ContainerCPU, c.Terminal.ContainerMemory))
+		}
+	}
 	if m := c.Approvals.Mode; m != "manual" && m != "smart" && m != "off" {
 		out = append(out, fmt.Sprintf("%s: mode %q is not one of manual, smart, off", where("approvals.mode"), m))
 	}

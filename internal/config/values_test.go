@@ -206,3 +206,29 @@ func TestLocalSandboxDefaultAndWritablePaths(t *testing.T) {
 		}
 	}
 }
+
+// Seed 004: with terminal.backend vercel_sandbox, `hermes config check`
+// reports a cpu/memory pair Vercel refuses (the generic default 1 vCPU
+// and 5,120 MB among them) instead of "config OK".
+func TestProblemsReportVercelMemoryPerCPU(t *testing.T) {
+	home := t.TempDir()
+	for _, tc := range []struct {
+		yaml string
+		bad  bool
+	}{
+		{"terminal:\n  backend: vercel_sandbox\n", true},
+		{"terminal:\n  backend: vercel_sandbox\n  container_cpu: 2\n  container_memory: 5120\n", true},
+		{"terminal:\n  backend: vercel_sandbox\n  container_cpu: 2\n  container_memory: 4096\n", false},
+		{"terminal:\n  backend: docker\n", false},
+	} {
+		writeFile(t, filepath.Join(home, "config.yaml"), tc.yaml)
+		l, err := Load(home, LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(l.Problems(), "\n")
+		if has := strings.Contains(got, "2,048 MB of memory per vCPU"); has != tc.bad {
+			t.Errorf("%q: problems %q, want the 2,048 MB per vCPU rule: %v", tc.yaml, got, tc.bad)
+		}
+	}
+}

@@ -80,8 +80,8 @@ func (c Config) Validate() error {
 			c.MemoryMB, cpus, cpus, cpus*MemoryPerCPU)
 	}
 	if c.DiskMB != 0 && c.DiskMB != DefaultDisk {
-		return fmt.Errorf("terminal.container_disk %d: custom disk sizes are not supported by Vercel Sandbox; remove the key (`hermes config set terminal.container_disk %d`)",
-			c.DiskMB, DefaultDisk)
+		return fmt.Errorf("terminal.container_disk %d: custom disk sizes are not supported by Vercel Sandbox; remove the key (`hermes config unset terminal.container_disk`)",
+			c.DiskMB)
 	}
 	if c.Token == "" {
 		return errors.New("terminal.backend vercel_sandbox needs credentials: VERCEL_OIDC_TOKEN (from `vercel env pull`, development only) " +

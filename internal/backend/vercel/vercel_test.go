@@ -46,7 +46,7 @@ func TestValidateFollowsVercelAllocation(t *testing.T) {
 		{func(c *Config) { c.MemoryMB = 5120 }, "2,048 MB of memory per vCPU"},
 		{func(c *Config) { c.CPU, c.MemoryMB = 2, 2048 }, "(for 2 vCPU: 4096)"},
 		{func(c *Config) { c.CPU = 1.5 }, "whole number of vCPUs"},
-		{func(c *Config) { c.DiskMB = 10240 }, "custom disk sizes are not supported"},
+		{func(c *Config) { c.DiskMB = 10240 }, "custom disk sizes are not supported by Vercel Sandbox; remove the key (`hermes config unset terminal.container_disk`)"},
 		{func(c *Config) { c.Runtime = "node18" }, "node24, node22, python3.13"},
 		{func(c *Config) { c.Token = "" }, "VERCEL_OIDC_TOKEN"},
 	} {
