@@ -343,8 +343,9 @@ func TestEnvdAuthAndFiles(t *testing.T) {
 	if code != 200 || string(data) != "content of /tmp/two.txt" {
 		t.Fatalf("read multipart file: %d %q", code, data)
 	}
-	if code, data, _ = call(t, "GET", envd.URL+"/files?path=/missing", nil, hdr...); code != 404 || !strings.Contains(string(data), `"code":404`) {
-		t.Fatalf("missing file: %d %s", code, data)
+	if code, data, _ = call(t, "GET", envd.URL+"/files?path=/missing", nil, hdr...); code != 404 || !strings.Contains(string(data), `"code":404`) ||
+		strings.Count(string(data), "/missing") != 1 {
+		t.Fatalf("missing file: %d %s (want 404 naming the path once)", code, data)
 	}
 	call(t, "POST", api.URL+"/sandboxes/"+sb.SandboxID+"/pause", nil, "X-API-Key", testKey)
 	if code, _, _ := call(t, "GET", envd.URL+"/health", nil, "E2b-Sandbox-Id", sb.SandboxID); code != 502 {

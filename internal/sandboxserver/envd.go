@@ -128,7 +128,7 @@ func (s *Server) handleFileGet(w http.ResponseWriter, r *http.Request) {
 	}
 	data, err := env.ReadFile(r.Context(), p)
 	if err != nil {
-		writeError(w, fileStatus(err), "read %s: %v", p, err)
+		writeError(w, fileStatus(err), "%v", opError("read", p, err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")

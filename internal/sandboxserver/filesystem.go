@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"strings"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -36,7 +37,16 @@ func fsError(op, p string, err error) error {
 	case errors.Is(err, fs.ErrExist):
 		code = connect.CodeAlreadyExists
 	}
-	return connect.NewError(code, fmt.Errorf("%s %s: %w", op, p, err))
+	return connect.NewError(code, opError(op, p, err))
+}
+
+// opError prefixes err with the operation and path, unless err (a box's
+// file error, an fs.PathError) names the path already.
+func opError(op, p string, err error) error {
+	if strings.Contains(err.Error(), p) {
+		return err
+	}
+	return fmt.Errorf("%s %s: %w", op, p, err)
 }
 
 func entry(p string, fi backend.FileInfo) *filesystem.EntryInfo {
