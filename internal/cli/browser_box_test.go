@@ -130,7 +130,7 @@ func boxBrowserModel(site string, results *[]string) func(llmtest.Request) llmte
 		case 7:
 			return call("browser_navigate", `{"url":"https://denied.test/"}`)
 		case 8:
-			return call("web_extract", `{"urls":["`+site+`","http://denied.test/"]}`)
+			return call("web_extract", `{"urls":["`+site+`","http://denied.test/","https://denied.test/"]}`)
 		default:
 			return llmtest.Turn{Text: "done"}
 		}
@@ -185,8 +185,11 @@ func TestBoxBrowserGoesThroughTheEgressGate(t *testing.T) {
 			t.Errorf("result %d = %s, want the gate's refusal %q", i, results[i], want)
 		}
 	}
-	if !strings.Contains(results[8], "API token") || !strings.Contains(results[8], "hermes egress denied denied.test:80") {
-		t.Errorf("web_extract from the box = %s, want the allowed page and the gate's refusal", results[8])
+	// Over HTTPS curl only says "CONNECT tunnel failed, response 403":
+	// the gate's reason must be in the result all the same.
+	if !strings.Contains(results[8], "API token") || !strings.Contains(results[8], "hermes egress denied denied.test:80") ||
+		!strings.Contains(results[8], "hermes egress denied denied.test:443") {
+		t.Errorf("web_extract from the box = %s, want the allowed page and the gate's refusals (http and https)", results[8])
 	}
 	for i, r := range results {
 		if strings.Contains(r, formSecret) {

@@ -18,7 +18,7 @@ import (
 func (rt *Runtime) addWebTools(all *tool.Registry) {
 	var f web.Fetcher = web.NewHTTPFetcher(rt.cfg.Security.AllowPrivateURLs)
 	if rt.backend.Kind() == "box" {
-		f = &web.EnvFetcher{Open: rt.backend.Open}
+		f = &web.EnvFetcher{Open: rt.backend.Open, Explain: browser.GateRefusal}
 	}
 	all.Add(tool.NewWebExtract(f))
 	want := rt.cfg.Web.SearchBackend

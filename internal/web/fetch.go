@@ -111,6 +111,10 @@ func (f *HTTPFetcher) Fetch(ctx context.Context, _ string, url string) (Page, er
 // so the request leaves through the box's egress gate.
 type EnvFetcher struct {
 	Open func(ctx context.Context, sessionID string) (backend.Environment, error)
+	// Explain, when set, returns why the box's egress gate refuses url
+	// ("hermes egress denied HOST:PORT: ..."), or "": curl reports a
+	// refused HTTPS tunnel only as "CONNECT tunnel failed, response 403".
+	Explain func(ctx context.Context, env backend.Environment, url string) string
 }
 
 // Fetch runs curl in the box, writing the body to a temporary file there.
@@ -132,6 +136,11 @@ func (f *EnvFetcher) Fetch(ctx context.Context, sessionID, url string) (Page, er
 	defer env.Exec(context.WithoutCancel(ctx), backend.ExecRequest{Command: "rm -f " + tmp, Timeout: 5 * time.Second})
 	lines := strings.Split(strings.TrimRight(string(res.Output), "\n"), "\n")
 	if res.ExitCode != 0 || len(lines) < 3 {
+		if f.Explain != nil {
+			if why := f.Explain(ctx, env, url); why != "" {
+				return Page{}, errors.New(why)
+			}
+		}
 		return Page{}, fmt.Errorf("fetch from the box failed: %s", strings.TrimSpace(string(res.Output)))
 	}
 	n := len(lines)
