@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"path/filepath"
 
 	"github.com/hermes-go/hermes/internal/browser"
 	"github.com/hermes-go/hermes/internal/web"
@@ -23,10 +24,10 @@ func checkWeb(_ context.Context, e *Env) []Result {
 	s, err := web.NewSearcher(want, e.Config.Getenv)
 	switch {
 	case err != nil:
-		out = append(out, Result{Status: Warn, Name: "web_search", Detail: err.Error(), Fix: web.EnableHint})
+		out = append(out, Result{Status: Warn, Name: "web_search", Detail: err.Error(), Fix: web.EnableHint(filepath.Join(e.Home, ".env"))})
 	case s == nil:
 		out = append(out, Result{Status: Warn, Name: "web_search", Detail: "no search backend is configured, so web_search is not offered",
-			Fix: web.EnableHint})
+			Fix: web.EnableHint(filepath.Join(e.Home, ".env"))})
 	default:
 		out = append(out, Result{Status: OK, Name: "web_search", Detail: "backend " + s.Name})
 	}

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,6 +29,10 @@ func TestWebSearchCheckSaysHowToEnable(t *testing.T) {
 		got := find(t, r, "web_search")
 		if got.Status != tc.status || !strings.Contains(got.Detail+got.Fix, tc.want) {
 			t.Errorf("env %v: %+v, want status %v mentioning %q", tc.env, got, tc.status, tc.want)
+		}
+		// The fix names this HERMES_HOME's .env, not ~/.hermes/.env.
+		if tc.status == Warn && !strings.Contains(got.Fix, filepath.Join(home, ".env")) {
+			t.Errorf("fix %q does not name %s", got.Fix, filepath.Join(home, ".env"))
 		}
 	}
 }
