@@ -78,6 +78,9 @@ type Options struct {
 	// turn at a time. Every front end should set it, so that two processes
 	// never interleave their turns in one session.
 	Lock func(ctx context.Context, st *store.Store, sessionID string) (unlock func(), err error)
+	// Files, when set, lets the file tools read and write through a front
+	// end (an ACP client's editor buffers); nil uses the backend only.
+	Files tool.FileAccess
 }
 
 // WaitLock is an Options.Lock taking state.db's per-session turn lock
@@ -290,6 +293,21 @@ func (rt *Runtime) Tools() *tool.Registry { return rt.tools }
 
 // Config is the loaded configuration.
 func (rt *Runtime) Config() *config.Config { return rt.cfg }
+
+// Cwd is the workspace directory of the runtime's sessions (terminal.cwd).
+func (rt *Runtime) Cwd() string { return rt.cwd }
+
+// ContextWindow is the model's context window in tokens (0 when unknown:
+// compression off and no model.context_length).
+func (rt *Runtime) ContextWindow() int {
+	if rt.window > 0 {
+		return rt.window
+	}
+	return rt.cfg.Model.ContextLength
+}
+
+// BackendKind names terminal.backend in use ("local", "box").
+func (rt *Runtime) BackendKind() string { return rt.backend.Kind() }
 
 // PreloadSkills prepends the named skills to text, as -s/--skills does for
 // the first message of a run (the system prompt stays unchanged).

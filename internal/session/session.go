@@ -29,6 +29,12 @@ type Session struct {
 	source   string
 	platform string
 	agent    *agent.Agent
+	// compactor is the agent's context compressor (nil when off).
+	compactor agent.Compactor
+	// model overrides the runtime's model for this session ("" = the
+	// runtime's); closeProvider releases a provider built for it.
+	model         string
+	closeProvider func() error
 
 	mu      sync.Mutex
 	state   *agent.Session // owned by the running turn while one runs
@@ -414,6 +420,13 @@ func (s *Session) shutdown() {
 	for _, sub := range subs {
 		sub.Close()
 	}
+	s.mu.Lock()
+	closeProvider := s.closeProvider
+	s.closeProvider = nil
+	s.mu.Unlock()
+	if closeProvider != nil {
+		_ = closeProvider()
+	}
 }
 
 // newSession wires an agent for the stored session st with history.
@@ -430,13 +443,20 @@ func (rt *Runtime) newSession(st store.Session, system string, history []llm.Mes
 			Notice: func(text string) { s.onAgentEvent(agent.Event{Kind: agent.EventNotice, Text: text}) },
 		})
 	}
-	s.agent = agent.New(agent.Options{
-		Provider: rt.provider, Model: rt.model, Tools: rt.tools, Recorder: rt.recorder(),
+	s.compactor = compactor
+	s.agent = s.newAgent(rt.provider, rt.model)
+	return s
+}
+
+// newAgent builds the session's agent for provider p and model.
+func (s *Session) newAgent(p llm.Provider, model string) *agent.Agent {
+	rt, c := s.rt, s.rt.cfg
+	return agent.New(agent.Options{
+		Provider: p, Model: model, Tools: rt.tools, Recorder: rt.recorder(),
 		MaxTurns: c.Agent.MaxTurns, MaxTokens: c.Model.MaxTokens, ReasoningEffort: c.Agent.ReasoningEffort,
-		ParseTextToolCalls: textcall.Extract, Compactor: compactor, OnEvent: s.onAgentEvent, Now: rt.opts.Now,
+		ParseTextToolCalls: textcall.Extract, Compactor: s.compactor, OnEvent: s.onAgentEvent, Now: rt.opts.Now,
 		Redact: rt.redact.Redact,
 	})
-	return s
 }
 
 // MaxTurns is the tool-calling iteration budget per turn.
