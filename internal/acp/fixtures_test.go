@@ -71,7 +71,7 @@ type client struct {
 	updates     []sdk.SessionNotification
 	permissions []sdk.RequestPermissionRequest
 	answer      func(sdk.RequestPermissionRequest) string // option id; "" = cancelled
-	files       map[string]string                        // editor buffers, by path
+	files       map[string]string                         // editor buffers, by path
 	written     map[string]string
 	seen        chan struct{} // signalled on every update
 }
