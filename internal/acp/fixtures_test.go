@@ -73,6 +73,7 @@ type client struct {
 	answer      func(sdk.RequestPermissionRequest) string // option id; "" = cancelled
 	files       map[string]string                         // editor buffers, by path
 	written     map[string]string
+	disconnect  func()        // closes the client's side and waits for Serve
 	seen        chan struct{} // signalled on every update
 }
 
@@ -89,18 +90,22 @@ func (w *world) connect(caps sdk.ClientCapabilities) *client {
 	go func() { served <- srv.Serve(context.Background(), toAgent, io.MultiWriter(fromAgent, c.wire)) }()
 	c.conn = sdk.NewClientSideConnection(c, clientOut, clientIn)
 	c.conn.SetLogger(slog.New(slog.NewTextHandler(testWriter{w.t}, nil)))
-	w.t.Cleanup(func() {
-		clientOut.Close()
-		select {
-		case err := <-served:
-			if err != nil {
-				w.t.Errorf("Serve: %v", err)
+	var once sync.Once
+	c.disconnect = func() {
+		once.Do(func() {
+			clientOut.Close()
+			select {
+			case err := <-served:
+				if err != nil {
+					w.t.Errorf("Serve: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				w.t.Errorf("Serve did not return after the client disconnected")
 			}
-		case <-time.After(30 * time.Second):
-			w.t.Errorf("Serve did not return after the client disconnected")
-		}
-		fromAgent.Close()
-	})
+			fromAgent.Close()
+		})
+	}
+	w.t.Cleanup(c.disconnect)
 	ctx := context.Background()
 	if _, err := c.conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber, ClientCapabilities: caps}); err != nil {
 		w.t.Fatal(err)
