@@ -180,6 +180,7 @@ func TestLoadReplaysAndKeepsContext(t *testing.T) {
 		llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "todo", Args: args(map[string]any{"todos": []map[string]any{{"id": "1", "content": "say hi", "status": "in_progress"}}})}}},
 		llmtest.Turn{Text: "hi there"},
 		llmtest.Turn{Text: "you said hello"},
+		llmtest.Turn{Text: "forked"},
 	)
 	c := w.connect(sdk.ClientCapabilities{})
 	id := c.newSession(t, w.work)
@@ -231,6 +232,16 @@ func TestLoadReplaysAndKeepsContext(t *testing.T) {
 	}
 	if got := strings.Join(sent, "|"); !strings.Contains(got, "user:hello") || !strings.Contains(got, "assistant:hi there") {
 		t.Errorf("second prompt lost the context: %s", got)
+	}
+
+	// A fork is a new session with a copy of the history.
+	fork, err := c2.conn.UnstableForkSession(context.Background(), sdk.UnstableForkSessionRequest{SessionId: sdk.SessionId(id), Cwd: w.work})
+	if err != nil || fork.SessionId == "" || string(fork.SessionId) == id {
+		t.Fatalf("fork = %+v, %v", fork, err)
+	}
+	c2.prompt(t, string(fork.SessionId), "and in the fork?")
+	if body := string(w.srv.Requests()[3].Body); !strings.Contains(body, "what did I say?") || !strings.Contains(body, "you said hello") {
+		t.Errorf("the fork lost the history: %s", body)
 	}
 }
 

@@ -125,7 +125,7 @@ func (s *Server) Initialize(_ context.Context, p sdk.InitializeRequest) (sdk.Ini
 			McpCapabilities:    sdk.McpCapabilities{}, // client MCP servers are recorded, not yet connected
 			SessionCapabilities: sdk.SessionCapabilities{
 				List: &sdk.SessionListCapabilities{}, Resume: &sdk.SessionResumeCapabilities{},
-				Close: &sdk.SessionCloseCapabilities{},
+				Close: &sdk.SessionCloseCapabilities{}, Fork: &sdk.SessionForkCapabilities{},
 			},
 		},
 		AuthMethods: []sdk.AuthMethod{},

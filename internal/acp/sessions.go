@@ -313,3 +313,30 @@ func (s *Server) sendCommands(ctx context.Context, as *acpSession) {
 	s.update(ctx, as.s.ID(), sdk.SessionUpdate{AvailableCommandsUpdate: &sdk.SessionAvailableCommandsUpdate{
 		SessionUpdate: "available_commands_update", AvailableCommands: commands}})
 }
+
+// UnstableForkSession starts a new session holding a copy of a stored
+// session's history (session/fork, unstable in ACP).
+func (s *Server) UnstableForkSession(ctx context.Context, p sdk.UnstableForkSessionRequest) (sdk.UnstableForkSessionResponse, error) {
+	rt, err := s.runtime(ctx, p.Cwd)
+	if err != nil {
+		return sdk.UnstableForkSessionResponse{}, err
+	}
+	src, err := rt.Store().Resolve(ctx, string(p.SessionId))
+	if errors.Is(err, store.ErrNotFound) {
+		return sdk.UnstableForkSessionResponse{}, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no stored session %q (session/list shows them)", p.SessionId)})
+	}
+	if err != nil {
+		return sdk.UnstableForkSessionResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	history, err := rt.Store().Messages(ctx, src.ID)
+	if err != nil {
+		return sdk.UnstableForkSessionResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	sess, err := rt.Open(ctx, session.OpenOptions{Source: Source, Platform: Source, History: history})
+	if err != nil {
+		return sdk.UnstableForkSessionResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	as := s.register(sess, rt, p.Cwd, nil)
+	s.out.after(`"sessionId":"`+sess.ID()+`"`, func() { s.sendCommands(context.Background(), as) })
+	return sdk.UnstableForkSessionResponse{SessionId: sdk.SessionId(sess.ID()), Modes: modeState(ModeDefault)}, nil
+}
