@@ -57,14 +57,16 @@ func (s *Server) askCommand(ctx context.Context, as *acpSession, tc *toolCalls, 
 	if id, _ := as.openCall(p.Tool); id != "" {
 		call = id
 	}
-	title := fmt.Sprintf("%s: %s", p.Danger, p.Command)
+	// The update keeps the call's title (the command) and shows why it
+	// needs approval; the result replaces this content.
+	what := "$ " + p.Command
 	if p.Command == "" {
-		title = fmt.Sprintf("%s %s %s", p.Tool, p.Action, p.Path)
+		what = fmt.Sprintf("%s %s %s", p.Tool, p.Action, p.Path)
 	}
 	resp, err := s.conn.RequestPermission(rctx, sdk.RequestPermissionRequest{
 		SessionId: sdk.SessionId(as.s.ID()), Options: commandOptions,
-		ToolCall: sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(call), Title: sdk.Ptr(clip(title)),
-			Kind: sdk.Ptr(sdk.ToolKindExecute), Status: sdk.Ptr(sdk.ToolCallStatusPending),
+		ToolCall: sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(call), Kind: sdk.Ptr(sdk.ToolKindExecute), Status: sdk.Ptr(sdk.ToolCallStatusPending),
+			Content:  []sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(what + "\n\nNeeds approval: " + p.Danger))},
 			RawInput: map[string]any{"command": p.Command, "reason": p.Reason, "rule": p.Rule}},
 	})
 	if err != nil {
@@ -173,8 +175,8 @@ func (s *Server) askEdit(ctx context.Context, as *acpSession, toolName, abs, old
 	}
 	resp, err := s.conn.RequestPermission(ctx, sdk.RequestPermissionRequest{
 		SessionId: sdk.SessionId(as.s.ID()), Options: editOptions,
-		ToolCall: sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(call), Title: sdk.Ptr("Edit " + abs),
-			Kind: sdk.Ptr(sdk.ToolKindEdit), Status: sdk.Ptr(sdk.ToolCallStatusPending),
+		ToolCall: sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(call), Kind: sdk.Ptr(sdk.ToolKindEdit),
+			Status:    sdk.Ptr(sdk.ToolCallStatusPending),
 			Content:   []sdk.ToolCallContent{sdk.ToolDiffContent(abs, newText, old...)},
 			Locations: []sdk.ToolCallLocation{{Path: abs}}},
 	})

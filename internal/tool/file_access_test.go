@@ -154,7 +154,9 @@ func TestFileAccessSeam(t *testing.T) {
 	ed := &editorFiles{buffers: map[string]string{open: "buffer\n"}, deny: map[string]bool{}}
 	f.opts.Files = ed
 	ctx := context.Background()
-	run := func(tl Tool, args string) Result { return tl.Run(ctx, Call{SessionID: "s", Args: json.RawMessage(args)}) }
+	run := func(tl Tool, args string) Result {
+		return tl.Run(ctx, Call{SessionID: "s", Args: json.RawMessage(args)})
+	}
 
 	if r := run(NewReadFileTool(f.opts), `{"path":"open.txt"}`); r.IsError || !strings.Contains(r.Content, "buffer") {
 		t.Errorf("read_file = %+v, want the buffer", r)
