@@ -43,6 +43,9 @@ type Options struct {
 	Version string
 	// Now is the clock (session list timestamps).
 	Now func() time.Time
+	// Cwd is the process's working directory: the workspace whose runtime
+	// answers session/list before any session is open and without a cwd.
+	Cwd string
 	// MaxInlineBytes caps a file:// resource link inlined into a prompt;
 	// 0 = DefaultMaxInlineBytes.
 	MaxInlineBytes int64
@@ -173,15 +176,25 @@ func (s *Server) runtime(ctx context.Context, cwd string) (*session.Runtime, err
 	}
 	cwd = filepath.Clean(cwd)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if rt, ok := s.runtimes[cwd]; ok {
+	rt, ok := s.runtimes[cwd]
+	s.mu.Unlock()
+	if ok {
 		return rt, nil
 	}
+	// Started without the lock: a box backend may take a while, and the
+	// file tools of other sessions look sessions up meanwhile.
 	rt, err := s.opts.NewRuntime(context.WithoutCancel(ctx), cwd, fileAccess{s})
 	if err != nil {
 		return nil, sdk.NewInternalError(map[string]any{"error": err.Error()})
 	}
+	s.mu.Lock()
+	if other, ok := s.runtimes[cwd]; ok { // another request started one first
+		s.mu.Unlock()
+		_ = rt.Close()
+		return other, nil
+	}
 	s.runtimes[cwd] = rt
+	s.mu.Unlock()
 	return rt, nil
 }
 

@@ -216,10 +216,11 @@ func (s *Server) anyStore(ctx context.Context, cwd *string) (*store.Store, error
 		return rt.Store(), nil
 	}
 	s.mu.Unlock()
-	if cwd == nil {
-		return nil, sdk.NewInvalidParams(map[string]any{"error": "no session is open yet: pass cwd to session/list"})
+	dir := s.opts.Cwd
+	if cwd != nil {
+		dir = *cwd
 	}
-	rt, err := s.runtime(ctx, *cwd)
+	rt, err := s.runtime(ctx, dir)
 	if err != nil {
 		return nil, err
 	}

@@ -38,8 +38,12 @@ func (a *App) runACP(ctx context.Context) error {
 	a.Stdout = a.Stderr
 	logger, closeLog := a.acpLogger()
 	defer closeLog()
+	cwd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
 	srv := acp.New(acp.Options{
-		NewRuntime: a.acpRuntime, Logger: logger, Version: Version, Now: a.Now,
+		NewRuntime: a.acpRuntime, Logger: logger, Version: Version, Now: a.Now, Cwd: cwd,
 	})
 	logger.Info("hermes acp started", "version", Version)
 	return srv.Serve(ctx, a.Stdin, protocol)
