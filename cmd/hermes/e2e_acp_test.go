@@ -36,6 +36,7 @@ func TestACPWithTypeScriptClient(t *testing.T) {
 		llmtest.Turn{Text: "done with step one"},
 		llmtest.Turn{Text: "I removed build; the edit was refused"},
 		llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "terminal", Args: `{"command":"sleep 30; touch finished"}`}}},
+		llmtest.Turn{Text: "continued in the terminal"},
 	)
 	e.configureModel()
 	e.writeFile("build/out.o", "x")
@@ -99,8 +100,14 @@ func TestACPWithTypeScriptClient(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.workspace, "finished")); err == nil {
 		t.Errorf("the cancelled command ran to the end")
 	}
-	// Stored with source acp: the terminal lists it.
+	// Stored with source acp: the terminal lists it, and -c continues it.
 	if res := e.mustRun("sessions", "list", "--source", "acp"); !strings.Contains(res.stdout, got.SessionID) {
 		t.Errorf("hermes sessions list --source acp does not show %s:\n%s", got.SessionID, res)
+	}
+	if res := e.mustRun("chat", "-Q", "-c", "-q", "and now?"); !strings.Contains(res.stdout, "continued in the terminal") {
+		t.Errorf("hermes -c: %s", res)
+	}
+	if body := string(e.srv.Requests()[5].Body); !strings.Contains(body, "clean up the build") {
+		t.Errorf("hermes -c did not continue the ACP session: %s", body)
 	}
 }
