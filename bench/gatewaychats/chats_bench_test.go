@@ -1,16 +1,19 @@
 // Package gatewaychats measures the gateway under many concurrent chats:
 // N Telegram users (the in-repo fake Bot API) each send M messages, one
-// after the other, to one gateway backed by an instant fake model. It
+// after the other with a pause to read and type (THINK), to one gateway
+// backed by an instant fake model. It
 // reports lost and duplicated answers, the added latency (message sent →
 // answer received, p50 and p99), peak RSS and peak goroutines.
 //
 //	go test ./bench/gatewaychats -run '^$' -bench Chats -benchtime 1x
 //	CHATS=200 MESSAGES=3 go test ./bench/gatewaychats -run '^$' -bench Chats -benchtime 1x
+//	THINK=0 go test ./bench/gatewaychats -run '^$' -bench Chats -benchtime 1x   # burst
 package gatewaychats
 
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,14 +52,45 @@ func peakRSS() float64 {
 	return 0
 }
 
+// cpuTime is the process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// thinkTime is the pause range of a chat's user before each message (the
+// first one too, so chats start spread over the first pause): THINK=2s-8s
+// by default, a person reading an answer and typing the next message.
+// THINK=0 sends every message the moment its answer arrives (a burst: then
+// the latency is the queue behind all other chats' messages and measures
+// throughput, not the latency a chat sees).
+func thinkTime(b *testing.B) (lo, hi time.Duration) {
+	v := os.Getenv("THINK")
+	if v == "" {
+		v = "2s-8s"
+	}
+	if v == "0" {
+		return 0, 0
+	}
+	a, c, ok := strings.Cut(v, "-")
+	lo, err1 := time.ParseDuration(a)
+	hi, err2 := time.ParseDuration(c)
+	if !ok || err1 != nil || err2 != nil || hi < lo {
+		b.Fatalf("THINK=%q: want MIN-MAX durations such as 2s-8s, or 0", v)
+	}
+	return lo, hi
+}
+
 func BenchmarkChats(b *testing.B) {
 	chats, messages := envInt("CHATS", 1000), envInt("MESSAGES", 5)
+	lo, hi := thinkTime(b)
 	for range b.N {
-		runChats(b, chats, messages)
+		runChats(b, chats, messages, lo, hi)
 	}
 }
 
-func runChats(b *testing.B, chats, messages int) {
+func runChats(b *testing.B, chats, messages int, thinkLo, thinkHi time.Duration) {
 	model := llmtest.NewServer(b)
 	model.SetResponder(func(r llmtest.Request) llmtest.Turn {
 		var last string
@@ -137,11 +172,16 @@ func runChats(b *testing.B, chats, messages int) {
 		wg        sync.WaitGroup
 	)
 	b.ResetTimer()
+	cpuStart := cpuTime()
 	start := time.Now()
 	for c := 1; c <= chats; c++ {
 		wg.Go(func() {
 			st := state[c]
+			rng := rand.New(rand.NewPCG(uint64(c), 1))
 			for m := range messages {
+				if thinkHi > 0 {
+					time.Sleep(thinkLo + time.Duration(rng.Int64N(int64(thinkHi-thinkLo)+1)))
+				}
 				text := fmt.Sprintf("msg %d-%d", c, m)
 				sent := time.Now()
 				fake.SendText(int64(c), int64(c), "private", text)
@@ -165,6 +205,7 @@ func runChats(b *testing.B, chats, messages int) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := cpuTime() - cpuStart
 	time.Sleep(200 * time.Millisecond) // late duplicates would arrive now
 	for c := 1; c <= chats; c++ {
 		dup.Add(int32(len(state[c].got)))
@@ -188,6 +229,10 @@ func runChats(b *testing.B, chats, messages int) {
 	b.ReportMetric(peakRSS(), "peak-RSS-MiB")
 	b.ReportMetric(float64(peakG.Load()), "peak-goroutines")
 	b.ReportMetric(float64(chats*messages)/elapsed.Seconds(), "answers/s")
+	// CPU time (user+system) of the whole process per answer: the gateway,
+	// the fake Bot API and the fake model together; on a shared machine it
+	// moves less than the wall-clock figures.
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(chats*messages), "cpu-ms/answer")
 	if lost.Load() > 0 || dup.Load() > 0 || wrong.Load() > 0 {
 		b.Errorf("%d lost, %d duplicated, %d wrong answers", lost.Load(), dup.Load(), wrong.Load())
 	}

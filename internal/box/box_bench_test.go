@@ -162,7 +162,7 @@ func BenchmarkBoxWarmCommand(b *testing.B) {
 	})
 	b.Run("exec-true", func(b *testing.B) {
 		for b.Loop() {
-			p, err := box.startArgv(ctx, []string{"/bin/true"}, backend.ExecRequest{})
+			p, err := box.startArgv(ctx, []string{"/bin/true"}, backend.ExecRequest{}, false)
 			if err != nil {
 				b.Fatal(err)
 			}

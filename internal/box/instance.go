@@ -275,26 +275,29 @@ func sortedEnv(m map[string]string) []string {
 // a result; errors mean the box itself failed. When ctx ends first the
 // command's tree is killed and ctx.Err() is returned with the output so far.
 func (b *Box) Exec(ctx context.Context, req backend.ExecRequest) (backend.ExecResult, error) {
-	p, err := b.start(ctx, req)
+	p, err := b.start(ctx, req, false)
 	if err != nil {
 		return backend.ExecResult{}, err
 	}
 	return p.Wait(ctx)
 }
 
-// Start runs req in the background.
+// Start runs req in the background. Without req.Stdin the command reads
+// what the caller sends with Write, until CloseStdin (backend.Process).
 func (b *Box) Start(ctx context.Context, req backend.ExecRequest) (backend.Process, error) {
-	return b.start(ctx, req)
+	return b.start(ctx, req, req.Stdin == nil)
 }
 
-func (b *Box) start(ctx context.Context, req backend.ExecRequest) (*boxProcess, error) {
+// start runs req; writable opens the command's stdin for Write even
+// without req.Stdin (a foreground command without stdin reads /dev/null).
+func (b *Box) start(ctx context.Context, req backend.ExecRequest, writable bool) (*boxProcess, error) {
 	env := make(map[string]string, len(req.Env)+1)
 	for k, v := range req.Env {
 		env[k] = v
 	}
 	env[boxCommandVar] = req.Command
 	req.Env = env
-	return b.startArgv(ctx, []string{b.shell, "-c", boxCommandScript}, req)
+	return b.startArgv(ctx, []string{b.shell, "-c", boxCommandScript}, req, writable)
 }
 
 // The command a shell runs travels in the environment, not on its command
@@ -308,12 +311,12 @@ const (
 
 // startArgv runs argv (no shell) with the workdir, environment, timeout,
 // stdin and output of req.
-func (b *Box) startArgv(ctx context.Context, argv []string, req backend.ExecRequest) (*boxProcess, error) {
+func (b *Box) startArgv(ctx context.Context, argv []string, req backend.ExecRequest, writable bool) (*boxProcess, error) {
 	b.touch(1)
 	p := &boxProcess{box: b, out: req.Output, discard: req.Output != nil && req.DiscardOutput, done: make(chan struct{}), started: make(chan struct{}), began: time.Now()}
 	p.oomBefore = b.oomKnown.Load()
 	spec := &execSpec{Argv: argv, Dir: b.abs(req.Workdir),
-		Env: b.commandEnv(req.Env), Timeout: req.Timeout, Stdin: req.Stdin != nil}
+		Env: b.commandEnv(req.Env), Timeout: req.Timeout, Stdin: req.Stdin != nil || writable}
 	id, err := b.call(request{Op: opExec, Exec: spec}, p.handle)
 	if err != nil {
 		b.touch(-1)

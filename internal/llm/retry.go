@@ -23,8 +23,10 @@ type RetryPolicy struct {
 	// uniformly random in [d/2, d]). It is not applied to Retry-After.
 	Jitter func(d time.Duration) time.Duration
 	// OnRetry, if set, is told about each retry before its sleep (attempt
-	// counts from 1), so a UI can say "retrying in 4s".
-	OnRetry func(attempt int, delay time.Duration, err error)
+	// counts from 1), so a UI can say "retrying in 4s". ctx is the context
+	// the call was made with: a provider shared by many sessions tells the
+	// one whose call is retried by a value its caller put there.
+	OnRetry func(ctx context.Context, attempt int, delay time.Duration, err error)
 }
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
@@ -143,7 +145,7 @@ func (s *retryStream) wait(err error) error {
 	s.attempt++
 	d := s.p.policy.delay(s.attempt, err)
 	if s.p.policy.OnRetry != nil {
-		s.p.policy.OnRetry(s.attempt, d, err)
+		s.p.policy.OnRetry(s.ctx, s.attempt, d, err)
 	}
 	if serr := s.p.policy.Sleep(s.ctx, d); serr != nil {
 		return err

@@ -137,10 +137,7 @@ func (rt *Runtime) resume(ctx context.Context, ref, platform string) (*Session, 
 	system := st.SystemPrompt
 	if system == "" {
 		system = rt.buildSystemPrompt(st.ID, platform)
-		rt.writes.mu.Lock()
-		err := rt.store.SetSystemPrompt(ctx, st.ID, system)
-		rt.writes.mu.Unlock()
-		if err != nil {
+		if err := rt.store.SetSystemPrompt(ctx, st.ID, system); err != nil {
 			return nil, err
 		}
 	}
@@ -226,12 +223,21 @@ func (rt *Runtime) remove(s *Session) {
 // keyIndex maps front-end conversation keys to session ids, persisted as
 // HERMES_HOME/sessions/sessions.json ({"key": {"session_id": "..."}}, the
 // file Hermes Agent's gateway keeps).
+//
+// Writes are group-committed: set returns once a file holding its change
+// is on disk, and one write covers every change made while the previous
+// write ran (1,000 new chats arriving together write the file a few
+// times, not 1,000 times with an fsync each).
 type keyIndex struct {
 	path string
 
-	mu     sync.Mutex
-	loaded bool
-	m      map[string]keyEntry
+	mu      sync.Mutex
+	loaded  bool
+	m       map[string]keyEntry
+	changes uint64 // changes made to m so far
+	saved   uint64 // changes the file on disk holds
+
+	writeMu sync.Mutex // held while the file is written
 }
 
 type keyEntry struct {
@@ -262,18 +268,37 @@ func (k *keyIndex) get(key string) string {
 
 func (k *keyIndex) set(key, id string) error {
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	k.load()
 	if k.m[key].SessionID == id {
+		k.mu.Unlock()
 		return nil
 	}
 	k.m[key] = keyEntry{SessionID: id}
+	k.changes++
+	mine := k.changes
+	k.mu.Unlock()
+
+	k.writeMu.Lock()
+	defer k.writeMu.Unlock()
+	k.mu.Lock()
+	if k.saved >= mine { // a write that started after our change covered it
+		k.mu.Unlock()
+		return nil
+	}
 	b, err := json.MarshalIndent(k.m, "", "  ")
+	covers := k.changes
+	k.mu.Unlock()
 	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(k.path), 0o700); err != nil {
 		return err
 	}
-	return renameio.WriteFile(k.path, b, 0o600)
+	if err := renameio.WriteFile(k.path, b, 0o600); err != nil {
+		return err
+	}
+	k.mu.Lock()
+	k.saved = max(k.saved, covers)
+	k.mu.Unlock()
+	return nil
 }

@@ -125,12 +125,11 @@ type Runtime struct {
 	closed   bool
 	turnSeq  int
 	keys     *keyIndex
-	writes   writeGate
 }
 
 // recorder is the store behind the process's write gate.
 func (rt *Runtime) recorder() recorder {
-	return recorder{st: rt.store, lazy: rt.lazy, gate: &rt.writes}
+	return recorder{st: rt.store, lazy: rt.lazy}
 }
 
 // New builds the shared pieces: store, provider, backend, approvals and
@@ -222,8 +221,8 @@ func (rt *Runtime) buildProvider() error {
 		Provider: c.Model.Provider, Model: c.Model.Default, BaseURL: c.Model.BaseURL, APIKey: c.Model.APIKey,
 		Getenv: o.Config.Getenv, RecordPath: o.RecordPath, ReplayPath: o.ReplayPath,
 		Timeouts: llm.Timeouts{Request: seconds(c.Model.RequestTimeout), Idle: seconds(c.Model.StreamIdleTimeout)},
-		Retry: llm.RetryPolicy{OnRetry: func(attempt int, d time.Duration, err error) {
-			rt.retried(fmt.Sprintf("%v; retrying in %s (attempt %d)", err, d.Round(100*time.Millisecond), attempt))
+		Retry: llm.RetryPolicy{OnRetry: func(ctx context.Context, attempt int, d time.Duration, err error) {
+			retried(ctx, fmt.Sprintf("%v; retrying in %s (attempt %d)", err, d.Round(100*time.Millisecond), attempt))
 		}},
 	}
 	if o.Provider != nil {
@@ -243,23 +242,22 @@ func (rt *Runtime) buildProvider() error {
 	return nil
 }
 
-// retried tells the sessions with a running turn that a model call is
-// being retried (a Retry event). The provider is shared and its retry hook
-// does not name the session, so every running session hears it; with one
-// session (the CLI) that is exactly the turn that waits.
-func (rt *Runtime) retried(text string) {
-	rt.mu.Lock()
-	var running []*Session
-	for e := rt.lru.Front(); e != nil; e = e.Next() {
-		running = append(running, e.Value.(*Session))
+// turnContextKey marks a turn's context with its session, so the shared
+// provider's retry hook tells that session and no other.
+type turnContextKey struct{}
+
+// retried tells the session whose turn made the model call that the call
+// is being retried (a Retry event). Other sessions hear nothing: the error
+// text may be about another person's request.
+func retried(ctx context.Context, text string) {
+	s, ok := ctx.Value(turnContextKey{}).(*Session)
+	if !ok {
+		return
 	}
-	rt.mu.Unlock()
-	for _, s := range running {
-		s.mu.Lock()
-		if s.running != nil {
-			s.publishLocked(Event{TurnID: s.running.ID, Kind: Retry, Text: text})
-		}
-		s.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running != nil {
+		s.publishLocked(Event{TurnID: s.running.ID, Kind: Retry, Text: text})
 	}
 }
 

@@ -111,7 +111,7 @@ type Ack struct {
 // its context derives from ctx (cancelling ctx cancels the turn). The
 // returned Turn reports the result; subscribers get the turn's events.
 func (s *Session) Send(ctx context.Context, text string, o SendOptions) (*Turn, Ack, error) {
-	tctx, cancel := context.WithCancelCause(ctx)
+	tctx, cancel := context.WithCancelCause(context.WithValue(ctx, turnContextKey{}, s))
 	s.rt.mu.Lock()
 	s.rt.turnSeq++
 	id := s.id + "/" + strconv.Itoa(s.rt.turnSeq)
@@ -414,6 +414,7 @@ func (s *Session) shutdown() {
 	_ = s.WaitIdle(context.Background())
 	s.rt.processes.KillSession(s.id)
 	s.rt.approvals.Forget(s.id)
+	s.rt.lazy.Forget(s.id)
 	if st, ok := s.rt.backend.(interface{ Stop(taskID string) error }); ok {
 		_ = st.Stop(s.id)
 	}

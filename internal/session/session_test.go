@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -425,5 +426,71 @@ func TestMessageAfterAnswerIsNotQueued(t *testing.T) {
 			t.Fatalf("message %d sent after the previous answer: %+v %v", i, ack, err)
 		}
 		collect(t, sub, turn.ID)
+	}
+}
+
+// Regression: a retried model call was announced to every session with a
+// running turn, so one person saw another's provider errors. Only the
+// session whose call is retried hears of it.
+func TestRetryNoticeGoesOnlyToTheRetriedSession(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	var failed atomic.Bool
+	release := make(chan struct{})
+	started := make(chan struct{})
+	srv.SetResponder(func(r llmtest.Request) llmtest.Turn {
+		switch msg := lastUser(r); msg {
+		case "flaky":
+			if !failed.Swap(true) {
+				return llmtest.Turn{Status: 429, RetryAfter: "0", Error: "rate limited for user A"}
+			}
+		case "slow":
+			close(started)
+			<-release
+		}
+		return echo(r)
+	})
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	rt := newTestRuntime(t, srv, nil)
+	ctx := context.Background()
+	a, err := rt.Open(ctx, OpenOptions{Key: "chat:a", Source: "telegram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := rt.Open(ctx, OpenOptions{Key: "chat:b", Source: "telegram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subA, subB := a.Subscribe(SubscribeOptions{}), b.Subscribe(SubscribeOptions{})
+	defer subA.Close()
+	defer subB.Close()
+	turnB, _, err := b.Send(ctx, "slow", SendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	turnA, _, err := a.Send(ctx, "flaky", SendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evA := collect(t, subA, turnA.ID)
+	close(release)
+	evB := collect(t, subB, turnB.ID)
+	var sawRetry bool
+	for _, ev := range evA {
+		sawRetry = sawRetry || ev.Kind == Retry
+	}
+	if !sawRetry {
+		t.Fatalf("session A's retried call gave no Retry event: %v", kinds(evA))
+	}
+	for _, ev := range evB {
+		if ev.Kind == Retry {
+			t.Fatalf("session B heard session A's retry: %q", ev.Text)
+		}
 	}
 }

@@ -135,7 +135,7 @@ func (s *Store) LockSession(ctx context.Context, sessionID, owner string) (unloc
 			return
 		}
 		done = true
-		_, _ = s.db.ExecContext(context.WithoutCancel(ctx),
+		_, _ = s.exec(context.WithoutCancel(ctx),
 			"DELETE FROM session_locks WHERE session_id = ? AND token = ?", sessionID, token)
 	}, nil
 }

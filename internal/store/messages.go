@@ -93,47 +93,6 @@ func insertArgs(sessionID string, seq int64, r messageRow, at time.Time) []any {
 		r.isError, r.reasoning, r.signature, r.details, r.redacted, r.fini, millis(at)}
 }
 
-// AppendMessage adds m at the end of a session's conversation and returns
-// its seq (1 for the first message). The message is committed to disk
-// before AppendMessage returns: a crash afterwards cannot lose it.
-func (s *Store) AppendMessage(ctx context.Context, sessionID string, m llm.Message) (int64, error) {
-	row, err := encodeMessage(m)
-	if err != nil {
-		return 0, err
-	}
-	var seq int64
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		seq, err = appendTx(ctx, tx, sessionID, row, len(m.ToolCalls), s.now())
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("append message to session %s: %w", sessionID, err)
-	}
-	return seq, nil
-}
-
-// appendTx adds row at the end of a session's conversation inside tx,
-// updates the session's counters and returns the row's seq.
-func appendTx(ctx context.Context, tx *sql.Tx, sessionID string, row messageRow, toolCalls int, now time.Time) (int64, error) {
-	res, err := tx.ExecContext(ctx, `UPDATE sessions SET message_count = message_count + 1,
-		tool_call_count = tool_call_count + ?, updated_at = ? WHERE id = ?`,
-		toolCalls, millis(now), sessionID)
-	if err != nil {
-		return 0, err
-	}
-	if err := mustAffect(res, sessionID); err != nil {
-		return 0, err
-	}
-	var seq int64
-	if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE session_id = ?",
-		sessionID).Scan(&seq); err != nil {
-		return 0, err
-	}
-	_, err = tx.ExecContext(ctx, insertMessage, insertArgs(sessionID, seq, row, now)...)
-	return seq, err
-}
-
 // Messages returns the active conversation of a session in order: what a
 // resumed session sends to the model. A missing session is an error
 // wrapping ErrNotFound.

@@ -12,16 +12,25 @@ import (
 // agent.Recorder). A session registered with Defer gets its row only
 // together with its first message, in one transaction, so a run killed
 // before anything was said leaves no empty session for `-c` to pick up.
-// It is safe for concurrent use.
+// It is safe for concurrent use; sessions do not wait for each other's
+// first write.
 type Recorder struct {
 	st      *Store
 	mu      sync.Mutex
-	pending map[string]NewSession
+	pending map[string]*deferredSession
+}
+
+// deferredSession is a session whose row is not written yet; its mutex
+// orders the row's creation before the session's other writes.
+type deferredSession struct {
+	mu      sync.Mutex
+	ns      NewSession
+	created bool
 }
 
 // NewRecorder returns a Recorder writing to s.
 func (s *Store) NewRecorder() *Recorder {
-	return &Recorder{st: s, pending: map[string]NewSession{}}
+	return &Recorder{st: s, pending: map[string]*deferredSession{}}
 }
 
 // Defer registers a session to create with its first message. ns.ID must
@@ -32,8 +41,17 @@ func (r *Recorder) Defer(ns NewSession) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.pending[ns.ID] = ns
+	r.pending[ns.ID] = &deferredSession{ns: ns}
 	return nil
+}
+
+// Forget drops a deferred session that was never written (its session
+// closed without a message), so a long-running gateway does not keep one
+// entry per visitor.
+func (r *Recorder) Forget(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.pending, id)
 }
 
 // Pending reports whether id is deferred and not yet stored.
@@ -47,36 +65,47 @@ func (r *Recorder) Pending(id string) bool {
 // Ensure writes a deferred session's row now, without messages (for
 // changes that need it, such as a title). It does nothing for other ids.
 func (r *Recorder) Ensure(ctx context.Context, id string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.createLocked(ctx, id, nil)
+	_, err := r.create(ctx, id, nil)
+	return err
 }
 
-func (r *Recorder) createLocked(ctx context.Context, id string, msgs []llm.Message) error {
-	ns, ok := r.pending[id]
+// create writes a deferred session's row with msgs; wrote is false when
+// id was not deferred (or another call created it first), so the caller
+// writes msgs itself.
+func (r *Recorder) create(ctx context.Context, id string, msgs []llm.Message) (wrote bool, err error) {
+	r.mu.Lock()
+	d, ok := r.pending[id]
+	r.mu.Unlock()
 	if !ok {
-		return nil
+		return false, nil
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.created {
+		return false, nil
+	}
+	ns := d.ns
 	ns.Messages = msgs
 	if _, err := r.st.CreateSession(ctx, ns); err != nil {
-		return err
+		return false, err
 	}
+	d.created = true
+	r.mu.Lock()
 	delete(r.pending, id)
-	return nil
+	r.mu.Unlock()
+	return true, nil
 }
 
 // AppendMessage stores m at the end of the session (creating a deferred
 // session's row with it) and returns its seq.
 func (r *Recorder) AppendMessage(ctx context.Context, sessionID string, m llm.Message) (int64, error) {
-	r.mu.Lock()
-	if _, ok := r.pending[sessionID]; ok {
-		defer r.mu.Unlock()
-		if err := r.createLocked(ctx, sessionID, []llm.Message{m}); err != nil {
-			return 0, err
-		}
+	wrote, err := r.create(ctx, sessionID, []llm.Message{m})
+	if err != nil {
+		return 0, err
+	}
+	if wrote {
 		return 1, nil
 	}
-	r.mu.Unlock()
 	return r.st.AppendMessage(ctx, sessionID, m)
 }
 

@@ -129,7 +129,7 @@ func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, erro
 				return err
 			}
 			for i, r := range rows {
-				if _, err := appendTx(ctx, tx, id, r, len(ns.Messages[i].ToolCalls), now); err != nil {
+				if _, err := s.appendTx(ctx, tx, id, r, len(ns.Messages[i].ToolCalls), now); err != nil {
 					return err
 				}
 			}
@@ -151,7 +151,7 @@ func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, erro
 // Session returns the session with exactly this id, or an error wrapping
 // ErrNotFound.
 func (s *Store) Session(ctx context.Context, id string) (Session, error) {
-	row := s.db.QueryRowContext(ctx, "SELECT "+sessionColumns+" FROM sessions AS s WHERE s.id = ?", id)
+	row := s.stmts.queryRow(ctx, s.db, "SELECT "+sessionColumns+" FROM sessions AS s WHERE s.id = ?", id)
 	x, err := scanSession(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, fmt.Errorf("session %q: %w", id, ErrNotFound)
@@ -317,7 +317,7 @@ func (s *Store) SetTitle(ctx context.Context, id, title string) error {
 	if title != "" {
 		v = title
 	}
-	res, err := s.db.ExecContext(ctx, "UPDATE sessions SET title = ? WHERE id = ?", v, id)
+	res, err := s.exec(ctx, "UPDATE sessions SET title = ? WHERE id = ?", v, id)
 	if err != nil {
 		if isConstraint(err, "sessions.title") {
 			var other string
@@ -396,7 +396,7 @@ func cleanTitle(t string) string {
 // SetSystemPrompt stores the system prompt a session was built with, so a
 // resumed session sends byte-identical text.
 func (s *Store) SetSystemPrompt(ctx context.Context, id, prompt string) error {
-	res, err := s.db.ExecContext(ctx, "UPDATE sessions SET system_prompt = ? WHERE id = ?", prompt, id)
+	res, err := s.exec(ctx, "UPDATE sessions SET system_prompt = ? WHERE id = ?", prompt, id)
 	if err != nil {
 		return fmt.Errorf("set system prompt: %w", err)
 	}
@@ -410,7 +410,7 @@ func (s *Store) SetMetadata(ctx context.Context, id string, patch json.RawMessag
 	if err := json.Unmarshal(patch, &obj); err != nil {
 		return fmt.Errorf("session metadata must be a JSON object: %w", err)
 	}
-	res, err := s.db.ExecContext(ctx, "UPDATE sessions SET metadata = json_patch(metadata, ?) WHERE id = ?", string(patch), id)
+	res, err := s.exec(ctx, "UPDATE sessions SET metadata = json_patch(metadata, ?) WHERE id = ?", string(patch), id)
 	if err != nil {
 		return fmt.Errorf("set metadata: %w", err)
 	}
@@ -420,7 +420,7 @@ func (s *Store) SetMetadata(ctx context.Context, id string, patch json.RawMessag
 // AddUsage adds one or more model calls' token usage and apiCalls to the
 // session's totals.
 func (s *Store) AddUsage(ctx context.Context, id string, u llm.Usage, apiCalls int) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET
+	res, err := s.exec(ctx, `UPDATE sessions SET
 		input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
 		cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?,
 		reasoning_tokens = reasoning_tokens + ?, api_call_count = api_call_count + ?, updated_at = ?
@@ -437,7 +437,7 @@ func (s *Store) AddUsage(ctx context.Context, id string, u llm.Usage, apiCalls i
 // cancelled, max_turns...). A resumed session may be ended again.
 func (s *Store) EndSession(ctx context.Context, id, reason string) error {
 	now := millis(s.now())
-	res, err := s.db.ExecContext(ctx, "UPDATE sessions SET ended_at = ?, end_reason = ?, updated_at = ? WHERE id = ?",
+	res, err := s.exec(ctx, "UPDATE sessions SET ended_at = ?, end_reason = ?, updated_at = ? WHERE id = ?",
 		now, reason, now, id)
 	if err != nil {
 		return fmt.Errorf("end session: %w", err)
@@ -448,7 +448,7 @@ func (s *Store) EndSession(ctx context.Context, id, reason string) error {
 // Delete removes a session and all its messages (and their index entries).
 // Sessions that named it as parent keep existing without a parent.
 func (s *Store) Delete(ctx context.Context, id string) error {
-	res, err := s.db.ExecContext(ctx, "DELETE FROM sessions WHERE id = ?", id)
+	res, err := s.exec(ctx, "DELETE FROM sessions WHERE id = ?", id)
 	if err != nil {
 		return fmt.Errorf("delete session: %w", err)
 	}
@@ -460,7 +460,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 // run killed before its first message left behind. It returns how many it
 // deleted.
 func (s *Store) PruneEmpty(ctx context.Context, olderThan time.Duration) (int, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE message_count = 0 AND updated_at < ?
+	res, err := s.exec(ctx, `DELETE FROM sessions WHERE message_count = 0 AND updated_at < ?
 		AND id NOT IN (SELECT session_id FROM session_locks)`, millis(s.now().Add(-olderThan)))
 	if err != nil {
 		return 0, fmt.Errorf("prune empty sessions: %w", err)

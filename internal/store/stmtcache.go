@@ -20,27 +20,57 @@ type stmtCache struct {
 	stmts map[string]*sql.Stmt
 }
 
+// stmt returns the cached prepared statement for sqlText, preparing it on
+// first use; nil (and no error) once the cache is full.
+func (c *stmtCache) stmt(ctx context.Context, db *sql.DB, sqlText string) (*sql.Stmt, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, ok := c.stmts[sqlText]
+	if ok || len(c.stmts) >= maxCachedStmts {
+		return st, nil
+	}
+	st, err := db.PrepareContext(ctx, sqlText)
+	if err != nil {
+		return nil, err
+	}
+	if c.stmts == nil {
+		c.stmts = map[string]*sql.Stmt{}
+	}
+	c.stmts[sqlText] = st
+	return st, nil
+}
+
 // query runs sqlText with args on db through a cached prepared statement.
 func (c *stmtCache) query(ctx context.Context, db *sql.DB, sqlText string, args ...any) (*sql.Rows, error) {
-	c.mu.Lock()
-	st, ok := c.stmts[sqlText]
-	if !ok && len(c.stmts) < maxCachedStmts {
-		var err error
-		if st, err = db.PrepareContext(ctx, sqlText); err != nil {
-			c.mu.Unlock()
-			return nil, err
-		}
-		if c.stmts == nil {
-			c.stmts = map[string]*sql.Stmt{}
-		}
-		c.stmts[sqlText] = st
-		ok = true
+	st, err := c.stmt(ctx, db, sqlText)
+	if err != nil {
+		return nil, err
 	}
-	c.mu.Unlock()
-	if !ok {
+	if st == nil {
 		return db.QueryContext(ctx, sqlText, args...)
 	}
 	return st.QueryContext(ctx, args...)
+}
+
+// queryRow is query for one row; an error preparing shows on Scan.
+func (c *stmtCache) queryRow(ctx context.Context, db *sql.DB, sqlText string, args ...any) *sql.Row {
+	st, err := c.stmt(ctx, db, sqlText)
+	if err != nil || st == nil {
+		return db.QueryRowContext(ctx, sqlText, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// inTx returns sqlText's cached statement bound to tx, or nil when the
+// cache is full (the caller then runs the text on tx). database/sql reuses
+// the statement already prepared on tx's connection, so a write connection
+// parses each statement once.
+func (c *stmtCache) inTx(ctx context.Context, db *sql.DB, tx *sql.Tx, sqlText string) (*sql.Stmt, error) {
+	st, err := c.stmt(ctx, db, sqlText)
+	if err != nil || st == nil {
+		return nil, err
+	}
+	return tx.StmtContext(ctx, st), nil
 }
 
 // close closes every cached statement.

@@ -36,6 +36,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
@@ -68,8 +69,13 @@ type Store struct {
 	path string
 	now  func() time.Time
 	rand io.Reader
-	// stmts holds the prepared statements search reuses.
+	// stmts holds prepared statements reused across calls.
 	stmts stmtCache
+	// writeSlot (capacity 1) serialises this process's writes; pending
+	// holds appends waiting for a group commit (write.go).
+	writeSlot chan struct{}
+	pendingMu sync.Mutex
+	pending   []*appendRequest
 }
 
 // Option configures Open.
@@ -89,7 +95,7 @@ func WithRandom(r io.Reader) Option { return func(s *Store) { s.rand = r } }
 // (0600 / 0700). Errors name the file; a schema newer than this build is an
 // error rather than a silent downgrade.
 func Open(path string, opts ...Option) (*Store, error) {
-	s := &Store{path: path, now: time.Now, rand: rand.Reader}
+	s := &Store{path: path, now: time.Now, rand: rand.Reader, writeSlot: make(chan struct{}, 1)}
 	if strings.Contains(path, "?") {
 		return nil, fmt.Errorf("session store %s: the path must not contain '?'; set HERMES_HOME to another directory", path)
 	}
@@ -120,6 +126,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("session store %s: %w", path, err)
 	}
+	// Keep connections open between bursts: reopening one runs every
+	// pragma above again (the default keeps 2 idle).
+	db.SetMaxIdleConns(16)
 	s.db = db
 	if err := s.migrateRetrying(context.Background()); err != nil {
 		db.Close()
@@ -195,19 +204,6 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// inTx runs fn in one write transaction (BEGIN IMMEDIATE) and commits it.
-func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	return tx.Commit()
-}
-
 // CheckIntegrity runs SQLite's integrity_check and the FTS5 integrity
 // checks of both search indexes against the stored messages. It returns nil
 // when everything is consistent.
@@ -261,7 +257,7 @@ func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 // transactions still only in the WAL are then not seen). A missing file is
 // an error wrapping fs.ErrNotExist; nothing is created or migrated.
 func OpenReadOnly(path string, opts ...Option) (*Store, error) {
-	s := &Store{path: path, now: time.Now, rand: rand.Reader}
+	s := &Store{path: path, now: time.Now, rand: rand.Reader, writeSlot: make(chan struct{}, 1)}
 	for _, o := range opts {
 		o(s)
 	}

@@ -421,7 +421,11 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// Close kills the environment's background processes.
+// Close kills the environment's background processes (their whole
+// process groups). Processes a finished command detached (`nohup server
+// &`) keep running, as they would after the shell on the host: the agent
+// may have started a dev server on purpose. They are ended when hermes
+// exits only if their group was still registered with the supervisor.
 func (e *Environment) Close() error {
 	e.mu.Lock()
 	procs := e.procs

@@ -41,7 +41,7 @@ type Server struct {
 	srv *httptest.Server
 
 	mu       sync.Mutex
-	updates  []json.RawMessage
+	updates  []pendingUpdate // unconfirmed, in update_id order
 	nextUpd  int64
 	nextMsg  int64
 	sent     []Message
@@ -49,6 +49,12 @@ type Server struct {
 	failNext map[string][]int // method → retry_after of queued 429s
 	calls    map[string]int
 	notify   chan struct{}
+}
+
+// pendingUpdate is an update getUpdates has not seen confirmed.
+type pendingUpdate struct {
+	id  int64
+	raw json.RawMessage
 }
 
 // New starts a fake Bot API accepting token.
@@ -76,7 +82,7 @@ func (s *Server) SendText(userID, chatID int64, chatType, text string) {
 		"chat": map[string]any{"id": chatID, "type": chatType},
 	}}
 	b, _ := json.Marshal(upd)
-	s.updates = append(s.updates, b)
+	s.updates = append(s.updates, pendingUpdate{id: id, raw: b})
 	s.wake()
 }
 
@@ -200,15 +206,16 @@ func (s *Server) getUpdates(r *http.Request, p map[string]string) []json.RawMess
 	deadline := time.After(time.Duration(min(timeout, 2)) * time.Second)
 	for {
 		s.mu.Lock()
+		// As the Bot API does, an offset confirms (and forgets) every
+		// update before it.
+		confirmed := 0
+		for confirmed < len(s.updates) && s.updates[confirmed].id < offset {
+			confirmed++
+		}
+		s.updates = s.updates[confirmed:]
 		var out []json.RawMessage
 		for _, u := range s.updates {
-			var head struct {
-				ID int64 `json:"update_id"`
-			}
-			_ = json.Unmarshal(u, &head)
-			if head.ID >= offset {
-				out = append(out, u)
-			}
+			out = append(out, u.raw)
 		}
 		ch := s.notify
 		s.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -49,6 +50,10 @@ type Config struct {
 type Provider struct {
 	cfg     Config
 	service openai.ChatCompletionService
+	// schemas caches decoded tool parameter schemas by their JSON text
+	// (string → shared.FunctionParameters): every call of every session
+	// sends the same tools, and the SDK only reads the maps.
+	schemas sync.Map
 }
 
 // New returns a Provider for cfg. The SDK's own retries are disabled

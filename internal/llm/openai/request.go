@@ -30,7 +30,7 @@ func (p *Provider) buildParams(req llm.Request) openai.ChatCompletionNewParams {
 		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
 			Name:        t.Name,
 			Description: openai.String(t.Description),
-			Parameters:  toolParameters(t.Parameters),
+			Parameters:  p.toolParameters(t.Parameters),
 		}))
 	}
 	if len(params.Tools) > 0 {
@@ -54,8 +54,18 @@ func (p *Provider) buildParams(req llm.Request) openai.ChatCompletionNewParams {
 	return params
 }
 
-// toolParameters decodes a JSON Schema, falling back to an empty object schema.
-func toolParameters(raw json.RawMessage) shared.FunctionParameters {
+// toolParameters returns a tool's decoded JSON Schema from the cache.
+func (p *Provider) toolParameters(raw json.RawMessage) shared.FunctionParameters {
+	if v, ok := p.schemas.Load(string(raw)); ok {
+		return v.(shared.FunctionParameters)
+	}
+	schema := decodeToolParameters(raw)
+	p.schemas.Store(string(raw), schema)
+	return schema
+}
+
+// decodeToolParameters decodes a JSON Schema, falling back to an empty object schema.
+func decodeToolParameters(raw json.RawMessage) shared.FunctionParameters {
 	var schema map[string]any
 	if len(raw) == 0 || json.Unmarshal(raw, &schema) != nil || schema == nil {
 		schema = map[string]any{"type": "object", "properties": map[string]any{}}

@@ -45,7 +45,9 @@ type Options struct {
 	APIKey string
 	// Getenv reads the environment (including HERMES_HOME/.env values); nil reads nothing.
 	Getenv func(string) string
-	// HTTPClient is used for requests (default http.DefaultClient).
+	// HTTPClient is used for requests (default: a client whose transport
+	// keeps up to MaxIdleConnsPerHost connections to the provider open, so
+	// many sessions streaming at once reuse them instead of dialling).
 	HTTPClient *http.Client
 	// RecordPath, when set, records every model call to this JSONL file
 	// (--record); the returned provider then implements io.Closer.
@@ -104,6 +106,9 @@ func New(o Options) (llm.Provider, error) {
 		return nil, err
 	}
 	getenv := getenvOf(o)
+	if o.HTTPClient == nil {
+		o.HTTPClient = pooledClient()
+	}
 	if name == "replay" {
 		if o.ReplayPath == "" {
 			return nil, errors.New("provider replay needs a recording: pass --replay FILE")
@@ -211,4 +216,19 @@ func firstNonEmpty(v ...string) string {
 		}
 	}
 	return ""
+}
+
+// MaxIdleConnsPerHost is how many idle connections to one provider host
+// the default client keeps. net/http keeps 2, so a gateway with hundreds
+// of sessions streaming at once dialled (and TLS-handshook) a new
+// connection for most model calls.
+const MaxIdleConnsPerHost = 64
+
+// pooledClient is the default model-call client: http.DefaultTransport's
+// settings (proxy from the environment, timeouts, HTTP/2) with a larger
+// idle pool per host.
+func pooledClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+	return &http.Client{Transport: t}
 }

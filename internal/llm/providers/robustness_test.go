@@ -15,7 +15,7 @@ import (
 func noSleep(retries *[]string) llm.RetryPolicy {
 	return llm.RetryPolicy{
 		Sleep:   func(context.Context, time.Duration) error { return nil },
-		OnRetry: func(_ int, _ time.Duration, err error) { *retries = append(*retries, err.Error()) },
+		OnRetry: func(_ context.Context, _ int, _ time.Duration, err error) { *retries = append(*retries, err.Error()) },
 	}
 }
 

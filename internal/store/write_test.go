@@ -1,0 +1,142 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hermes-go/hermes/internal/llm"
+)
+
+// holdWrites takes the store's write slot in a transaction until the
+// returned release is called, so appends made meanwhile queue up and are
+// committed as one group.
+func holdWrites(t *testing.T, st *Store) (release func()) {
+	t.Helper()
+	held, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		_ = st.inTx(context.Background(), func(*sql.Tx) error {
+			close(held)
+			<-done
+			return nil
+		})
+	}()
+	<-held
+	return sync.OnceFunc(func() { close(done) })
+}
+
+// waitPending waits until n appends are queued.
+func waitPending(t *testing.T, st *Store, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		st.pendingMu.Lock()
+		got := len(st.pending)
+		st.pendingMu.Unlock()
+		if got == n {
+			return
+		}
+	}
+	t.Fatalf("%d appends never queued", n)
+}
+
+// Appends from many sessions that wait behind another write are committed
+// together; each gets its own seq, in its own session's order, and an
+// append to a missing session fails alone without failing the others.
+func TestGroupCommitKeepsEachAppend(t *testing.T) {
+	st := openTestStore(t, "")
+	ctx := context.Background()
+	const sessions = 20
+	ids := make([]string, sessions)
+	for i := range ids {
+		ids[i] = mustCreate(t, st, NewSession{}).ID
+		mustAppend(t, st, ids[i], llm.Message{Role: llm.RoleUser, Content: "first"})
+	}
+	release := holdWrites(t, st)
+	var wg sync.WaitGroup
+	seqs := make([]int64, sessions)
+	errs := make([]error, sessions)
+	for i := range ids {
+		wg.Go(func() {
+			seqs[i], errs[i] = st.AppendMessage(ctx, ids[i], llm.Message{Role: llm.RoleAssistant, Content: fmt.Sprint("answer ", i)})
+		})
+	}
+	var missingErr error
+	wg.Go(func() {
+		_, missingErr = st.AppendMessage(ctx, "20260101_000000_abcdef", llm.Message{Role: llm.RoleUser, Content: "lost?"})
+	})
+	waitPending(t, st, sessions+1)
+	release()
+	wg.Wait()
+	if !errors.Is(missingErr, ErrNotFound) {
+		t.Fatalf("append to a missing session: got %v, want ErrNotFound", missingErr)
+	}
+	for i, id := range ids {
+		if errs[i] != nil || seqs[i] != 2 {
+			t.Fatalf("session %d: seq %d, err %v; want seq 2", i, seqs[i], errs[i])
+		}
+		msgs, err := st.Messages(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) != 2 || msgs[1].Content != fmt.Sprint("answer ", i) {
+			t.Fatalf("session %d holds %+v", i, msgs)
+		}
+		s, err := st.Session(ctx, id)
+		if err != nil || s.MessageCount != 2 {
+			t.Fatalf("session %d: message_count %d (%v), want 2", i, s.MessageCount, err)
+		}
+	}
+}
+
+// An append whose caller gives up while it waits for the write slot is
+// withdrawn: it reports the context's error and is not written later.
+func TestCancelledAppendIsNotWrittenLater(t *testing.T) {
+	st := openTestStore(t, "")
+	id := mustCreate(t, st, NewSession{}).ID
+	release := holdWrites(t, st)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := st.AppendMessage(ctx, id, llm.Message{Role: llm.RoleUser, Content: "never mind"})
+		errc <- err
+	}()
+	waitPending(t, st, 1)
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	release()
+	mustAppend(t, st, id, llm.Message{Role: llm.RoleUser, Content: "kept"})
+	msgs, err := st.Messages(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 1 || msgs[0].Content != "kept" {
+		t.Fatalf("messages %+v, want only the kept one", msgs)
+	}
+}
+
+// Forget drops a deferred session that never wrote anything (a gateway
+// visitor who said nothing), and the session is not written afterwards.
+func TestRecorderForgetDropsDeferredSession(t *testing.T) {
+	st := openTestStore(t, "")
+	rec := st.NewRecorder()
+	id, err := st.NewSessionID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Defer(NewSession{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	rec.Forget(id)
+	if rec.Pending(id) || len(rec.pending) != 0 {
+		t.Fatalf("session %s still pending after Forget", id)
+	}
+	if _, err := st.Session(context.Background(), id); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("forgotten session was written: %v", err)
+	}
+}
