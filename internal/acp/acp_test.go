@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/hermes-go/hermes/internal/llm"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 	"github.com/hermes-go/hermes/internal/store"
 )
@@ -21,7 +22,7 @@ func TestPromptToolsAndPermissions(t *testing.T) {
 	w := newWorld(t,
 		llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "terminal", Args: args(map[string]any{"command": "rm -r build && echo removed"})}}},
 		llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "patch", Args: args(map[string]any{"path": "a.txt", "old_string": "one", "new_string": "two"})}}},
-		llmtest.Turn{Reasoning: "all done", Text: "Removed build; the edit was refused."},
+		llmtest.Turn{Reasoning: "all done", Text: "Removed build; the edit was refused.", Usage: llm.Usage{InputTokens: 300, OutputTokens: 30}},
 	)
 	if err := os.MkdirAll(filepath.Join(w.work, "build"), 0o755); err != nil {
 		t.Fatal(err)
@@ -82,6 +83,12 @@ func TestPromptToolsAndPermissions(t *testing.T) {
 	}
 	if got := agentText(ups); got != "Removed build; the edit was refused." {
 		t.Errorf("agent text %q", got)
+	}
+	if resp.Usage == nil || resp.Usage.InputTokens < 300 || resp.Usage.OutputTokens < 30 {
+		t.Errorf("prompt usage %+v", resp.Usage)
+	}
+	if last := ups[len(ups)-1].Update.UsageUpdate; last == nil || last.Used <= 0 {
+		t.Errorf("the last update is not usage_update with the context used: %s", kindsOf(ups[len(ups)-1:]))
 	}
 	if len(c.permissions) != 2 {
 		t.Fatalf("%d permission requests, want 2 (command, edit)", len(c.permissions))

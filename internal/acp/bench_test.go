@@ -14,19 +14,24 @@ import (
 // BenchmarkPromptRoundTrip measures session/prompt from the client's
 // request to its response, through the adapter, the session runtime, the
 // agent, state.db and an instant fake model (one streamed text answer).
-// It reports the p50 and p99 latency.
+// A new session is opened (outside the timed prompts) every
+// promptsPerSession prompts, so the history stays that of a short chat.
+// It reports the p50 and p99 latency of the prompts.
 //
 //	go test -run '^$' -bench PromptRoundTrip -benchtime 300x ./internal/acp/
 func BenchmarkPromptRoundTrip(b *testing.B) {
 	w := newWorld(b)
 	w.srv.SetResponder(func(llmtest.Request) llmtest.Turn { return llmtest.Turn{Text: "ok"} })
 	c := w.connect(sdk.ClientCapabilities{})
-	id := c.newSession(b, w.work)
-	c.prompt(b, id, "warm up")
-	req := sdk.PromptRequest{SessionId: sdk.SessionId(id), Prompt: []sdk.ContentBlock{sdk.TextBlock("hello")}}
+	c.prompt(b, c.newSession(b, w.work), "warm up")
+	const promptsPerSession = 10
+	var req sdk.PromptRequest
 	took := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
-	for b.Loop() {
+	for i := 0; b.Loop(); i++ {
+		if i%promptsPerSession == 0 {
+			req = sdk.PromptRequest{SessionId: sdk.SessionId(c.newSession(b, w.work)), Prompt: []sdk.ContentBlock{sdk.TextBlock("hello")}}
+		}
 		start := time.Now()
 		resp, err := c.conn.Prompt(context.Background(), req)
 		if err != nil || resp.StopReason != sdk.StopReasonEndTurn {
