@@ -1,7 +1,10 @@
 package main_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,7 +94,8 @@ func TestACPBoxBackendAsksNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &boxClient{}
-	conn := sdk.NewClientSideConnection(c, stdin, stdout)
+	var wire bytes.Buffer // everything hermes wrote to stdout
+	conn := sdk.NewClientSideConnection(c, stdin, io.TeeReader(stdout, &wire))
 	if _, err := conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber}); err != nil {
 		t.Fatalf("initialize: %v\n%s", err, stderr.String())
 	}
@@ -107,6 +111,15 @@ func TestACPBoxBackendAsksNothing(t *testing.T) {
 	stdin.Close()
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("hermes acp exit: %v\n%s", err, stderr.String())
+	}
+	<-conn.Done() // the client has read everything
+	for _, line := range strings.Split(strings.TrimSpace(wire.String()), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("stdout carried a line that is not protocol: %q", line)
+		}
+	}
+	if log, err := os.ReadFile(filepath.Join(e.home, "logs", "acp.log")); err != nil || !strings.Contains(string(log), "hermes acp started") {
+		t.Errorf("HERMES_HOME/logs/acp.log: %q, %v", log, err)
 	}
 	if len(c.asked) != 0 {
 		t.Errorf("the box backend asked %d permissions: %v", len(c.asked), c.asked)
