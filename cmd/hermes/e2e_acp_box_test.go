@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,6 +97,7 @@ func TestACPBoxBackendAsksNothing(t *testing.T) {
 	c := &boxClient{}
 	var wire bytes.Buffer // everything hermes wrote to stdout
 	conn := sdk.NewClientSideConnection(c, stdin, io.TeeReader(stdout, &wire))
+	conn.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if _, err := conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber}); err != nil {
 		t.Fatalf("initialize: %v\n%s", err, stderr.String())
 	}
