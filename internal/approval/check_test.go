@@ -161,7 +161,7 @@ func TestDangerousPatternsNeedApproval(t *testing.T) {
 
 func TestYoloModeOffAndBoxSkipDangerous(t *testing.T) {
 	for name, cfg := range map[string]Config{
-		"yolo": {Yolo: true}, "mode off": {Mode: "off"}, "box": {Backend: "box"},
+		"yolo": {Yolo: true}, "mode off": {Mode: "off"}, "isolated backend": {Isolated: true},
 	} {
 		s := New(cfg)
 		if v := s.Check("rm -rf ./build"); v.Action != Allow {

@@ -85,8 +85,11 @@ type Config struct {
 	Mode string
 	// Yolo is --yolo / HERMES_YOLO_MODE: skip approval prompts.
 	Yolo bool
-	// Backend is terminal.backend; "box" skips dangerous-pattern checks.
-	Backend string
+	// Isolated says the terminal backend runs commands behind a boundary of
+	// its own (backend.Isolated: the box, a container, a hosted sandbox):
+	// dangerous-pattern checks are skipped, as Hermes skips them for
+	// container backends ("security.md").
+	Isolated bool
 	// Deny is approvals.deny: globs (fnmatch, case-insensitive) that block.
 	Deny []string
 	// Allowlist is approvals.command_allowlist: pattern keys ("recursive
@@ -360,7 +363,7 @@ func (s *Service) check(req Request) Verdict {
 	s.mu.Lock()
 	yolo := s.yolo
 	s.mu.Unlock()
-	if yolo || strings.EqualFold(s.cfg.Mode, "off") || s.cfg.Backend == "box" {
+	if yolo || strings.EqualFold(s.cfg.Mode, "off") || s.cfg.Isolated {
 		return Verdict{Action: Allow}
 	}
 	found := s.dangerous(a)
@@ -449,7 +452,7 @@ func (s *Service) checkRequest(req Request) Verdict {
 	s.mu.Lock()
 	yolo := s.yolo
 	s.mu.Unlock()
-	if yolo || strings.EqualFold(s.cfg.Mode, "off") || s.cfg.Backend == "box" {
+	if yolo || strings.EqualFold(s.cfg.Mode, "off") || s.cfg.Isolated {
 		return Verdict{Action: Allow}
 	}
 	key := req.key()

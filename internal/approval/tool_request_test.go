@@ -40,7 +40,7 @@ func TestToolRequestHeadlessAndTimeoutDeny(t *testing.T) {
 }
 
 func TestToolRequestSkippedInBox(t *testing.T) {
-	s := New(Config{Backend: "box"})
+	s := New(Config{Isolated: true})
 	if d, _ := s.Request(context.Background(), Request{Tool: "patch", Action: "write", Path: "x"}); !d.Allowed {
 		t.Fatalf("got %+v", d)
 	}

@@ -93,3 +93,12 @@ type Environment interface {
 	// Close stops the environment's processes; persistent files are kept.
 	Close() error
 }
+
+// Isolated reports whether b runs commands behind a boundary of its own
+// (the box, a container, a hosted sandbox), which the backend declares
+// with an Isolated() bool method. Approvals skip dangerous-command checks
+// for such backends; a backend without the method is not isolated.
+func Isolated(b Backend) bool {
+	i, ok := b.(interface{ Isolated() bool })
+	return ok && i.Isolated()
+}

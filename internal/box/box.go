@@ -215,6 +215,9 @@ func NewManager(opts Options) (*Manager, error) {
 // Kind returns "box".
 func (m *Manager) Kind() string { return Kind }
 
+// Isolated is true: a box is the boundary (backend.Isolated).
+func (m *Manager) Isolated() bool { return true }
+
 // StateDir is where the box of taskID keeps its state.
 func (m *Manager) StateDir(taskID string) string {
 	return filepath.Join(m.opts.Home, "boxes", taskID)

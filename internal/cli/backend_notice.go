@@ -20,6 +20,9 @@ type noticeBackend struct {
 	once   sync.Once
 }
 
+// Isolated passes the wrapped backend's capability on.
+func (n *noticeBackend) Isolated() bool { return backend.Isolated(n.Backend) }
+
 // Open is the wrapped Open; its first failure is printed.
 func (b *noticeBackend) Open(ctx context.Context, taskID string) (backend.Environment, error) {
 	env, err := b.Backend.Open(ctx, taskID)

@@ -43,3 +43,22 @@ func TestBackendFailureToldOnce(t *testing.T) {
 		t.Errorf("a cancelled open was reported: %q", stderr.String())
 	}
 }
+
+// isolatedBackend declares the capability without being named "box".
+type isolatedBackend struct{ failingBackend }
+
+func (isolatedBackend) Kind() string   { return "some-sandbox" }
+func (isolatedBackend) Isolated() bool { return true }
+
+// Approvals decide "isolated" from the backend's capability, not its name,
+// and the notice wrapper the CLI puts around every backend passes it on
+// (an embedded interface would hide the method).
+func TestIsolationIsACapabilityThroughTheWrapper(t *testing.T) {
+	var stderr strings.Builder
+	if !backend.Isolated(&noticeBackend{Backend: isolatedBackend{}, stderr: &stderr}) {
+		t.Fatal("an isolated backend wrapped for notices reads as not isolated")
+	}
+	if backend.Isolated(&noticeBackend{Backend: failingBackend{}, stderr: &stderr}) {
+		t.Fatal(`a backend named "box" without the capability reads as isolated`)
+	}
+}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	sshbackend "github.com/hermes-go/hermes/internal/backend/ssh"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -116,9 +117,24 @@ func (a *App) newTerminalBackend(cfg *config.Loaded, cwd string) (backend.Backen
 		return a.newLocalBackend(c, cwd, a.Environ)
 	case "box":
 		return a.newBoxBackend(c, cwd)
+	case sshbackend.Kind:
+		return a.newSSHBackend(c)
 	default:
-		return nil, fmt.Errorf("%s: %q is not supported: use local or box (`hermes config set terminal.backend box`)", cfg.Where("terminal.backend"), c.Terminal.Backend)
+		return nil, fmt.Errorf("%s: %q is not supported: use one of %s (`hermes config set terminal.backend box`)", cfg.Where("terminal.backend"),
+			c.Terminal.Backend, strings.Join(config.TerminalBackends(), ", "))
 	}
+}
+
+// newSSHBackend builds the ssh backend from terminal.ssh_*; commands start
+// in terminal.cwd when it is an absolute path, else in the remote home
+// (the local directory means nothing on the remote host).
+func (a *App) newSSHBackend(c *config.Config) (backend.Backend, error) {
+	wd := ""
+	if strings.HasPrefix(c.Terminal.Cwd, "/") {
+		wd = c.Terminal.Cwd
+	}
+	return sshbackend.New(sshbackend.Config{Host: c.Terminal.SSHHost, User: c.Terminal.SSHUser, Port: c.Terminal.SSHPort,
+		KeyFile: c.Terminal.SSHKey, Workdir: wd, HomeDir: a.Getenv("HOME"), AgentSocket: a.Getenv("SSH_AUTH_SOCK")})
 }
 
 // newLocalBackend builds the local backend under terminal.local_sandbox.

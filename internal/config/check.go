@@ -41,8 +41,12 @@ func (l *Loaded) Problems() []string {
 			out = append(out, fmt.Sprintf("%s is not set for provider %s; run: hermes config set %s", names[0], c.Model.Provider, names[0]))
 		}
 	}
-	if b := c.Terminal.Backend; b != "local" && b != "box" {
-		out = append(out, fmt.Sprintf("%s: backend %q is not supported by this build; use local or box", where("terminal.backend"), b))
+	if b := c.Terminal.Backend; !slices.Contains(TerminalBackends(), b) {
+		out = append(out, fmt.Sprintf("%s: backend %q is not supported by this build; use one of %s", where("terminal.backend"), b,
+			strings.Join(TerminalBackends(), ", ")))
+	}
+	if c.Terminal.Backend == "ssh" && (c.Terminal.SSHHost == "" || c.Terminal.SSHUser == "") {
+		out = append(out, fmt.Sprintf("%s: backend ssh needs terminal.ssh_host and terminal.ssh_user", where("terminal.backend")))
 	}
 	if m := c.Approvals.Mode; m != "manual" && m != "smart" && m != "off" {
 		out = append(out, fmt.Sprintf("%s: mode %q is not one of manual, smart, off", where("approvals.mode"), m))

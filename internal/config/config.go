@@ -46,7 +46,7 @@ type AgentConfig struct {
 
 // TerminalConfig is the terminal: section.
 type TerminalConfig struct {
-	Backend        string   `yaml:"backend"` // local | box
+	Backend        string   `yaml:"backend"` // TerminalBackends()
 	Cwd            string   `yaml:"cwd"`
 	Timeout        int      `yaml:"timeout"` // seconds, default 180
 	EnvPassthrough []string `yaml:"env_passthrough"`
@@ -65,6 +65,11 @@ type TerminalConfig struct {
 	BoxWorkspace        string           `yaml:"box_workspace"`        // bind | overlay
 	BoxPids             int              `yaml:"box_pids"`             // default 1024
 	BoxNetwork          BoxNetworkConfig `yaml:"box_network"`
+	// SSH backend (Hermes keys; TERMINAL_SSH_HOST/USER/PORT/KEY).
+	SSHHost string `yaml:"ssh_host"`
+	SSHUser string `yaml:"ssh_user"`
+	SSHPort int    `yaml:"ssh_port"` // default 22
+	SSHKey  string `yaml:"ssh_key"`  // private key file; "" = ssh-agent, then ~/.ssh/id_*
 }
 
 // BoxNetworkConfig is terminal.box_network.

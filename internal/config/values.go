@@ -12,16 +12,20 @@ import (
 // allowedValues returns the values an enumerated key accepts, in the order
 // they are shown, and whether "" (meaning "the default") is also accepted;
 // nil for a free-form key. The sets are Hermes' ("configuration.md")
-// narrowed to what this build implements: terminal.backend local|box,
+// narrowed to what this build implements: terminal.backend TerminalBackends(),
 // terminal.box_workspace bind|overlay, terminal.local_sandbox
 // workspace-write|read-only|off, approvals.mode manual|smart|off,
 // model.provider one of Providers() or auto, model.api_mode
 // chat_completions|anthropic_messages, agent.reasoning_effort
 // none|minimal|low|medium|high|xhigh.
+// TerminalBackends are the terminal.backend values this build runs
+// (Hermes's names; "box" is hermes's own sandbox).
+func TerminalBackends() []string { return []string{"local", "box", "ssh"} }
+
 func allowedValues(key string) (values []string, emptyOK bool) {
 	switch key {
 	case "terminal.backend":
-		return []string{"local", "box"}, false
+		return TerminalBackends(), false
 	case "terminal.box_workspace":
 		return []string{"bind", "overlay"}, false
 	case "terminal.local_sandbox":

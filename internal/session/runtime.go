@@ -193,7 +193,7 @@ func New(ctx context.Context, o Options) (*Runtime, error) {
 	}
 	rt.closers = append(rt.closers, rt.backend.Close)
 	rt.approvals = approval.New(approval.Config{
-		Mode: c.Approvals.Mode, Yolo: o.Yolo, Backend: rt.backend.Kind(), Deny: c.Approvals.Deny,
+		Mode: c.Approvals.Mode, Yolo: o.Yolo, Isolated: backend.Isolated(rt.backend), Deny: c.Approvals.Deny,
 		Allowlist: c.Approvals.CommandAllowlist, Timeout: time.Duration(c.Approvals.Timeout) * time.Second,
 		Home: o.UserHome, HermesHome: o.Home, Cwd: rt.cwd,
 		SaveAllowlist: func(list []string) error {

@@ -295,7 +295,7 @@ func (e *Environment) Exec(ctx context.Context, req backend.ExecRequest) (backen
 	if err != nil {
 		return backend.ExecResult{ExitCode: -1}, err
 	}
-	out := newCapture(execHeadMax, execTailMax)
+	out := backend.NewCapture(execHeadMax, execTailMax)
 	var w io.Writer = out
 	switch {
 	case req.Output != nil && req.DiscardOutput:

@@ -310,7 +310,7 @@ func TestWriteFileThroughSymlinkKeepsLink(t *testing.T) {
 }
 
 func TestCaptureKeepsHeadAndTail(t *testing.T) {
-	c := newCapture(4, 6)
+	c := backend.NewCapture(4, 6)
 	for _, s := range []string{"abcd", "efgh", "ij", "klmnop", "qr"} {
 		_, _ = c.Write([]byte(s))
 	}

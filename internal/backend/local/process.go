@@ -27,7 +27,7 @@ func (e *Environment) Start(ctx context.Context, req backend.ExecRequest) (backe
 	if err != nil {
 		return nil, err
 	}
-	out := newCapture(backgroundHeadMax, backgroundTailMax)
+	out := backend.NewCapture(backgroundHeadMax, backgroundTailMax)
 	var w io.Writer = out
 	if req.Output != nil {
 		w = io.MultiWriter(out, req.Output)
@@ -62,7 +62,7 @@ func (e *Environment) Start(ctx context.Context, req backend.ExecRequest) (backe
 type process struct {
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser // nil when the request gave its own stdin
-	out     *capture
+	out     *backend.Capture
 	started time.Time
 
 	stdinMu  sync.Mutex

@@ -1,15 +1,15 @@
-package local
+package backend
 
 import (
 	"fmt"
 	"sync"
 )
 
-// capture is a concurrency-safe output buffer bounded in memory: it keeps
+// Capture is a concurrency-safe output buffer bounded in memory: it keeps
 // the first headMax bytes and a ring of the last tailMax bytes, and counts
 // what fell in between. Output past the head is what a person needs most
 // (the error at the end), so the tail is always kept.
-type capture struct {
+type Capture struct {
 	mu      sync.Mutex
 	headMax int
 	tailMax int
@@ -20,12 +20,13 @@ type capture struct {
 	total   int64
 }
 
-func newCapture(headMax, tailMax int) *capture {
-	return &capture{headMax: headMax, tailMax: tailMax}
+// NewCapture returns a Capture keeping headMax and tailMax bytes.
+func NewCapture(headMax, tailMax int) *Capture {
+	return &Capture{headMax: headMax, tailMax: tailMax}
 }
 
 // Write never fails.
-func (c *capture) Write(p []byte) (int, error) {
+func (c *Capture) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := len(p)
@@ -65,7 +66,7 @@ func (c *capture) Write(p []byte) (int, error) {
 
 // Bytes returns the kept output; when bytes were dropped, a one-line marker
 // stands where they were.
-func (c *capture) Bytes() []byte {
+func (c *Capture) Bytes() []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make([]byte, 0, len(c.head)+len(c.tail)+80)
@@ -79,7 +80,7 @@ func (c *capture) Bytes() []byte {
 }
 
 // Total is the number of bytes written so far.
-func (c *capture) Total() int64 {
+func (c *Capture) Total() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.total

@@ -1,0 +1,181 @@
+package ssh
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/backend/conformance"
+)
+
+// testServer is a real OpenSSH server on loopback with throwaway keys.
+type testServer struct {
+	port       int
+	clientKey  string // private key file
+	knownHosts string
+	hostPub    ssh.PublicKey
+}
+
+func writeKey(t *testing.T, path string) ssh.PublicKey {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+// startSSHD starts sshd as root on a free loopback port; it skips without
+// root or sshd (CI installs openssh-server).
+func startSSHD(t *testing.T) *testServer {
+	t.Helper()
+	sshd, err := exec.LookPath("sshd")
+	if err != nil {
+		sshd = "/usr/sbin/sshd"
+		if _, err := os.Stat(sshd); err != nil {
+			t.Skip("sshd not installed (apt-get install openssh-server)")
+		}
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the ssh backend test runs sshd, which needs root")
+	}
+	dir := t.TempDir()
+	hostPub := writeKey(t, filepath.Join(dir, "host_key"))
+	clientPub := writeKey(t, filepath.Join(dir, "client_key"))
+	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), ssh.MarshalAuthorizedKey(clientPub), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cfg := fmt.Sprintf(`Port %d
+ListenAddress 127.0.0.1
+HostKey %s/host_key
+AuthorizedKeysFile %s/authorized_keys
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PubkeyAuthentication yes
+PermitRootLogin prohibit-password
+StrictModes no
+UsePAM no
+PidFile %s/sshd.pid
+MaxSessions 100
+MaxStartups 100
+`, port, dir, dir, dir)
+	if err := os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.MkdirAll("/run/sshd", 0o755) // privilege separation directory
+	cmd := exec.Command(sshd, "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
+	var log strings.Builder
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("sshd log:\n%s", log.String())
+		}
+	})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sshd did not listen: %s", log.String())
+		}
+	}
+	known := filepath.Join(dir, "known_hosts")
+	line := fmt.Sprintf("[127.0.0.1]:%d %s", port, ssh.MarshalAuthorizedKey(hostPub))
+	if err := os.WriteFile(known, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &testServer{port: port, clientKey: filepath.Join(dir, "client_key"), knownHosts: known, hostPub: hostPub}
+}
+
+func (s *testServer) config(t *testing.T, workdir string) Config {
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Config{Host: "127.0.0.1", User: u.Username, Port: s.port, KeyFile: s.clientKey, KnownHosts: s.knownHosts,
+		Workdir: workdir, HomeDir: t.TempDir()}
+}
+
+func TestConformance(t *testing.T) {
+	srv := startSSHD(t)
+	work := t.TempDir()
+	// KeepsDetached: the remote host is a machine of the user's, as with
+	// the local backend (see Environment.Close).
+	conformance.Run(t, conformance.Target{KeepsDetached: true, Open: func(t *testing.T) backend.Backend {
+		b, err := New(srv.config(t, work))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}})
+}
+
+// An unknown host key is refused with the command that adds it, and a
+// changed key is refused outright: no trust on first use.
+func TestHostKeyChecked(t *testing.T) {
+	srv := startSSHD(t)
+	cfg := srv.config(t, "")
+	empty := filepath.Join(t.TempDir(), "known_hosts")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.KnownHosts = empty
+	b, _ := New(cfg)
+	_, err := b.Open(context.Background(), "t")
+	if err == nil || !strings.Contains(err.Error(), "ssh-keyscan") {
+		t.Fatalf("unknown host: %v", err)
+	}
+	other := writeKey(t, filepath.Join(t.TempDir(), "k"))
+	line := fmt.Sprintf("[127.0.0.1]:%d %s", srv.port, ssh.MarshalAuthorizedKey(other))
+	if err := os.WriteFile(empty, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = New(cfg)
+	_, err = b.Open(context.Background(), "t")
+	if err == nil || !strings.Contains(err.Error(), "does not match") {
+		t.Fatalf("changed host key: %v", err)
+	}
+}
+
+func TestNewNeedsHostAndUser(t *testing.T) {
+	if _, err := New(Config{Host: "h"}); err == nil || !strings.Contains(err.Error(), "terminal.ssh_user") {
+		t.Fatalf("got %v", err)
+	}
+}
