@@ -104,8 +104,8 @@ var errEditDenied = errors.New("the user denied this edit in the editor; do not 
 // fileAccess is the file tools' access to the editor (tool.FileAccess):
 // reads and writes go through the client's fs methods when it offers them
 // and the backend is local (paths are the editor's), and every edit is
-// asked first unless the session mode, approvals.mode off or the box
-// backend says otherwise (as the CLI decides commands).
+// asked first unless the session mode, approvals.mode off or an isolated
+// backend (the box) says otherwise (as the CLI decides commands).
 type fileAccess struct{ s *Server }
 
 // ReadTextFile reads through fs/read_text_file (unsaved buffers).
@@ -144,7 +144,7 @@ func (f fileAccess) WriteTextFile(ctx context.Context, sessionID, toolName, abs,
 
 func (f fileAccess) needsAsking(as *acpSession) bool {
 	mode := as.getMode()
-	return mode == ModeDefault && !strings.EqualFold(as.rt.Config().Approvals.Mode, "off") && as.rt.BackendKind() != "box"
+	return mode == ModeDefault && !strings.EqualFold(as.rt.Config().Approvals.Mode, "off") && !as.rt.Isolated()
 }
 
 // askEdit asks the client to allow one edit; no answer within

@@ -304,8 +304,12 @@ func (rt *Runtime) ContextWindow() int {
 	return rt.cfg.Model.ContextLength
 }
 
-// BackendKind names terminal.backend in use ("local", "box").
+// BackendKind names terminal.backend in use ("local", "box", "ssh").
 func (rt *Runtime) BackendKind() string { return rt.backend.Kind() }
+
+// Isolated reports whether the backend runs commands behind a boundary of
+// its own (backend.Isolated: the box), where approvals ask nothing.
+func (rt *Runtime) Isolated() bool { return backend.Isolated(rt.backend) }
 
 // PreloadSkills prepends the named skills to text, as -s/--skills does for
 // the first message of a run (the system prompt stays unchanged).
