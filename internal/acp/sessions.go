@@ -33,9 +33,9 @@ type acpSession struct {
 	s   *session.Session
 	rt  *session.Runtime
 	cwd string
-	// mcpServers are the client's MCP servers from session/new or load;
-	// recorded for the MCP client (not connected yet).
-	mcpServers []sdk.McpServer
+	// mcpServers are the client's MCP servers from session/new or load,
+	// by name; recorded for the MCP client (not connected yet).
+	mcpServers map[string]ClientMCPServer
 
 	mu   sync.Mutex
 	mode string
@@ -45,7 +45,7 @@ type acpSession struct {
 	changed chan struct{} // closed and replaced when calls changes
 }
 
-func newACPSession(s *session.Session, rt *session.Runtime, cwd string, mcp []sdk.McpServer) *acpSession {
+func newACPSession(s *session.Session, rt *session.Runtime, cwd string, mcp map[string]ClientMCPServer) *acpSession {
 	return &acpSession{s: s, rt: rt, cwd: cwd, mcpServers: mcp, mode: ModeDefault,
 		calls: map[string][]string{}, changed: make(chan struct{})}
 }
@@ -127,9 +127,13 @@ func (s *Server) reopen(ctx context.Context, id, cwd string, mcp []sdk.McpServer
 }
 
 func (s *Server) register(sess *session.Session, rt *session.Runtime, cwd string, mcp []sdk.McpServer) *acpSession {
-	as := newACPSession(sess, rt, cwd, mcp)
-	if len(mcp) > 0 {
-		s.opts.Logger.Info("client MCP servers recorded (not connected: hermes has no MCP client yet)", "session", sess.ID(), "count", len(mcp))
+	servers, skipped := clientMCPServers(mcp)
+	as := newACPSession(sess, rt, cwd, servers)
+	if len(servers) > 0 {
+		s.opts.Logger.Info("client MCP servers recorded (not connected: hermes has no MCP client yet)", "session", sess.ID(), "count", len(servers))
+	}
+	if len(skipped) > 0 {
+		s.opts.Logger.Warn("client MCP servers of an unsupported transport left out", "session", sess.ID(), "servers", skipped)
 	}
 	s.mu.Lock()
 	s.sessions[sess.ID()] = as
