@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	sshbackend "github.com/hermes-go/hermes/internal/backend/ssh"
+	"github.com/hermes-go/hermes/internal/backend/vercel"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/approval"
@@ -119,10 +121,28 @@ func (a *App) newTerminalBackend(cfg *config.Loaded, cwd string) (backend.Backen
 		return a.newBoxBackend(c, cwd)
 	case sshbackend.Kind:
 		return a.newSSHBackend(c)
+	case vercel.Kind:
+		return a.newVercelBackend(c)
 	default:
 		return nil, fmt.Errorf("%s: %q is not supported: use one of %s (`hermes config set terminal.backend box`)", cfg.Where("terminal.backend"),
 			c.Terminal.Backend, strings.Join(config.TerminalBackends(), ", "))
 	}
+}
+
+// newVercelBackend builds the vercel_sandbox backend: credentials from
+// VERCEL_OIDC_TOKEN, else VERCEL_TOKEN + VERCEL_PROJECT_ID +
+// VERCEL_TEAM_ID (environment or HERMES_HOME/.env), snapshot ids kept in
+// HERMES_HOME/sandboxes/vercel_sandbox.
+func (a *App) newVercelBackend(c *config.Config) (backend.Backend, error) {
+	token, project, team := a.Getenv("VERCEL_OIDC_TOKEN"), "", ""
+	if token == "" {
+		token, project, team = a.Getenv("VERCEL_TOKEN"), a.Getenv("VERCEL_PROJECT_ID"), a.Getenv("VERCEL_TEAM_ID")
+	}
+	persistent := c.Terminal.ContainerPersistent == nil || *c.Terminal.ContainerPersistent
+	return vercel.New(vercel.Config{Runtime: c.Terminal.VercelRuntime, CPU: c.Terminal.ContainerCPU, MemoryMB: c.Terminal.ContainerMemory,
+		DiskMB: c.Terminal.ContainerDisk, Persistent: persistent, Lifetime: time.Duration(c.Terminal.LifetimeSeconds) * time.Second,
+		Token: token, ProjectID: project, TeamID: team, BaseURL: a.Getenv("VERCEL_API_URL"),
+		StateDir: filepath.Join(a.Home(), "sandboxes", vercel.Kind)})
 }
 
 // newSSHBackend builds the ssh backend from terminal.ssh_*; commands start

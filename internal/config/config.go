@@ -70,6 +70,8 @@ type TerminalConfig struct {
 	SSHUser string `yaml:"ssh_user"`
 	SSHPort int    `yaml:"ssh_port"` // default 22
 	SSHKey  string `yaml:"ssh_key"`  // private key file; "" = ssh-agent, then ~/.ssh/id_*
+	// VercelRuntime is the vercel_sandbox runtime: node24 (default) | node22 | python3.13.
+	VercelRuntime string `yaml:"vercel_runtime"`
 }
 
 // BoxNetworkConfig is terminal.box_network.

@@ -86,7 +86,7 @@ var hermesOnlyKeys = map[string]bool{
 	"terminal.docker_forward_env": true, "terminal.docker_env": true, "terminal.docker_volumes": true,
 	"terminal.docker_extra_args": true, "terminal.docker_network": true,
 	"terminal.docker_persist_across_processes": true, "terminal.docker_shared_container_key": true,
-	"terminal.docker_orphan_reaper": true, "terminal.vercel_runtime": true, "terminal.credential_files": true,
+	"terminal.docker_orphan_reaper": true, "terminal.credential_files": true,
 	"terminal.modal_mode":          true,
 	"compression.threshold_tokens": true, "compression.tail_mode": true, "compression.in_place": true,
 	"compression.idle_compact_after_seconds": true, "compression.hygiene_hard_message_limit": true,

@@ -43,6 +43,14 @@ type Target struct {
 	// the agent keeps serving). Processes the environment itself runs are
 	// still ended.
 	KeepsDetached bool
+	// NoStdinWrite: a running background process cannot be written to
+	// (the Vercel Sandbox API has no stdin); its input comes from
+	// ExecRequest.Stdin instead, and Write must fail rather than drop.
+	NoStdinWrite bool
+	// TextOutput: command output travels as JSON strings (Vercel's log
+	// stream), so bytes that are not UTF-8 arrive as U+FFFD; text output
+	// is still exact.
+	TextOutput bool
 }
 
 // Run runs every conformance check as a subtest of t.
@@ -187,9 +195,13 @@ func checkBigOutput(t *testing.T, _ Target, env backend.Environment) {
 	}
 }
 
-func checkBinaryOutput(t *testing.T, _ Target, env backend.Environment) {
+func checkBinaryOutput(t *testing.T, target Target, env backend.Environment) {
 	res := exec(t, env, backend.ExecRequest{Command: `printf '\000\001\377\376end'`})
-	if want := "\x00\x01\xff\xfeend"; string(res.Output) != want {
+	want := "\x00\x01\xff\xfeend"
+	if target.TextOutput {
+		want = "\x00\x01\ufffd\ufffdend"
+	}
+	if string(res.Output) != want {
 		t.Fatalf("binary output %q, want %q", res.Output, want)
 	}
 }
@@ -281,18 +293,28 @@ func checkFileSearch(t *testing.T, _ Target, env backend.Environment) {
 	}
 }
 
-func checkBackground(t *testing.T, _ Target, env backend.Environment) {
+func checkBackground(t *testing.T, target Target, env backend.Environment) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p, err := env.Start(ctx, backend.ExecRequest{Command: `while read line; do echo "got $line"; done; echo bye; exit 4`})
+	req := backend.ExecRequest{Command: `while read line; do echo "got $line"; done; echo bye; exit 4`}
+	if target.NoStdinWrite {
+		req.Stdin = strings.NewReader("one\ntwo\n")
+	}
+	p, err := env.Start(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Write([]byte("one\ntwo\n")); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.CloseStdin(); err != nil {
-		t.Fatal(err)
+	if target.NoStdinWrite {
+		if _, err := p.Write([]byte("x\n")); err == nil {
+			t.Fatal("Write on a backend without stdin must fail, not drop the input")
+		}
+	} else {
+		if _, err := p.Write([]byte("one\ntwo\n")); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.CloseStdin(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	res, err := p.Wait(ctx)
 	if err != nil {

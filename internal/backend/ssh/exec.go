@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/backend/shellfs"
 )
 
 // Output kept in memory per command, as the local backend keeps it.
@@ -47,7 +48,7 @@ type Environment struct {
 func (e *Environment) Workdir() string { return e.workdir }
 
 // quote returns s as one single-quoted POSIX shell word.
-func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+func quote(s string) string { return shellfs.Quote(s) }
 
 // abs resolves p against the workdir.
 func (e *Environment) abs(p string) string {
