@@ -289,8 +289,10 @@ func TestFilesThroughClient(t *testing.T) {
 // the user message; the legacy session/set_model switches the model.
 func TestPromptResourcesAndModel(t *testing.T) {
 	w := newWorld(t, llmtest.Turn{Text: "seen"})
+	const key = "sk-test-0123456789abcdef"
+	w.editConfig("  default: fake-model\n", "  default: fake-model\n  api_key: "+key+"\n")
 	path := filepath.Join(w.work, "main.go")
-	if err := os.WriteFile(path, []byte("package main // linked\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("package main // linked\nconst k = \""+key+"\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c := w.connect(sdk.ClientCapabilities{})
@@ -310,6 +312,9 @@ func TestPromptResourcesAndModel(t *testing.T) {
 	body := string(w.srv.Requests()[0].Body)
 	if !strings.Contains(body, "package main // linked") || !strings.Contains(body, "embedded words") {
 		t.Errorf("resources not inlined: %s", body)
+	}
+	if strings.Contains(body, key) {
+		t.Errorf("the provider key in an attached file reached the model: %s", body)
 	}
 	if req["model"] != "other-model" {
 		t.Errorf("model %v, want other-model after session/set_model", req["model"])

@@ -12,15 +12,19 @@ import (
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 )
 
-// setConfig appends YAML to the world's config.yaml (before connect).
-func (w *world) setConfig(extra string) {
+// setConfig replaces the approvals timeout line of the world's
+// config.yaml with extra (before connect).
+func (w *world) setConfig(extra string) { w.editConfig("  timeout: 30\n", extra) }
+
+// editConfig replaces old with new in the world's config.yaml.
+func (w *world) editConfig(old, new string) {
 	w.t.Helper()
 	p := filepath.Join(w.home, "config.yaml")
 	b, err := os.ReadFile(p)
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	if err := os.WriteFile(p, []byte(strings.Replace(string(b), "  timeout: 30\n", extra, 1)), 0o600); err != nil {
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), old, new, 1)), 0o600); err != nil {
 		w.t.Fatal(err)
 	}
 }

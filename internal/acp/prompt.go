@@ -24,7 +24,7 @@ func (s *Server) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptRes
 	if err != nil {
 		return sdk.PromptResponse{}, err
 	}
-	text := s.promptText(p.Prompt)
+	text := s.promptText(p.Prompt, as.rt.Redactor().Redact)
 	if strings.TrimSpace(text) == "" {
 		return sdk.PromptResponse{}, sdk.NewInvalidParams(map[string]any{"error": "the prompt is empty: send at least one text block"})
 	}
@@ -155,22 +155,23 @@ func (s *Server) command(ctx context.Context, as *acpSession, text string) (done
 
 // promptText renders a prompt's content blocks as one user message: text
 // as is, embedded text resources and local file links inlined (up to
-// MaxInlineBytes), other resources named.
-func (s *Server) promptText(blocks []sdk.ContentBlock) string {
+// MaxInlineBytes, with the process's secrets redacted: an attached .env
+// does not carry its keys to the model), other resources named.
+func (s *Server) promptText(blocks []sdk.ContentBlock, redact func(string) string) string {
 	var parts []string
 	for _, b := range blocks {
 		switch {
 		case b.Text != nil:
 			parts = append(parts, b.Text.Text)
 		case b.ResourceLink != nil:
-			parts = append(parts, s.linkText(b.ResourceLink))
+			parts = append(parts, redact(s.linkText(b.ResourceLink)))
 		case b.Resource != nil && b.Resource.Resource.TextResourceContents != nil:
 			r := b.Resource.Resource.TextResourceContents
 			text := r.Text
 			if int64(len(text)) > s.opts.MaxInlineBytes {
 				text = text[:s.opts.MaxInlineBytes] + fmt.Sprintf("\n[... cut: %d more bytes]", int64(len(r.Text))-s.opts.MaxInlineBytes)
 			}
-			parts = append(parts, fileBlock(displayURI(r.Uri), text))
+			parts = append(parts, redact(fileBlock(displayURI(r.Uri), text)))
 		case b.Resource != nil && b.Resource.Resource.BlobResourceContents != nil:
 			r := b.Resource.Resource.BlobResourceContents
 			parts = append(parts, fmt.Sprintf("[Attached binary resource %s (%s), not shown]", displayURI(r.Uri), deref(r.MimeType)))
