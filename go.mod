@@ -3,6 +3,7 @@ module github.com/hermes-go/hermes
 go 1.26.0
 
 require (
+	github.com/adhocore/gronx v1.20.4
 	github.com/agnivade/levenshtein v1.2.2
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/bmatcuk/doublestar/v4 v4.10.4

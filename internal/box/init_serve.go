@@ -111,6 +111,13 @@ func (s *initServer) handle(req request) {
 		if p != nil {
 			killTree(p.pid)
 		}
+	case opTerm:
+		s.mu.Lock()
+		p := s.byID[req.ID]
+		s.mu.Unlock()
+		if p != nil {
+			termChildren(p.pid)
+		}
 	case opDial:
 		go s.dial(req)
 	default:
@@ -314,6 +321,33 @@ func killTree(pid int) {
 		if !found {
 			return
 		}
+	}
+}
+
+// termChildren sends SIGTERM to the direct children of the command pid
+// (what its wrapper shell runs: `docker stop` signals a container's main
+// process the same way), or to pid itself when it has none. Deeper
+// descendants are left to their parent's shutdown.
+func termChildren(pid int) {
+	entries, _ := os.ReadDir("/proc")
+	found := false
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil || n == 1 {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := strings.LastIndexByte(string(b), ')')
+		if f := strings.Fields(string(b[i+1:])); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			unix.Kill(n, unix.SIGTERM)
+			found = true
+		}
+	}
+	if !found {
+		unix.Kill(pid, unix.SIGTERM)
 	}
 }
 

@@ -467,6 +467,15 @@ func (p *boxProcess) Kill() error {
 	return p.box.fc.send(request{ID: p.id, Op: opKill})
 }
 
+// Terminate asks the command to stop: SIGTERM to the processes its
+// wrapper shell runs (or the shell, running nothing). Kill ends it for good.
+func (p *boxProcess) Terminate() error {
+	if p.Done() {
+		return nil
+	}
+	return p.box.fc.send(request{ID: p.id, Op: opTerm})
+}
+
 func (p *boxProcess) Wait(ctx context.Context) (backend.ExecResult, error) {
 	select {
 	case <-p.done:

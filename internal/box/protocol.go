@@ -34,6 +34,7 @@ const (
 	opStdin      = "stdin"
 	opCloseStdin = "closestdin"
 	opKill       = "kill"
+	opTerm       = "term" // SIGTERM to the command (the wrapper shell's children)
 	opReadFile   = "read"
 	opWriteFile  = "write"
 	opStat       = "stat"

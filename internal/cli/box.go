@@ -164,14 +164,17 @@ func (a *App) withBox(ctx context.Context, task string, create bool, publish []s
 
 func (a *App) newBoxExecCmd() *cobra.Command {
 	var publish []string
-	var timeout time.Duration
+	var timeout, stopTimeout time.Duration
 	var create bool
 	cmd := &cobra.Command{
 		Use: "exec TASK -- CMD [ARG...]", Short: "run a command in the box of TASK (started if needed; --new creates it)",
+		Long: `Run a command in the box of TASK. SIGINT or SIGTERM to hermes sends SIGTERM to
+the command and waits --stop-timeout for it to exit (so a server such as
+hermes gateway run drains), then kills its tree.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withBox(cmd.Context(), args[0], create, publish, func(b *box.Box) error {
-				res, err := b.Exec(cmd.Context(), backend.ExecRequest{Command: shellQuote(args[1:]), Timeout: timeout, Output: a.Stdout})
+				res, err := execStoppable(cmd.Context(), b, backend.ExecRequest{Command: shellQuote(args[1:]), Timeout: timeout, Output: a.Stdout}, stopTimeout)
 				if err != nil {
 					return err
 				}
@@ -181,8 +184,45 @@ func (a *App) newBoxExecCmd() *cobra.Command {
 	}
 	cmd.Flags().StringArrayVarP(&publish, "publish", "p", nil, "forward host port to box port, HOSTPORT:BOXPORT (repeatable)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill the command's tree after this long (0 = none)")
+	cmd.Flags().DurationVar(&stopTimeout, "stop-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long the command has to exit after its SIGTERM before it is killed")
 	cmd.Flags().BoolVar(&create, "new", false, "create the box of TASK if it does not exist yet")
 	return cmd
+}
+
+// execStoppable runs req in b until it exits. When ctx ends (SIGINT or
+// SIGTERM to hermes) the command gets SIGTERM and stopTimeout to exit;
+// then its tree is killed.
+func execStoppable(ctx context.Context, b *box.Box, req backend.ExecRequest, stopTimeout time.Duration) (backend.ExecResult, error) {
+	p, err := b.Start(ctx, req)
+	if err != nil {
+		return backend.ExecResult{}, err
+	}
+	var res backend.ExecResult
+	done := make(chan struct{})
+	go func() {
+		res, err = p.Wait(context.Background())
+		close(done)
+	}()
+	select {
+	case <-done:
+		return res, err
+	case <-ctx.Done():
+	}
+	if t, ok := p.(interface{ Terminate() error }); ok {
+		t.Terminate()
+	}
+	select {
+	case <-done:
+		return res, err
+	case <-time.After(stopTimeout):
+	}
+	p.Kill()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		return res, fmt.Errorf("the command in the box did not end after SIGKILL")
+	}
+	return res, err
 }
 
 // boxExitError turns a command result into the process exit code.

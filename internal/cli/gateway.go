@@ -15,11 +15,13 @@ import (
 	"github.com/hermes-go/hermes/internal/session"
 )
 
-// drainTimeout bounds how long SIGTERM waits for running turns.
-const drainTimeout = 30 * time.Second
+// defaultDrainTimeout bounds how long SIGTERM waits for running turns;
+// HERMES_RESTART_DRAIN_TIMEOUT (seconds) overrides it.
+const defaultDrainTimeout = 30 * time.Second
 
 func (a *App) newGatewayCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "gateway", Short: "serve the agent to chat platforms and the OpenAI-compatible API"}
+	cmd.AddCommand(a.newGatewaySuperviseCmds()...)
 	cmd.AddCommand(&cobra.Command{
 		Use: "run", Short: "run the gateway in the foreground (SIGTERM drains running turns and exits 0)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runGateway(cmd.Context()) },
@@ -44,6 +46,11 @@ func (a *App) runGateway(ctx context.Context) error {
 	for _, w := range cfg.Warnings {
 		fmt.Fprintln(a.Stderr, "hermes: warning:", w)
 	}
+	publish, release, err := claimGateway(a.Home(), a.Now())
+	if err != nil {
+		return err
+	}
+	defer release()
 	o := a.sessionOptions(cfg, &chatOptions{})
 	o.Platform = "gateway"
 	o.Lock = a.turnLock("hermes gateway")
@@ -60,6 +67,7 @@ func (a *App) runGateway(ctx context.Context) error {
 	if len(platforms) == 0 {
 		return errors.New("no gateway platform is enabled: set API_SERVER_ENABLED=true or TELEGRAM_BOT_TOKEN (in the environment or HERMES_HOME/.env)")
 	}
+	stopCron, waitCron := a.startCronTicker(ctx, cfg, rt)
 	failed := make(chan error, len(platforms))
 	for _, p := range platforms {
 		go func() {
@@ -68,14 +76,22 @@ func (a *App) runGateway(ctx context.Context) error {
 			}
 		}()
 	}
+	if err := publish(platformNames(platforms)); err != nil {
+		fmt.Fprintf(a.Stderr, "hermes: warning: writing %s: %v\n", gatewayPIDPath(a.Home()), err)
+	}
 	var runErr error
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(a.Stderr, "hermes: gateway stopping: draining running turns")
 	case runErr = <-failed:
 	}
+	drainTimeout := defaultDrainTimeout
+	if n, ok := envInt(cfg, "HERMES_RESTART_DRAIN_TIMEOUT", a.Stderr); ok {
+		drainTimeout = time.Duration(n) * time.Second
+	}
 	dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
+	stopCron() // no new cron runs; the running ones drain with the turns
 	for _, p := range platforms {
 		if err := p.stop(dctx); err != nil && runErr == nil {
 			fmt.Fprintf(a.Stderr, "hermes: %s: stopping: %v\n", p.name, err)
@@ -84,6 +100,7 @@ func (a *App) runGateway(ctx context.Context) error {
 	if err := rt.Drain(dctx); err != nil {
 		fmt.Fprintf(a.Stderr, "hermes: running turns did not finish within %s; they are cancelled and can be resumed\n", drainTimeout)
 	}
+	waitCron(dctx)
 	return runErr
 }
 

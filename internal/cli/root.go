@@ -157,6 +157,7 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newEgressCmd(),
 		a.newSecretsCmd(),
 		a.newGatewayCmd(),
+		a.newCronCmd(),
 		a.newACPCmd(),
 	)
 	root.AddCommand(a.faceCommands()...)

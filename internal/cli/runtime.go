@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/hermes-go/hermes/internal/backend/docker"
 	sshbackend "github.com/hermes-go/hermes/internal/backend/ssh"
 	"github.com/hermes-go/hermes/internal/backend/vercel"
 	"path/filepath"
@@ -123,6 +124,8 @@ func (a *App) newTerminalBackend(cfg *config.Loaded, cwd string) (backend.Backen
 		return a.newSSHBackend(c)
 	case vercel.Kind:
 		return a.newVercelBackend(c)
+	case docker.Kind:
+		return a.newDockerBackend(c)
 	default:
 		return nil, fmt.Errorf("%s: %q is not supported: use one of %s (`hermes config set terminal.backend box`)", cfg.Where("terminal.backend"),
 			c.Terminal.Backend, strings.Join(config.TerminalBackends(), ", "))
@@ -143,6 +146,16 @@ func (a *App) newVercelBackend(c *config.Config) (backend.Backend, error) {
 		DiskMB: c.Terminal.ContainerDisk, Persistent: persistent, Lifetime: time.Duration(c.Terminal.LifetimeSeconds) * time.Second,
 		Token: token, ProjectID: project, TeamID: team, BaseURL: a.Getenv("VERCEL_API_URL"),
 		StateDir: filepath.Join(a.Home(), "sandboxes", vercel.Kind)})
+}
+
+// newDockerBackend builds the docker backend (HERMES_DOCKER_BINARY picks
+// the CLI; persistent workspaces in HERMES_HOME/sandboxes/docker).
+func (a *App) newDockerBackend(c *config.Config) (backend.Backend, error) {
+	t := c.Terminal
+	return docker.New(context.Background(), docker.Config{Binary: a.Getenv("HERMES_DOCKER_BINARY"), Image: t.DockerImage,
+		CPU: t.ContainerCPU, MemoryMB: t.ContainerMemory, Network: t.DockerNetwork == nil || *t.DockerNetwork,
+		Persistent: t.ContainerPersistent == nil || *t.ContainerPersistent, StateDir: filepath.Join(a.Home(), "sandboxes", docker.Kind),
+		Env: t.DockerEnv, ExtraArgs: t.DockerExtraArgs, Environ: a.Environ()})
 }
 
 // newSSHBackend builds the ssh backend from terminal.ssh_*; commands start

@@ -70,6 +70,11 @@ type TerminalConfig struct {
 	SSHUser string `yaml:"ssh_user"`
 	SSHPort int    `yaml:"ssh_port"` // default 22
 	SSHKey  string `yaml:"ssh_key"`  // private key file; "" = ssh-agent, then ~/.ssh/id_*
+	// Docker backend (Hermes keys; HERMES_DOCKER_BINARY=podman for Podman).
+	DockerImage     string            `yaml:"docker_image"`      // default nikolaik/python-nodejs:python3.11-nodejs20
+	DockerNetwork   *bool             `yaml:"docker_network"`    // default true
+	DockerEnv       map[string]string `yaml:"docker_env"`        // literal variables for the container
+	DockerExtraArgs []string          `yaml:"docker_extra_args"` // passed to docker run before the image
 	// VercelRuntime is the vercel_sandbox runtime: node24 (default) | node22 | python3.13.
 	VercelRuntime string `yaml:"vercel_runtime"`
 }

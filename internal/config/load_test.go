@@ -196,7 +196,7 @@ func TestLoadWrongTypeNamesKeyAndLine(t *testing.T) {
 func TestLoadUnknownKeysWarn(t *testing.T) {
 	home := t.TempDir()
 	writeFile(t, filepath.Join(home, "config.yaml"), `terminal:
-  docker_image: nikolaik/python-nodejs
+  modal_image: nikolaik/python-nodejs
 max_turns: 5
 auxiliary:
   vision:
@@ -219,7 +219,7 @@ completely_new_thing: 1
 	if !strings.Contains(l.Warnings[1], "completely_new_thing") {
 		t.Errorf("warning 1 = %q", l.Warnings[1])
 	}
-	if w := l.Warnings[2]; !strings.Contains(w, "3 Hermes Agent setting(s)") || !strings.Contains(w, "terminal.docker_image") ||
+	if w := l.Warnings[2]; !strings.Contains(w, "3 Hermes Agent setting(s)") || !strings.Contains(w, "terminal.modal_image") ||
 		!strings.Contains(w, "display") || strings.Contains(w, "_config_version") {
 		t.Errorf("Hermes-only summary = %q", w)
 	}

@@ -20,7 +20,7 @@ import (
 // none|minimal|low|medium|high|xhigh.
 // TerminalBackends are the terminal.backend values this build runs
 // (Hermes's names; "box" is hermes's own sandbox).
-func TerminalBackends() []string { return []string{"local", "box", "ssh", "vercel_sandbox"} }
+func TerminalBackends() []string { return []string{"local", "box", "ssh", "docker", "vercel_sandbox"} }
 
 func allowedValues(key string) (values []string, emptyOK bool) {
 	switch key {

@@ -16,7 +16,7 @@ func TestSetValidatesEnumeratedValues(t *testing.T) {
 	original := "# mine\nterminal:\n  backend: local\n"
 	writeFile(t, path, original)
 	for _, tc := range []struct{ key, value, want, mean string }{
-		{"terminal.backend", "docker", "local, box, ssh, vercel_sandbox", ""},
+		{"terminal.backend", "modal", "local, box, ssh, docker, vercel_sandbox", ""},
 		{"approvals.mode", "of", "manual, smart, off", "off"},
 		{"approvals.mode", "yolo", "manual, smart, off", ""},
 		{"terminal.box_workspace", "overlayfs", "bind, overlay", "overlay"},
@@ -52,10 +52,10 @@ func TestSetValidatesEnumeratedValues(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]string{
-		"TERMINAL_ENV":          `TERMINAL_ENV: overrides terminal.backend: "docker" is not one of local, box, ssh, vercel_sandbox`,
+		"TERMINAL_ENV":          `TERMINAL_ENV: overrides terminal.backend: "modal" is not one of local, box, ssh, docker, vercel_sandbox`,
 		"HERMES_MAX_ITERATIONS": "HERMES_MAX_ITERATIONS: overrides agent.max_turns: must not be negative",
 	} {
-		value := map[string]string{"TERMINAL_ENV": "docker", "HERMES_MAX_ITERATIONS": "-3"}[name]
+		value := map[string]string{"TERMINAL_ENV": "modal", "HERMES_MAX_ITERATIONS": "-3"}[name]
 		if err := Set(home, name, value); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s=%s: want %q, got %v", name, value, want, err)
 		}

@@ -13,6 +13,7 @@ import (
 var names = []string{
 	"FAL_KEY", "MODAL_TOKEN_ID", "AWS_ACCESS_KEY_ID", "GH_TOKEN", "GITHUB_TOKEN",
 	"API_KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD",
+	"API_SERVER_KEY", // the gateway's API server bearer key
 }
 
 // suffixes and infixes classify names that hold credentials.

@@ -16,7 +16,7 @@ func TestIsName(t *testing.T) {
 		{"SUDO_PASSWORD", true}, {"DB_PASSWD", true}, {"GOOGLE_APPLICATION_CREDENTIALS", true},
 		{"STRIPE_SECRET_KEY", true}, {"SSH_PRIVATE_KEY", true}, {"MY_APIKEY", true},
 		{"API_KEY", true}, {"TOKEN", true}, {"SECRET", true}, {"openai_api_key", true},
-		{"model.api_key", true}, {"MODEL_API_KEY", true},
+		{"model.api_key", true}, {"MODEL_API_KEY", true}, {"API_SERVER_KEY", true},
 		{"PATH", false}, {"HOME", false}, {"OPENAI_BASE_URL", false}, {"model.default", false},
 		{"TERMINAL_ENV", false}, {"terminal.timeout", false}, {"TOKENIZERS_PARALLELISM", false},
 		{"SSH_AUTH_SOCK", false}, {"KEYBOARD", false}, {"GOFLAGS", false}, {"", false},

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-go/hermes/internal/cron"
 	"github.com/hermes-go/hermes/internal/memory"
 	"github.com/hermes-go/hermes/internal/skills"
 	"github.com/hermes-go/hermes/internal/tool"
@@ -38,6 +39,9 @@ func (rt *Runtime) buildTools() error {
 		tool.NewSkillView(rt.skills),
 		tool.NewSkillManage(rt.skills),
 		rt.todo,
+		tool.NewCronjob(tool.CronjobOptions{
+			Store: cron.NewStore(o.Home, o.Now), Origin: rt.chatOrigin, InCron: rt.isCronSession, Now: o.Now,
+		}),
 	)
 	if enabled(c.Memory.MemoryEnabled) || enabled(c.Memory.UserProfileEnabled) {
 		all.Add(tool.NewMemory(rt.memory))

@@ -90,7 +90,8 @@ func NewRegistry(tools ...Tool) *Registry {
 func (r *Registry) Add(t Tool) { r.tools[t.Spec().Name] = t }
 
 // Get returns the tool called name, resolving the legacy aliases Hermes
-// renamed (process_manage → process, todo_list → todo).
+// renamed (process_manage → process, todo_list → todo, cronjob_manage →
+// cronjob).
 func (r *Registry) Get(name string) (Tool, bool) {
 	if t, ok := r.tools[name]; ok {
 		return t, true
@@ -102,7 +103,7 @@ func (r *Registry) Get(name string) (Tool, bool) {
 	return nil, false
 }
 
-var aliases = map[string]string{"process_manage": "process", "todo_list": "todo"}
+var aliases = map[string]string{"process_manage": "process", "todo_list": "todo", "cronjob_manage": "cronjob"}
 
 // Names returns the registered tool names, sorted.
 func (r *Registry) Names() []string {
@@ -156,7 +157,7 @@ func (r *Registry) Specs() []llm.ToolSpec {
 // that hermes does not provide; naming one is a warning, not an error.
 var unimplementedToolsets = map[string]bool{
 	"web": true, "search": true, "browser": true, "vision": true, "image_gen": true, "video_gen": true,
-	"tts": true, "clarify": true, "code_execution": true, "delegation": true, "cronjob": true,
+	"tts": true, "clarify": true, "code_execution": true, "delegation": true,
 	"messaging": true, "moa": true, "homeassistant": true, "kanban": true, "safe": true, "coding": true,
 }
 

@@ -40,7 +40,8 @@ type Target struct {
 	// KeepsDetached: processes that a finished command detached
 	// (`nohup server &`) outlive the environment's Close, as they outlive
 	// the shell on the host (the local backend: a dev server started by
-	// the agent keeps serving). Processes the environment itself runs are
+	// the agent keeps serving; the suite detaches with trap '' HUP, as
+	// nohup does, since BusyBox images lack nohup). Processes the environment itself runs are
 	// still ended.
 	KeepsDetached bool
 	// NoStdinWrite: a running background process cannot be written to
@@ -365,7 +366,7 @@ func checkClose(t *testing.T, target Target) {
 	if _, err := env.Start(ctx, backend.ExecRequest{Command: "i=0; while :; do i=$((i+1)); echo $i > ticks; sleep 0.05; done"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.Start(ctx, backend.ExecRequest{Command: "nohup sh -c 'i=0; while [ $i -lt 300 ]; do i=$((i+1)); echo $i > nohup-ticks; sleep 0.05; done' >/dev/null 2>&1 &"}); err != nil {
+	if _, err := env.Start(ctx, backend.ExecRequest{Command: "sh -c 'trap \"\" HUP; i=0; while [ $i -lt 300 ] && [ ! -e stop-ticks ]; do i=$((i+1)); echo $i > nohup-ticks; sleep 0.05; done' </dev/null >/dev/null 2>&1 &"}); err != nil {
 		t.Fatal(err)
 	}
 	for {
@@ -394,6 +395,12 @@ func checkClose(t *testing.T, target Target) {
 	if after := read("ticks"); after != before {
 		t.Fatalf("a background loop still runs after Close: ticks %q then %q", before, after)
 	}
+	// Stop the detached loop of a KeepsDetached backend before the
+	// workspace is removed.
+	t.Cleanup(func() {
+		_ = env2.WriteFile(context.Background(), "stop-ticks", nil, 0o644)
+		time.Sleep(200 * time.Millisecond)
+	})
 	if after := read("nohup-ticks"); after != beforeNohup && !target.KeepsDetached {
 		t.Fatalf("a nohup'ed loop still runs after Close: %q then %q", beforeNohup, after)
 	}

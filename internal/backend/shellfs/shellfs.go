@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -31,33 +32,55 @@ func ParseStat(p, out string) (backend.FileInfo, error) {
 	return fileInfo(path.Base(p), f[0], f[1], f[2], 16)
 }
 
-// ReadDirCommand lists dir's entries as NUL-terminated records, sorted.
+// ReadDirCommand lists dir's entries (dot files too) as NUL-terminated
+// "size rawmode-hex mtime name" records, with stat over a glob so that
+// BusyBox images work as well as GNU ones.
 func ReadDirCommand(dir string) string {
-	return `cd -- ` + Quote(dir) + ` && find . -mindepth 1 -maxdepth 1 -printf '%s %m %T@ %y %f\0' | sort -z`
+	return `cd -- ` + Quote(dir) + ` && for f in * .[!.]* ..?*; do if [ -e "$f" ] || [ -L "$f" ]; then ` +
+		`stat -L -c '%s %f %Y %n' -- "$f" 2>/dev/null || stat -c '%s %f %Y %n' -- "$f"; printf '\000'; fi; done`
 }
 
-// ParseReadDir parses ReadDirCommand's output for dir.
+// ParseReadDir parses ReadDirCommand's output for dir, sorted by name.
 func ParseReadDir(dir, out string) ([]backend.FileInfo, error) {
 	var list []backend.FileInfo
-	for _, rec := range strings.Split(strings.TrimSuffix(out, "\x00"), "\x00") {
+	for _, rec := range strings.Split(out, "\x00") {
+		rec = strings.TrimSuffix(rec, "\n") // stat ends its line; the NUL ends the record
 		if rec == "" {
 			continue
 		}
-		f := strings.SplitN(rec, " ", 5)
-		if len(f) != 5 {
+		f := strings.SplitN(rec, " ", 4)
+		if len(f) != 4 {
 			return nil, fmt.Errorf("list %s: unexpected entry %q", dir, rec)
 		}
-		mode := f[1]
-		if f[3] == "d" {
-			mode = "d" + mode
-		}
-		fi, err := fileInfo(f[4], f[0], mode, strings.SplitN(f[2], ".", 2)[0], 8)
+		fi, err := fileInfo(f[3], f[0], f[1], f[2], 16)
 		if err != nil {
 			return nil, err
 		}
 		list = append(list, fi)
 	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
 	return list, nil
+}
+
+// WriteAtomicCommand reads stdin into a temporary file beside p, sets its
+// mode (perm 0 means 0644) and renames it over p, creating p's directory.
+func WriteAtomicCommand(p string, perm fs.FileMode) string {
+	if perm == 0 {
+		perm = 0o644
+	}
+	dir := path.Dir(p)
+	return fmt.Sprintf(`mkdir -p -- %[1]s && t=$(mktemp -- %[1]s/.hermes-write-XXXXXX) && { cat > "$t" && chmod %[2]o "$t" && mv -f -- "$t" %[3]s || { rm -f -- "$t"; exit 1; }; }`,
+		Quote(dir), perm.Perm(), Quote(p))
+}
+
+// SignalName names signal n as Go's syscall does ("SIGKILL"), for exit
+// statuses 128+n that a remote shell reports.
+func SignalName(n int) string {
+	names := map[int]string{1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 6: "SIGABRT", 9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
+	if s, ok := names[n]; ok {
+		return s
+	}
+	return "SIG" + strconv.Itoa(n)
 }
 
 // fileInfo parses size, mode (raw st_mode in base modeBase, or "d"+octal
@@ -84,4 +107,10 @@ func fileInfo(name, size, mode, mtime string, modeBase int) (backend.FileInfo, e
 // children first found with pgrep -P (procps).
 func KillTreeCommand(pid int, sig string) string {
 	return fmt.Sprintf(`k(){ for c in $(pgrep -P "$1" 2>/dev/null); do k "$c"; done; kill -%s "$1" 2>/dev/null; }; k %d; true`, sig, pid)
+}
+
+// KillGroupCommand sends sig (TERM, KILL) to process group pgid; the form
+// (`kill -SIG -PGID`) is the one dash, bash and BusyBox all accept.
+func KillGroupCommand(pgid int, sig string) string {
+	return fmt.Sprintf("kill -%s -%d 2>/dev/null; true", sig, pgid)
 }

@@ -10,10 +10,9 @@
 // already be in known_hosts: an unknown host is an error that says how to
 // add it, and a changed key is refused.
 //
-// Each command runs as `sh -c` in its own process group (sshd makes every
-// session's shell a session leader); timeouts, Kill and Close end the
-// whole group from a second SSH session, since OpenSSH ignores most
-// signal requests.
+// Each command runs in its own SSH session (package shellexec); timeouts,
+// Kill and Close end its process tree from a second session, since
+// OpenSSH ignores most signal requests.
 package ssh
 
 import (
@@ -33,6 +32,8 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/backend/shellexec"
+	"github.com/hermes-go/hermes/internal/backend/shellfs"
 )
 
 // Kind is the terminal.backend name.
@@ -65,7 +66,7 @@ type Backend struct {
 
 	mu     sync.Mutex
 	client *ssh.Client
-	envs   map[string]*Environment
+	envs   map[string]*shellexec.Environment
 	closed bool
 }
 
@@ -85,7 +86,7 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.KnownHosts == "" {
 		cfg.KnownHosts = filepath.Join(cfg.HomeDir, ".ssh", "known_hosts")
 	}
-	return &Backend{cfg: cfg, envs: map[string]*Environment{}}, nil
+	return &Backend{cfg: cfg, envs: map[string]*shellexec.Environment{}}, nil
 }
 
 // Kind returns "ssh".
@@ -112,12 +113,11 @@ func (b *Backend) Open(ctx context.Context, taskID string) (backend.Environment,
 		}
 		b.client = c
 	}
-	e := &Environment{client: b.client, task: taskID, procs: map[*process]bool{}}
-	wd, err := e.resolveWorkdir(ctx, b.cfg.Workdir)
+	wd, err := b.resolveWorkdir(ctx, b.cfg.Workdir)
 	if err != nil {
 		return nil, err
 	}
-	e.workdir = wd
+	e := shellexec.New(transport{client: b.client}, taskID, wd, "ssh "+b.addr())
 	b.envs[taskID] = e
 	return e, nil
 }
@@ -126,7 +126,7 @@ func (b *Backend) Open(ctx context.Context, taskID string) (backend.Environment,
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	envs := b.envs
-	b.envs = map[string]*Environment{}
+	b.envs = map[string]*shellexec.Environment{}
 	b.closed = true
 	client := b.client
 	b.client = nil
@@ -233,4 +233,22 @@ func loadKey(path string) (ssh.Signer, error) {
 		return nil, errors.New("the key has a passphrase; load it into ssh-agent (ssh-add) and leave terminal.ssh_key empty")
 	}
 	return signer, err
+}
+
+// resolveWorkdir asks the remote shell for the absolute working directory
+// (the home when wd is empty), creating nothing.
+func (b *Backend) resolveWorkdir(ctx context.Context, wd string) (string, error) {
+	probe := shellexec.New(transport{client: b.client}, "", "/", "ssh "+b.addr())
+	cmd := `cd && pwd -P`
+	if wd != "" {
+		cmd = `cd -- ` + shellfs.Quote(wd) + ` && pwd -P`
+	}
+	out, code, err := probe.Run(ctx, cmd, nil)
+	if err != nil {
+		return "", err
+	}
+	if code != 0 {
+		return "", fmt.Errorf("ssh: the remote working directory %q does not exist (terminal.cwd): %s", wd, strings.TrimSpace(string(out)))
+	}
+	return strings.TrimSpace(string(out)), nil
 }

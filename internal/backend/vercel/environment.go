@@ -235,7 +235,7 @@ func (p *process) read(stream *bufio.Reader, body io.Closer, w io.Writer, pidSee
 func (p *process) finish(exit int) {
 	res := backend.ExecResult{Output: p.out.Bytes(), ExitCode: exit, Duration: time.Since(p.began), TimedOut: p.timedOut.Load()}
 	if exit > 128 && exit < 160 {
-		res.ExitCode, res.Signal = -1, signalName(exit-128)
+		res.ExitCode, res.Signal = -1, shellfs.SignalName(exit-128)
 	}
 	select {
 	case <-p.killed:
@@ -521,12 +521,4 @@ func (e *Environment) ReadDir(ctx context.Context, p string) ([]backend.FileInfo
 		return nil, &fs.PathError{Op: "list", Path: full, Err: fs.ErrNotExist}
 	}
 	return shellfs.ParseReadDir(full, string(out))
-}
-
-func signalName(n int) string {
-	names := map[int]string{1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 6: "SIGABRT", 9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
-	if s, ok := names[n]; ok {
-		return s
-	}
-	return "SIG" + strconv.Itoa(n)
 }

@@ -1,0 +1,83 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hermes-go/hermes/internal/cron"
+)
+
+// CronSource is the state.db source of the sessions cron runs create.
+const CronSource = "cron"
+
+// RunCron runs a cron job's prompt (with its skills loaded) in a new
+// session of source "cron" and returns the final answer: a cron.RunFunc.
+// Nobody answers approvals in such a session, so a dangerous command is
+// denied (Hermes: approvals.cron_mode deny). Known secret values in the
+// answer are redacted: it is written to a file and sent to chats.
+func (rt *Runtime) RunCron(ctx context.Context, j cron.Job) (string, error) {
+	text, err := rt.PreloadSkills(j.Skills, j.Prompt)
+	if err != nil {
+		return "", fmt.Errorf("cron job %s: loading skills: %w", j.Name, err)
+	}
+	s, err := rt.Open(ctx, OpenOptions{Source: CronSource, Platform: CronSource})
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	t, _, err := s.Send(ctx, text, SendOptions{})
+	if err != nil {
+		return "", err
+	}
+	res, err := t.Wait(context.WithoutCancel(ctx)) // the turn ends with ctx
+	if err != nil {
+		return "", err
+	}
+	return rt.redact.Redact(res.Text), nil
+}
+
+// isCronSession reports whether session id is a cron run.
+func (rt *Runtime) isCronSession(id string) bool {
+	s := rt.lookup(id)
+	return s != nil && s.source == CronSource
+}
+
+// chatOrigin returns "<platform>:<chat_id>[:<thread_id>]" for a session
+// opened under a chat platform's key ("telegram:dm:42" → telegram:42,
+// "telegram:group:-100:7" → telegram:-100, "slack:thread:C1:T9" →
+// slack:C1:T9); "" for the CLI, the API server and unknown keys.
+func (rt *Runtime) chatOrigin(id string) string {
+	return originOfKey(rt.keys.keyOf(id))
+}
+
+func originOfKey(key string) string {
+	p := strings.Split(key, ":")
+	if len(p) < 3 || p[0] == "api" || p[0] == "acp" || p[0] == "cli" || p[2] == "" {
+		return ""
+	}
+	switch p[1] {
+	case "dm", "group", "channel":
+		return p[0] + ":" + p[2]
+	case "thread":
+		if len(p) >= 4 && p[3] != "" {
+			return p[0] + ":" + p[2] + ":" + p[3]
+		}
+		return p[0] + ":" + p[2]
+	}
+	return ""
+}
+
+// keyOf returns the key the session id was last opened under ("" = none).
+func (k *keyIndex) keyOf(id string) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.load()
+	best := ""
+	for key, e := range k.m {
+		if e.SessionID == id && (best == "" || key < best) {
+			best = key
+		}
+	}
+	return best
+}
