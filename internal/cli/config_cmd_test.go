@@ -164,8 +164,8 @@ func TestConfigSetDashValuesAndValidation(t *testing.T) {
 	if code := ta.run("config", "set", "terminal.timeout", "--", "30"); code != 0 {
 		t.Errorf("value after --: %d %s", code, ta.stderr)
 	}
-	if code := ta.run("config", "set", "terminal.backend", "docker"); code != 1 ||
-		!strings.Contains(ta.stderr.String(), `terminal.backend: "docker" is not one of local, box`) {
+	if code := ta.run("config", "set", "terminal.backend", "modal"); code != 1 ||
+		!strings.Contains(ta.stderr.String(), `terminal.backend: "modal" is not one of local, box`) {
 		t.Errorf("bad backend: %d %s", code, ta.stderr)
 	}
 	if code := ta.run("config", "set", "approvals.mode", "of"); code != 1 || !strings.Contains(ta.stderr.String(), `did you mean "off"?`) {

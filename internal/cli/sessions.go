@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/hermes-go/hermes/internal/atomicfile"
 	"io"
 	"path/filepath"
 	"strings"
@@ -170,7 +171,7 @@ func (a *App) newSessionsExportCmd() *cobra.Command {
 					_, err := a.Stdout.Write(buf.Bytes())
 					return err
 				}
-				if err := writeFileAtomic(output, buf.Bytes(), 0o600); err != nil {
+				if err := atomicfile.Write(output, buf.Bytes(), 0o600); err != nil {
 					return fmt.Errorf("writing %s: %w", output, err)
 				}
 				fmt.Fprintf(a.Stderr, "Exported session %s to %s\n", s.ID, output)

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/hermes-go/hermes/internal/atomicfile"
 	"github.com/hermes-go/hermes/internal/lazyregexp"
 	"golang.org/x/sys/unix"
 	"os"
@@ -102,54 +103,17 @@ func quoteDotEnv(value string) string {
 	return `"` + r.Replace(value) + `"`
 }
 
-// writeFileAtomic replaces path with data: a temporary file in the same
-// directory is written, fsynced and renamed over path, then the directory
-// is fsynced, so a crash leaves either the old or the new file. An existing
-// file keeps its permissions; a new one gets perm. The directory is created
-// (0700) when missing.
+// writeFileAtomic replaces a config file (config.yaml, .env) through
+// atomicfile: an existing file keeps its permissions, except that .env
+// never becomes readable by others.
 func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
 	if st, err := os.Stat(path); err == nil {
 		perm = st.Mode().Perm()
 		if filepath.Base(path) == ".env" {
 			perm &= 0o600
 		}
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(perm); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	done = true
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return atomicfile.Write(path, data, perm)
 }
 
 // ProviderKeyEnv lists, per built-in provider, the environment variables
