@@ -170,8 +170,9 @@ func TestGatewayRunsInABoxBehindAForwardedPort(t *testing.T) {
 	case <-time.After(90 * time.Second):
 		t.Fatalf("box exec did not end after SIGTERM\n%s", stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "gateway stopping: draining") {
-		t.Errorf("the gateway in the box did not drain:\n%s", stdout.String())
+	// box exec passes the command's stdout and stderr on separately.
+	if !strings.Contains(stdout.String()+stderr.String(), "gateway stopping: draining") {
+		t.Errorf("the gateway in the box did not drain:\n%s\n%s", stdout.String(), stderr.String())
 	}
 	if strings.Contains(stdout.String()+stderr.String(), key) {
 		t.Error("the API key reached the output")

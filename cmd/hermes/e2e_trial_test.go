@@ -126,9 +126,9 @@ func TestToolsetValidation(t *testing.T) {
 	if res.code == 0 || !strings.Contains(res.stderr, "unknown toolset bogus") {
 		t.Errorf("-t bogus should fail naming the toolset\n%s", res)
 	}
-	res = e.chatQ("hi", "-t", "web,file")
-	if res.code != 0 || !strings.Contains(res.stderr, "toolset web is not available") {
-		t.Errorf("-t web,file should run with a warning about web\n%s", res)
+	res = e.chatQ("hi", "-t", "vision,file")
+	if res.code != 0 || !strings.Contains(res.stderr, "toolset vision is not available") {
+		t.Errorf("-t vision,file should run with a warning about vision\n%s", res)
 	}
 }
 

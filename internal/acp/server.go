@@ -125,7 +125,7 @@ func (s *Server) Initialize(_ context.Context, p sdk.InitializeRequest) (sdk.Ini
 		AgentCapabilities: sdk.AgentCapabilities{
 			LoadSession:        true,
 			PromptCapabilities: sdk.PromptCapabilities{EmbeddedContext: true},
-			McpCapabilities:    sdk.McpCapabilities{}, // client MCP servers are recorded, not yet connected
+			McpCapabilities:    sdk.McpCapabilities{Http: true, Sse: true},
 			SessionCapabilities: sdk.SessionCapabilities{
 				List: &sdk.SessionListCapabilities{}, Resume: &sdk.SessionResumeCapabilities{},
 				Close: &sdk.SessionCloseCapabilities{}, Fork: &sdk.SessionForkCapabilities{},

@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/session"
 	"github.com/hermes-go/hermes/internal/store"
 )
@@ -33,9 +34,6 @@ type acpSession struct {
 	s   *session.Session
 	rt  *session.Runtime
 	cwd string
-	// mcpServers are the client's MCP servers from session/new or load,
-	// by name; recorded for the MCP client (not connected yet).
-	mcpServers map[string]ClientMCPServer
 
 	mu   sync.Mutex
 	mode string
@@ -45,8 +43,8 @@ type acpSession struct {
 	changed chan struct{} // closed and replaced when calls changes
 }
 
-func newACPSession(s *session.Session, rt *session.Runtime, cwd string, mcp map[string]ClientMCPServer) *acpSession {
-	return &acpSession{s: s, rt: rt, cwd: cwd, mcpServers: mcp, mode: ModeDefault,
+func newACPSession(s *session.Session, rt *session.Runtime, cwd string) *acpSession {
+	return &acpSession{s: s, rt: rt, cwd: cwd, mode: ModeDefault,
 		calls: map[string][]string{}, changed: make(chan struct{})}
 }
 
@@ -62,11 +60,11 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.N
 	if err != nil {
 		return sdk.NewSessionResponse{}, err
 	}
-	sess, err := rt.Open(ctx, session.OpenOptions{Source: Source, Platform: Source})
+	sess, err := rt.Open(ctx, session.OpenOptions{Source: Source, Platform: Source, MCPServers: s.mcpServers(p.McpServers)})
 	if err != nil {
 		return sdk.NewSessionResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
 	}
-	as := s.register(sess, rt, p.Cwd, p.McpServers)
+	as := s.register(sess, rt, p.Cwd)
 	// Sent once the response is out: clients drop updates of a session
 	// they do not know yet.
 	s.out.after(`"sessionId":"`+sess.ID()+`"`, func() { s.sendCommands(context.Background(), as) })
@@ -116,25 +114,28 @@ func (s *Server) reopen(ctx context.Context, id, cwd string, mcp []sdk.McpServer
 	if err != nil {
 		return nil, err
 	}
-	sess, err := rt.Open(ctx, session.OpenOptions{Resume: id, Source: Source, Platform: Source})
+	sess, err := rt.Open(ctx, session.OpenOptions{Resume: id, Source: Source, Platform: Source, MCPServers: s.mcpServers(mcp)})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no stored session %q (session/list shows them)", id)})
 	}
 	if err != nil {
 		return nil, sdk.NewInternalError(map[string]any{"error": err.Error()})
 	}
-	return s.register(sess, rt, cwd, mcp), nil
+	return s.register(sess, rt, cwd), nil
 }
 
-func (s *Server) register(sess *session.Session, rt *session.Runtime, cwd string, mcp []sdk.McpServer) *acpSession {
-	servers, skipped := clientMCPServers(mcp)
-	as := newACPSession(sess, rt, cwd, servers)
-	if len(servers) > 0 {
-		s.opts.Logger.Info("client MCP servers recorded (not connected: hermes has no MCP client yet)", "session", sess.ID(), "count", len(servers))
-	}
+// mcpServers converts the client's MCP servers for a session, logging
+// (names only) those it leaves out.
+func (s *Server) mcpServers(in []sdk.McpServer) map[string]config.MCPServer {
+	servers, skipped := clientMCPServers(in)
 	if len(skipped) > 0 {
-		s.opts.Logger.Warn("client MCP servers of an unsupported transport left out", "session", sess.ID(), "servers", skipped)
+		s.opts.Logger.Warn("client MCP servers of an unsupported transport left out", "servers", skipped)
 	}
+	return servers
+}
+
+func (s *Server) register(sess *session.Session, rt *session.Runtime, cwd string) *acpSession {
+	as := newACPSession(sess, rt, cwd)
 	s.mu.Lock()
 	s.sessions[sess.ID()] = as
 	s.mu.Unlock()
@@ -341,7 +342,7 @@ func (s *Server) UnstableForkSession(ctx context.Context, p sdk.UnstableForkSess
 	if err != nil {
 		return sdk.UnstableForkSessionResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
 	}
-	as := s.register(sess, rt, p.Cwd, nil)
+	as := s.register(sess, rt, p.Cwd)
 	s.out.after(`"sessionId":"`+sess.ID()+`"`, func() { s.sendCommands(context.Background(), as) })
 	return sdk.UnstableForkSessionResponse{SessionId: sdk.SessionId(sess.ID()), Modes: modeState(ModeDefault)}, nil
 }

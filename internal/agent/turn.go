@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -188,7 +189,7 @@ func (a *Agent) stream(ctx context.Context, s *Session, withTools, tight bool) (
 	req := llm.Request{
 		Model:           a.opts.Model,
 		System:          s.System,
-		Messages:        requestMessages(ValidArguments(s.History)),
+		Messages:        requestMessages(currentImagesOnly(ValidArguments(s.History))),
 		MaxTokens:       a.opts.MaxTokens,
 		ReasoningEffort: a.opts.ReasoningEffort,
 	}
@@ -207,7 +208,7 @@ func (a *Agent) stream(ctx context.Context, s *Session, withTools, tight bool) (
 
 // resultMessage is the tool message answering tc with r.
 func resultMessage(tc llm.ToolCall, r tool.Result) llm.Message {
-	return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, Content: r.Content, IsError: r.IsError}
+	return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, Content: r.Content, Parts: r.Parts, IsError: r.IsError}
 }
 
 // runTools executes calls and returns their results in call order. Calls
@@ -404,9 +405,42 @@ func requestMessages(h []llm.Message) []llm.Message {
 	for _, m := range h {
 		if n := len(out); n > 0 && mergeable(out[n-1], m) {
 			out[n-1].Content += "\n\n" + m.Content
+			out[n-1].Parts = slices.Concat(out[n-1].Parts, m.Parts)
 			continue
 		}
 		out = append(out, m)
+	}
+	return out
+}
+
+// imageDropped marks a tool result whose image left the request.
+const imageDropped = "\n[The image of this result was sent in an earlier turn and is no longer attached.]"
+
+// currentImagesOnly keeps the images (content parts) of the current turn,
+// from the last user message on, and drops those of earlier turns from the
+// request (the stored history keeps them): a screenshot costs a thousand
+// tokens or more on every later call.
+func currentImagesOnly(h []llm.Message) []llm.Message {
+	last := -1
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Role == llm.RoleUser {
+			last = i
+			break
+		}
+	}
+	var out []llm.Message
+	for i := 0; i < last; i++ {
+		if len(h[i].Parts) == 0 {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(h)
+		}
+		out[i].Parts = nil
+		out[i].Content += imageDropped
+	}
+	if out == nil {
+		return h
 	}
 	return out
 }

@@ -169,6 +169,11 @@ type Request struct {
 	Target string
 	// Reason is why the model wants to run it, shown to the person.
 	Reason string
+	// Uncontained marks a non-command action that takes effect outside the
+	// backend's boundary (an MCP server on the host or over HTTP): an
+	// isolated backend (Config.Isolated) does not skip its approval, only
+	// --yolo and approvals.mode: off do.
+	Uncontained bool
 }
 
 // key is the approval key of a non-command request: approving it for the
@@ -452,7 +457,7 @@ func (s *Service) checkRequest(req Request) Verdict {
 	s.mu.Lock()
 	yolo := s.yolo
 	s.mu.Unlock()
-	if yolo || strings.EqualFold(s.cfg.Mode, "off") || s.cfg.Isolated {
+	if yolo || strings.EqualFold(s.cfg.Mode, "off") || (s.cfg.Isolated && !req.Uncontained) {
 		return Verdict{Action: Allow}
 	}
 	key := req.key()

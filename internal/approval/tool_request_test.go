@@ -87,3 +87,17 @@ func TestSessionsPromptConcurrently(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// An action outside the box (an MCP server on the host) still asks with
+// an isolated backend (terminal.backend: box); --yolo allows it.
+func TestUncontainedToolRequestAsksInBox(t *testing.T) {
+	s := New(Config{Isolated: true})
+	req := Request{SessionID: "s", Tool: "mcp__gh__delete_repo", Action: "call", Path: "gh", Uncontained: true}
+	if d, _ := s.Request(context.Background(), req); d.Allowed || !strings.Contains(d.Reason, "nobody can approve") {
+		t.Fatalf("got %+v", d)
+	}
+	s.SetYolo(true)
+	if d, _ := s.Request(context.Background(), req); !d.Allowed {
+		t.Fatalf("yolo: %+v", d)
+	}
+}

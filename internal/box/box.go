@@ -262,7 +262,7 @@ func (m *Manager) Box(ctx context.Context, taskID string) (*Box, error) {
 			return b, nil
 		}
 	}
-	b, err := m.startBox(ctx, taskID)
+	b, err := m.attachOrStart(ctx, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -277,6 +277,33 @@ func (m *Manager) Box(ctx context.Context, taskID string) (*Box, error) {
 		return nil, errors.New("box: the box backend is closed")
 	}
 	return b, nil
+}
+
+// attachWait bounds how long Box waits for a box that another process
+// holds the lock of (it may be booting it) to become attachable.
+const attachWait = 5 * time.Second
+
+// attachOrStart attaches to the box of taskID when another process runs
+// it (see Attach), else starts it. A box whose state lock another process
+// holds but whose attach socket is not up yet (it is booting) is waited
+// for, up to attachWait.
+func (m *Manager) attachOrStart(ctx context.Context, taskID string) (*Box, error) {
+	deadline := time.Now().Add(attachWait)
+	for {
+		b, err := Attach(ctx, m.opts.Home, taskID)
+		if err == nil || !errors.Is(err, ErrNotRunning) {
+			return b, err
+		}
+		b, err = m.startBox(ctx, taskID)
+		if err == nil || !errors.Is(err, ErrInUse) || time.Now().After(deadline) {
+			return b, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // Running lists the task ids of the boxes running in this Manager.

@@ -171,6 +171,24 @@ func BenchmarkBoxWarmCommand(b *testing.B) {
 			}
 		}
 	})
+	// What another hermes process pays (less its own start): connect to
+	// the attach socket, hello, true looked up in PATH, exit, hang up.
+	b.Run("attach-exec-true", func(b *testing.B) {
+		for b.Loop() {
+			ab, err := Attach(ctx, e.home, "test-task")
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, err := ab.Command(ctx, Command{Argv: []string{"true"}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res, err := p.Wait(ctx); err != nil || res.ExitCode != 0 {
+				b.Fatal(err, res)
+			}
+			ab.Close()
+		}
+	})
 }
 
 // BenchmarkHostSpawn is the floor on this machine: the same two commands

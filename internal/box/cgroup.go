@@ -527,30 +527,60 @@ func (g *cgroupV2) Remove() error {
 // home from its cgroup (under DefaultCgroupRoot), from any process. The
 // error wraps fs.ErrNotExist when the box does not run.
 func CgroupStats(home, taskID string) (Stats, error) {
-	if err := checkTaskID(taskID); err != nil {
+	g, err := openBoxCgroup(home, taskID)
+	if err != nil {
 		return Stats{}, err
+	}
+	return g.Stats()
+}
+
+// openBoxCgroup finds the cgroup of the running box taskID of HERMES_HOME
+// home (under DefaultCgroupRoot) for reading its counters; the error
+// wraps fs.ErrNotExist when the box does not run.
+func openBoxCgroup(home, taskID string) (cgroup, error) {
+	if err := checkTaskID(taskID); err != nil {
+		return nil, err
 	}
 	v1, v2, err := cgroupMounts("/proc/self/mountinfo")
 	if err != nil {
-		return Stats{}, err
+		return nil, err
 	}
+	dirRoot := filepath.Join(v2, DefaultCgroupRoot)
 	if v1["memory"] != "" {
-		name, err := findBoxGroup(filepath.Join(v1["memory"], DefaultCgroupRoot), DefaultCgroupRoot, home, taskID)
-		if err != nil {
-			return Stats{}, err
-		}
-		g := &cgroupV1{dirs: map[string]string{}, oomEvent: -1}
+		dirRoot = filepath.Join(v1["memory"], DefaultCgroupRoot)
+	} else if v2 == "" {
+		return nil, fmt.Errorf("no cgroup filesystem: %w", os.ErrNotExist)
+	}
+	name, err := findBoxGroup(dirRoot, DefaultCgroupRoot, home, taskID)
+	if err != nil {
+		return nil, err
+	}
+	return cgroupNamed(v1, v2, name)
+}
+
+// openCgroupName opens the existing group name (a path below the
+// hierarchies' roots, as cgroup.Name returns it) for reading its counters.
+func openCgroupName(name string) (cgroup, error) {
+	if name == "" || filepath.Clean("/"+name) != "/"+name || strings.Contains(name, "..") {
+		return nil, fmt.Errorf("bad cgroup name %q", name)
+	}
+	v1, v2, err := cgroupMounts("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	return cgroupNamed(v1, v2, name)
+}
+
+func cgroupNamed(v1 map[string]string, v2, name string) (cgroup, error) {
+	if v1["memory"] != "" {
+		g := &cgroupV1{name: name, dirs: map[string]string{}, oomEvent: -1}
 		for c, mnt := range v1 {
 			g.dirs[c] = filepath.Join(mnt, name)
 		}
-		return g.Stats()
+		return g, nil
 	}
 	if v2 == "" {
-		return Stats{}, fmt.Errorf("no cgroup filesystem: %w", os.ErrNotExist)
+		return nil, fmt.Errorf("no cgroup filesystem: %w", os.ErrNotExist)
 	}
-	name, err := findBoxGroup(filepath.Join(v2, DefaultCgroupRoot), DefaultCgroupRoot, home, taskID)
-	if err != nil {
-		return Stats{}, err
-	}
-	return (&cgroupV2{dir: filepath.Join(v2, name)}).Stats()
+	return &cgroupV2{name: name, dir: filepath.Join(v2, name)}, nil
 }

@@ -75,6 +75,13 @@ func InitMain() int {
 	}
 	spec := req.Setup
 	began := time.Now()
+	var attachLn *net.UnixListener
+	if spec.AttachSocket != "" {
+		// Before the pivot: the state dir is out of the box's sight.
+		if attachLn, err = listenAttach(spec.AttachSocket); err != nil {
+			fmt.Fprintln(os.Stderr, "hermes box-init: other hermes processes cannot attach:", err)
+		}
+	}
 	if err := setupRoot(spec, conns); err != nil {
 		fc.send(response{ID: req.ID, Kind: kindError, Err: err.Error()})
 		return 1
@@ -100,12 +107,11 @@ func InitMain() int {
 		return 1
 	}
 	phases := &initPhases{Root: rooted.Sub(began), Restrict: time.Since(rooted)}
-	shell := "/bin/sh"
-	if st, err := os.Stat("/bin/bash"); err == nil && !st.IsDir() {
-		shell = "/bin/bash"
-	}
-	if err := fc.send(response{ID: req.ID, Kind: kindReady, PID: os.Getpid(), Phases: phases, Shell: shell}); err != nil {
+	if err := fc.send(response{ID: req.ID, Kind: kindReady, PID: os.Getpid(), Phases: phases, Shell: srv.shell()}); err != nil {
 		return 1
+	}
+	if attachLn != nil {
+		go srv.acceptAttached(attachLn)
 	}
 	srv.serve()
 	return 0

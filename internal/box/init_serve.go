@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -27,7 +28,7 @@ const drainGrace = 150 * time.Millisecond
 
 // initServer is the request loop of a box's PID 1.
 type initServer struct {
-	fc      *frameConn
+	main    *initConn // the owner's control connection
 	conns   *net.UnixConn
 	connsMu sync.Mutex
 	spec    *initSpec
@@ -36,17 +37,27 @@ type initServer struct {
 	buffers sync.Pool // *[]byte of outputChunk, for reading command output
 
 	mu    sync.Mutex
-	procs map[int]*initProc    // by pid
-	byID  map[uint64]*initProc // by request id
+	procs map[int]*initProc // by pid
 	kick  chan struct{}
+}
+
+// initConn is one connection that sends requests: the owner's control
+// socket, or an attached process's connection (attach_serve.go). Request
+// ids are per connection.
+type initConn struct {
+	fc       *frameConn
+	attached bool
+	byID     map[uint64]*initProc // guarded by initServer.mu
 }
 
 // initProc is one running command.
 type initProc struct {
 	id       uint64
 	pid      int
+	conn     *initConn
 	stdin    *os.File
 	stdinQ   chan []byte // nil entry = close stdin
+	tty      *os.File    // the pseudo-terminal's master (execSpec.TTY), or nil
 	status   chan unix.WaitStatus
 	timedOut bool
 }
@@ -58,8 +69,8 @@ func newInitServer(fc *frameConn, conns *net.UnixConn, spec *initSpec) (*initSer
 	if err != nil {
 		return nil, fmt.Errorf("open /dev/null: %w", err)
 	}
-	s := &initServer{fc: fc, conns: conns, spec: spec, devNull: null, procs: map[int]*initProc{},
-		byID: map[uint64]*initProc{}, kick: make(chan struct{}, 1)}
+	s := &initServer{main: &initConn{fc: fc, byID: map[uint64]*initProc{}}, conns: conns, spec: spec, devNull: null,
+		procs: map[int]*initProc{}, kick: make(chan struct{}, 1)}
 	s.buffers.New = func() any { b := make([]byte, outputChunk); return &b }
 	return s, nil
 }
@@ -70,29 +81,33 @@ func (s *initServer) serve() {
 	go s.reap()
 	for {
 		var req request
-		if err := s.fc.dec.Decode(&req); err != nil {
+		if err := s.main.fc.dec.Decode(&req); err != nil {
 			unix.Kill(-1, unix.SIGKILL)
 			return
 		}
-		s.handle(req)
+		s.handle(s.main, req)
 	}
 }
 
-func (s *initServer) handle(req request) {
+// lookup returns the running command of request id on c, or nil.
+func (s *initServer) lookup(c *initConn, id uint64) *initProc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return c.byID[id]
+}
+
+func (s *initServer) handle(c *initConn, req request) {
 	switch req.Op {
 	case opExec:
 		if req.Exec == nil {
-			s.fc.send(response{ID: req.ID, Kind: kindError, Err: "exec without a command"})
+			c.fc.send(response{ID: req.ID, Kind: kindError, Err: "exec without a command"})
 			return
 		}
-		if err := s.start(req.ID, req.Exec); err != nil {
-			s.fc.send(errorResponse(req.ID, err))
+		if err := s.start(c, req.ID, req.Exec); err != nil {
+			c.fc.send(errorResponse(req.ID, err))
 		}
 	case opStdin, opCloseStdin:
-		s.mu.Lock()
-		p := s.byID[req.ID]
-		s.mu.Unlock()
-		if p != nil && p.stdinQ != nil {
+		if p := s.lookup(c, req.ID); p != nil && p.stdinQ != nil {
 			data := req.Data
 			if req.Op == opCloseStdin {
 				data = nil
@@ -105,23 +120,70 @@ func (s *initServer) handle(req request) {
 			}
 		}
 	case opKill:
-		s.mu.Lock()
-		p := s.byID[req.ID]
-		s.mu.Unlock()
-		if p != nil {
+		if p := s.lookup(c, req.ID); p != nil {
 			killTree(p.pid)
 		}
+	case opSignal:
+		if p := s.lookup(c, req.ID); p != nil {
+			p.signal(req.Signal)
+		}
+	case opResize:
+		if p := s.lookup(c, req.ID); p != nil {
+			p.resize(req.Rows, req.Cols)
+		}
 	case opTerm:
-		s.mu.Lock()
-		p := s.byID[req.ID]
-		s.mu.Unlock()
-		if p != nil {
+		if p := s.lookup(c, req.ID); p != nil {
 			termChildren(p.pid)
 		}
 	case opDial:
+		if c.attached {
+			c.fc.send(response{ID: req.ID, Kind: kindError, Err: "dial on an attached connection: open a dial connection"})
+			return
+		}
 		go s.dial(req)
+	case opReadFile, opWriteFile, opStat, opReadDir:
+		go s.fileOp(c, req)
 	default:
-		go s.fileOp(req)
+		c.fc.send(response{ID: req.ID, Kind: kindError, Err: fmt.Sprintf("unknown operation %q", req.Op)})
+	}
+}
+
+// signal sends signal number sig (one of attachSignals) to the command's
+// process group, or, on a terminal, to the terminal's foreground process
+// group (the job a ^C would reach).
+func (p *initProc) signal(sig int) {
+	if !attachSignals[sig] {
+		return
+	}
+	pgrp := p.pid
+	if p.tty != nil {
+		if rc, err := p.tty.SyscallConn(); err == nil {
+			rc.Control(func(fd uintptr) {
+				if fg, err := unix.IoctlGetInt(int(fd), unix.TIOCGPGRP); err == nil && fg > 1 {
+					pgrp = fg
+				}
+			})
+		}
+	}
+	unix.Kill(-pgrp, unix.Signal(sig))
+}
+
+// attachSignals are the signals a host may send to a command: the job
+// control and termination ones a terminal or a user sends.
+var attachSignals = map[int]bool{int(unix.SIGHUP): true, int(unix.SIGINT): true, int(unix.SIGQUIT): true,
+	int(unix.SIGKILL): true, int(unix.SIGUSR1): true, int(unix.SIGUSR2): true, int(unix.SIGTERM): true,
+	int(unix.SIGCONT): true, int(unix.SIGTSTP): true, int(unix.SIGWINCH): true}
+
+// resize sets the window size of the command's terminal (the kernel then
+// sends SIGWINCH to its foreground process group).
+func (p *initProc) resize(rows, cols uint16) {
+	if p.tty == nil {
+		return
+	}
+	if rc, err := p.tty.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) {
+			unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols})
+		})
 	}
 }
 
@@ -148,64 +210,159 @@ func (s *initServer) reap() {
 	}
 }
 
-// start runs one command: a new session (and process group), output on one
-// pipe for stdout and stderr, the box environment. It forks with
-// syscall.ForkExec (clone(CLONE_VFORK|CLONE_VM), as os/exec does) and no
-// os.Process or pidfd: the reaper owns the child's exit status.
-func (s *initServer) start(id uint64, e *execSpec) error {
-	if len(e.Argv) == 0 {
-		return errors.New("empty command")
+// commandIO are the descriptors of a command being started: what the
+// child gets (child, closed in the init once it runs) and the init's ends.
+type commandIO struct {
+	child  [3]int
+	closes []int    // the init's copies of child descriptors
+	out    *os.File // standard output (and error), or the terminal's master
+	errOut *os.File // standard error when separate, else nil
+	stdinW *os.File
+	tty    *os.File
+}
+
+func (c *commandIO) closeChild() {
+	for _, fd := range c.closes {
+		unix.Close(fd)
 	}
-	var pipes [2]int
-	if err := unix.Pipe2(pipes[:], unix.O_CLOEXEC); err != nil {
-		return err
+	c.closes = nil
+}
+
+func (c *commandIO) closeAll() {
+	c.closeChild()
+	for _, f := range []*os.File{c.out, c.errOut, c.stdinW} {
+		if f != nil {
+			f.Close()
+		}
 	}
-	// The read end is non-blocking so that os.File polls it and finish can
-	// cut a drain short with a deadline; the command's end stays blocking.
-	if err := unix.SetNonblock(pipes[0], true); err != nil {
-		unix.Close(pipes[0])
-		unix.Close(pipes[1])
-		return err
+}
+
+// readPipe returns a pipe whose read end is non-blocking (os.File polls it,
+// so finish can cut a drain short with a deadline); the command's end
+// stays blocking.
+func readPipe(name string) (*os.File, int, error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return nil, -1, err
 	}
-	outR := os.NewFile(uintptr(pipes[0]), "box-command-output")
-	defer unix.Close(pipes[1])
-	stdinFD := s.devNull
-	var stdinW *os.File
+	if err := unix.SetNonblock(p[0], true); err != nil {
+		unix.Close(p[0])
+		unix.Close(p[1])
+		return nil, -1, err
+	}
+	return os.NewFile(uintptr(p[0]), name), p[1], nil
+}
+
+// commandFiles sets up the descriptors of e: pipes, or a terminal.
+func (s *initServer) commandFiles(e *execSpec) (*commandIO, error) {
+	cio := &commandIO{}
+	if e.TTY {
+		master, peer, err := openPTY(e.Rows, e.Cols)
+		if err != nil {
+			return nil, err
+		}
+		in, err := unix.Dup(int(master.Fd()))
+		if err != nil {
+			master.Close()
+			unix.Close(peer)
+			return nil, err
+		}
+		unix.CloseOnExec(in)
+		cio.child = [3]int{peer, peer, peer}
+		cio.closes = []int{peer}
+		cio.out, cio.tty, cio.stdinW = master, master, os.NewFile(uintptr(in), "box-command-tty-in")
+		return cio, nil
+	}
+	out, w, err := readPipe("box-command-output")
+	if err != nil {
+		return nil, err
+	}
+	cio.out, cio.child, cio.closes = out, [3]int{s.devNull, w, w}, []int{w}
+	if e.Stderr {
+		errOut, ew, err := readPipe("box-command-stderr")
+		if err != nil {
+			cio.closeAll()
+			return nil, err
+		}
+		cio.errOut, cio.child[2], cio.closes = errOut, ew, append(cio.closes, ew)
+	}
 	if e.Stdin {
 		var in [2]int
 		if err := unix.Pipe2(in[:], unix.O_CLOEXEC); err != nil {
-			outR.Close()
+			cio.closeAll()
+			return nil, err
+		}
+		cio.child[0], cio.closes, cio.stdinW = in[0], append(cio.closes, in[0]), os.NewFile(uintptr(in[1]), "box-command-stdin")
+	}
+	return cio, nil
+}
+
+// openPTY opens a new pseudo-terminal of the box's devpts (its master,
+// non-blocking, and its peer, to become the command's controlling
+// terminal) of rows×cols.
+func openPTY(rows, cols uint16) (*os.File, int, error) {
+	m, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, -1, fmt.Errorf("open /dev/ptmx: %w", err)
+	}
+	if err := unix.IoctlSetPointerInt(m, unix.TIOCSPTLCK, 0); err != nil {
+		unix.Close(m)
+		return nil, -1, fmt.Errorf("unlock pty: %w", err)
+	}
+	peer, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(m), unix.TIOCGPTPEER, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC)
+	if errno != 0 {
+		unix.Close(m)
+		return nil, -1, fmt.Errorf("open pty peer: %w", errno)
+	}
+	if rows > 0 && cols > 0 {
+		unix.IoctlSetWinsize(m, unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols})
+	}
+	return os.NewFile(uintptr(m), "box-command-tty"), int(peer), nil
+}
+
+// start runs one command: a new session (and process group), output on
+// pipes or a terminal, the box environment. It forks with
+// syscall.ForkExec (clone(CLONE_VFORK|CLONE_VM), as os/exec does) and no
+// os.Process or pidfd: the reaper owns the child's exit status.
+func (s *initServer) start(c *initConn, id uint64, e *execSpec) error {
+	if len(e.Argv) == 0 {
+		return errors.New("empty command")
+	}
+	argv0 := e.Argv[0]
+	if e.Search {
+		var err error
+		if argv0, err = lookPathIn(argv0, e.Env); err != nil {
 			return err
 		}
-		defer unix.Close(in[0])
-		stdinFD, stdinW = in[0], os.NewFile(uintptr(in[1]), "box-command-stdin")
 	}
-	attr := &syscall.ProcAttr{Dir: e.Dir, Env: e.Env, Files: []uintptr{uintptr(stdinFD), uintptr(pipes[1]), uintptr(pipes[1])},
-		Sys: &syscall.SysProcAttr{Setsid: true}}
-	p := &initProc{id: id, stdin: stdinW, status: make(chan unix.WaitStatus, 1)}
+	cio, err := s.commandFiles(e)
+	if err != nil {
+		return err
+	}
+	attr := &syscall.ProcAttr{Dir: e.Dir, Env: e.Env, Files: []uintptr{uintptr(cio.child[0]), uintptr(cio.child[1]), uintptr(cio.child[2])},
+		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: e.TTY}}
+	p := &initProc{id: id, conn: c, stdin: cio.stdinW, tty: cio.tty, status: make(chan unix.WaitStatus, 1)}
 	s.mu.Lock()
-	pid, err := syscall.ForkExec(e.Argv[0], e.Argv, attr)
+	pid, err := syscall.ForkExec(argv0, e.Argv, attr)
+	cio.closeChild()
 	if err != nil {
 		s.mu.Unlock()
-		outR.Close()
-		if stdinW != nil {
-			stdinW.Close()
-		}
+		cio.closeAll()
 		return &os.PathError{Op: "fork/exec", Path: e.Argv[0], Err: err}
 	}
 	p.pid = pid
 	s.procs[p.pid] = p
-	s.byID[id] = p
+	c.byID[id] = p
 	s.mu.Unlock()
 	select {
 	case s.kick <- struct{}{}:
 	default:
 	}
-	if stdinW != nil {
+	if cio.stdinW != nil {
 		p.stdinQ = make(chan []byte, 256)
-		go feedStdin(stdinW, p.stdinQ)
+		go feedStdin(cio.stdinW, p.stdinQ)
 	}
-	s.fc.send(response{ID: id, Kind: kindStarted, PID: p.pid})
+	c.fc.send(response{ID: id, Kind: kindStarted, PID: p.pid})
 	var timer *time.Timer
 	if e.Timeout > 0 {
 		timer = time.AfterFunc(e.Timeout, func() {
@@ -215,9 +372,39 @@ func (s *initServer) start(id uint64, e *execSpec) error {
 			killTree(p.pid)
 		})
 	}
-	go s.finish(p, outR, timer)
+	go s.finish(p, cio.out, cio.errOut, timer)
 	return nil
 }
+
+// lookPathIn finds name in the PATH of env (KEY=VALUE lines) as
+// execvp(3) does; a name with a slash is returned as it is.
+func lookPathIn(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", errNotInPath{}
+}
+
+// errNotInPath is lookPathIn's error (the host names the command).
+type errNotInPath struct{}
+
+func (errNotInPath) Error() string        { return "executable file not found in $PATH" }
+func (errNotInPath) Is(target error) bool { return target == fs.ErrNotExist }
 
 func feedStdin(w *os.File, q chan []byte) {
 	defer w.Close()
@@ -231,43 +418,59 @@ func feedStdin(w *os.File, q chan []byte) {
 	}
 }
 
+// pump sends what r yields as output frames of p (stream 1 or 2) until r
+// ends (EOF, or EIO on a terminal whose peer is closed everywhere).
+func (s *initServer) pump(p *initProc, r *os.File, stream int, done chan<- struct{}) {
+	defer close(done)
+	bp := s.buffers.Get().(*[]byte)
+	defer s.buffers.Put(bp)
+	buf := *bp
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			p.conn.fc.send(response{ID: p.id, Kind: kindOutput, Data: append([]byte(nil), buf[:n]...), Stream: stream})
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
 // finish streams the command's output, waits for its exit and reports it.
-func (s *initServer) finish(p *initProc, out *os.File, timer *time.Timer) {
-	defer out.Close()
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		bp := s.buffers.Get().(*[]byte)
-		defer s.buffers.Put(bp)
-		buf := *bp
-		for {
-			n, err := out.Read(buf)
-			if n > 0 {
-				s.fc.send(response{ID: p.id, Kind: kindOutput, Data: append([]byte(nil), buf[:n]...)})
-			}
-			if err != nil {
-				return
-			}
+func (s *initServer) finish(p *initProc, out, errOut *os.File, timer *time.Timer) {
+	files := []*os.File{out}
+	if errOut != nil {
+		files = append(files, errOut)
+	}
+	defer func() {
+		for _, f := range files {
+			f.Close()
 		}
 	}()
+	var dones []chan struct{}
+	for i, f := range files {
+		d := make(chan struct{})
+		dones = append(dones, d)
+		go s.pump(p, f, i+1, d)
+	}
 	ws := <-p.status
 	if timer != nil {
 		timer.Stop()
 	}
-	select {
-	case <-readDone:
-	default:
-		grace := time.NewTimer(drainGrace)
+	grace := time.NewTimer(drainGrace)
+	for i, d := range dones {
 		select {
-		case <-readDone:
+		case <-d:
 		case <-grace.C:
-			out.SetReadDeadline(time.Now())
-			<-readDone
+			for _, f := range files[i:] {
+				f.SetReadDeadline(time.Now())
+			}
+			<-d
 		}
-		grace.Stop()
 	}
+	grace.Stop()
 	s.mu.Lock()
-	delete(s.byID, p.id)
+	delete(p.conn.byID, p.id)
 	timedOut := p.timedOut
 	s.mu.Unlock()
 	if p.stdinQ != nil {
@@ -281,7 +484,7 @@ func (s *initServer) finish(p *initProc, out *os.File, timer *time.Timer) {
 		ex.Code = -1
 		ex.Signal = unix.SignalName(ws.Signal())
 	}
-	s.fc.send(response{ID: p.id, Kind: kindExit, Exit: ex})
+	p.conn.fc.send(response{ID: p.id, Kind: kindExit, Exit: ex})
 }
 
 // killTree SIGKILLs the command pid, its session and process group, and
@@ -367,7 +570,7 @@ func descends(n, ancestor int, parents map[int]int) bool {
 
 // fileOp serves ReadFile, WriteFile, Stat and ReadDir with the init's own
 // (already restricted) rights.
-func (s *initServer) fileOp(req request) {
+func (s *initServer) fileOp(c *initConn, req request) {
 	var resp response
 	var err error
 	switch req.Op {
@@ -393,11 +596,11 @@ func (s *initServer) fileOp(req request) {
 		err = fmt.Errorf("unknown operation %q", req.Op)
 	}
 	if err != nil {
-		s.fc.send(errorResponse(req.ID, err))
+		c.fc.send(errorResponse(req.ID, err))
 		return
 	}
 	resp.ID, resp.Kind = req.ID, kindOK
-	s.fc.send(resp)
+	c.fc.send(resp)
 }
 
 func toWireInfo(st os.FileInfo) wireFileInfo {
@@ -443,14 +646,14 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 func (s *initServer) dial(req request) {
 	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(req.Port)), 5*time.Second)
 	if err != nil {
-		s.fc.send(errorResponse(req.ID, err))
+		s.main.fc.send(errorResponse(req.ID, err))
 		return
 	}
 	if err := sendConnFD(s.conns, &s.connsMu, req.ID, c); err != nil {
-		s.fc.send(errorResponse(req.ID, err))
+		s.main.fc.send(errorResponse(req.ID, err))
 		return
 	}
-	s.fc.send(response{ID: req.ID, Kind: kindOK})
+	s.main.fc.send(response{ID: req.ID, Kind: kindOK})
 }
 
 // listenEgress starts the in-box relay: every connection to

@@ -37,31 +37,34 @@ var ErrBoxStopped = errors.New("box stopped")
 // Box is one running box: its init process, control connection, cgroup
 // and egress session. All methods are safe for concurrent use.
 type Box struct {
-	task      string
-	stateDir  string
-	workdir   string
-	shell     string
-	env       []string
-	spec      initSpec
-	persist   bool
-	initPID   int
-	cmd       *exec.Cmd
-	fc        *frameConn
-	conns     *net.UnixConn
-	cg        cgroup
-	egress    *egress.BoxSession
-	lock      *os.File
-	ctx       context.Context
-	cancel    context.CancelFunc
-	nextID    atomic.Uint64
-	oomKnown  atomic.Int64  // the box's OOM-kill counter when last read
-	died      chan struct{} // closed when the control connection ends
-	initDone  chan struct{} // closed when the init has exited and initState is set
-	initState *os.ProcessState
-	closing   atomic.Bool // Close has begun: the init's end is not news
-	phases    StartPhases
-	closeOnce sync.Once
-	closeErr  error
+	task     string
+	stateDir string
+	workdir  string
+	shell    string
+	env      []string
+	spec     initSpec
+	persist  bool
+	initPID  int
+	cmd      *exec.Cmd // nil when attached
+	fc       *frameConn
+	// attachPath is the attach socket of a box another process runs, which
+	// this Box reached through it (Attach); "" for the owner's Box.
+	attachPath string
+	conns      *net.UnixConn
+	cg         cgroup // nil when attached and the group was not found
+	egress     *egress.BoxSession
+	lock       *os.File
+	ctx        context.Context
+	cancel     context.CancelFunc
+	nextID     atomic.Uint64
+	oomKnown   atomic.Int64  // the box's OOM-kill counter when last read
+	died       chan struct{} // closed when the control connection ends
+	initDone   chan struct{} // closed when the init has exited and initState is set
+	initState  *os.ProcessState
+	closing    atomic.Bool // Close has begun: the init's end is not news
+	phases     StartPhases
+	closeOnce  sync.Once
+	closeErr   error
 
 	mu        sync.Mutex
 	handlers  map[uint64]func(response)
@@ -81,11 +84,19 @@ func (b *Box) InitPID() int { return b.initPID }
 // Workdir is the default working directory of commands.
 func (b *Box) Workdir() string { return b.workdir }
 
+// Shell is the box's shell: /bin/bash, or /bin/sh when it has no bash.
+func (b *Box) Shell() string { return b.shell }
+
 // StartPhases reports how long the phases of this box's start took.
 func (b *Box) StartPhases() StartPhases { return b.phases }
 
 // Stats reads the box's cgroup counters.
-func (b *Box) Stats() (Stats, error) { return b.cg.Stats() }
+func (b *Box) Stats() (Stats, error) {
+	if b.cg == nil {
+		return Stats{}, fmt.Errorf("box %s: cgroup not found", b.task)
+	}
+	return b.cg.Stats()
+}
 
 // waitInit reaps the init (the only Wait of b.cmd once the box runs).
 func (b *Box) waitInit() {
@@ -98,6 +109,9 @@ func (b *Box) waitInit() {
 // being closed (waiting a moment for the exit status: the control socket
 // closes as the init dies).
 func (b *Box) deathReason() string {
+	if b.Attached() {
+		return "the hermes process that runs the box stopped it (or its init ended)"
+	}
 	select {
 	case <-b.initDone:
 	case <-time.After(2 * time.Second):
@@ -312,11 +326,18 @@ const (
 // startArgv runs argv (no shell) with the workdir, environment, timeout,
 // stdin and output of req.
 func (b *Box) startArgv(ctx context.Context, argv []string, req backend.ExecRequest, writable bool) (*boxProcess, error) {
-	b.touch(1)
-	p := &boxProcess{box: b, out: req.Output, discard: req.Output != nil && req.DiscardOutput, done: make(chan struct{}), started: make(chan struct{}), began: time.Now()}
-	p.oomBefore = b.oomKnown.Load()
+	p := &boxProcess{box: b, out: req.Output, discard: req.Output != nil && req.DiscardOutput}
 	spec := &execSpec{Argv: argv, Dir: b.abs(req.Workdir),
 		Env: b.commandEnv(req.Env), Timeout: req.Timeout, Stdin: req.Stdin != nil || writable}
+	return b.startSpec(ctx, spec, p, req.Stdin)
+}
+
+// startSpec sends spec and waits until the command runs (or failed to
+// start); stdin, when set, is fed to it in the background.
+func (b *Box) startSpec(ctx context.Context, spec *execSpec, p *boxProcess, stdin io.Reader) (*boxProcess, error) {
+	b.touch(1)
+	p.done, p.started, p.began, p.argv0 = make(chan struct{}), make(chan struct{}), time.Now(), spec.Argv[0]
+	p.oomBefore = b.oomKnown.Load()
 	id, err := b.call(request{Op: opExec, Exec: spec}, p.handle)
 	if err != nil {
 		b.touch(-1)
@@ -332,8 +353,8 @@ func (b *Box) startArgv(ctx context.Context, argv []string, req backend.ExecRequ
 	if p.startErr != nil {
 		return nil, p.startErr
 	}
-	if req.Stdin != nil {
-		go p.feed(req.Stdin)
+	if stdin != nil {
+		go p.feed(stdin)
 	}
 	return p, nil
 }
@@ -342,8 +363,10 @@ func (b *Box) startArgv(ctx context.Context, argv []string, req backend.ExecRequ
 type boxProcess struct {
 	box       *Box
 	id        uint64
+	argv0     string
 	out       io.Writer
-	discard   bool // ExecRequest.DiscardOutput: keep nothing in buf
+	errOut    io.Writer // standard error of a Command with Stderr, or nil
+	discard   bool      // ExecRequest.DiscardOutput: keep nothing in buf
 	began     time.Time
 	oomBefore int64
 	started   chan struct{}
@@ -370,7 +393,9 @@ func (p *boxProcess) handle(r response) {
 			p.buf.Write(r.Data[:min(room, len(r.Data))])
 		}
 		p.mu.Unlock()
-		if p.out != nil {
+		if r.Stream == 2 && p.errOut != nil {
+			p.errOut.Write(r.Data)
+		} else if p.out != nil {
 			p.out.Write(r.Data)
 		}
 	case kindExit, kindError:
@@ -391,6 +416,9 @@ func (p *boxProcess) handle(r response) {
 				p.waitErr = died
 			default:
 				p.startErr = err
+				if r.ErrKind != "" {
+					p.startErr = responseError(r, "exec", p.argv0)
+				}
 				if died != nil {
 					p.startErr = died
 				}
@@ -413,6 +441,9 @@ func (p *boxProcess) handle(r response) {
 // A command whose start saw a lower count was running during an OOM kill;
 // like the counter, that is per box, not per process.
 func (b *Box) noteOOMKills() int64 {
+	if b.cg == nil {
+		return b.oomKnown.Load()
+	}
 	n := b.cg.OOMKills()
 	for {
 		old := b.oomKnown.Load()
@@ -571,6 +602,9 @@ func (b *Box) ReadDir(ctx context.Context, path string) ([]backend.FileInfo, err
 // DialBox opens a TCP connection to 127.0.0.1:port inside the box (the
 // socket is created by the init in the box's network namespace).
 func (b *Box) DialBox(ctx context.Context, port int) (net.Conn, error) {
+	if b.Attached() {
+		return b.dialAttached(ctx, port)
+	}
 	ch := make(chan net.Conn, 1)
 	errc := make(chan error, 1)
 	id := b.nextID.Add(1)
@@ -674,6 +708,15 @@ func (b *Box) stop() error {
 	for _, ln := range lns {
 		ln.Close()
 	}
+	if b.Attached() {
+		// Only this process's connection ends; the init kills what it
+		// started over it.
+		b.closing.Store(true)
+		b.fc.c.Close()
+		<-b.died
+		b.cancel()
+		return nil
+	}
 	// SIGKILL to PID 1 makes the kernel kill every process of the box's pid
 	// namespace, and its exit waits for them; the cgroup sweep afterwards
 	// only meets a process that left the namespace (none should), so it
@@ -696,6 +739,9 @@ func (b *Box) stop() error {
 	}
 	if b.spec.LayerImage != "" {
 		waitLoopReleased(b.spec.LayerImage, 3*time.Second)
+	}
+	if b.spec.AttachSocket != "" {
+		os.Remove(b.spec.AttachSocket) // the init that listened on it is gone
 	}
 	if !b.persist {
 		if err := os.RemoveAll(b.stateDir); err != nil {

@@ -40,6 +40,9 @@ const (
 	opStat       = "stat"
 	opReadDir    = "readdir"
 	opDial       = "dial"
+	opAttach     = "attach" // first frame of an attached connection (attach.go)
+	opSignal     = "signal" // send Signal to a command's process group
+	opResize     = "resize" // set the window size of a command's terminal
 )
 
 // Response kinds.
@@ -69,6 +72,11 @@ type request struct {
 	Data  []byte
 	Perm  uint32
 	Port  int
+	// Signal is the signal number of opSignal (attachSignals lists those
+	// accepted).
+	Signal int
+	// Rows and Cols are the window size of opResize.
+	Rows, Cols uint16
 }
 
 // execSpec is a command to run inside the box.
@@ -78,6 +86,18 @@ type execSpec struct {
 	Env     []string
 	Timeout time.Duration // 0 = none; on expiry the init kills the command's tree
 	Stdin   bool          // stdin frames follow; false = /dev/null
+	// Search: Argv[0] without a slash is looked up in the PATH of Env
+	// inside the box (execvp(3) style), so a command runs without a shell.
+	Search bool
+	// Stderr: standard error gets a pipe of its own, sent in output frames
+	// with Stream 2; otherwise it shares standard output's.
+	Stderr bool
+	// TTY runs the command on a new pseudo-terminal of the box (its
+	// controlling terminal; stdin, stdout and stderr all on it), of
+	// Rows×Cols; stdin frames are typed on it, so ^C reaches the
+	// foreground job as SIGINT.
+	TTY        bool
+	Rows, Cols uint16
 }
 
 // exitInfo is how a command ended.
@@ -109,6 +129,16 @@ type response struct {
 	Infos   []wireFileInfo
 	Phases  *initPhases // with kindReady: how long the init's setup took
 	Shell   string      // with kindReady: the box's shell, /bin/bash or /bin/sh
+	Stream  int         // with kindOutput: 2 = standard error of an execSpec.Stderr command, else 1
+	Attach  *attachInfo // with kindReady on an attached connection
+}
+
+// attachInfo describes a running box to a process that attached to it.
+type attachInfo struct {
+	Task    string
+	Env     []string // the base environment of commands (initSpec.Env)
+	Workdir string
+	Cgroup  string // the box's cgroup, below the hierarchies' roots (initSpec.Cgroup)
 }
 
 // initPhases are the durations of the init's own start phases.
@@ -141,6 +171,14 @@ type initSpec struct {
 	Egress           bool // listen on 127.0.0.1:egress.ProxyPort and relay
 	UserNS           bool
 	Landlock         bool
+	// AttachSocket is the host path of the box's attach socket, which the
+	// init listens on for other hermes processes of the box's owner
+	// (attach.go); "" = none.
+	AttachSocket string
+	// Env is the base environment of commands and Cgroup the box's
+	// cgroup (cgroup.Name), both handed to attached processes.
+	Env    []string
+	Cgroup string
 }
 
 // frameConn serialises frames in one direction and decodes the other.

@@ -102,6 +102,10 @@ func (m *Manager) persistent() bool {
 	return p == nil || *p
 }
 
+// ErrInUse is wrapped by the error of an operation on a box another hermes
+// process holds (runs, snapshots or removes).
+var ErrInUse = errors.New("in use by another hermes process")
+
 // lockState takes the exclusive lock of a box state dir so that two
 // hermes processes never run (or snapshot) the same box at once.
 func lockState(dir string) (*os.File, error) {
@@ -111,7 +115,7 @@ func lockState(dir string) (*os.File, error) {
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("box %s is in use by another hermes process (lock %s): stop it first", filepath.Base(dir), f.Name())
+		return nil, fmt.Errorf("box %s is %w (lock %s): stop it first", filepath.Base(dir), ErrInUse, f.Name())
 	}
 	return f, nil
 }
@@ -291,8 +295,9 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		Task: task, Lower: lower, LayerDir: filepath.Join(dir, "layer"), DiskMiB: t.ContainerDisk, TmpMiB: tmpSizeMiB(t),
 		Merged: filepath.Join(dir, "merged"), Workspace: workspace,
 		WorkspaceOverlay: t.BoxWorkspace == "overlay", Empty: empty, Hide: hide, Hostname: Hostname,
-		UserNS: userNS, Landlock: true,
+		UserNS: userNS, Landlock: true, AttachSocket: filepath.Join(dir, attachSocketName), Cgroup: cg.Name(),
 	}
+	os.Remove(spec.AttachSocket) // left by an init that died: this process holds the lock
 	for _, d := range []string{spec.LayerDir, spec.Merged} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("box state dir: %w", err)
@@ -337,10 +342,11 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		spec.CACertPEM = sess.CACertPEM
 	}
 	bctx, cancel := context.WithCancel(context.Background())
-	cleanups = append(cleanups, cancel)
+	cleanups = append(cleanups, cancel, func() { os.Remove(spec.AttachSocket) })
+	spec.Env = m.baseEnv(task, sessEnv(sess))
 	b = &Box{
 		task: task, stateDir: dir, workdir: spec.Workspace, shell: "/bin/sh",
-		env: m.baseEnv(task, sessEnv(sess)), spec: spec, persist: m.persistent(), initPID: init.cmd.Process.Pid,
+		env: spec.Env, spec: spec, persist: m.persistent(), initPID: init.cmd.Process.Pid,
 		cmd: init.cmd, fc: newFrameConn(init.ctrl), conns: init.conns.(*net.UnixConn), cg: cg, egress: sess, lock: lock,
 		ctx: bctx, cancel: cancel, died: make(chan struct{}), initDone: make(chan struct{}), handlers: map[uint64]func(response){},
 		dials: map[uint64]chan net.Conn{}, now: m.now, lastUsed: m.now(),

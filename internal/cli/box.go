@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/hermes-go/hermes/internal/backend"
 	"github.com/hermes-go/hermes/internal/box"
@@ -120,12 +121,24 @@ func shellQuote(argv []string) string {
 	return strings.Join(q, " ")
 }
 
-// withBox opens the box of task with the configured terminal section and
-// calls fn, stopping the box afterwards (its persistent layer is kept). With
-// persistent boxes (terminal.container_persistent, the default) a task
-// without a box is an error unless create is set (--new): a typo must not
-// silently create a persistent box.
+// withBox opens the box of task and calls fn. When another hermes process
+// runs the box, withBox attaches to it (box.Attach: the owner's limits,
+// workspace and environment apply, and the box keeps running afterwards).
+// Otherwise it starts the box with the configured terminal section and
+// stops it afterwards (its persistent layer is kept). With persistent
+// boxes (terminal.container_persistent, the default) a task without a box
+// is an error unless create is set (--new): a typo must not silently
+// create a persistent box.
 func (a *App) withBox(ctx context.Context, task string, create bool, publish []string, fn func(b *box.Box) error) error {
+	if b, err := box.Attach(ctx, a.Home(), task); err == nil {
+		defer b.Close()
+		if err := a.publishPorts(b, publish); err != nil {
+			return err
+		}
+		return fn(b)
+	} else if !errors.Is(err, box.ErrNotRunning) {
+		return err
+	}
 	t, err := a.boxTerminalConfig()
 	if err != nil {
 		return err
@@ -148,6 +161,14 @@ func (a *App) withBox(ctx context.Context, task string, create bool, publish []s
 	if err != nil {
 		return err
 	}
+	if err := a.publishPorts(b, publish); err != nil {
+		return err
+	}
+	return fn(b)
+}
+
+// publishPorts forwards each HOSTPORT:BOXPORT of publish to b.
+func (a *App) publishPorts(b *box.Box, publish []string) error {
 	for _, p := range publish {
 		host, boxPort, err := parsePublish(p)
 		if err != nil {
@@ -159,70 +180,44 @@ func (a *App) withBox(ctx context.Context, task string, create bool, publish []s
 		}
 		fmt.Fprintf(a.Stderr, "hermes: %s → box port %d\n", addr, boxPort)
 	}
-	return fn(b)
+	return nil
 }
 
 func (a *App) newBoxExecCmd() *cobra.Command {
 	var publish []string
 	var timeout, stopTimeout time.Duration
-	var create bool
+	var create, interactive bool
 	cmd := &cobra.Command{
-		Use: "exec TASK -- CMD [ARG...]", Short: "run a command in the box of TASK (started if needed; --new creates it)",
-		Long: `Run a command in the box of TASK. SIGINT or SIGTERM to hermes sends SIGTERM to
-the command and waits --stop-timeout for it to exit (so a server such as
-hermes gateway run drains), then kills its tree.`,
+		Use: "exec TASK -- CMD [ARG...]", Short: "run a command in the box of TASK (attached when another hermes process runs it; started if needed; --new creates it)",
+		Long: `Run CMD with its arguments in the box of TASK, directly (no shell: CMD is
+looked up in the box's PATH; use sh -c '...' for shell syntax). Its standard
+output and error go to hermes's; its exit status is hermes's (128+N when it
+was killed by signal N, 127 when CMD is not found). -i passes hermes's
+standard input to it. SIGINT or SIGTERM to hermes sends SIGTERM to the
+command and waits --stop-timeout for it to exit (so a server such as hermes
+gateway run drains), then kills its tree.
+
+When another hermes process runs the box (an agent session, a box shell, a
+box exec still running), the command runs in that box, with its limits,
+workspace and environment; otherwise the box starts for this command and
+stops after it.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withBox(cmd.Context(), args[0], create, publish, func(b *box.Box) error {
-				res, err := execStoppable(cmd.Context(), b, backend.ExecRequest{Command: shellQuote(args[1:]), Timeout: timeout, Output: a.Stdout}, stopTimeout)
-				if err != nil {
-					return err
+				c := box.Command{Argv: args[1:], Stdout: a.Stdout, Stderr: a.Stderr, Timeout: timeout}
+				if interactive {
+					c.Stdin = a.Stdin
 				}
-				return boxExitError(res)
+				return a.runBoxCommand(cmd.Context(), b, c, stopTimeout)
 			})
 		},
 	}
+	cmd.Flags().BoolVarP(&interactive, "interactive", "i", false, "pass standard input to the command")
 	cmd.Flags().StringArrayVarP(&publish, "publish", "p", nil, "forward host port to box port, HOSTPORT:BOXPORT (repeatable)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill the command's tree after this long (0 = none)")
 	cmd.Flags().DurationVar(&stopTimeout, "stop-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long the command has to exit after its SIGTERM before it is killed")
 	cmd.Flags().BoolVar(&create, "new", false, "create the box of TASK if it does not exist yet")
 	return cmd
-}
-
-// execStoppable runs req in b until it exits. When ctx ends (SIGINT or
-// SIGTERM to hermes) the command gets SIGTERM and stopTimeout to exit;
-// then its tree is killed.
-func execStoppable(ctx context.Context, b *box.Box, req backend.ExecRequest, stopTimeout time.Duration) (backend.ExecResult, error) {
-	p, err := b.Start(ctx, req)
-	if err != nil {
-		return backend.ExecResult{}, err
-	}
-	var res backend.ExecResult
-	done := make(chan struct{})
-	go func() {
-		res, err = p.Wait(context.Background())
-		close(done)
-	}()
-	select {
-	case <-done:
-		return res, err
-	case <-ctx.Done():
-	}
-	if t, ok := p.(interface{ Terminate() error }); ok {
-		t.Terminate()
-	}
-	select {
-	case <-done:
-		return res, err
-	case <-time.After(stopTimeout):
-	}
-	p.Kill()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		return res, fmt.Errorf("the command in the box did not end after SIGKILL")
-	}
-	return res, err
 }
 
 // boxExitError turns a command result into the process exit code.
@@ -233,7 +228,11 @@ func boxExitError(res backend.ExecResult) error {
 	case res.TimedOut:
 		return &ExitError{Code: 124, Err: errors.New("the command timed out")}
 	case res.ExitCode < 0:
-		return &ExitError{Code: 128 + 9, Err: fmt.Errorf("the command was killed by %s", res.Signal)}
+		code := 128 + 9
+		if n := unix.SignalNum(res.Signal); n != 0 {
+			code = 128 + int(n)
+		}
+		return &ExitError{Code: code, Err: fmt.Errorf("the command was killed by %s", res.Signal)}
 	case res.ExitCode != 0:
 		return &ExitError{Code: res.ExitCode, Silent: true}
 	}
@@ -244,18 +243,16 @@ func (a *App) newBoxShellCmd() *cobra.Command {
 	var publish []string
 	var create bool
 	cmd := &cobra.Command{
-		Use: "shell TASK", Short: "run a shell in the box of TASK reading commands from stdin (no terminal emulation)",
+		Use: "shell TASK", Short: "run an interactive shell in the box of TASK (on a terminal of the box when hermes runs on one)",
+		Long: `Run the box's shell (bash, else sh) in the box of TASK, attached to the box when
+another hermes process runs it. On a terminal, the shell gets a terminal of
+its own in the box: the host terminal is put in raw mode, window size changes
+follow, and Ctrl-C reaches the job running in the box. Otherwise the shell
+reads commands from standard input.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withBox(cmd.Context(), args[0], create, publish, func(b *box.Box) error {
-				if a.IsTerminal {
-					fmt.Fprintf(a.Stderr, "hermes: shell in box %s (no prompt; end with Ctrl-D)\n", args[0])
-				}
-				res, err := b.Exec(cmd.Context(), backend.ExecRequest{Command: "exec /bin/sh", Stdin: a.Stdin, Output: a.Stdout})
-				if err != nil {
-					return err
-				}
-				return boxExitError(res)
+				return a.boxShell(cmd.Context(), b)
 			})
 		},
 	}
@@ -270,26 +267,19 @@ func (a *App) newBoxPortCmd() *cobra.Command {
 		Long: `Forward 127.0.0.1:HOSTPORT on the host to 127.0.0.1:BOXPORT inside the box of TASK
 until interrupted (like BoxLite's ports=).
 
-Limits: a box belongs to the one hermes process that runs it, so port starts
-the box itself and cannot attach to a box that another hermes process (an
-agent session, a box exec) is running; and processes do not outlive the
-process that started the box. To reach a server in a box, start it and
-forward its port in one go:
+When another hermes process runs the box (an agent session, a box shell, a
+box exec of a server), port attaches to it and forwards into it. Otherwise it
+starts an idle box, in which nothing listens until something is started
+there; processes do not outlive the process that runs the box, so start the
+server and forward its port in one go:
 
-  hermes box exec -p 8080:3000 TASK -- npm start
-
-or, interactively, hermes box shell -p 8080:3000 TASK. On its own, port starts
-an idle box in which nothing listens until something is started there.`,
+  hermes box exec -p 8080:3000 TASK -- npm start`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := a.withBox(cmd.Context(), args[0], false, args[1:], func(b *box.Box) error {
+			return a.withBox(cmd.Context(), args[0], false, args[1:], func(b *box.Box) error {
 				<-cmd.Context().Done()
 				return nil
 			})
-			if err != nil && strings.Contains(err.Error(), "in use by another hermes process") {
-				return fmt.Errorf("%w\nhermes box port cannot attach to a box another hermes process runs: forward the port where the server starts, e.g. hermes box exec -p %s %s -- CMD", err, args[1], args[0])
-			}
-			return err
 		},
 	}
 }

@@ -3,10 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,13 +33,6 @@ func TestParsePublish(t *testing.T) {
 		if _, _, err := parsePublish(bad); err == nil || !strings.Contains(err.Error(), "HOSTPORT:BOXPORT") {
 			t.Errorf("parsePublish(%q) error %v should show the expected form", bad, err)
 		}
-	}
-}
-
-func TestShellQuoteKeepsArguments(t *testing.T) {
-	got := shellQuote([]string{"echo", "it's", "$HOME", "a b"})
-	if got != `'echo' 'it'\''s' '$HOME' 'a b'` {
-		t.Fatalf("shellQuote = %s", got)
 	}
 }
 
@@ -74,7 +69,13 @@ func newBoxCLIWith(t *testing.T, extraTerminal string) *boxCLI {
 func (c *boxCLI) run(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	app := &App{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Executable: c.exe, Now: time.Now,
+	code := c.runIO(strings.NewReader(stdin), &out, &errb, args...)
+	return out.String(), errb.String(), code
+}
+
+// runIO runs `hermes args...` with the given standard streams.
+func (c *boxCLI) runIO(stdin io.Reader, stdout, stderr io.Writer, args ...string) int {
+	app := &App{Stdin: stdin, Stdout: stdout, Stderr: stderr, Executable: c.exe, Now: time.Now,
 		Getenv: func(k string) string {
 			if k == "HERMES_HOME" {
 				return c.home
@@ -84,8 +85,7 @@ func (c *boxCLI) run(t *testing.T, stdin string, args ...string) (string, string
 		Environ: func() []string { return nil }}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	code := app.Run(ctx, args)
-	return out.String(), errb.String(), code
+	return app.Run(ctx, args)
 }
 
 // Regression (issue 8): `hermes box exec TYPO -- true` silently created a
@@ -350,5 +350,69 @@ func TestBoxCLIStatsShowsWorkspace(t *testing.T) {
 	}
 	if mib, err := strconv.ParseFloat(f[9], 64); err != nil || mib < 2.8 {
 		t.Errorf("box stats workspace column %q, want ≥ 2.8 MiB:\n%s", f[9], out)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer for one writer and one reader.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A box another hermes process runs is attached to: box exec runs in it
+// (its /tmp, its processes), passes exit codes and signal deaths, and the
+// box keeps running afterwards; once its owner ends, box exec starts it
+// again.
+func TestBoxCLIExecAttachesToRunningBox(t *testing.T) {
+	c := newBoxCLI(t)
+	pr, pw := io.Pipe()
+	var ownerOut, ownerErr lockedBuffer
+	owner := make(chan int, 1)
+	go func() {
+		owner <- c.runIO(pr, &ownerOut, &ownerErr, "box", "exec", "-i", "--new", "t1", "--", "sh", "-c", "echo mark > /tmp/mark; echo up; read x; echo bye")
+	}()
+	defer pw.Close()
+	for i := 0; !strings.Contains(ownerOut.String(), "up"); i++ {
+		if i == 600 {
+			t.Fatalf("owner did not start: %q %q", ownerOut.String(), ownerErr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	out, errs, code := c.run(t, "", "box", "exec", "t1", "--", "sh", "-c", "cat /tmp/mark; echo err >&2; exit 4")
+	if code != 4 || out != "mark\n" || errs != "err\n" {
+		t.Fatalf("attached exec: code %d out %q err %q; want the owner's box (its /tmp), exit 4", code, out, errs)
+	}
+	if _, errs, code = c.run(t, "", "box", "exec", "t1", "--", "sh", "-c", "kill -TERM $$"); code != 128+15 {
+		t.Fatalf("attached exec killed by SIGTERM: code %d (%s), want 143", code, errs)
+	}
+	if out, _, code = c.run(t, "x y\n", "box", "exec", "-i", "t1", "--", "cat"); code != 0 || out != "x y\n" {
+		t.Fatalf("attached exec -i: %q %d", out, code)
+	}
+	if out, _, _ = c.run(t, "", "box", "ls"); !strings.Contains(out, "running") {
+		t.Fatalf("box ls while the owner runs: %s", out)
+	}
+	pw.Write([]byte("\n"))
+	select {
+	case code := <-owner:
+		if code != 0 || !strings.Contains(ownerOut.String(), "bye") {
+			t.Fatalf("owner: %d %q %q", code, ownerOut.String(), ownerErr.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("owner did not end")
+	}
+	if out, errs, code = c.run(t, "", "box", "exec", "t1", "--", "sh", "-c", "cat /tmp/mark 2>/dev/null || echo fresh"); code != 0 || out != "fresh\n" {
+		t.Fatalf("exec after the owner ended: %q %q %d, want a fresh box", out, errs, code)
 	}
 }

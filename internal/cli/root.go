@@ -158,6 +158,7 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newSecretsCmd(),
 		a.newGatewayCmd(),
 		a.newCronCmd(),
+		a.newMCPCmd(),
 		a.newACPCmd(),
 	)
 	root.AddCommand(a.faceCommands()...)

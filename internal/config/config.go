@@ -14,10 +14,16 @@ type Config struct {
 	Skills      SkillsConfig      `yaml:"skills"`
 	Compression CompressionConfig `yaml:"compression"`
 	Toolsets    []string          `yaml:"toolsets"`
+	Web         WebConfig         `yaml:"web"`
+	Browser     BrowserConfig     `yaml:"browser"`
+	Security    SecurityConfig    `yaml:"security"`
 	// ContextFileMaxChars caps a project context file (AGENTS.md, ...) in
 	// the system prompt, in characters; 0 = 20,000 (Hermes
 	// "context_file_max_chars").
 	ContextFileMaxChars int `yaml:"context_file_max_chars"`
+	// MCPServers are the MCP servers whose tools sessions get, by name
+	// (Hermes "mcp_servers"; see MCPServer).
+	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
 }
 
 // ModelConfig is the model: section.
@@ -35,6 +41,36 @@ type ModelConfig struct {
 	// StreamIdleTimeout is the longest wait, in seconds, between two pieces
 	// of a streamed answer (0 = 120).
 	StreamIdleTimeout int `yaml:"stream_idle_timeout"`
+	// SupportsVision says whether the model accepts images (browser_vision
+	// screenshots); unset = guessed from the model id (Hermes
+	// providers.<id>.models.<m>.supports_vision).
+	SupportsVision *bool `yaml:"supports_vision"`
+}
+
+// WebConfig is the web: section (web_search, web_extract).
+type WebConfig struct {
+	// Backend is the default backend of both web tools; SearchBackend
+	// overrides it for web_search: searxng, brave, tavily, exa or
+	// firecrawl ("" = the first whose key is set).
+	Backend       string `yaml:"backend"`
+	SearchBackend string `yaml:"search_backend"`
+}
+
+// BrowserConfig is the browser: section (the browser tools).
+type BrowserConfig struct {
+	// InactivityTimeout closes a session's Chromium after this many idle
+	// seconds (0 = 120; negative = never).
+	InactivityTimeout int `yaml:"inactivity_timeout"`
+	// CommandTimeout bounds one browser action, in seconds (0 = 30).
+	CommandTimeout int `yaml:"command_timeout"`
+}
+
+// SecurityConfig is the security: section (the keys hermes reads).
+type SecurityConfig struct {
+	// AllowPrivateURLs lets web_extract read loopback and private
+	// addresses from the host (local backend; the box's gate has its own
+	// allowlist).
+	AllowPrivateURLs bool `yaml:"allow_private_urls"`
 }
 
 // AgentConfig is the agent: section.

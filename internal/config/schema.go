@@ -65,7 +65,7 @@ var hermesOnlyKeys = map[string]bool{
 	"tool_budget": true, "context_file_read_timeout": true, "tool_loop_guardrails": true,
 	"prompt_caching": true, "timezone": true, "network": true, "worktree": true, "worktree_sync": true,
 	"max_concurrent_sessions": true, "group_sessions_per_user": true, "unauthorized_dm_behavior": true,
-	"quick_commands": true, "human_delay": true, "mcp_servers": true, "platform_toolsets": true,
+	"quick_commands": true, "human_delay": true, "platform_toolsets": true,
 	"custom_toolsets": true, "hooks": true, "cron": true, "proxy": true, "secrets": true,
 	"database": true, "updates": true, "runtime": true, "dashboard": true, "platforms": true,
 	"tools": true, "goals": true, "onboarding": true, "context": true, "personalities": true,

@@ -148,7 +148,30 @@ func (l *Loaded) Masked() Config {
 		fv := v.FieldByIndex(f.index)
 		fv.SetString(MaskSecret(fv.String()))
 	}
+	if len(c.MCPServers) > 0 {
+		c.MCPServers = maskMCP(c.MCPServers)
+	}
 	return c
+}
+
+// maskMCP masks every env and header value of mcp_servers (they may hold
+// credentials under any name).
+func maskMCP(in map[string]MCPServer) map[string]MCPServer {
+	out := make(map[string]MCPServer, len(in))
+	for name, srv := range in {
+		for _, m := range []*map[string]string{&srv.Env, &srv.Headers} {
+			if *m == nil {
+				continue
+			}
+			masked := make(map[string]string, len(*m))
+			for k, v := range *m {
+				masked[k] = MaskSecret(v)
+			}
+			*m = masked
+		}
+		out[name] = srv
+	}
+	return out
 }
 
 // withLock runs fn while holding an exclusive flock(2) on

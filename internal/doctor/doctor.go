@@ -85,7 +85,7 @@ type Check struct {
 }
 
 // Checks returns the standard checks in the order they are printed:
-// config, HERMES_HOME, session store, provider, skills, then the box's
+// config, HERMES_HOME, session store, provider, skills, web tools, then the box's
 // kernel requirements (these report Skip unless terminal.backend is box).
 // Callers append their own checks (a leftover-cgroup sweeper, the local
 // guard's status) to the returned slice before Run.
@@ -96,6 +96,7 @@ func Checks() []Check {
 		{"state", checkStore},
 		{"provider", checkProvider},
 		{"skills", checkSkills},
+		{"web", checkWeb},
 		{"box", checkBox},
 	}
 }

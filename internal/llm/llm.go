@@ -43,9 +43,14 @@ type ToolCall struct {
 // to providers that require it. Tool messages carry the result in Content,
 // the call they answer in ToolCallID and ToolName, and IsError when the tool
 // failed.
+//
+// Parts holds content beyond the text (images from a user prompt or a tool
+// such as browser_vision). The text stays in Content, so callers that only
+// know text keep working; providers send Content first, then Parts.
 type Message struct {
 	Role       Role       `json:"role"`
 	Content    string     `json:"content"`
+	Parts      []Part     `json:"parts,omitempty"`
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 	ToolName   string     `json:"tool_name,omitempty"`
@@ -58,6 +63,43 @@ type Message struct {
 	RedactedThinking []string `json:"redacted_thinking,omitempty"`
 
 	FinishReason string `json:"finish_reason,omitempty"`
+}
+
+// PartType tells which fields of a Part are set.
+type PartType string
+
+// Part types.
+const (
+	// PartText: Text is set.
+	PartText PartType = "text"
+	// PartImage: MediaType (image/png, image/jpeg, image/gif, image/webp)
+	// and Data (the encoded image bytes) are set.
+	PartImage PartType = "image"
+)
+
+// Part is one piece of non-text (or extra text) message content, as in
+// OpenAI's content parts and Anthropic's content blocks. Data is base64 in
+// JSON.
+type Part struct {
+	Type      PartType `json:"type"`
+	Text      string   `json:"text,omitempty"`
+	MediaType string   `json:"media_type,omitempty"`
+	Data      []byte   `json:"data,omitempty"`
+}
+
+// ImagePart returns an image Part holding data of the given media type.
+func ImagePart(mediaType string, data []byte) Part {
+	return Part{Type: PartImage, MediaType: mediaType, Data: data}
+}
+
+// HasImages reports whether m carries at least one image part.
+func (m Message) HasImages() bool {
+	for _, p := range m.Parts {
+		if p.Type == PartImage {
+			return true
+		}
+	}
+	return false
 }
 
 // ToolSpec describes a tool to the model. Parameters is a JSON Schema object

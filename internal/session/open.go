@@ -11,6 +11,7 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/hermes-go/hermes/internal/agent"
+	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/llm"
 	"github.com/hermes-go/hermes/internal/store"
 )
@@ -41,6 +42,12 @@ type OpenOptions struct {
 	// History seeds a new session with earlier messages (an API client
 	// sending the whole conversation); they are stored like any other.
 	History []llm.Message
+	// MCPServers are MCP servers this session connects besides
+	// config.yaml's mcp_servers and Options.MCPServers (a same-named
+	// entry here wins): an ACP client's session/new mcpServers. They apply
+	// when the session is loaded into memory (created, resumed or
+	// continued); a session already open keeps its servers.
+	MCPServers map[string]config.MCPServer
 }
 
 // ErrNoSessionToContinue is returned by Open with Continue when state.db
@@ -61,7 +68,7 @@ func (rt *Runtime) Open(ctx context.Context, o OpenOptions) (*Session, error) {
 	)
 	switch {
 	case ref != "":
-		s, err = rt.resume(ctx, ref, o.Platform)
+		s, err = rt.resume(ctx, ref, o.Platform, o.MCPServers)
 		if errors.Is(err, store.ErrNotFound) && o.Key != "" && o.Resume == "" {
 			s, err = rt.create(ctx, o) // the keyed session was deleted: start over
 		}
@@ -72,7 +79,7 @@ func (rt *Runtime) Open(ctx context.Context, o OpenOptions) (*Session, error) {
 			return nil, ErrNoSessionToContinue
 		}
 		if err == nil {
-			s, err = rt.resume(ctx, latest.ID, o.Platform)
+			s, err = rt.resume(ctx, latest.ID, o.Platform, o.MCPServers)
 		}
 	default:
 		s, err = rt.create(ctx, o)
@@ -114,10 +121,10 @@ func (rt *Runtime) create(ctx context.Context, o OpenOptions) (*Session, error) 
 		}
 	}
 	st := store.Session{ID: id, Source: source, MessageCount: len(o.History)}
-	return rt.add(rt.newSession(st, system, o.History, o.Platform))
+	return rt.add(rt.newSession(st, system, o.History, o.Platform, o.MCPServers))
 }
 
-func (rt *Runtime) resume(ctx context.Context, ref, platform string) (*Session, error) {
+func (rt *Runtime) resume(ctx context.Context, ref, platform string, servers map[string]config.MCPServer) (*Session, error) {
 	if s := rt.lookup(ref); s != nil {
 		rt.touch(s)
 		return s, nil
@@ -141,7 +148,7 @@ func (rt *Runtime) resume(ctx context.Context, ref, platform string) (*Session, 
 			return nil, err
 		}
 	}
-	s := rt.newSession(st, system, history, platform)
+	s := rt.newSession(st, system, history, platform, servers)
 	s.unrecorded = len(agent.UnrecordedResults(history)) > 0
 	rt.todo.Restore(st.ID, history)
 	return rt.add(s)
@@ -153,11 +160,17 @@ func (rt *Runtime) add(s *Session) (*Session, error) {
 	rt.mu.Lock()
 	if rt.closed {
 		rt.mu.Unlock()
+		if s.mcp != nil {
+			_ = s.mcp.Close()
+		}
 		return nil, ErrClosed
 	}
 	if e, ok := rt.sessions[s.id]; ok {
 		rt.lru.MoveToFront(e)
 		rt.mu.Unlock()
+		if s.mcp != nil {
+			_ = s.mcp.Close() // another caller's copy of the session won
+		}
 		return e.Value.(*Session), nil
 	}
 	s.elem = rt.lru.PushFront(s)

@@ -19,7 +19,8 @@ const Redacted = "[REDACTED]"
 const minSecretLen = 8
 
 // Redactor removes the agent's own secrets from text: provider keys and
-// tokens from the environment and HERMES_HOME/.env, model.api_key, and the
+// tokens from the environment and HERMES_HOME/.env, model.api_key, the
+// env and header secrets of mcp_servers, and the
 // real values of box secrets (`hermes secrets`), each with its base64,
 // hex, reversed and URL-encoded forms (secret.Forms). It is a last line of
 // defence: the local guard and the box are what keep secrets from tools.
@@ -32,6 +33,9 @@ type Redactor struct {
 func NewRedactor(cfg *config.Loaded, environ []string, passthrough []string, home string) *Redactor {
 	_, values := local.ScrubEnv(environ, passthrough)
 	values = append(values, cfg.Config.Model.APIKey)
+	for _, srv := range cfg.Config.MCPServers {
+		values = append(values, srv.SecretValues()...)
+	}
 	for k, v := range cfg.DotEnv {
 		if secret.IsName(k) {
 			values = append(values, v)

@@ -26,7 +26,7 @@ func (s *Session) Review(ctx context.Context, res agent.TurnResult) ([]string, e
 	}
 	reg := tool.NewRegistry()
 	for _, n := range names {
-		if t, ok := s.rt.tools.Get(n); ok {
+		if t, ok := s.tools.Get(n); ok {
 			reg.Add(t)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hermes-go/hermes/internal/browser"
 	"io"
 	"path/filepath"
 	"strconv"
@@ -81,6 +82,9 @@ type Options struct {
 	// Files, when set, lets the file tools read and write through a front
 	// end (an ACP client's editor buffers); nil uses the backend only.
 	Files tool.FileAccess
+	// MCPServers are MCP servers every session of this runtime connects
+	// besides config.yaml's mcp_servers (a same-named entry here wins).
+	MCPServers map[string]config.MCPServer
 }
 
 // WaitLock is an Options.Lock taking state.db's per-session turn lock
@@ -113,6 +117,7 @@ type Runtime struct {
 	skills    *skills.Library
 	todo      *tool.TodoList
 	processes *tool.ProcessTable
+	browsers  *browser.Manager // nil without Chromium
 	tools     *tool.Registry
 	redact    *Redactor
 	cwd       string

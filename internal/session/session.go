@@ -12,9 +12,12 @@ import (
 
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/approval"
+	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/llm"
 	"github.com/hermes-go/hermes/internal/llm/textcall"
+	"github.com/hermes-go/hermes/internal/mcp"
 	"github.com/hermes-go/hermes/internal/store"
+	"github.com/hermes-go/hermes/internal/tool"
 )
 
 // ErrInterrupted is the cancellation cause of a turn stopped by a newer
@@ -29,6 +32,8 @@ type Session struct {
 	source   string
 	platform string
 	agent    *agent.Agent
+	tools    *tool.Registry // the runtime's tools plus the session's MCP tools
+	mcp      *mcp.Manager   // nil without MCP servers
 	// compactor is the agent's context compressor (nil when off).
 	compactor agent.Compactor
 	// model overrides the runtime's model for this session ("" = the
@@ -226,6 +231,7 @@ func (s *Session) runTurn(t *Turn) Event {
 		t.err = err
 		return Event{TurnID: t.ID, Kind: Error, Err: err, Cancelled: t.ctx.Err() != nil}
 	}
+	s.mcpReady(t.ctx)
 	s.publish(Event{TurnID: t.ID, Kind: TurnStart, Text: t.Text})
 	t.res, t.err = s.agent.RunTurn(t.ctx, s.state, t.Text)
 	if st, err := s.rt.store.Session(context.WithoutCancel(t.ctx), s.id); err == nil {
@@ -413,8 +419,14 @@ func (s *Session) shutdown() {
 	s.Cancel()
 	_ = s.WaitIdle(context.Background())
 	s.rt.processes.KillSession(s.id)
+	if s.rt.browsers != nil {
+		s.rt.browsers.CloseSession(s.id)
+	}
 	s.rt.approvals.Forget(s.id)
 	s.rt.lazy.Forget(s.id)
+	if s.mcp != nil {
+		_ = s.mcp.Close() // before the box stops: its stdio servers run there
+	}
 	if st, ok := s.rt.backend.(interface{ Stop(taskID string) error }); ok {
 		_ = st.Stop(s.id)
 	}
@@ -431,9 +443,10 @@ func (s *Session) shutdown() {
 }
 
 // newSession wires an agent for the stored session st with history.
-func (rt *Runtime) newSession(st store.Session, system string, history []llm.Message, platform string) *Session {
+func (rt *Runtime) newSession(st store.Session, system string, history []llm.Message, platform string, servers map[string]config.MCPServer) *Session {
 	s := &Session{rt: rt, id: st.ID, source: st.Source, platform: platform, seen: st.MessageCount,
 		state: &agent.Session{ID: st.ID, System: system, History: agent.RepairHistory(history)}}
+	rt.startMCP(s, servers)
 	var compactor agent.Compactor
 	c := rt.cfg
 	if enabled(c.Compression.Enabled) {
@@ -453,7 +466,7 @@ func (rt *Runtime) newSession(st store.Session, system string, history []llm.Mes
 func (s *Session) newAgent(p llm.Provider, model string) *agent.Agent {
 	rt, c := s.rt, s.rt.cfg
 	return agent.New(agent.Options{
-		Provider: p, Model: model, Tools: rt.tools, Recorder: rt.recorder(),
+		Provider: p, Model: model, Tools: s.tools, Recorder: rt.recorder(),
 		MaxTurns: c.Agent.MaxTurns, MaxTokens: c.Model.MaxTokens, ReasoningEffort: c.Agent.ReasoningEffort,
 		ParseTextToolCalls: textcall.Extract, Compactor: s.compactor, OnEvent: s.onAgentEvent, Now: rt.opts.Now,
 		Redact: rt.redact.Redact,

@@ -43,6 +43,8 @@ func (rt *Runtime) buildTools() error {
 			Store: cron.NewStore(o.Home, o.Now), Origin: rt.chatOrigin, InCron: rt.isCronSession, Now: o.Now,
 		}),
 	)
+	rt.addBrowserTools(all)
+	rt.addWebTools(all)
 	if enabled(c.Memory.MemoryEnabled) || enabled(c.Memory.UserProfileEnabled) {
 		all.Add(tool.NewMemory(rt.memory))
 	}

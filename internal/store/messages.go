@@ -27,6 +27,7 @@ type messageRow struct {
 	toolCalls, toolCallID, toolName               any
 	isError                                       int
 	reasoning, signature, details, redacted, fini any
+	parts                                         any
 }
 
 func encodeMessage(m llm.Message) (messageRow, error) {
@@ -54,6 +55,13 @@ func encodeMessage(m llm.Message) (messageRow, error) {
 			return messageRow{}, fmt.Errorf("reasoning_details is not valid JSON")
 		}
 		r.details = string(m.ReasoningDetails)
+	}
+	if len(m.Parts) > 0 {
+		b, err := marshalLiteral(m.Parts)
+		if err != nil {
+			return messageRow{}, err
+		}
+		r.parts = b
 	}
 	if len(m.RedactedThinking) > 0 {
 		b, err := marshalLiteral(m.RedactedThinking)
@@ -85,12 +93,12 @@ func nullable(s string) any {
 }
 
 const insertMessage = `INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, tool_name,
-	is_error, reasoning, reasoning_signature, reasoning_details, redacted_thinking, finish_reason, created_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	is_error, reasoning, reasoning_signature, reasoning_details, redacted_thinking, finish_reason, created_at, parts)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 func insertArgs(sessionID string, seq int64, r messageRow, at time.Time) []any {
 	return []any{sessionID, seq, r.role, r.content, r.toolCalls, r.toolCallID, r.toolName,
-		r.isError, r.reasoning, r.signature, r.details, r.redacted, r.fini, millis(at)}
+		r.isError, r.reasoning, r.signature, r.details, r.redacted, r.fini, millis(at), r.parts}
 }
 
 // Messages returns the active conversation of a session in order: what a
@@ -117,7 +125,7 @@ func (s *Store) StoredMessages(ctx context.Context, sessionID string, withArchiv
 	q := `SELECT id, session_id, seq, active, created_at, role, content, coalesce(tool_calls, ''),
 		coalesce(tool_call_id, ''), coalesce(tool_name, ''), is_error, coalesce(reasoning, ''),
 		coalesce(reasoning_signature, ''), coalesce(reasoning_details, ''), coalesce(redacted_thinking, ''),
-		coalesce(finish_reason, '')
+		coalesce(finish_reason, ''), coalesce(parts, '')
 		FROM messages WHERE session_id = ?`
 	if !withArchived {
 		q += " AND active = 1"
@@ -133,16 +141,21 @@ func (s *Store) StoredMessages(ctx context.Context, sessionID string, withArchiv
 		var m StoredMessage
 		var created int64
 		var active, isError int
-		var role, toolCalls, details, redacted string
+		var role, toolCalls, details, redacted, parts string
 		if err := rows.Scan(&m.ID, &m.SessionID, &m.Seq, &active, &created, &role, &m.Content, &toolCalls,
 			&m.ToolCallID, &m.ToolName, &isError, &m.Reasoning, &m.ReasoningSignature, &details, &redacted,
-			&m.FinishReason); err != nil {
+			&m.FinishReason, &parts); err != nil {
 			return nil, err
 		}
 		m.Role, m.Active, m.IsError, m.CreatedAt = llm.Role(role), active == 1, isError == 1, fromMillis(created)
 		if toolCalls != "" {
 			if err := json.Unmarshal([]byte(toolCalls), &m.ToolCalls); err != nil {
 				return nil, fmt.Errorf("message %d: tool_calls: %w", m.ID, err)
+			}
+		}
+		if parts != "" {
+			if err := json.Unmarshal([]byte(parts), &m.Parts); err != nil {
+				return nil, fmt.Errorf("message %d: parts: %w", m.ID, err)
 			}
 		}
 		if details != "" {

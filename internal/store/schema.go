@@ -138,4 +138,7 @@ CREATE TABLE session_locks (
 	acquired_at INTEGER NOT NULL
 ) STRICT;
 `,
+	// 3: content parts (images) beyond the text. NULL for text-only
+	// messages, so rows written before version 3 read as they were.
+	`ALTER TABLE messages ADD COLUMN parts TEXT CHECK (parts IS NULL OR json_valid(parts));`,
 }

@@ -63,6 +63,14 @@ func capOutput(s string, max int, fullPath string) (string, bool) {
 	return s[:headEnd] + marker + s[tailStart:], true
 }
 
+// CapText keeps at most max characters of s: the first 40 % and the last
+// 60 %, with a marker saying how many characters and lines were cut (for
+// tools whose output is not saved anywhere, such as MCP tools).
+func CapText(s string, max int) string {
+	out, _ := capOutput(s, max, "")
+	return out
+}
+
 // truncationMarker is the line that stands where output was cut.
 func truncationMarker(chars, lines int64, fullPath string) string {
 	marker := fmt.Sprintf("\n\n[OUTPUT TRUNCATED: %d characters (%d lines) omitted from the middle", chars, lines)

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/hermes-go/hermes/internal/llm"
 )
@@ -25,9 +26,11 @@ type Call struct {
 	Args      json.RawMessage // a JSON object; "" from the model is passed as {}
 }
 
-// Result is what the model sees for a call.
+// Result is what the model sees for a call. Parts carries images (a
+// screenshot) sent after Content to models that accept them.
 type Result struct {
 	Content string
+	Parts   []llm.Part
 	IsError bool
 }
 
@@ -71,8 +74,12 @@ func Decode(args json.RawMessage, v any) error {
 	return nil
 }
 
-// Registry holds the tools available to a session, by name.
+// Registry holds the tools available to a session, by name. It is safe
+// for concurrent use: toolsets may be added and removed while a session
+// runs (MCP servers connecting, changing their tool lists or dying); the
+// model sees the tools registered when each model call starts.
 type Registry struct {
+	mu    sync.RWMutex
 	tools map[string]Tool
 }
 
@@ -87,18 +94,64 @@ func NewRegistry(tools ...Tool) *Registry {
 }
 
 // Add registers t under its spec name.
-func (r *Registry) Add(t Tool) { r.tools[t.Spec().Name] = t }
+func (r *Registry) Add(t Tool) {
+	r.mu.Lock()
+	r.tools[t.Spec().Name] = t
+	r.mu.Unlock()
+}
+
+// Clone returns a registry holding the same tools; adding to or removing
+// from either leaves the other as it is.
+func (r *Registry) Clone() *Registry {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := &Registry{tools: make(map[string]Tool, len(r.tools))}
+	for n, t := range r.tools {
+		out.tools[n] = t
+	}
+	return out
+}
+
+// SetToolset replaces every tool of toolset with tools (all of which
+// must report that toolset), in one step: a model call sees the old set
+// or the new one, never a mix.
+func (r *Registry) SetToolset(toolset string, tools []Tool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for n, t := range r.tools {
+		if t.Toolset() == toolset {
+			delete(r.tools, n)
+		}
+	}
+	for _, t := range tools {
+		r.tools[t.Spec().Name] = t
+	}
+}
+
+// RemoveToolset removes every tool of toolset.
+func (r *Registry) RemoveToolset(toolset string) { r.SetToolset(toolset, nil) }
 
 // Get returns the tool called name, resolving the legacy aliases Hermes
 // renamed (process_manage → process, todo_list → todo, cronjob_manage →
-// cronjob).
+// cronjob, mcp_<server>_<tool> → mcp__<server>__<tool>).
 func (r *Registry) Get(name string) (Tool, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	if t, ok := r.tools[name]; ok {
 		return t, true
 	}
 	if alias, ok := aliases[name]; ok {
 		t, ok := r.tools[alias]
 		return t, ok
+	}
+	if strings.HasPrefix(name, "mcp_") && !strings.HasPrefix(name, "mcp__") {
+		// Hermes' older MCP naming, mcp_<server>_<tool>, for
+		// mcp__<server>__<tool>.
+		for n, t := range r.tools {
+			if strings.HasPrefix(n, "mcp__") && strings.Replace(n, "__", "_", 2) == name {
+				return t, true
+			}
+		}
 	}
 	return nil, false
 }
@@ -107,6 +160,12 @@ var aliases = map[string]string{"process_manage": "process", "todo_list": "todo"
 
 // Names returns the registered tool names, sorted.
 func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.names()
+}
+
+func (r *Registry) names() []string {
 	out := make([]string, 0, len(r.tools))
 	for n := range r.tools {
 		out = append(out, n)
@@ -135,6 +194,8 @@ func (r *Registry) Filter(toolsets []string) *Registry {
 		return r
 	}
 	out := NewRegistry()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	for _, t := range r.tools {
 		if want[t.Toolset()] || want[t.Spec().Name] {
 			out.Add(t)
@@ -143,18 +204,41 @@ func (r *Registry) Filter(toolsets []string) *Registry {
 	return out
 }
 
+// ToolsetSelected reports whether toolset is enabled by a --toolsets /
+// toolsets: list: an empty list, all, *, hermes-cli and hermes-acp enable
+// every toolset; "mcp" enables every MCP server's toolset ("mcp-<server>").
+func ToolsetSelected(toolsets []string, toolset string) bool {
+	if len(toolsets) == 0 {
+		return true
+	}
+	for _, ts := range toolsets {
+		switch ts = strings.TrimSpace(ts); ts {
+		case "all", "*", "hermes-cli", "hermes-acp", toolset:
+			return true
+		case "mcp":
+			if strings.HasPrefix(toolset, "mcp-") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Specs returns the specs of all tools, sorted by name (a stable order keeps
 // the prompt prefix cacheable).
 func (r *Registry) Specs() []llm.ToolSpec {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	out := make([]llm.ToolSpec, 0, len(r.tools))
-	for _, n := range r.Names() {
+	for _, n := range r.names() {
 		out = append(out, r.tools[n].Spec())
 	}
 	return out
 }
 
 // unimplementedToolsets are Hermes Agent toolsets ("toolsets-reference.md")
-// that hermes does not provide; naming one is a warning, not an error.
+// that hermes does not provide, or not on this machine (browser without a
+// Chromium); naming one is a warning, not an error.
 var unimplementedToolsets = map[string]bool{
 	"web": true, "search": true, "browser": true, "vision": true, "image_gen": true, "video_gen": true,
 	"tts": true, "clarify": true, "code_execution": true, "delegation": true,
@@ -167,6 +251,8 @@ var unimplementedToolsets = map[string]bool{
 // (a warning).
 func (r *Registry) CheckToolsets(toolsets []string) (unknown, unavailable []string) {
 	known := map[string]bool{"all": true, "*": true, "hermes-cli": true, "hermes-acp": true, "debugging": true}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	for name, t := range r.tools {
 		known[name], known[t.Toolset()] = true, true
 	}
@@ -174,6 +260,8 @@ func (r *Registry) CheckToolsets(toolsets []string) (unknown, unavailable []stri
 		ts = strings.TrimSpace(ts)
 		switch {
 		case ts == "" || known[ts]:
+		case ts == "mcp" || strings.HasPrefix(ts, "mcp-"):
+			// MCP toolsets appear when their servers connect, per session.
 		case unimplementedToolsets[ts]:
 			unavailable = append(unavailable, ts)
 		default:
@@ -187,6 +275,8 @@ func (r *Registry) CheckToolsets(toolsets []string) (unknown, unavailable []stri
 func (r *Registry) Toolsets() []string {
 	seen := map[string]bool{}
 	var out []string
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	for _, t := range r.tools {
 		if !seen[t.Toolset()] {
 			seen[t.Toolset()] = true

@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"encoding/base64"
 	"encoding/json"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -111,7 +112,7 @@ func convertMessages(msgs []llm.Message) []anthropic.MessageParam {
 	for _, m := range msgs {
 		switch m.Role {
 		case llm.RoleTool:
-			results = append(results, anthropic.NewToolResultBlock(m.ToolCallID, nonEmpty(m.Content), m.IsError))
+			results = append(results, toolResult(m))
 		case llm.RoleAssistant:
 			flush()
 			var blocks []anthropic.ContentBlockParamUnion
@@ -133,7 +134,19 @@ func convertMessages(msgs []llm.Message) []anthropic.MessageParam {
 			out = append(out, anthropic.NewAssistantMessage(blocks...))
 		default:
 			flush()
-			out = append(out, anthropic.NewUserMessage(anthropic.NewTextBlock(nonEmpty(m.Content))))
+			blocks := []anthropic.ContentBlockParamUnion{}
+			if m.Content != "" || len(m.Parts) == 0 {
+				blocks = append(blocks, anthropic.NewTextBlock(nonEmpty(m.Content)))
+			}
+			for _, p := range m.Parts {
+				switch p.Type {
+				case llm.PartImage:
+					blocks = append(blocks, anthropic.NewImageBlockBase64(p.MediaType, base64.StdEncoding.EncodeToString(p.Data)))
+				case llm.PartText:
+					blocks = append(blocks, anthropic.NewTextBlock(nonEmpty(p.Text)))
+				}
+			}
+			out = append(out, anthropic.NewUserMessage(blocks...))
 		}
 	}
 	flush()
@@ -156,4 +169,21 @@ func nonEmpty(s string) string {
 		return "(empty)"
 	}
 	return s
+}
+
+// toolResult builds a tool_result block: the text, then any image parts
+// (tool_result content accepts image blocks).
+func toolResult(m llm.Message) anthropic.ContentBlockParamUnion {
+	block := anthropic.NewToolResultBlock(m.ToolCallID, nonEmpty(m.Content), m.IsError)
+	for _, p := range m.Parts {
+		switch p.Type {
+		case llm.PartImage:
+			img := anthropic.NewImageBlockBase64(p.MediaType, base64.StdEncoding.EncodeToString(p.Data)).OfImage
+			block.OfToolResult.Content = append(block.OfToolResult.Content, anthropic.ToolResultBlockParamContentUnion{OfImage: img})
+		case llm.PartText:
+			block.OfToolResult.Content = append(block.OfToolResult.Content,
+				anthropic.ToolResultBlockParamContentUnion{OfText: &anthropic.TextBlockParam{Text: nonEmpty(p.Text)}})
+		}
+	}
+	return block
 }

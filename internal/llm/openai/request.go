@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"encoding/base64"
 	"encoding/json"
 
 	"github.com/openai/openai-go/v3"
@@ -23,9 +24,7 @@ func (p *Provider) buildParams(req llm.Request) openai.ChatCompletionNewParams {
 	if req.System != "" {
 		params.Messages = append(params.Messages, openai.SystemMessage(req.System))
 	}
-	for _, m := range req.Messages {
-		params.Messages = append(params.Messages, convertMessage(m))
-	}
+	params.Messages = append(params.Messages, convertMessages(req.Messages)...)
 	for _, t := range req.Tools {
 		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
 			Name:        t.Name,
@@ -73,6 +72,49 @@ func decodeToolParameters(raw json.RawMessage) shared.FunctionParameters {
 	return shared.FunctionParameters(schema)
 }
 
+// convertMessages converts the history. Chat completions accepts images only
+// in user messages, so the images of a run of tool results are sent in one
+// user message right after the run, each introduced by the call it answers.
+func convertMessages(msgs []llm.Message) []openai.ChatCompletionMessageParamUnion {
+	var out []openai.ChatCompletionMessageParamUnion
+	var pending []openai.ChatCompletionContentPartUnionParam
+	flush := func() {
+		if len(pending) > 0 {
+			out = append(out, openai.UserMessage(pending))
+			pending = nil
+		}
+	}
+	for _, m := range msgs {
+		if m.Role != llm.RoleTool {
+			flush()
+		}
+		out = append(out, convertMessage(m))
+		if m.Role == llm.RoleTool && len(m.Parts) > 0 {
+			pending = append(pending, openai.TextContentPart("Content returned by tool call "+m.ToolCallID+" ("+m.ToolName+"):"))
+			pending = append(pending, contentParts(m.Parts)...)
+		}
+	}
+	flush()
+	return out
+}
+
+// contentParts converts parts to chat-completions content parts; images
+// become base64 data URLs.
+func contentParts(parts []llm.Part) []openai.ChatCompletionContentPartUnionParam {
+	var out []openai.ChatCompletionContentPartUnionParam
+	for _, p := range parts {
+		switch p.Type {
+		case llm.PartImage:
+			out = append(out, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{
+				URL: "data:" + p.MediaType + ";base64," + base64.StdEncoding.EncodeToString(p.Data),
+			}))
+		case llm.PartText:
+			out = append(out, openai.TextContentPart(p.Text))
+		}
+	}
+	return out
+}
+
 func convertMessage(m llm.Message) openai.ChatCompletionMessageParamUnion {
 	switch m.Role {
 	case llm.RoleSystem:
@@ -108,6 +150,13 @@ func convertMessage(m llm.Message) openai.ChatCompletionMessageParamUnion {
 		}
 		return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
 	default:
+		if len(m.Parts) > 0 {
+			parts := []openai.ChatCompletionContentPartUnionParam{}
+			if m.Content != "" {
+				parts = append(parts, openai.TextContentPart(m.Content))
+			}
+			return openai.UserMessage(append(parts, contentParts(m.Parts)...))
+		}
 		return openai.UserMessage(m.Content)
 	}
 }

@@ -1,0 +1,180 @@
+package box
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A running box is attachable: its init listens on
+// HERMES_HOME/boxes/TASK/attach.sock (attach_serve.go), so that another
+// hermes process of the same user (hermes box exec, box shell, box port,
+// an agent session with the same task) runs its commands in that box
+// instead of starting it again. An attached *Box works like the owner's:
+// commands, files and port forwarding, with the owner's limits,
+// workspace and environment (the attaching process's terminal section is
+// not applied). Closing an attached Box only disconnects; commands it
+// started are killed by the init then. When the owner stops the box (or
+// exits), the box and every command in it end, attached ones included:
+// they see ErrBoxStopped, and the next Manager.Box call starts the box
+// afresh.
+
+// ErrNotRunning is returned by Attach when no process runs the box (no
+// attach socket, or a stale one, which Attach removes).
+var ErrNotRunning = errors.New("box not running")
+
+// AttachSocketPath is where the init of the box of task listens for
+// attaching processes.
+func AttachSocketPath(home, task string) string {
+	return filepath.Join(home, "boxes", task, attachSocketName)
+}
+
+// Attach connects to the running box of task of HERMES_HOME home. The
+// error wraps ErrNotRunning when no process runs it.
+func Attach(ctx context.Context, home, task string) (*Box, error) {
+	if err := checkTaskID(task); err != nil {
+		return nil, err
+	}
+	path := AttachSocketPath(home, task)
+	c, err := dialAttachSocket(path)
+	if err != nil {
+		return nil, err
+	}
+	fc := newFrameConn(c)
+	deadline := time.Now().Add(attachHelloTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	c.SetDeadline(deadline)
+	// The answer is read even when the hello cannot be sent: an init that
+	// refuses a peer answers and hangs up without reading.
+	var r response
+	sendErr := fc.send(request{Op: opAttach})
+	err = fc.dec.Decode(&r)
+	switch {
+	case err == nil && r.Kind == kindError:
+		err = errors.New(r.Err)
+	case err == nil && (r.Kind != kindReady || r.Attach == nil):
+		err = fmt.Errorf("unexpected answer %q", r.Kind)
+	case err != nil && sendErr != nil:
+		err = sendErr
+	}
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("box %s: attach to its running init (%s): %w", task, path, err)
+	}
+	c.SetDeadline(time.Time{})
+	info := r.Attach
+	bctx, cancel := context.WithCancel(context.Background())
+	b := &Box{
+		task: task, stateDir: filepath.Dir(path), workdir: info.Workdir, shell: r.Shell, env: info.Env,
+		attachPath: path, fc: fc, ctx: bctx, cancel: cancel, died: make(chan struct{}), initDone: make(chan struct{}),
+		handlers: map[uint64]func(response){}, dials: map[uint64]chan net.Conn{}, now: time.Now, lastUsed: time.Now(),
+	}
+	if b.shell == "" {
+		b.shell = "/bin/sh"
+	}
+	if info.Cgroup != "" {
+		if cg, err := openCgroupName(info.Cgroup); err == nil {
+			b.cg = cg
+			b.oomKnown.Store(cg.OOMKills())
+		}
+	}
+	go b.run()
+	return b, nil
+}
+
+// dialAttachSocket connects to the attach socket at path. A missing socket,
+// or one nobody listens on, is ErrNotRunning; a stale socket is removed
+// when no process holds the box's state lock.
+func dialAttachSocket(path string) (*net.UnixConn, error) {
+	addr, done, err := shortSocketPath(path, false)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w (%v)", ErrNotRunning, err)
+		}
+		return nil, err
+	}
+	defer done()
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: addr, Net: "unix"})
+	if err == nil {
+		return c, nil
+	}
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return nil, fmt.Errorf("%w (no %s)", ErrNotRunning, path)
+	case errors.Is(err, unix.ECONNREFUSED):
+		removeStaleSocket(path)
+		return nil, fmt.Errorf("%w (stale %s)", ErrNotRunning, path)
+	}
+	return nil, fmt.Errorf("attach socket %s: %w", path, err)
+}
+
+// removeStaleSocket removes the attach socket at path if no process holds
+// the state lock of its box (whose init would be binding a new one).
+func removeStaleSocket(path string) {
+	lock, err := lockState(filepath.Dir(path))
+	if err != nil {
+		return
+	}
+	defer lock.Close()
+	os.Remove(path)
+}
+
+// dialAttached opens a TCP connection to 127.0.0.1:port inside an attached
+// box: a connection of its own to the attach socket, whose one answer
+// carries the socket the init connected (or the error text).
+func (b *Box) dialAttached(ctx context.Context, port int) (net.Conn, error) {
+	c, err := dialAttachSocket(b.attachPath)
+	if err != nil {
+		return nil, fmt.Errorf("box %s: %w", b.task, err)
+	}
+	defer c.Close()
+	if d, ok := ctx.Deadline(); ok {
+		c.SetDeadline(d)
+	} else {
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+	}
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
+	defer stop()
+	if err := newFrameConn(c).send(request{Op: opDial, Port: port}); err != nil {
+		return nil, fmt.Errorf("box %s: dial port %d: %w", b.task, port, err)
+	}
+	msg := make([]byte, 512)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := c.ReadMsgUnix(msg, oob)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("box %s: dial port %d: %w", b.task, port, err)
+	}
+	if oobn == 0 {
+		return nil, fmt.Errorf("box %s: dial port %d: %s", b.task, port, msg[:n])
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil, fmt.Errorf("box %s: dial port %d: bad answer", b.task, port)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return nil, fmt.Errorf("box %s: dial port %d: bad answer", b.task, port)
+	}
+	f := os.NewFile(uintptr(fds[0]), "box-conn")
+	defer f.Close()
+	return net.FileConn(f)
+}
+
+// Attached reports whether b is a box another process runs, reached
+// through its attach socket.
+func (b *Box) Attached() bool { return b.attachPath != "" }

@@ -1,0 +1,319 @@
+package box
+
+import (
+	"bufio"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The init side of the attach socket (attach.go has the client side).
+//
+// The init binds HERMES_HOME/boxes/TASK/attach.sock before it pivots into
+// the box (the state directory is hidden inside the box, so no box process
+// can reach the socket), with mode 0600 in a 0700 directory. It accepts a
+// connection only from a peer whose uid (SO_PEERCRED, as seen from the
+// init's user namespace) is the init's own, the box owner's. The first
+// frame of a connection is opAttach (answered by kindReady with
+// attachInfo, then the connection carries the same request and response
+// frames as the owner's control socket, minus setup and dial) or opDial
+// (answered by one message carrying the connected socket, see dialAttached).
+// Frames are at most maxAttachFrame bytes; the first must come within
+// attachHelloTimeout. Commands started over a connection are killed when
+// it closes (the attaching process ended). Commands run exactly as the
+// owner's do: forked by the init, in the box's namespaces and cgroup,
+// under its Landlock, seccomp and capability restrictions.
+
+// maxAttachFrame bounds one frame from an attached process (a WriteFile's
+// data included).
+const maxAttachFrame = 64 << 20
+
+// maxAttached bounds the attached connections open at once.
+const maxAttached = 64
+
+// attachHelloTimeout bounds the wait for a connection's first frame.
+const attachHelloTimeout = 5 * time.Second
+
+// attachSocketName is the attach socket's file name in the box state dir.
+const attachSocketName = "attach.sock"
+
+// unixPathMax is the longest socket path bind(2) and connect(2) take
+// (sun_path is 108 bytes, NUL included).
+const unixPathMax = 107
+
+// shortSocketPath returns a path to path usable in a sockaddr_un: path
+// itself, or /proc/self/fd/N/NAME through an O_PATH descriptor of its
+// directory (closed by the returned func) when path is too long or
+// viaDir is set.
+func shortSocketPath(path string, viaDir bool) (string, func(), error) {
+	if len(path) <= unixPathMax && !viaDir {
+		return path, func() {}, nil
+	}
+	fd, err := unix.Open(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", nil, &os.PathError{Op: "open", Path: filepath.Dir(path), Err: err}
+	}
+	short := "/proc/self/fd/" + strconv.Itoa(fd) + "/" + filepath.Base(path)
+	if len(short) > unixPathMax {
+		unix.Close(fd)
+		return "", nil, fmt.Errorf("socket name %q is too long", filepath.Base(path))
+	}
+	return short, func() { unix.Close(fd) }, nil
+}
+
+// listenAttach binds the attach socket at path with mode 0600 (a stale
+// socket there is replaced: the host holds the box's state lock). The
+// name bound is /proc/self/fd/N/attach.sock, never path: the socket is
+// listed in the box's network namespace (/proc/net/unix, with the name it
+// was bound to), which must not learn where HERMES_HOME is.
+func listenAttach(path string) (*net.UnixListener, error) {
+	addr, done, err := shortSocketPath(path, true)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	os.Remove(path)
+	old := unix.Umask(0o177)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: addr, Net: "unix"})
+	unix.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("attach socket %s: %w", path, err)
+	}
+	ln.SetUnlinkOnClose(false) // the host removes it once the init is gone
+	return ln, nil
+}
+
+// acceptAttached serves attached connections until ln fails for good.
+func (s *initServer) acceptAttached(ln *net.UnixListener) {
+	slots := make(chan struct{}, maxAttached)
+	for {
+		c, err := ln.AcceptUnix()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond) // EMFILE and the like: back off
+			continue
+		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			c.Close() // too many at once
+			continue
+		}
+		go func() {
+			defer func() { <-slots }()
+			s.serveAttached(c)
+		}()
+	}
+}
+
+// peerUID returns the uid of the process at the other end of c, as seen
+// from this process's user namespace.
+func peerUID(c *net.UnixConn) (uint32, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := rc.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
+		return 0, err
+	}
+	if cerr != nil {
+		return 0, cerr
+	}
+	return cred.Uid, nil
+}
+
+// serveAttached runs one attached connection.
+func (s *initServer) serveAttached(c *net.UnixConn) {
+	defer c.Close()
+	uid, err := peerUID(c)
+	if err != nil {
+		return
+	}
+	fc := &frameConn{enc: gob.NewEncoder(c), dec: gob.NewDecoder(newFrameLimiter(c, maxAttachFrame)), c: c}
+	if uid != uint32(os.Geteuid()) {
+		fc.send(response{Kind: kindError, Err: fmt.Sprintf("uid %d is not the box owner's", uid)})
+		return
+	}
+	c.SetReadDeadline(time.Now().Add(attachHelloTimeout))
+	var hello request
+	if err := fc.dec.Decode(&hello); err != nil {
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	switch hello.Op {
+	case opDial:
+		s.dialAttached(c, hello.Port)
+		return
+	case opAttach:
+	default:
+		fc.send(response{ID: hello.ID, Kind: kindError, Err: fmt.Sprintf("first frame %q: want attach or dial", hello.Op)})
+		return
+	}
+	conn := &initConn{fc: fc, attached: true, byID: map[uint64]*initProc{}}
+	info := &attachInfo{Task: s.spec.Task, Env: s.spec.Env, Workdir: s.spec.Workspace, Cgroup: s.spec.Cgroup}
+	if err := fc.send(response{ID: hello.ID, Kind: kindReady, PID: 1, Shell: s.shell(), Attach: info}); err != nil {
+		return
+	}
+	defer s.dropConn(conn)
+	for {
+		var req request
+		if err := fc.dec.Decode(&req); err != nil {
+			return
+		}
+		if err := checkAttachedRequest(req); err != nil {
+			fc.send(response{ID: req.ID, Kind: kindError, Err: err.Error()})
+			continue
+		}
+		s.handle(conn, req)
+	}
+}
+
+// dropConn kills what an attached connection started that still runs:
+// its process ended or hung up.
+func (s *initServer) dropConn(c *initConn) {
+	s.mu.Lock()
+	var pids []int
+	for _, p := range c.byID {
+		pids = append(pids, p.pid)
+	}
+	s.mu.Unlock()
+	for _, pid := range pids {
+		killTree(pid)
+	}
+}
+
+// shell is the box's shell, as reported at setup.
+func (s *initServer) shell() string {
+	if st, err := os.Stat("/bin/bash"); err == nil && !st.IsDir() {
+		return "/bin/bash"
+	}
+	return "/bin/sh"
+}
+
+// checkAttachedRequest refuses what an attached connection may not send:
+// setup, a second attach, dial (a connection of its own), unknown
+// operations and malformed commands.
+func checkAttachedRequest(req request) error {
+	switch req.Op {
+	case opExec:
+		if req.Exec == nil || len(req.Exec.Argv) == 0 || req.Exec.Argv[0] == "" {
+			return errors.New("exec without a command")
+		}
+		if req.Exec.Timeout < 0 {
+			return errors.New("negative timeout")
+		}
+	case opStdin, opCloseStdin, opKill, opTerm, opSignal, opResize, opReadFile, opWriteFile, opStat, opReadDir:
+	default:
+		return fmt.Errorf("operation %q is not allowed on an attached connection", req.Op)
+	}
+	if req.Setup != nil {
+		return errors.New("setup on an attached connection")
+	}
+	return nil
+}
+
+// dialAttached connects to 127.0.0.1:port inside the box and passes the
+// socket back on c with SCM_RIGHTS (payload "ok"), or sends the error
+// text without a descriptor.
+func (s *initServer) dialAttached(c *net.UnixConn, port int) {
+	if port < 1 || port > 65535 {
+		c.Write([]byte("port " + strconv.Itoa(port) + " out of range 1-65535"))
+		return
+	}
+	tc, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 5*time.Second)
+	if err != nil {
+		c.Write([]byte(err.Error()))
+		return
+	}
+	defer tc.Close()
+	f, err := tc.(*net.TCPConn).File()
+	if err != nil {
+		c.Write([]byte(err.Error()))
+		return
+	}
+	defer f.Close()
+	c.WriteMsgUnix([]byte("ok"), unix.UnixRights(int(f.Fd())), nil)
+}
+
+// frameLimiter passes a gob stream through, refusing any message longer
+// than max bytes before gob allocates room for it. A gob message is its
+// length (gob's unsigned integer: one byte below 0x80, else a byte -n and
+// n big-endian bytes) followed by that many bytes. It implements
+// io.ByteReader so that gob reads it directly.
+type frameLimiter struct {
+	r    *bufio.Reader
+	max  uint64
+	left uint64 // bytes of the current message (its length included) not yet read
+}
+
+func newFrameLimiter(r io.Reader, max uint64) *frameLimiter {
+	return &frameLimiter{r: bufio.NewReader(r), max: max}
+}
+
+func (l *frameLimiter) Read(p []byte) (int, error) {
+	if l.left == 0 {
+		if err := l.next(); err != nil {
+			return 0, err
+		}
+	}
+	if uint64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= uint64(n)
+	return n, err
+}
+
+func (l *frameLimiter) ReadByte() (byte, error) {
+	var b [1]byte
+	if _, err := io.ReadFull(l, b[:]); err != nil {
+		return 0, err
+	}
+	return b[0], nil
+}
+
+// errFrameTooBig ends an attached connection.
+var errFrameTooBig = errors.New("frame too big")
+
+func (l *frameLimiter) next() error {
+	b, err := l.r.Peek(1)
+	if err != nil {
+		return err
+	}
+	hdr, n := 1, uint64(b[0])
+	if b[0] >= 0x80 {
+		k := -int(int8(b[0]))
+		if k < 1 || k > 8 {
+			return fmt.Errorf("bad frame length byte %#x", b[0])
+		}
+		h, err := l.r.Peek(1 + k)
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		n = 0
+		for _, c := range h[1:] {
+			n = n<<8 | uint64(c)
+		}
+		hdr = 1 + k
+	}
+	if n > l.max {
+		return fmt.Errorf("%w: %d bytes (at most %d)", errFrameTooBig, n, l.max)
+	}
+	l.left = uint64(hdr) + n
+	return nil
+}

@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/box"
+)
+
+// runBoxCommand runs c in b and turns its end into hermes's exit status
+// (boxExitError). When ctx ends first (SIGINT or SIGTERM to hermes, see
+// SignalContext) the command gets SIGTERM and stopTimeout to exit, then
+// its tree is killed. A second signal ends hermes at once, and the box
+// kills what hermes started (an attached box drops it with the
+// connection, a box hermes runs stops with it).
+func (a *App) runBoxCommand(ctx context.Context, b *box.Box, c box.Command, stopTimeout time.Duration) error {
+	p, err := b.Command(ctx, c)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return &ExitError{Code: 127, Err: err}
+		}
+		return err
+	}
+	return a.waitBoxCommand(ctx, p, stopTimeout)
+}
+
+type boxWait struct {
+	res backend.ExecResult
+	err error
+}
+
+func (a *App) waitBoxCommand(ctx context.Context, p box.Process, stopTimeout time.Duration) error {
+	done := make(chan boxWait, 1)
+	go func() {
+		res, err := p.Wait(context.Background())
+		done <- boxWait{res, err}
+	}()
+	select {
+	case w := <-done:
+		return boxWaitError(w)
+	case <-ctx.Done():
+	}
+	p.Signal(syscall.SIGTERM) // no wrapper shell: the command's own process group
+	select {
+	case w := <-done:
+		return boxWaitError(w)
+	case <-time.After(stopTimeout):
+	}
+	p.Kill()
+	select {
+	case w := <-done:
+		return boxWaitError(w)
+	case <-time.After(10 * time.Second):
+		return errors.New("the command in the box did not end after SIGKILL")
+	}
+}
+
+func boxWaitError(w boxWait) error {
+	if w.err != nil {
+		return w.err
+	}
+	return boxExitError(w.res)
+}
+
+// boxShell runs the box's shell: on a pseudo-terminal of the box when
+// hermes's stdin and stdout are a terminal (raw mode on the host, window
+// size followed), else reading commands from stdin.
+func (a *App) boxShell(ctx context.Context, b *box.Box) error {
+	in, inOK := a.Stdin.(*os.File)
+	out, outOK := a.Stdout.(*os.File)
+	if !a.IsTerminal || !inOK || !outOK {
+		return a.runBoxCommand(ctx, b, box.Command{Argv: []string{b.Shell()}, Stdin: a.Stdin, Stdout: a.Stdout, Stderr: a.Stderr}, shellStopTimeout)
+	}
+	c := box.Command{Argv: []string{b.Shell()}, Stdin: in, Stdout: out, TTY: true}
+	if t := a.Getenv("TERM"); t != "" {
+		c.Env = map[string]string{"TERM": t}
+	}
+	if w, h, err := term.GetSize(int(out.Fd())); err == nil {
+		c.Rows, c.Cols = uint16(h), uint16(w)
+	}
+	old, err := term.MakeRaw(int(in.Fd()))
+	if err != nil {
+		return fmt.Errorf("put the terminal in raw mode: %w", err)
+	}
+	defer term.Restore(int(in.Fd()), old)
+	p, err := b.Command(ctx, c)
+	if err != nil {
+		return err
+	}
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	defer func() { signal.Stop(winch); close(winch) }()
+	go func() {
+		for range winch {
+			if w, h, err := term.GetSize(int(out.Fd())); err == nil {
+				p.Resize(uint16(h), uint16(w))
+			}
+		}
+	}()
+	return a.waitBoxCommand(ctx, p, shellStopTimeout)
+}
+
+// shellStopTimeout is how long box shell's shell has to exit after the
+// SIGTERM that a SIGINT or SIGTERM to hermes sends it.
+const shellStopTimeout = 2 * time.Second

@@ -1,0 +1,40 @@
+package doctor
+
+import (
+	"context"
+
+	"github.com/hermes-go/hermes/internal/browser"
+	"github.com/hermes-go/hermes/internal/web"
+)
+
+// checkWeb: which web_search backend is used, or how to enable one, and
+// whether a Chromium is there for the browser tools (local backend; in a
+// box with the host image the same binary is used).
+func checkWeb(_ context.Context, e *Env) []Result {
+	if e.Config == nil {
+		return nil
+	}
+	c := &e.Config.Config
+	want := c.Web.SearchBackend
+	if want == "" {
+		want = c.Web.Backend
+	}
+	var out []Result
+	s, err := web.NewSearcher(want, e.Config.Getenv)
+	switch {
+	case err != nil:
+		out = append(out, Result{Status: Warn, Name: "web_search", Detail: err.Error(), Fix: web.EnableHint})
+	case s == nil:
+		out = append(out, Result{Status: Warn, Name: "web_search", Detail: "no search backend is configured, so web_search is not offered",
+			Fix: web.EnableHint})
+	default:
+		out = append(out, Result{Status: OK, Name: "web_search", Detail: "backend " + s.Name})
+	}
+	if p := browser.FindChromium(); p != "" {
+		out = append(out, Result{Status: OK, Name: "browser", Detail: "Chromium at " + p})
+	} else {
+		out = append(out, Result{Status: Warn, Name: "browser", Detail: "no Chromium on PATH, so the browser tools are not offered",
+			Fix: "install it (Debian: apt-get install chromium)"})
+	}
+	return out
+}
