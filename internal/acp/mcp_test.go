@@ -1,9 +1,14 @@
 package acp
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/hermes-go/hermes/internal/llm/llmtest"
+	"github.com/hermes-go/hermes/internal/mcp/mcptest"
 )
 
 // A client's stdio, HTTP and SSE servers become mcp_servers entries;
@@ -23,5 +28,32 @@ func TestClientMCPServers(t *testing.T) {
 	}
 	if got["old"].URL != "https://y/sse" || len(got) != 3 || len(skipped) != 1 {
 		t.Errorf("servers %+v, skipped %q", got, skipped)
+	}
+}
+
+// An MCP server the client sends with session/new gives the session its
+// tools: the model calls it through the agent loop.
+func TestClientMCPServerToolsReachTheModel(t *testing.T) {
+	bin := mcptest.Bin(t, "mcp-server-everything")
+	w := newWorld(t,
+		llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "mcp__everything__echo", Args: `{"message":"hello from the editor"}`}}},
+		llmtest.Turn{Text: "echoed"},
+	)
+	c := w.connect(sdk.ClientCapabilities{})
+	resp, err := c.conn.NewSession(context.Background(), sdk.NewSessionRequest{Cwd: w.work, McpServers: []sdk.McpServer{
+		{Stdio: &sdk.McpServerStdio{Name: "everything", Command: bin, Args: []string{}, Env: []sdk.EnvVariable{}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.prompt(t, string(resp.SessionId), "echo something"); r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("stop reason %q", r.StopReason)
+	}
+	first, second := string(w.srv.Requests()[0].Body), string(w.srv.Requests()[1].Body)
+	if !strings.Contains(first, "mcp__everything__echo") {
+		t.Errorf("the client's MCP tools were not offered to the model")
+	}
+	if !strings.Contains(second, "hello from the editor") || strings.Contains(second, `"is_error":true`) {
+		t.Errorf("the MCP tool result did not reach the model: %s", second)
 	}
 }
