@@ -16,11 +16,14 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/hermes-go/hermes/internal/llm/providers"
 	"github.com/hermes-go/hermes/internal/session"
 	"github.com/hermes-go/hermes/internal/tool"
 )
@@ -163,7 +166,7 @@ func (s *Server) HandleExtensionMethod(ctx context.Context, method string, param
 	if err != nil {
 		return nil, err
 	}
-	if err := as.s.SetModel("", p.ModelID); err != nil {
+	if err := setModel(ctx, as, p.ModelID); err != nil {
 		return nil, sdk.NewInvalidParams(map[string]any{"error": err.Error()})
 	}
 	return map[string]any{}, nil
@@ -221,4 +224,20 @@ func (s *Server) update(ctx context.Context, sessionID string, u sdk.SessionUpda
 	if err != nil {
 		s.opts.Logger.Warn("session/update not sent", "session", sessionID, "err", err)
 	}
+}
+
+// setModel switches the session's model: MODEL, or PROVIDER:MODEL naming
+// the runtime's provider (a session keeps its provider).
+func setModel(ctx context.Context, as *acpSession, value string) error {
+	model := strings.TrimSpace(value)
+	if prov, m, ok := strings.Cut(model, ":"); ok && slices.Contains(providers.Names(), strings.ToLower(prov)) {
+		if !strings.EqualFold(prov, as.rt.ProviderName()) {
+			return fmt.Errorf("model %q is on provider %s, but this session uses %s; pick a model of %s", value, prov, as.rt.ProviderName(), as.rt.ProviderName())
+		}
+		model = m
+	}
+	if model == "" {
+		return errors.New("the model name is empty: send MODEL or PROVIDER:MODEL")
+	}
+	return as.s.SetModel(ctx, model)
 }

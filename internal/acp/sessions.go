@@ -263,7 +263,7 @@ func (s *Server) SetSessionMode(ctx context.Context, p sdk.SetSessionModeRequest
 }
 
 // SetSessionConfigOption sets the "model" option (MODEL or PROVIDER:MODEL).
-func (s *Server) SetSessionConfigOption(_ context.Context, p sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
+func (s *Server) SetSessionConfigOption(ctx context.Context, p sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
 	v := p.ValueId
 	if v == nil {
 		return sdk.SetSessionConfigOptionResponse{}, sdk.NewInvalidParams(map[string]any{"error": "only the select option \"model\" can be set"})
@@ -275,7 +275,7 @@ func (s *Server) SetSessionConfigOption(_ context.Context, p sdk.SetSessionConfi
 	if v.ConfigId != configModel {
 		return sdk.SetSessionConfigOptionResponse{}, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("unknown config option %q: hermes has %q", v.ConfigId, configModel)})
 	}
-	if err := as.s.SetModel("", string(v.Value)); err != nil {
+	if err := setModel(ctx, as, string(v.Value)); err != nil {
 		return sdk.SetSessionConfigOptionResponse{}, sdk.NewInvalidParams(map[string]any{"error": err.Error()})
 	}
 	return sdk.SetSessionConfigOptionResponse{ConfigOptions: s.configOptions(as)}, nil

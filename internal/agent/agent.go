@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/hermes-go/hermes/internal/llm"
@@ -123,6 +124,8 @@ var ErrCancelled = errors.New("turn cancelled")
 // concurrently; one session must not run two turns at once.
 type Agent struct {
 	opts Options
+	// model overrides opts.Model when set (SetModel: a chat's /model).
+	model atomic.Pointer[string]
 }
 
 // New returns an Agent.
@@ -144,6 +147,24 @@ func New(opts Options) *Agent {
 
 // MaxTurns is the iteration budget per user turn.
 func (a *Agent) MaxTurns() int { return a.opts.MaxTurns }
+
+// Model is the model the next call uses.
+func (a *Agent) Model() string {
+	if m := a.model.Load(); m != nil {
+		return *m
+	}
+	return a.opts.Model
+}
+
+// SetModel switches the model of later calls (same provider); "" goes
+// back to the configured one. Safe while a turn runs: the next call uses it.
+func (a *Agent) SetModel(name string) {
+	if name == "" {
+		a.model.Store(nil)
+		return
+	}
+	a.model.Store(&name)
+}
 
 func (a *Agent) emit(ev Event) {
 	if a.opts.OnEvent != nil {

@@ -187,7 +187,7 @@ func cutMidStream(resp llm.Response, err error) bool {
 // cut further, after an overflow error).
 func (a *Agent) stream(ctx context.Context, s *Session, withTools, tight bool) (llm.Response, error) {
 	req := llm.Request{
-		Model:           a.opts.Model,
+		Model:           a.Model(),
 		System:          s.System,
 		Messages:        requestMessages(currentImagesOnly(ValidArguments(s.History))),
 		MaxTokens:       a.opts.MaxTokens,

@@ -37,6 +37,11 @@ type ExecRequest struct {
 	// caller keeps what it needs from Output, so the backend holds no copy
 	// of a large output in memory.
 	DiscardOutput bool
+	// Stderr, when set, receives the command's stderr apart from its stdout
+	// (for clients that keep the two streams apart, e.g. the E2B protocol);
+	// Output and ExecResult.Output then hold stdout only. Backends that
+	// cannot tell the streams apart write both to Output.
+	Stderr io.Writer
 }
 
 // ExecResult is the outcome of a command. A non-zero exit is a result, not an error.

@@ -63,6 +63,11 @@ type Options struct {
 	// (about 8 ms for the hermes binary). It costs one idle process with
 	// fresh namespaces and no mounts, outside any cgroup until it is used.
 	Prestart bool
+	// Layers, when set, returns extra read-only layers (host directories,
+	// topmost first) laid over the base image of the box of a task, e.g. a
+	// template's files such as /usr/local/bin/hermes. Host-mode hiding is
+	// judged on the base image alone.
+	Layers func(task string) []string
 	// Env is added to every command's environment (e.g. secret
 	// placeholders). The agent's own provider keys must never be put here.
 	Env map[string]string

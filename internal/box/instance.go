@@ -326,9 +326,9 @@ const (
 // startArgv runs argv (no shell) with the workdir, environment, timeout,
 // stdin and output of req.
 func (b *Box) startArgv(ctx context.Context, argv []string, req backend.ExecRequest, writable bool) (*boxProcess, error) {
-	p := &boxProcess{box: b, out: req.Output, discard: req.Output != nil && req.DiscardOutput}
+	p := &boxProcess{box: b, out: req.Output, errOut: req.Stderr, discard: req.Output != nil && req.DiscardOutput}
 	spec := &execSpec{Argv: argv, Dir: b.abs(req.Workdir),
-		Env: b.commandEnv(req.Env), Timeout: req.Timeout, Stdin: req.Stdin != nil || writable}
+		Env: b.commandEnv(req.Env), Timeout: req.Timeout, Stdin: req.Stdin != nil || writable, Stderr: req.Stderr != nil}
 	return b.startSpec(ctx, spec, p, req.Stdin)
 }
 

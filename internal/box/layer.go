@@ -39,15 +39,28 @@ func ListBoxes(home string) ([]BoxInfo, error) {
 		if unix.Stat(filepath.Join(dir, "disk.img"), &st) == nil {
 			info.Persistent, info.DiskBytes = true, st.Blocks*512
 		}
-		if lock, err := lockState(dir); err != nil {
-			info.InUse = true
-		} else {
-			lock.Close()
-		}
+		info.InUse = stateLocked(dir)
 		out = append(out, info)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Task < out[j].Task })
 	return out, nil
+}
+
+// stateLocked reports whether a hermes process holds the state lock of
+// dir. Unlike lockState it creates no lock file: a listing must not put
+// files into a box directory another process is removing (its RemoveAll
+// would fail with "directory not empty" and leave the box behind).
+func stateLocked(dir string) bool {
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return true
+	}
+	unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return false
 }
 
 // WithUpper mounts the writable layer of the stopped persistent box

@@ -291,6 +291,9 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		return nil, err
 	}
 	empty, hide := m.privateHostPaths(lower)
+	if m.opts.Layers != nil {
+		lower = append(m.opts.Layers(task), lower...)
+	}
 	spec := initSpec{
 		Task: task, Lower: lower, LayerDir: filepath.Join(dir, "layer"), DiskMiB: t.ContainerDisk, TmpMiB: tmpSizeMiB(t),
 		Merged: filepath.Join(dir, "merged"), Workspace: workspace,

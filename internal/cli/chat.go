@@ -196,6 +196,9 @@ func (a *App) runChat(ctx context.Context, o *chatOptions) (err error) {
 		return err
 	}
 	if interactive {
+		if a.useTUI(o) {
+			return a.runTUI(ctx, rt, text)
+		}
 		return a.repl(ctx, rt, text)
 	}
 	result, err = rt.runTurn(ctx, text, nil)

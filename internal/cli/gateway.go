@@ -65,7 +65,7 @@ func (a *App) runGateway(ctx context.Context) error {
 		return err
 	}
 	if len(platforms) == 0 {
-		return errors.New("no gateway platform is enabled: set API_SERVER_ENABLED=true or TELEGRAM_BOT_TOKEN (in the environment or HERMES_HOME/.env)")
+		return errors.New("no gateway platform is enabled: set API_SERVER_ENABLED=true, TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN or SLACK_BOT_TOKEN (in the environment or HERMES_HOME/.env)")
 	}
 	stopCron, waitCron := a.startCronTicker(ctx, cfg, rt)
 	failed := make(chan error, len(platforms))
@@ -79,12 +79,7 @@ func (a *App) runGateway(ctx context.Context) error {
 	if err := publish(platformNames(platforms)); err != nil {
 		fmt.Fprintf(a.Stderr, "hermes: warning: writing %s: %v\n", gatewayPIDPath(a.Home()), err)
 	}
-	var runErr error
-	select {
-	case <-ctx.Done():
-		fmt.Fprintln(a.Stderr, "hermes: gateway stopping: draining running turns")
-	case runErr = <-failed:
-	}
+	runErr := a.waitPlatforms(ctx, failed, len(platforms))
 	drainTimeout := defaultDrainTimeout
 	if n, ok := envInt(cfg, "HERMES_RESTART_DRAIN_TIMEOUT", a.Stderr); ok {
 		drainTimeout = time.Duration(n) * time.Second
@@ -102,6 +97,23 @@ func (a *App) runGateway(ctx context.Context) error {
 	}
 	waitCron(dctx)
 	return runErr
+}
+
+// waitPlatforms waits until ctx ends (nil) or every one of n platforms
+// failed (the last error); a platform failing while others run is reported.
+func (a *App) waitPlatforms(ctx context.Context, failed <-chan error, n int) error {
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(a.Stderr, "hermes: gateway stopping: draining running turns")
+			return nil
+		case err := <-failed:
+			if n--; n == 0 {
+				return err
+			}
+			fmt.Fprintf(a.Stderr, "hermes: %v; the other platforms keep running\n", err)
+		}
+	}
 }
 
 // gatewayPlatforms builds the platforms the environment enables.
@@ -125,12 +137,10 @@ func (a *App) gatewayPlatforms(ctx context.Context, cfg *config.Loaded, rt *sess
 		fmt.Fprintf(a.Stderr, "hermes: API server listening on http://%s/v1\n", api.Addr())
 		out = append(out, platform{name: "API server", serve: api.Serve, stop: api.Shutdown})
 	}
-	tg, err := a.telegramPlatform(ctx, cfg, rt)
-	if err != nil {
-		return nil, err
-	}
-	if tg != nil {
-		out = append(out, *tg)
+	chats, failed := a.chatPlatforms(ctx, cfg, rt)
+	out = append(out, chats...)
+	if len(out) == 0 && failed > 0 {
+		return nil, errors.New("no gateway platform could start (see above)")
 	}
 	return out, nil
 }

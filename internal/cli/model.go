@@ -2,17 +2,20 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/llm/providers"
 )
 
 // modelOptions are the flags of `hermes model`.
@@ -212,22 +215,6 @@ func (a *App) askModel(l *config.Loaded, c *modelOptions) error {
 			}
 		}
 	}
-	if c.model == "" {
-		def := ""
-		if c.provider == cur.Provider {
-			def = cur.Default
-		}
-		for tries := 0; c.model == ""; tries++ {
-			if tries == 3 {
-				return errors.New("no model chosen")
-			}
-			answer, err := a.ask(in, "Model id", def)
-			if err != nil {
-				return err
-			}
-			c.model = answer
-		}
-	}
 	if c.provider == "custom" && c.baseURL == "" {
 		for tries := 0; c.baseURL == ""; tries++ {
 			if tries == 3 {
@@ -260,6 +247,55 @@ func (a *App) askModel(l *config.Loaded, c *modelOptions) error {
 			}
 			c.apiKey = key
 		}
+	}
+	return a.askModelID(in, l, c)
+}
+
+// modelListMax bounds the models the wizard prints; more can be typed.
+const modelListMax = 30
+
+// askModelID asks for the model id, offering the provider's /models list
+// when the endpoint answers (by number or id), else a manual entry.
+func (a *App) askModelID(in *lineReader, l *config.Loaded, c *modelOptions) error {
+	if c.model != "" {
+		return nil
+	}
+	cur := l.Config.Model
+	def := ""
+	if c.provider == cur.Provider {
+		def = cur.Default
+	}
+	key := c.apiKey
+	if key == "" && c.provider == cur.Provider {
+		key = cur.APIKey
+	}
+	models, err := providers.ListModels(context.Background(), providers.Options{Provider: c.provider, BaseURL: c.baseURL, APIKey: key, Getenv: l.Getenv}, 5*time.Second)
+	switch {
+	case err != nil:
+		fmt.Fprintf(a.Stdout, "Could not list the models (%v); type the model id.\n", err)
+	case len(models) == 0:
+		fmt.Fprintln(a.Stdout, "The provider lists no models; type the model id.")
+	default:
+		fmt.Fprintf(a.Stdout, "Models (%d):\n", len(models))
+		for i, m := range models[:min(len(models), modelListMax)] {
+			fmt.Fprintf(a.Stdout, "  %2d) %s\n", i+1, m)
+		}
+		if len(models) > modelListMax {
+			fmt.Fprintf(a.Stdout, "  … %d more: type any model id\n", len(models)-modelListMax)
+		}
+	}
+	for tries := 0; c.model == ""; tries++ {
+		if tries == 3 {
+			return errors.New("no model chosen")
+		}
+		answer, err := a.ask(in, "Model (number or id)", def)
+		if err != nil {
+			return err
+		}
+		if n, err := strconv.Atoi(answer); err == nil && n >= 1 && n <= min(len(models), modelListMax) {
+			answer = models[n-1]
+		}
+		c.model = answer
 	}
 	return nil
 }

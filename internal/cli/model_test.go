@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/llm/llmtest"
 )
 
 func loadTestConfig(t *testing.T, ta *testApp) *config.Loaded {
@@ -55,8 +56,9 @@ func TestModelFlagsWithoutTerminal(t *testing.T) {
 }
 
 func TestModelInteractiveCustom(t *testing.T) {
-	// provider 4 (custom), model id, a bad URL then a good one, the key.
-	stdin := "4\nqwen2.5-coder\nnot a url\nhttp://127.0.0.1:11434/v1\nsk-local-key-7777\n"
+	// provider 4 (custom), a bad URL then a good one, the key, the model
+	// id (typed: the endpoint does not answer /models).
+	stdin := "4\nnot a url\nhttp://127.0.0.1:1/v1\nsk-local-key-7777\nqwen2.5-coder\n"
 	ta := newTestApp(t, nil, stdin, true)
 	if code := ta.run("model"); code != 0 {
 		t.Fatalf("%d %s\n%s", code, ta.stderr, ta.stdout)
@@ -67,27 +69,40 @@ func TestModelInteractiveCustom(t *testing.T) {
 	}
 	l := loadTestConfig(t, ta)
 	m := l.Config.Model
-	if m.Provider != "custom" || m.Default != "qwen2.5-coder" || m.BaseURL != "http://127.0.0.1:11434/v1" || m.APIKey != "sk-local-key-7777" {
+	if m.Provider != "custom" || m.Default != "qwen2.5-coder" || m.BaseURL != "http://127.0.0.1:1/v1" || m.APIKey != "sk-local-key-7777" {
 		t.Errorf("model = %+v", m)
 	}
 	if l.DotEnv["MODEL_API_KEY"] != "sk-local-key-7777" {
 		t.Errorf("key not in .env: %v", l.DotEnv)
 	}
 
+	if !strings.Contains(out, "Could not list the models") {
+		t.Errorf("no manual-entry fallback when /models does not answer:\n%s", out)
+	}
+
 	// Switching to a built-in provider keeps nothing of the custom endpoint;
 	// Enter keeps the default answer, an existing key is not asked for.
+	// The models are listed from the provider's /models.
+	srv := llmtest.NewServer(t)
+	srv.SetModels(llmtest.Model{ID: "gpt-4.1"}, llmtest.Model{ID: "gpt-5"})
 	ta.Getenv = func(k string) string {
 		if k == "OPENAI_API_KEY" {
 			return "sk-env"
+		}
+		if k == "OPENAI_BASE_URL" {
+			return srv.URL
 		}
 		if k == "HERMES_HOME" {
 			return ta.home
 		}
 		return ""
 	}
-	ta.Stdin = strings.NewReader("openai\ngpt-4.1\n")
+	ta.Stdin = strings.NewReader("openai\n1\n")
 	if code := ta.run("model"); code != 0 {
 		t.Fatalf("%d %s", code, ta.stderr)
+	}
+	if !strings.Contains(ta.stdout.String(), " 2) gpt-5") {
+		t.Errorf("the provider's models were not listed:\n%s", ta.stdout)
 	}
 	if strings.Contains(ta.stdout.String(), "OPENAI_API_KEY (input hidden") {
 		t.Errorf("asked for a key that is set:\n%s", ta.stdout)

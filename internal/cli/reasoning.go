@@ -22,21 +22,19 @@ func reasoningLevels() []string {
 // addFaceFlags adds --reasoning, --tui and --cli to a chat command.
 func addFaceFlags(f *pflag.FlagSet, o *chatOptions) {
 	f.StringVar(&o.reasoning, "reasoning", "", "reasoning effort: "+strings.Join(reasoningLevels(), ", ")+" (agent.reasoning_effort)")
-	f.BoolVar(&o.tui, "tui", false, "full-screen interface (not built yet: falls back to the line REPL)")
+	f.BoolVar(&o.tui, "tui", false, "terminal UI (the default on a terminal)")
 	f.BoolVar(&o.cli, "cli", false, "plain line interface")
 }
 
-// checkFaceFlags validates --reasoning and --tui/--cli; --tui prints a
-// one-line notice that the full-screen TUI is not built yet.
+// checkFaceFlags validates --reasoning and --tui/--cli. --tui is the
+// default face on a terminal; a one-shot run (-Q, -z, non-terminal stdio)
+// has no face, so both flags change nothing there.
 func (a *App) checkFaceFlags(o *chatOptions) error {
 	if o.reasoning != "" && !slices.Contains(reasoningLevels(), o.reasoning) {
 		return fmt.Errorf("--reasoning %q: use one of %s", o.reasoning, strings.Join(reasoningLevels(), ", "))
 	}
 	if o.tui && o.cli {
 		return fmt.Errorf("--tui and --cli are mutually exclusive: pass only one")
-	}
-	if o.tui {
-		fmt.Fprintln(a.Stderr, "hermes: notice: the full-screen TUI is not built yet; using the line interface")
 	}
 	return nil
 }

@@ -157,10 +157,12 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newEgressCmd(),
 		a.newSecretsCmd(),
 		a.newGatewayCmd(),
+		a.newSandboxCmd(),
 		a.newCronCmd(),
 		a.newMCPCmd(),
 		a.newACPCmd(),
 	)
+	root.AddCommand(a.newPairingCmd())
 	root.AddCommand(a.faceCommands()...)
 	explainArgErrors(root)
 	return root

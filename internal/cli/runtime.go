@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/hermes-go/hermes/internal/backend/docker"
+	e2bbackend "github.com/hermes-go/hermes/internal/backend/e2b"
 	sshbackend "github.com/hermes-go/hermes/internal/backend/ssh"
 	"github.com/hermes-go/hermes/internal/backend/vercel"
 	"path/filepath"
@@ -110,8 +111,14 @@ func (a *App) newBackend(cfg *config.Loaded, cwd string) (backend.Backend, error
 	if err != nil {
 		return nil, err
 	}
-	return &noticeBackend{Backend: b, stderr: a.Stderr}, nil
+	return &noticeBackend{Backend: b, stderr: appStderr{a}}, nil
 }
+
+// appStderr writes to the App's Stderr of the moment of the write (the
+// TUI swaps it for its notices while it runs).
+type appStderr struct{ a *App }
+
+func (w appStderr) Write(p []byte) (int, error) { return w.a.Stderr.Write(p) }
 
 func (a *App) newTerminalBackend(cfg *config.Loaded, cwd string) (backend.Backend, error) {
 	c := &cfg.Config
@@ -122,6 +129,12 @@ func (a *App) newTerminalBackend(cfg *config.Loaded, cwd string) (backend.Backen
 		return a.newBoxBackend(c, cwd)
 	case sshbackend.Kind:
 		return a.newSSHBackend(c)
+	case e2bbackend.Kind:
+		// E2B's cloud (E2B_API_KEY) or hermes sandbox serve (E2B_API_URL,
+		// E2B_SANDBOX_URL); container_persistent pauses the sandbox at the
+		// end instead of killing it.
+		persistent := c.Terminal.ContainerPersistent == nil || *c.Terminal.ContainerPersistent
+		return e2bbackend.New(e2bbackend.FromEnv(e2bbackend.Options{Persistent: persistent}, a.Getenv))
 	case vercel.Kind:
 		return a.newVercelBackend(c)
 	case docker.Kind:

@@ -45,15 +45,15 @@ func terminalSettings() []setupSetting {
 	}
 }
 
-// newSetupCmd is `hermes setup [model|terminal]` (Hermes "cli-commands.md"
+// newSetupCmd is `hermes setup [model|terminal|tools|gateway]` (Hermes "cli-commands.md"
 // `hermes setup`): a line-prompt wizard on a terminal, or flags with
 // --non-interactive for scripts. Values are validated before anything is
 // written; each write is config.Set's atomic update of config.yaml or .env.
 func (a *App) newSetupCmd() *cobra.Command {
 	var nonInteractive bool
 	cmd := &cobra.Command{
-		Use:   "setup [model|terminal]",
-		Short: "configure the model and the terminal backend (a wizard, or flags with --non-interactive)",
+		Use:   "setup [model|terminal|tools|gateway]",
+		Short: "configure the model, the terminal backend, the toolsets and the gateway (a wizard, or flags with --non-interactive)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if nonInteractive || !a.IsTerminal {
@@ -67,7 +67,11 @@ func (a *App) newSetupCmd() *cobra.Command {
 		},
 	}
 	cmd.PersistentFlags().BoolVar(&nonInteractive, "non-interactive", false, "never prompt; take every value from flags")
-	cmd.AddCommand(a.newSetupModelCmd(&nonInteractive), a.newSetupTerminalCmd(&nonInteractive))
+	// `setup gateway` is `gateway setup` (its own --non-interactive flag
+	// shadows the inherited one).
+	gw := a.newGatewaySetupCmd()
+	gw.Use = "gateway"
+	cmd.AddCommand(a.newSetupModelCmd(&nonInteractive), a.newSetupTerminalCmd(&nonInteractive), a.newSetupToolsCmd(&nonInteractive), gw)
 	return cmd
 }
 

@@ -24,6 +24,10 @@ type Config struct {
 	// MCPServers are the MCP servers whose tools sessions get, by name
 	// (Hermes "mcp_servers"; see MCPServer).
 	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
+	// UnauthorizedDMBehavior is what the gateway does with a direct
+	// message from an unknown user: pair (default: a pairing code the
+	// operator approves with `hermes pairing approve`) or ignore.
+	UnauthorizedDMBehavior string `yaml:"unauthorized_dm_behavior"`
 }
 
 // ModelConfig is the model: section.

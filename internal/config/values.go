@@ -20,7 +20,9 @@ import (
 // none|minimal|low|medium|high|xhigh.
 // TerminalBackends are the terminal.backend values this build runs
 // (Hermes's names; "box" is hermes's own sandbox).
-func TerminalBackends() []string { return []string{"local", "box", "ssh", "docker", "vercel_sandbox"} }
+func TerminalBackends() []string {
+	return []string{"local", "box", "ssh", "docker", "vercel_sandbox", "e2b"}
+}
 
 func allowedValues(key string) (values []string, emptyOK bool) {
 	switch key {
@@ -38,6 +40,8 @@ func allowedValues(key string) (values []string, emptyOK bool) {
 		return []string{"chat_completions", "anthropic_messages"}, true
 	case "agent.reasoning_effort":
 		return []string{"none", "minimal", "low", "medium", "high", "xhigh"}, true
+	case "unauthorized_dm_behavior":
+		return []string{"pair", "ignore"}, true
 	}
 	return nil, false
 }

@@ -172,3 +172,20 @@ func TestTelegramCommandsAndResumeAcrossRestart(t *testing.T) {
 		t.Fatalf("/usage: %+v", got)
 	}
 }
+
+// Markup Telegram cannot parse ("can't parse entities") is sent again as
+// plain text; a reply to a forum topic goes to its thread.
+func TestTelegramUnparsableMarkupIsResentPlain(t *testing.T) {
+	w := startTelegram(t, "", map[int64]bool{8: true})
+	defer w.stop()
+	if err := w.tg.Chat().Deliver(context.Background(), "8", "call snake_case and *bold"); err != nil {
+		t.Fatal(err)
+	}
+	got := w.fake.Sent(8)
+	if len(got) != 1 || got[0].Text != "call snake_case and *bold" {
+		t.Fatalf("got %+v", got)
+	}
+	if n := w.fake.Calls("sendMessage"); n != 2 {
+		t.Fatalf("%d sendMessage calls, want the rejected one and the plain one", n)
+	}
+}

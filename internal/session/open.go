@@ -149,6 +149,9 @@ func (rt *Runtime) resume(ctx context.Context, ref, platform string, servers map
 		}
 	}
 	s := rt.newSession(st, system, history, platform, servers)
+	if m := storedModel(st.Metadata); m != "" {
+		s.agent.SetModel(m)
+	}
 	s.unrecorded = len(agent.UnrecordedResults(history)) > 0
 	rt.todo.Restore(st.ID, history)
 	return rt.add(s)

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/approval"
 	"github.com/hermes-go/hermes/internal/backend"
 	"github.com/hermes-go/hermes/internal/backend/local"
@@ -276,6 +277,9 @@ func (rt *Runtime) Recorder() interface {
 	return rt.recorder()
 }
 
+// Home is HERMES_HOME.
+func (rt *Runtime) Home() string { return rt.opts.Home }
+
 // Store is the session store (state.db).
 func (rt *Runtime) Store() *store.Store { return rt.store }
 
@@ -294,20 +298,35 @@ func (rt *Runtime) Redactor() *Redactor { return rt.redact }
 // Tools is the registry of the enabled tools.
 func (rt *Runtime) Tools() *tool.Registry { return rt.tools }
 
+// ContextWindow is the model's context window in tokens (model.context_length,
+// the endpoint's /models, else the model family's default).
+func (rt *Runtime) ContextWindow() int {
+	if rt.window > 0 {
+		return rt.window
+	}
+	return agent.DefaultContextWindow(rt.model)
+}
+
+// ListModels lists the models the provider's /models offers (the /model
+// picker); providers without a listing return an error.
+func (rt *Runtime) ListModels(ctx context.Context) ([]string, error) {
+	return providers.ListModels(ctx, rt.popts, 10*time.Second)
+}
+
+// Backend is the terminal backend every session's tools use.
+func (rt *Runtime) Backend() backend.Backend { return rt.backend }
+
+// Skills is the skills library (nil when skills are off).
+func (rt *Runtime) Skills() *skills.Library { return rt.skills }
+
+// Memory is the persistent memory store (nil when memory is off).
+func (rt *Runtime) Memory() *memory.Store { return rt.memory }
+
 // Config is the loaded configuration.
 func (rt *Runtime) Config() *config.Config { return rt.cfg }
 
 // Cwd is the workspace directory of the runtime's sessions (terminal.cwd).
 func (rt *Runtime) Cwd() string { return rt.cwd }
-
-// ContextWindow is the model's context window in tokens (0 when unknown:
-// compression off and no model.context_length).
-func (rt *Runtime) ContextWindow() int {
-	if rt.window > 0 {
-		return rt.window
-	}
-	return rt.cfg.Model.ContextLength
-}
 
 // BackendKind names terminal.backend in use ("local", "box", "ssh").
 func (rt *Runtime) BackendKind() string { return rt.backend.Kind() }

@@ -3,6 +3,7 @@ package session
 import (
 	"container/list"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -34,12 +35,8 @@ type Session struct {
 	agent    *agent.Agent
 	tools    *tool.Registry // the runtime's tools plus the session's MCP tools
 	mcp      *mcp.Manager   // nil without MCP servers
-	// compactor is the agent's context compressor (nil when off).
+	// compactor is the context compressor (nil when compression is off).
 	compactor agent.Compactor
-	// model overrides the runtime's model for this session ("" = the
-	// runtime's); closeProvider releases a provider built for it.
-	model         string
-	closeProvider func() error
 
 	mu      sync.Mutex
 	state   *agent.Session // owned by the running turn while one runs
@@ -433,13 +430,6 @@ func (s *Session) shutdown() {
 	for _, sub := range subs {
 		sub.Close()
 	}
-	s.mu.Lock()
-	closeProvider := s.closeProvider
-	s.closeProvider = nil
-	s.mu.Unlock()
-	if closeProvider != nil {
-		_ = closeProvider()
-	}
 }
 
 // newSession wires an agent for the stored session st with history.
@@ -458,19 +448,49 @@ func (rt *Runtime) newSession(st store.Session, system string, history []llm.Mes
 		})
 	}
 	s.compactor = compactor
-	s.agent = s.newAgent(rt.provider, rt.model)
-	return s
-}
-
-// newAgent builds the session's agent for provider p and model.
-func (s *Session) newAgent(p llm.Provider, model string) *agent.Agent {
-	rt, c := s.rt, s.rt.cfg
-	return agent.New(agent.Options{
-		Provider: p, Model: model, Tools: s.tools, Recorder: rt.recorder(),
+	s.agent = agent.New(agent.Options{
+		Provider: rt.provider, Model: rt.model, Tools: s.tools, Recorder: rt.recorder(),
 		MaxTurns: c.Agent.MaxTurns, MaxTokens: c.Model.MaxTokens, ReasoningEffort: c.Agent.ReasoningEffort,
 		ParseTextToolCalls: textcall.Extract, Compactor: s.compactor, OnEvent: s.onAgentEvent, Now: rt.opts.Now,
 		Redact: rt.redact.Redact,
 	})
+	return s
+}
+
+// Model is the model the session's next model call uses.
+func (s *Session) Model() string { return s.agent.Model() }
+
+// SetModel switches the session's model (same provider) from its next
+// model call on; "" goes back to the configured model. The choice is
+// stored in the session's metadata ("model"), so a resumed session keeps
+// it (a chat's /model survives a gateway restart).
+func (s *Session) SetModel(ctx context.Context, name string) error {
+	s.agent.SetModel(name)
+	rec := s.rt.recorder()
+	if err := rec.Ensure(ctx, s.id); err != nil {
+		return err
+	}
+	patch, err := json.Marshal(map[string]any{"model": nilIfEmpty(name)})
+	if err != nil {
+		return err
+	}
+	return s.rt.store.SetMetadata(ctx, s.id, patch)
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil // a merge patch's null removes the key
+	}
+	return s
+}
+
+// storedModel is the model a session's metadata names ("" = none).
+func storedModel(meta []byte) string {
+	var m struct {
+		Model string `json:"model"`
+	}
+	_ = json.Unmarshal(meta, &m)
+	return m.Model
 }
 
 // MaxTurns is the tool-calling iteration budget per turn.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,30 +25,16 @@ func (rt *Runtime) buildTools() error {
 	rt.processes = tool.NewProcessTable()
 	secrets := rt.redact.Values()
 	fileOpts := tool.FileToolOptions{Backend: rt.backend, Home: o.UserHome, HermesHome: o.Home, Files: o.Files}
-	all := tool.NewRegistry(
-		tool.NewTerminalTool(tool.TerminalOptions{
+	all := newRegistry(toolDeps{
+		terminal: tool.TerminalOptions{
 			Backend: rt.backend, Approvals: rt.approvals, OutputDir: filepath.Join(o.Home, "cache", "terminal"),
 			Timeout: time.Duration(c.Terminal.Timeout) * time.Second, Secrets: secrets, Processes: rt.processes,
-		}),
-		tool.NewProcessTool(rt.processes, secrets, rt.approvals),
-		tool.NewReadFileTool(fileOpts),
-		tool.NewWriteFileTool(fileOpts),
-		tool.NewPatchTool(fileOpts),
-		tool.NewSearchFilesTool(fileOpts),
-		tool.NewSessionSearch(rt.store),
-		tool.NewSkillsList(rt.skills),
-		tool.NewSkillView(rt.skills),
-		tool.NewSkillManage(rt.skills),
-		rt.todo,
-		tool.NewCronjob(tool.CronjobOptions{
-			Store: cron.NewStore(o.Home, o.Now), Origin: rt.chatOrigin, InCron: rt.isCronSession, Now: o.Now,
-		}),
-	)
+		},
+		files: fileOpts, secrets: secrets, rt: rt, cron: cron.NewStore(o.Home, o.Now),
+		memory: enabled(c.Memory.MemoryEnabled) || enabled(c.Memory.UserProfileEnabled),
+	})
 	rt.addBrowserTools(all)
 	rt.addWebTools(all)
-	if enabled(c.Memory.MemoryEnabled) || enabled(c.Memory.UserProfileEnabled) {
-		all.Add(tool.NewMemory(rt.memory))
-	}
 	toolsets := o.Toolsets
 	if len(toolsets) == 0 {
 		toolsets = c.Toolsets
@@ -65,6 +52,57 @@ func (rt *Runtime) buildTools() error {
 		o.Warn("warning: no tools are enabled for this run")
 	}
 	return nil
+}
+
+// toolDeps are what the built-in tools are built with.
+type toolDeps struct {
+	terminal tool.TerminalOptions
+	files    tool.FileToolOptions
+	secrets  []string
+	rt       *Runtime
+	cron     *cron.Store
+	memory   bool
+}
+
+// newRegistry builds every built-in tool.
+func newRegistry(d toolDeps) *tool.Registry {
+	rt := d.rt
+	all := tool.NewRegistry(
+		tool.NewTerminalTool(d.terminal),
+		tool.NewProcessTool(rt.processes, d.secrets, rt.approvals),
+		tool.NewReadFileTool(d.files),
+		tool.NewWriteFileTool(d.files),
+		tool.NewPatchTool(d.files),
+		tool.NewSearchFilesTool(d.files),
+		tool.NewSessionSearch(rt.store),
+		tool.NewSkillsList(rt.skills),
+		tool.NewSkillView(rt.skills),
+		tool.NewSkillManage(rt.skills),
+		rt.todo,
+		tool.NewCronjob(tool.CronjobOptions{
+			Store: d.cron, Origin: rt.chatOrigin, InCron: rt.isCronSession, Now: rt.opts.Now,
+		}),
+	)
+	if d.memory {
+		all.Add(tool.NewMemory(rt.memory))
+	}
+	return all
+}
+
+// Toolsets lists the toolsets of the built-in tools (for `hermes setup
+// tools`), sorted: the tools are built without an environment and never
+// run; browser and web, added per backend and config, are always listed.
+func Toolsets() []string {
+	rt := &Runtime{todo: tool.NewTodoList(), processes: tool.NewProcessTable(), opts: Options{Now: time.Now}}
+	all := newRegistry(toolDeps{rt: rt, memory: true, cron: cron.NewStore("", time.Now)})
+	out := all.Toolsets()
+	for _, ts := range []string{"browser", "web"} {
+		if !slices.Contains(out, ts) {
+			out = append(out, ts)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // resolveCwd turns terminal.cwd into an absolute directory.

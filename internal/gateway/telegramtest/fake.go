@@ -2,8 +2,8 @@
 // (https://core.telegram.org/bots/api) for tests: getMe, getUpdates (long
 // polling), sendMessage, editMessageText and sendChatAction, with the real
 // limits and error strings (4096 UTF-16 units, "message is too long",
-// "message text is empty", "message is not modified", 429 with
-// retry_after). Requests may be JSON, form or multipart encoded.
+// "message text is empty", "message is not modified", "can't parse
+// entities" for unbalanced legacy Markdown, 429 with retry_after). Requests may be JSON, form or multipart encoded.
 package telegramtest
 
 import (
@@ -242,12 +242,40 @@ func checkText(text string) *apiError {
 	return nil
 }
 
+// checkEntities approximates the legacy Markdown parser: outside code,
+// '*' and '_' must pair up, or Telegram answers "can't parse entities".
+func checkEntities(mode, text string) *apiError {
+	if mode != "Markdown" {
+		return nil
+	}
+	bad := &apiError{400, "Bad Request: can't parse entities: Can't find end of the entity starting at byte offset 0", 0}
+	parts := strings.Split(text, "```")
+	if len(parts)%2 == 0 {
+		return bad
+	}
+	for i := 0; i < len(parts); i += 2 {
+		inline := strings.Split(parts[i], "`")
+		if len(inline)%2 == 0 {
+			return bad
+		}
+		for j := 0; j < len(inline); j += 2 {
+			if strings.Count(inline[j], "*")%2 != 0 || strings.Count(inline[j], "_")%2 != 0 {
+				return bad
+			}
+		}
+	}
+	return nil
+}
+
 func (s *Server) sendMessage(p map[string]string) (any, *apiError) {
 	chat, err := strconv.ParseInt(p["chat_id"], 10, 64)
 	if err != nil {
 		return nil, &apiError{400, "Bad Request: chat not found", 0}
 	}
 	if e := checkText(p["text"]); e != nil {
+		return nil, e
+	}
+	if e := checkEntities(p["parse_mode"], p["text"]); e != nil {
 		return nil, e
 	}
 	s.mu.Lock()

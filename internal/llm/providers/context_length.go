@@ -26,50 +26,11 @@ func ContextLength(ctx context.Context, o Options, timeout time.Duration) (int, 
 	if err != nil || name == "anthropic" || name == "replay" {
 		return 0, err
 	}
-	getenv := getenvOf(o)
-	base, key := o.BaseURL, o.APIKey
-	switch name {
-	case "openrouter", "openai":
-		env := strings.ToUpper(name)
-		base = firstNonEmpty(o.BaseURL, getenv(env+"_BASE_URL"), defaultURL(name))
-		key = firstNonEmpty(o.APIKey, getenv(env+"_API_KEY"))
-	}
-	if base == "" {
-		return 0, fmt.Errorf("no base URL for provider %s", name)
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/models", nil)
+	list, base, err := fetchModels(ctx, name, o, timeout)
 	if err != nil {
 		return 0, err
 	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	client := o.HTTPClient
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		// *url.Error repeats the method and URL: "GET X: Get \"X\": dial ...".
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return 0, fmt.Errorf("GET %s/models: %w", base, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s/models: HTTP %d", base, resp.StatusCode)
-	}
-	var list struct {
-		Data []modelEntry `json:"data"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 32<<20)).Decode(&list); err != nil {
-		return 0, fmt.Errorf("GET %s/models: %w", base, err)
-	}
-	for _, m := range list.Data {
+	for _, m := range list {
 		if m.ID == o.Model {
 			if n := m.window(); n > 0 {
 				return n, nil
@@ -103,4 +64,78 @@ func (m modelEntry) window() int {
 		}
 	}
 	return 0
+}
+
+// ListModels returns the model ids the provider's GET /models lists (the
+// `hermes setup model` and /model pickers), in the endpoint's order. It
+// fails for providers without an OpenAI-compatible listing (anthropic,
+// replay) and when the endpoint does not answer within timeout.
+func ListModels(ctx context.Context, o Options, timeout time.Duration) ([]string, error) {
+	name, err := Resolve(o)
+	if err != nil {
+		return nil, err
+	}
+	if name == "anthropic" || name == "replay" {
+		return nil, fmt.Errorf("provider %s has no model list here; type the model id", name)
+	}
+	list, _, err := fetchModels(ctx, name, o, timeout)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(list))
+	for _, m := range list {
+		if m.ID != "" {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids, nil
+}
+
+// fetchModels reads GET BASE/models of the provider name; it returns the
+// entries and the base URL it asked.
+func fetchModels(ctx context.Context, name string, o Options, timeout time.Duration) ([]modelEntry, string, error) {
+	getenv := getenvOf(o)
+	base, key := o.BaseURL, o.APIKey
+	switch name {
+	case "openrouter", "openai":
+		env := strings.ToUpper(name)
+		base = firstNonEmpty(o.BaseURL, getenv(env+"_BASE_URL"), defaultURL(name))
+		key = firstNonEmpty(o.APIKey, getenv(env+"_API_KEY"))
+	}
+	if base == "" {
+		return nil, "", fmt.Errorf("no base URL for provider %s", name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/models", nil)
+	if err != nil {
+		return nil, base, err
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	client := o.HTTPClient
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		// *url.Error repeats the method and URL: "GET X: Get \"X\": dial ...".
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, base, fmt.Errorf("GET %s/models: %w", base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, base, fmt.Errorf("GET %s/models: HTTP %d", base, resp.StatusCode)
+	}
+	var list struct {
+		Data []modelEntry `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 32<<20)).Decode(&list); err != nil {
+		return nil, base, fmt.Errorf("GET %s/models: %w", base, err)
+	}
+	return list.Data, base, nil
 }

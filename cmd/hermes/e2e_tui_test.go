@@ -1,0 +1,173 @@
+package main_test
+
+// End-to-end tests of the TUI: the built binary runs in a tmux pane (a
+// real terminal) against the fake model server; keys are typed with
+// send-keys and the screen is read with capture-pane.
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes-go/hermes/internal/llm/llmtest"
+)
+
+// tmuxPane is hermes running in a detached tmux session of its own server.
+type tmuxPane struct {
+	t      *testing.T
+	socket string
+}
+
+// startTUI starts hermes with args in a width×height tmux pane; it skips
+// the test when tmux is missing.
+func (e *e2e) startTUI(width, height int, args ...string) *tmuxPane {
+	e.t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		e.t.Skip("tmux is not installed (apt-get install tmux; .ci/run installs it)")
+	}
+	p := &tmuxPane{t: e.t, socket: filepath.Join(e.t.TempDir(), "tmux.sock")}
+	env := append(append(e.baseEnv(), e.env...), "TERM=xterm-256color")
+	script := "cd " + shellQuote(e.workspace) + " && env -i"
+	for _, kv := range env {
+		script += " " + shellQuote(kv)
+	}
+	script += " " + shellQuote(hermesBin)
+	for _, a := range args {
+		script += " " + shellQuote(a)
+	}
+	script += "; echo; echo HERMES-EXITED $?; sleep 30"
+	cmd := exec.Command("tmux", "-S", p.socket, "-f", "/dev/null", "new-session", "-d", "-x", strconv.Itoa(width), "-y", strconv.Itoa(height), "sh", "-c", script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		e.t.Fatalf("starting tmux: %v\n%s", err, out)
+	}
+	e.t.Cleanup(func() { _ = exec.Command("tmux", "-S", p.socket, "kill-server").Run() })
+	return p
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// keys sends tmux key names ("Enter", "C-c") or literal text with -l.
+func (p *tmuxPane) keys(keys ...string) {
+	p.t.Helper()
+	if out, err := exec.Command("tmux", append([]string{"-S", p.socket, "send-keys"}, keys...)...).CombinedOutput(); err != nil {
+		p.t.Fatalf("send-keys %q: %v\n%s", keys, err, out)
+	}
+}
+
+// typeText types text literally.
+func (p *tmuxPane) typeText(text string) {
+	p.t.Helper()
+	p.keys("-l", text)
+}
+
+// screen is the pane's content with its scrollback.
+func (p *tmuxPane) screen() string {
+	out, _ := exec.Command("tmux", "-S", p.socket, "capture-pane", "-p", "-J", "-S", "-200").Output()
+	return string(out)
+}
+
+// waitFor waits (at most 20 s) until the screen contains want.
+func (p *tmuxPane) waitFor(want string) string {
+	p.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s := p.screen()
+		if strings.Contains(s, want) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("the screen never showed %q:\n%s", want, s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitGone waits (at most 20 s) until the screen no longer shows text.
+func (p *tmuxPane) waitGone(text string) {
+	p.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for strings.Contains(p.screen(), text) {
+		if time.Now().After(deadline) {
+			p.t.Fatalf("the screen still shows %q:\n%s", text, p.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestTUIEndToEnd drives the TUI as a person does: a prompt and its
+// streamed answer, /help, /model (picker from the provider's /models),
+// /new, a dangerous command approved inline, a running tool interrupted
+// with Ctrl-C, and Ctrl-D to quit.
+func TestTUIEndToEnd(t *testing.T) {
+	e := newE2E(t,
+		llmtest.Turn{Text: "Hello from the **fake** model.\n\n```go\nfmt.Println(42)\n```\n", ChunkSize: 7},
+		toolTurn("call_rm", "terminal", map[string]any{"command": "rm -rf scratch-dir"}),
+		llmtest.Turn{Text: "Removed it."},
+		toolTurn("call_sleep", "terminal", map[string]any{"command": "sleep 30 && touch slept"}),
+		llmtest.Turn{Text: "never used"},
+	)
+	e.srv.SetModels(llmtest.Model{ID: "anthropic/claude-sonnet-4.6"}, llmtest.Model{ID: "openai/gpt-5-mini"})
+	e.configureModel()
+	if err := os.MkdirAll(filepath.Join(e.workspace, "scratch-dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := e.startTUI(100, 40)
+	p.waitFor("Hermes Agent")
+	p.waitFor("anthropic/claude-sonnet-4.6") // the status bar
+
+	p.typeText("say hello")
+	p.keys("Enter")
+	p.waitFor("Hello from the fake model.")
+	p.waitFor("fmt.Println(42)")
+
+	p.typeText("/help")
+	p.keys("Enter")
+	p.waitFor("drop the last exchange")
+
+	p.typeText("/model")
+	p.keys("Enter")
+	p.waitFor("openai/gpt-5-mini")
+	p.keys("Escape")
+	// A lone Escape is told from Alt-key by a pause: wait for the picker to close.
+	p.waitGone("switch model")
+
+	p.typeText("/new")
+	p.keys("Enter")
+	p.waitFor("new session")
+
+	p.typeText("clean the scratch dir")
+	p.keys("Enter")
+	s := p.waitFor("[o]nce")
+	if !strings.Contains(s, "rm -rf scratch-dir") {
+		t.Fatalf("the approval does not show the command:\n%s", s)
+	}
+	p.keys("o")
+	p.waitFor("Removed it.")
+	if _, err := os.Stat(filepath.Join(e.workspace, "scratch-dir")); !os.IsNotExist(err) {
+		t.Errorf("the approved command did not run: %v", err)
+	}
+
+	p.typeText("wait a bit")
+	p.keys("Enter")
+	p.waitFor("sleep 30")
+	time.Sleep(300 * time.Millisecond)
+	p.keys("C-c")
+	p.waitFor("interrupted")
+
+	p.keys("C-d")
+	p.waitFor("HERMES-EXITED 0")
+	if _, err := os.Stat(filepath.Join(e.workspace, "slept")); err == nil {
+		t.Errorf("the interrupted command ran to the end")
+	}
+	if s := p.screen(); strings.Contains(s, "hermes:") {
+		t.Errorf("an error was shown:\n%s", s)
+	}
+	hist, err := os.ReadFile(filepath.Join(e.home, "tui_history"))
+	if err != nil || !strings.Contains(string(hist), "say hello") {
+		t.Errorf("the input history was not saved in HERMES_HOME: %v %q", err, hist)
+	}
+}

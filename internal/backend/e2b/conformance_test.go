@@ -1,0 +1,99 @@
+package e2b_test
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/backend/conformance"
+	"github.com/hermes-go/hermes/internal/backend/e2b"
+	"github.com/hermes-go/hermes/internal/box"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// serveBoxes starts hermes sandbox serve (built from the tree) and returns
+// its API and envd URLs and key; it stops with the test.
+func serveBoxes(t *testing.T) (api, envd, key string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("hermes sandbox serve needs root")
+	}
+	if err := box.Preflight(); err != nil {
+		t.Skipf("boxes cannot run here: %v", err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "hermes")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/hermes-go/hermes/cmd/hermes").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	apiAddr, envdAddr, key := freeAddr(t), freeAddr(t), "conformance-key"
+	cmd := exec.Command(bin, "sandbox", "serve", "--api-addr", apiAddr, "--envd-addr", envdAddr, "--api-key", key,
+		"--workspace", filepath.Join(dir, "ws"))
+	cmd.Env = append(os.Environ(), "HERMES_HOME="+filepath.Join(dir, "home"))
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("server log:\n%s", log.String())
+		}
+	})
+	for i := 0; ; i++ {
+		if resp, err := http.Get("http://" + apiAddr + "/health"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if i > 400 {
+			t.Fatalf("hermes sandbox serve did not listen:\n%s", log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return "http://" + apiAddr, "http://" + envdAddr, key
+}
+
+// TestConformance runs the backend conformance suite on the e2b backend
+// against hermes sandbox serve.
+func TestConformance(t *testing.T) {
+	api, envd, key := serveBoxes(t)
+	conformance.Run(t, conformance.Target{Open: func(t *testing.T) backend.Backend {
+		b, err := e2b.New(e2b.Options{APIURL: api, SandboxURL: envd, APIKey: key, Timeout: 5 * time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	}})
+}
+
+func TestNewNeedsAKey(t *testing.T) {
+	if _, err := e2b.New(e2b.Options{}); err == nil {
+		t.Fatal("a backend without E2B_API_KEY must be refused")
+	}
+}

@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-go/hermes/internal/pairing"
+)
+
+// pairingPlatforms are the platforms whose users can pair.
+var pairingPlatforms = []string{"telegram", "discord", "slack"}
+
+func checkPairingPlatform(p string) (string, error) {
+	p = strings.ToLower(p)
+	for _, known := range pairingPlatforms {
+		if p == known {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("unknown platform %q: use one of %s", p, strings.Join(pairingPlatforms, ", "))
+}
+
+func (a *App) newPairingCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "pairing", Short: "approve chat users who asked for access with a pairing code"}
+	cmd.AddCommand(&cobra.Command{
+		Use: "list", Short: "list pending pairing requests and approved users", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			reqs, apps, err := pairing.New(a.Home(), a.Now).List()
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if len(reqs) == 0 && len(apps) == 0 {
+				fmt.Fprintln(out, "No pairing requests and no paired users.")
+				return nil
+			}
+			for _, r := range reqs {
+				fmt.Fprintf(out, "pending   %-8s %s  user %s %s (asked %s)\n", r.Platform, r.Code, r.UserID, r.UserName,
+					r.Created.Local().Format("2006-01-02 15:04"))
+			}
+			for _, ap := range apps {
+				fmt.Fprintf(out, "approved  %-8s user %s %s (since %s)\n", ap.Platform, ap.UserID, ap.UserName,
+					ap.Approved.Local().Format("2006-01-02 15:04"))
+			}
+			return nil
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use: "approve PLATFORM CODE", Short: "let the user who got CODE talk to the agent", Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := checkPairingPlatform(args[0])
+			if err != nil {
+				return err
+			}
+			ap, err := pairing.New(a.Home(), a.Now).Approve(p, args[1])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Approved %s user %s %s.\n", p, ap.UserID, ap.UserName)
+			return nil
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use: "revoke PLATFORM USER_ID", Short: "take a paired user's access away", Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := checkPairingPlatform(args[0])
+			if err != nil {
+				return err
+			}
+			ok, err := pairing.New(a.Home(), a.Now).Revoke(p, args[1])
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("%s user %s is not paired (hermes pairing list shows who is)", p, args[1])
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Revoked %s user %s.\n", p, args[1])
+			return nil
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use: "clear-pending [PLATFORM]", Short: "drop pending pairing requests", Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			platforms := pairingPlatforms
+			if len(args) == 1 {
+				p, err := checkPairingPlatform(args[0])
+				if err != nil {
+					return err
+				}
+				platforms = []string{p}
+			}
+			s := pairing.New(a.Home(), a.Now)
+			for _, p := range platforms {
+				if err := s.ClearPending(p); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "Pending pairing requests dropped.")
+			return nil
+		},
+	})
+	return cmd
+}

@@ -1,0 +1,272 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/renameio/v2"
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/hermes-go/hermes/internal/box"
+	"github.com/hermes-go/hermes/internal/egress"
+	"github.com/hermes-go/hermes/internal/sandboxserver"
+)
+
+// sandboxServeOptions are the flags of hermes sandbox serve.
+type sandboxServeOptions struct {
+	apiAddr, envdAddr string
+	apiKeys           []string
+	keysFile          string
+	env               []string
+	allow             []string
+	workspace         string
+	hermesBinary      string
+}
+
+func (a *App) newSandboxCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "sandbox", Short: "serve hermes boxes over the E2B protocol (sandbox serve)", Args: unknownCommand}
+	o := &sandboxServeOptions{}
+	serve := &cobra.Command{
+		Use:   "serve",
+		Short: "an E2B-compatible server on hermes boxes (E2B_API_URL / E2B_SANDBOX_URL point the E2B SDKs at it)",
+		Long: `hermes sandbox serve runs the E2B REST API (--api-addr) and envd (--envd-addr) on
+hermes boxes, so code written for the E2B SDKs runs on this machine:
+
+  E2B_API_URL=http://127.0.0.1:3000 E2B_SANDBOX_URL=http://127.0.0.1:49983 E2B_API_KEY=KEY node app.mjs
+
+Templates: base (the box image) and hermes (the same, with this hermes binary
+at /usr/local/bin/hermes, hermes-agent and hermes-acp; HERMES_HOME is
+/home/user/.hermes). Every sandbox is a hermes box (hermes box ls).
+
+Keys: E2B_API_KEY must be one of --api-key or a line of --api-keys-file; a
+key is required unless both listeners are on loopback.
+
+Secrets: envs given at create (e.g. OPENROUTER_API_KEY) are visible to every
+command in the sandbox, as on E2B. To keep a key out of the box, store it
+with hermes secrets (it is swapped in by the egress gate on the provider's
+host only) and pass its placeholder as the env value instead.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runSandboxServe(cmd.Context(), o) },
+	}
+	f := serve.Flags()
+	f.StringVar(&o.apiAddr, "api-addr", "127.0.0.1:3000", "address of the E2B REST API")
+	f.StringVar(&o.envdAddr, "envd-addr", "127.0.0.1:49983", "address of envd (E2B_SANDBOX_URL)")
+	f.StringArrayVar(&o.apiKeys, "api-key", nil, "an accepted E2B_API_KEY (repeatable)")
+	f.StringVar(&o.keysFile, "api-keys-file", "", "file of accepted API keys, one a line")
+	f.StringArrayVar(&o.env, "env", nil, "KEY=VALUE added to every sandbox's commands, e.g. OPENROUTER_BASE_URL (repeatable)")
+	f.StringArrayVar(&o.allow, "allow", nil, "egress allow entry for every sandbox, after terminal.box_network.allow (repeatable)")
+	f.StringVar(&o.workspace, "workspace", "/var/lib/hermes-sandbox/workspace", "empty host directory each box gets a copy-on-write view of")
+	f.StringVar(&o.hermesBinary, "hermes-binary", "", "hermes binary installed in the hermes template (default: this one)")
+	cmd.AddCommand(serve)
+	return cmd
+}
+
+// readKeys reads an API keys file: one key a line, blank lines and #
+// comments skipped.
+func readKeys(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--api-keys-file: %w", err)
+	}
+	defer f.Close()
+	var keys []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k := strings.TrimSpace(sc.Text()); k != "" && !strings.HasPrefix(k, "#") {
+			keys = append(keys, k)
+		}
+	}
+	return keys, sc.Err()
+}
+
+// isLoopback reports whether addr (host:port) binds loopback only.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// mountTemplate mounts a tmpfs on dir for a template layer: overlayfs
+// refuses a lower layer inside another (host mode's "/") on the same file
+// system, so the layer lives on a file system of its own. A mount left by
+// a crashed server is replaced.
+func mountTemplate(dir string) (func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	for unix.Unmount(dir, unix.MNT_DETACH) == nil {
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1g"); err != nil {
+		return nil, fmt.Errorf("hermes sandbox serve: mount the template layer (tmpfs) on %s: %w (run as root)", dir, err)
+	}
+	return func() { unix.Unmount(dir, unix.MNT_DETACH) }, nil
+}
+
+// installHermesTemplate makes the hermes template's layer under dir:
+// usr/local/bin/hermes (a hard link to, or copy of, bin) and the
+// hermes-agent and hermes-acp links.
+func installHermesTemplate(dir, bin string) error {
+	binDir := filepath.Join(dir, "usr", "local", "bin")
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		return err
+	}
+	dst := filepath.Join(binDir, "hermes")
+	tmp := dst + ".new"
+	os.Remove(tmp)
+	if err := os.Link(bin, tmp); err != nil {
+		src, err := os.Open(bin)
+		if err != nil {
+			return fmt.Errorf("hermes template: %w", err)
+		}
+		defer src.Close()
+		pf, err := renameio.NewPendingFile(dst, renameio.WithPermissions(0o755))
+		if err != nil {
+			return err
+		}
+		defer pf.Cleanup()
+		if _, err := io.Copy(pf, src); err != nil {
+			return err
+		}
+		if err := pf.CloseAtomicallyReplace(); err != nil {
+			return err
+		}
+	} else if err := os.Rename(tmp, dst); err != nil {
+		return err
+	}
+	for _, name := range []string{"hermes-agent", "hermes-acp"} {
+		if err := renameio.Symlink("hermes", filepath.Join(binDir, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error {
+	keys := o.apiKeys
+	if o.keysFile != "" {
+		more, err := readKeys(o.keysFile)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, more...)
+	}
+	if len(keys) == 0 && (!isLoopback(o.apiAddr) || !isLoopback(o.envdAddr)) {
+		return errors.New("hermes sandbox serve: a listener is not on loopback, so an API key is required: pass --api-key KEY or --api-keys-file FILE")
+	}
+	env := map[string]string{}
+	for _, kv := range o.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("--env %q: write KEY=VALUE", kv)
+		}
+		env[k] = v
+	}
+	t, err := a.boxTerminalConfig()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.workspace, 0o755); err != nil {
+		return fmt.Errorf("--workspace: %w", err)
+	}
+	bin := o.hermesBinary
+	if bin == "" {
+		bin = a.Executable
+	}
+	tplDir := filepath.Join(a.Home(), "sandbox", "templates", "hermes")
+	unmount, err := mountTemplate(tplDir)
+	if err != nil {
+		return err
+	}
+	defer unmount()
+	if err := installHermesTemplate(tplDir, bin); err != nil {
+		return fmt.Errorf("hermes template in %s: %w", tplDir, err)
+	}
+	persistent := true
+	t.ContainerPersistent, t.BoxWorkspace, t.Cwd, t.LifetimeSeconds = &persistent, "overlay", o.workspace, 0
+	var srv *sandboxserver.Server
+	mgr, err := box.NewManager(box.Options{Terminal: t, Home: a.Home(), Executable: a.Executable, Prestart: true,
+		UserHome: a.Getenv("HOME"), LookupEnv: a.lookupEnv,
+		Layers:    func(task string) []string { return srv.Layers(task) },
+		NewEgress: func(task string) (*egress.BoxSession, error) { return srv.NewEgress(task) }})
+	if err != nil {
+		return err
+	}
+	defer mgr.Close()
+	log := slog.New(slog.NewTextHandler(a.Stderr, nil))
+	removeLeftSandboxes(a.Home(), mgr, log)
+	srv, err = sandboxserver.New(sandboxserver.Config{Boxes: mgr, APIKeys: keys, Env: env, Log: log,
+		Templates: map[string]sandboxserver.Template{"base": {}, "hermes": {Layers: []string{tplDir}}},
+		Allow:     append(append([]string{}, t.BoxNetwork.Allow...), o.allow...), Deny: t.BoxNetwork.Deny,
+		NewGate: func(allow, deny []string) (*egress.Gate, error) {
+			return egress.New(egress.Options{Home: a.Home(), Allow: allow, Deny: deny, CAFile: t.BoxNetwork.CAFile, BoxMemoryMiB: t.ContainerMemory})
+		}})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	return serveBoth(ctx, log, []*http.Server{
+		{Addr: o.apiAddr, Handler: srv.APIHandler()},
+		{Addr: o.envdAddr, Handler: srv.EnvdHandler()},
+	})
+}
+
+// removeLeftSandboxes removes the boxes of sandboxes a previous server
+// left behind (it crashed or was killed): their records, and so their
+// tokens, died with it.
+func removeLeftSandboxes(home string, mgr *box.Manager, log *slog.Logger) {
+	boxes, _ := box.ListBoxes(home)
+	for _, b := range boxes {
+		if strings.HasPrefix(b.Task, sandboxserver.TaskPrefix) && !b.InUse {
+			if err := mgr.Remove(b.Task); err == nil {
+				log.Info("removed the box of a sandbox a previous server left", "box", b.Task)
+			}
+		}
+	}
+}
+
+// serveBoth runs the listeners until ctx ends or one fails. Header reads
+// and idle connections are bounded; bodies are bounded by the handlers,
+// and streams (commands) may run long, so there is no write timeout.
+func serveBoth(ctx context.Context, log *slog.Logger, servers []*http.Server) error {
+	errc := make(chan error, len(servers))
+	for _, hs := range servers {
+		hs.ReadHeaderTimeout, hs.IdleTimeout, hs.MaxHeaderBytes = 10*time.Second, 2*time.Minute, 64<<10
+		ln, err := net.Listen("tcp", hs.Addr)
+		if err != nil {
+			return fmt.Errorf("hermes sandbox serve: listen on %s: %w", hs.Addr, err)
+		}
+		log.Info("listening", "addr", ln.Addr().String())
+		go func() { errc <- hs.Serve(ln) }()
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	for _, hs := range servers {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		hs.Shutdown(sctx)
+		cancel()
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}

@@ -1,0 +1,256 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hermes-go/hermes/internal/approval"
+	"github.com/hermes-go/hermes/internal/session"
+)
+
+// converse runs one message through the session and delivers the answer:
+// a queued acknowledgement, the typing indicator while the turn runs,
+// tool progress, approval prompts, then the answer or the error.
+func (c *Chat) converse(ctx context.Context, chat string, sess *session.Session, text string) {
+	sub := sess.Subscribe(session.SubscribeOptions{Approver: true})
+	defer sub.Close()
+	turn, ack, err := sess.Send(ctx, text, session.SendOptions{})
+	if err != nil {
+		c.say(ctx, chat, "Sorry, the message was not taken: "+err.Error())
+		return
+	}
+	if ack.Position > 0 {
+		c.say(ctx, chat, fmt.Sprintf("Queued (%d ahead): I'll answer when the current message is done. /stop cancels it.", ack.Position))
+	}
+	events := make(chan session.Event)
+	go func() {
+		defer close(events)
+		for {
+			ev, err := sub.Next(ctx)
+			if err != nil {
+				return
+			}
+			events <- ev
+			if ev.TurnID == turn.ID && (ev.Kind == session.Final || ev.Kind == session.Error) {
+				return
+			}
+		}
+	}()
+	typing := time.NewTicker(c.cfg.TypingEvery)
+	defer typing.Stop()
+	started := false
+	progress := &statusMessage{chat: chat}
+	for {
+		select {
+		case <-typing.C:
+			if started {
+				_ = c.p.Typing(ctx, chat)
+			}
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			if ev.TurnID != turn.ID {
+				continue
+			}
+			if c.onEvent(ctx, chat, ev, progress) {
+				return
+			}
+			if ev.Kind == session.TurnStart {
+				started = true
+			}
+		}
+	}
+}
+
+// onEvent shows one event of the turn; it reports whether the turn ended.
+func (c *Chat) onEvent(ctx context.Context, chat string, ev session.Event, progress *statusMessage) bool {
+	switch ev.Kind {
+	case session.TurnStart:
+		_ = c.p.Typing(ctx, chat)
+	case session.ToolStart, session.ToolEnd:
+		if c.cfg.ToolProgress {
+			c.progress(ctx, progress, ev)
+		}
+	case session.ApprovalRequest:
+		p := ev.Approval
+		what := p.Command
+		if what == "" {
+			what = strings.TrimSpace(p.Tool + " " + p.Action + " " + p.Path)
+		}
+		c.say(ctx, chat, fmt.Sprintf("⚠ Approval needed: %s\n%s\nReply /approve (once), /approve session, /approve always, or /deny.", p.Danger, what))
+	case session.Final:
+		answer := ev.Text
+		if strings.TrimSpace(answer) == "" {
+			answer = "(no answer)"
+		}
+		c.deliver(ctx, chat, OutMessage{Text: answer})
+		return true
+	case session.Error:
+		if ev.Cancelled {
+			c.say(ctx, chat, "Stopped.")
+		} else {
+			c.say(ctx, chat, "Sorry, that failed: "+ev.Err.Error())
+		}
+		return true
+	}
+	return false
+}
+
+// statusMessage is the one message showing a turn's tool progress.
+type statusMessage struct {
+	chat  string
+	id    string
+	lines []string
+}
+
+// maxStatusLines bounds the tool lines kept in the status message.
+const maxStatusLines = 8
+
+// progress adds a tool event to the status message: the first sends it,
+// later ones edit it. Progress is best effort: a failed send or edit is
+// not retried (the answer is what must arrive).
+func (c *Chat) progress(ctx context.Context, st *statusMessage, ev session.Event) {
+	switch ev.Kind {
+	case session.ToolStart:
+		st.lines = append(st.lines, "⚙ "+ev.Tool+": "+clip(oneLine(argsSummary(ev.Args)), 120))
+	case session.ToolEnd:
+		if !ev.IsError || len(st.lines) == 0 {
+			return
+		}
+		st.lines[len(st.lines)-1] += " ✗"
+	}
+	if len(st.lines) > maxStatusLines {
+		st.lines = append([]string{"…"}, st.lines[len(st.lines)-maxStatusLines+1:]...)
+	}
+	text := c.rt.Redactor().Redact(strings.Join(st.lines, "\n"))
+	if st.id == "" {
+		id, err := c.p.Send(ctx, st.chat, OutMessage{Text: text, Plain: true})
+		if err == nil {
+			st.id = id
+		}
+		return
+	}
+	_ = c.p.Edit(ctx, st.chat, st.id, OutMessage{Text: text, Plain: true})
+}
+
+// argsSummary picks the telling argument of a tool call (the command, the
+// path) out of its JSON arguments, else the arguments themselves.
+func argsSummary(args string) string {
+	for _, k := range []string{`"command":"`, `"path":"`, `"query":"`, `"url":"`} {
+		if _, rest, ok := strings.Cut(args, k); ok {
+			if v, _, ok := strings.Cut(rest, `"`); ok {
+				return v
+			}
+		}
+	}
+	return args
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// helpText lists the chat commands.
+const helpText = "Send a message to talk to the agent.\n/new or /reset: start a new session\n/stop: stop the running answer\n" +
+	"/model [name]: show or switch this session's model\n/usage: token usage\n" +
+	"/approve [session|always], /deny: answer an approval request\n/help: this text"
+
+// IsCommand reports whether name ("new", "approve"...) is a chat command.
+func IsCommand(name string) bool {
+	switch strings.ToLower(name) {
+	case "new", "reset", "stop", "model", "usage", "approve", "deny", "help", "start":
+		return true
+	}
+	return false
+}
+
+// command runs a chat command for the conversation key.
+func (c *Chat) command(ctx context.Context, chat, key, text string) {
+	fields := strings.Fields(text)
+	name := strings.ToLower(fields[0])
+	name, _, _ = strings.Cut(name, "@") // /help@hermes_bot in groups
+	open := func(fresh bool) *session.Session {
+		s, err := c.open(ctx, key, fresh)
+		if err != nil {
+			c.say(ctx, chat, "Sorry, the session could not be opened: "+err.Error())
+			return nil
+		}
+		return s
+	}
+	switch name {
+	case "/new", "/reset":
+		if s := open(false); s != nil {
+			s.Cancel()
+		}
+		if s := open(true); s != nil {
+			c.say(ctx, chat, "New session started.")
+		}
+	case "/stop":
+		if s := open(false); s != nil {
+			if s.Cancel() {
+				c.say(ctx, chat, "Stopping…")
+			} else {
+				c.say(ctx, chat, "Nothing is running.")
+			}
+		}
+	case "/model":
+		if s := open(false); s != nil {
+			if len(fields) > 1 {
+				if err := s.SetModel(ctx, fields[1]); err != nil {
+					c.cfg.Warn(fmt.Sprintf("%s: saving the model of session %s: %v", c.p.Name(), s.ID(), err))
+				}
+				c.say(ctx, chat, "Model for this session: "+s.Model()+" (from the next message).")
+				return
+			}
+			c.say(ctx, chat, "Model: "+s.Model()+" (provider "+c.rt.ProviderName()+"). /model NAME switches this session.")
+		}
+	case "/usage":
+		c.usage(ctx, chat, open(false))
+	case "/approve", "/deny":
+		c.approve(ctx, chat, open(false), name, fields)
+	case "/help", "/start":
+		c.say(ctx, chat, helpText)
+	default:
+		c.say(ctx, chat, "Unknown command "+fields[0]+"; /help lists the commands.")
+	}
+}
+
+func (c *Chat) usage(ctx context.Context, chat string, s *session.Session) {
+	if s == nil {
+		return
+	}
+	st, err := c.rt.Store().Session(ctx, s.ID())
+	if err != nil {
+		c.say(ctx, chat, "No usage yet in this session.")
+		return
+	}
+	c.say(ctx, chat, fmt.Sprintf("Session %s: input %d tokens, output %d tokens, %d API calls.",
+		s.ID(), st.Usage.InputTokens, st.Usage.OutputTokens, st.APICallCount))
+}
+
+func (c *Chat) approve(ctx context.Context, chat string, s *session.Session, name string, fields []string) {
+	if s == nil {
+		return
+	}
+	answer := approval.Deny
+	if name == "/approve" {
+		answer = approval.Once
+		if len(fields) > 1 {
+			answer = approval.ParseAnswer(fields[1])
+		}
+	}
+	if !s.Approve("", answer) {
+		c.say(ctx, chat, "No approval is pending.")
+		return
+	}
+	c.say(ctx, chat, "Answered: "+answer.String()+".")
+}

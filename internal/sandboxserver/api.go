@@ -1,0 +1,478 @@
+package sandboxserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hermes-go/hermes/internal/egress"
+)
+
+// The REST API of E2B (github.com/e2b-dev/E2B spec/openapi.yml, Apache-2.0):
+// request and response field names are E2B's.
+
+var errNotExist = fs.ErrNotExist
+
+// maxJSONBody bounds a REST request body.
+const maxJSONBody = 1 << 20
+
+// networkConfig is E2B's SandboxNetworkConfig (the parts a box honours).
+type networkConfig struct {
+	AllowOut []string `json:"allowOut,omitempty"`
+	DenyOut  []string `json:"denyOut,omitempty"`
+}
+
+// newSandboxRequest is E2B's NewSandbox.
+type newSandboxRequest struct {
+	TemplateID          string            `json:"templateID"`
+	Timeout             *int              `json:"timeout"`
+	EnvVars             map[string]string `json:"envVars"`
+	Metadata            map[string]string `json:"metadata"`
+	AllowInternetAccess *bool             `json:"allow_internet_access"`
+	Network             *networkConfig    `json:"network"`
+	AutoPause           bool              `json:"autoPause"`
+	Secure              bool              `json:"secure"`
+}
+
+// sandboxJSON is E2B's Sandbox (create and connect answers).
+type sandboxJSON struct {
+	TemplateID         string  `json:"templateID"`
+	SandboxID          string  `json:"sandboxID"`
+	Alias              string  `json:"alias,omitempty"`
+	ClientID           string  `json:"clientID"`
+	EnvdVersion        string  `json:"envdVersion"`
+	EnvdAccessToken    string  `json:"envdAccessToken,omitempty"`
+	Domain             *string `json:"domain"`
+	TrafficAccessToken *string `json:"trafficAccessToken"`
+}
+
+// sandboxDetailJSON is E2B's SandboxDetail and ListedSandbox.
+type sandboxDetailJSON struct {
+	TemplateID          string            `json:"templateID"`
+	SandboxID           string            `json:"sandboxID"`
+	Alias               string            `json:"alias,omitempty"`
+	ClientID            string            `json:"clientID"`
+	StartedAt           time.Time         `json:"startedAt"`
+	EndAt               time.Time         `json:"endAt"`
+	CPUCount            int               `json:"cpuCount"`
+	MemoryMB            int               `json:"memoryMB"`
+	DiskSizeMB          int               `json:"diskSizeMB"`
+	State               string            `json:"state"`
+	EnvdVersion         string            `json:"envdVersion"`
+	EnvdAccessToken     string            `json:"envdAccessToken,omitempty"`
+	Metadata            map[string]string `json:"metadata,omitempty"`
+	AllowInternetAccess *bool             `json:"allowInternetAccess,omitempty"`
+	Network             *networkConfig    `json:"network,omitempty"`
+	Domain              *string           `json:"domain"`
+}
+
+// apiError is E2B's Error.
+type apiError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, format string, args ...any) {
+	writeJSON(w, status, apiError{Code: status, Message: fmt.Sprintf(format, args...)})
+}
+
+// APIHandler serves the E2B REST API.
+func (s *Server) APIHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /sandboxes", s.handleCreate)
+	mux.HandleFunc("POST /v2/sandboxes", s.handleCreate)
+	mux.HandleFunc("GET /sandboxes", s.handleListV1)
+	mux.HandleFunc("GET /v2/sandboxes", s.handleList)
+	mux.HandleFunc("GET /sandboxes/{id}", s.handleGet)
+	mux.HandleFunc("DELETE /sandboxes/{id}", s.handleKill)
+	mux.HandleFunc("POST /sandboxes/{id}/timeout", s.handleTimeout)
+	mux.HandleFunc("POST /sandboxes/{id}/pause", s.handlePause)
+	mux.HandleFunc("POST /sandboxes/{id}/resume", s.handleConnect)
+	mux.HandleFunc("POST /sandboxes/{id}/connect", s.handleConnect)
+	mux.HandleFunc("POST /v2/sandboxes/{id}/connect", s.handleConnect)
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/health" && !s.checkKey(apiKey(r)) {
+			writeError(w, http.StatusUnauthorized, "invalid or missing API key (X-API-Key header; set E2B_API_KEY to a key hermes sandbox serve was given)")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxJSONBody)
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func apiKey(r *http.Request) string {
+	if k := r.Header.Get("X-API-Key"); k != "" {
+		return k
+	}
+	if a, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		return a
+	}
+	return ""
+}
+
+// decodeBody reads r's JSON body into v; an empty body leaves v as is.
+func decodeBody(r *http.Request, v any) error {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return fmt.Errorf("read body: %w", err)
+	}
+	if len(strings.TrimSpace(string(data))) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("body is not the expected JSON: %v", err)
+	}
+	return nil
+}
+
+// egressRules maps allow_internet_access and network onto the egress
+// gate's allow and deny lists. The gate lets deny win where E2B lets
+// allowOut win, so a deny of all traffic (0.0.0.0/0) is read as "no
+// internet" plus allowOut, which is what E2B gives.
+func egressRules(allowInternet *bool, n *networkConfig) (allow, deny []string) {
+	internet := allowInternet == nil || *allowInternet
+	if n != nil {
+		allow = append(allow, n.AllowOut...)
+		for _, d := range n.DenyOut {
+			if d == "0.0.0.0/0" || d == "::/0" {
+				internet = false
+				continue
+			}
+			deny = append(deny, d)
+		}
+	}
+	if internet {
+		allow = append(allow, "*", "0.0.0.0/0", "::/0")
+	}
+	return allow, deny
+}
+
+func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
+	var req newSandboxRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	tpl, ok := s.cfg.Templates[req.TemplateID]
+	if !ok {
+		writeError(w, http.StatusNotFound, "template %q not found (this server has: %s)", req.TemplateID, strings.Join(s.templateNames(), ", "))
+		return
+	}
+	timeout := 15 * time.Second
+	if req.Timeout != nil {
+		timeout = time.Duration(*req.Timeout) * time.Second
+	}
+	allow, deny := egressRules(req.AllowInternetAccess, req.Network)
+	if _, err := egress.NewAllowlist(allow, deny); err != nil {
+		writeError(w, http.StatusBadRequest, "network: %v", err)
+		return
+	}
+	env := map[string]string{}
+	for k, v := range tpl.Env {
+		env[k] = v
+	}
+	for k, v := range s.cfg.Env {
+		env[k] = v
+	}
+	for k, v := range req.EnvVars {
+		env[k] = v
+	}
+	sb := &sandbox{id: s.cfg.NewID(), template: req.TemplateID, token: randomToken(), metadata: req.Metadata,
+		env: env, allow: allow, deny: deny, allowInternet: req.AllowInternetAccess, network: req.Network,
+		autoPause: req.AutoPause, startedAt: s.cfg.Now(), state: "running", procs: map[uint32]*proc{}, paused: make(chan struct{})}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		writeError(w, http.StatusServiceUnavailable, "the server is shutting down")
+		return
+	}
+	s.sandboxes[sb.id] = sb
+	s.mu.Unlock()
+	if err := s.boot(r.Context(), sb); err != nil {
+		s.kill(sb)
+		writeError(w, http.StatusInternalServerError, "start the box of sandbox %s: %v", sb.id, err)
+		return
+	}
+	s.setTimeout(sb, timeout, false)
+	s.cfg.Log.Info("sandbox created", "sandbox", sb.id, "template", sb.template)
+	writeJSON(w, http.StatusCreated, s.sandboxJSON(sb))
+}
+
+// boot starts sb's box and makes the user's home (and HERMES_HOME).
+func (s *Server) boot(ctx context.Context, sb *sandbox) error {
+	env, err := s.env(ctx, sb)
+	if err != nil {
+		return err
+	}
+	return env.WriteFile(ctx, UserHome+"/.hermes/.sandbox", []byte(sb.id+"\n"), 0o644)
+}
+
+func (s *Server) templateNames() []string {
+	var out []string
+	for k := range s.cfg.Templates {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (s *Server) sandboxJSON(sb *sandbox) sandboxJSON {
+	return sandboxJSON{TemplateID: sb.template, SandboxID: sb.id, ClientID: "hermes", EnvdVersion: EnvdVersion,
+		EnvdAccessToken: sb.token}
+}
+
+func (s *Server) detailJSON(sb *sandbox, withToken bool) sandboxDetailJSON {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	d := sandboxDetailJSON{TemplateID: sb.template, SandboxID: sb.id, ClientID: "hermes", StartedAt: sb.startedAt.UTC(),
+		EndAt: sb.endAt.UTC(), CPUCount: 1, MemoryMB: 5120, DiskSizeMB: 51200, State: sb.state, EnvdVersion: EnvdVersion,
+		Metadata: sb.metadata, AllowInternetAccess: sb.allowInternet, Network: sb.network}
+	if withToken {
+		d.EnvdAccessToken = sb.token
+	}
+	return d
+}
+
+// getSandbox finds the sandbox named in the path, or answers 404.
+func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) *sandbox {
+	sb := s.lookup(r.PathValue("id"))
+	if sb == nil {
+		writeError(w, http.StatusNotFound, "sandbox %q not found", r.PathValue("id"))
+	}
+	return sb
+}
+
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
+	if sb := s.getSandbox(w, r); sb != nil {
+		writeJSON(w, http.StatusOK, s.detailJSON(sb, true))
+	}
+}
+
+func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
+	sb := s.getSandbox(w, r)
+	if sb == nil {
+		return
+	}
+	s.kill(sb)
+	s.cfg.Log.Info("sandbox killed", "sandbox", sb.id)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleTimeout(w http.ResponseWriter, r *http.Request) {
+	sb := s.getSandbox(w, r)
+	if sb == nil {
+		return
+	}
+	var req struct {
+		Timeout *int `json:"timeout"`
+	}
+	if err := decodeBody(r, &req); err != nil || req.Timeout == nil || *req.Timeout < 0 {
+		writeError(w, http.StatusBadRequest, "body must be {\"timeout\": SECONDS} with SECONDS >= 0")
+		return
+	}
+	s.setTimeout(sb, time.Duration(*req.Timeout)*time.Second, false)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
+	sb := s.getSandbox(w, r)
+	if sb == nil {
+		return
+	}
+	sb.mu.Lock()
+	paused := sb.state == "paused"
+	sb.mu.Unlock()
+	if paused {
+		writeError(w, http.StatusConflict, "sandbox %s is already paused", sb.id)
+		return
+	}
+	if err := s.pause(sb); err != nil {
+		writeError(w, http.StatusInternalServerError, "pause sandbox %s: %v", sb.id, err)
+		return
+	}
+	s.cfg.Log.Info("sandbox paused", "sandbox", sb.id)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleConnect answers connect and resume: a paused sandbox's box starts
+// again on its persistent layer (201); a running one only has its timeout
+// extended (200).
+func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
+	sb := s.getSandbox(w, r)
+	if sb == nil {
+		return
+	}
+	var req struct {
+		Timeout *int `json:"timeout"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	timeout := 15 * time.Second
+	if req.Timeout != nil {
+		timeout = time.Duration(*req.Timeout) * time.Second
+	}
+	sb.mu.Lock()
+	paused := sb.state == "paused"
+	sb.mu.Unlock()
+	status := http.StatusOK
+	if paused {
+		if _, err := s.env(r.Context(), sb); err != nil {
+			writeError(w, http.StatusInternalServerError, "resume sandbox %s: %v", sb.id, err)
+			return
+		}
+		sb.mu.Lock()
+		sb.state = "running"
+		sb.mu.Unlock()
+		status = http.StatusCreated
+		s.setTimeout(sb, timeout, false)
+		s.cfg.Log.Info("sandbox resumed", "sandbox", sb.id)
+	} else {
+		s.setTimeout(sb, timeout, true)
+	}
+	writeJSON(w, status, s.sandboxJSON(sb))
+}
+
+// listQuery is the filter of GET /v2/sandboxes.
+type listQuery struct {
+	states   []string
+	metadata map[string]string
+	template string
+	after    time.Time
+	asc      bool
+	limit    int
+	next     string
+}
+
+func parseListQuery(q url.Values) (listQuery, error) {
+	lq := listQuery{limit: 100}
+	for _, st := range q["state"] {
+		for _, s := range strings.Split(st, ",") {
+			if s != "running" && s != "paused" {
+				return lq, fmt.Errorf("state %q is not running or paused", s)
+			}
+			lq.states = append(lq.states, s)
+		}
+	}
+	if m := q.Get("metadata"); m != "" {
+		vals, err := url.ParseQuery(m)
+		if err != nil {
+			return lq, fmt.Errorf("metadata %q is not key=value&...: %v", m, err)
+		}
+		lq.metadata = map[string]string{}
+		for k := range vals {
+			lq.metadata[k] = vals.Get(k)
+		}
+	}
+	lq.template = q.Get("template")
+	if a := q.Get("startedAfter"); a != "" {
+		t, err := time.Parse(time.RFC3339Nano, a)
+		if err != nil {
+			return lq, fmt.Errorf("startedAfter %q is not an RFC 3339 time", a)
+		}
+		lq.after = t
+	}
+	switch q.Get("order") {
+	case "", "desc":
+	case "asc":
+		lq.asc = true
+	default:
+		return lq, fmt.Errorf("order %q is not asc or desc", q.Get("order"))
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 100 {
+			return lq, fmt.Errorf("limit %q is not a number from 1 to 100", l)
+		}
+		lq.limit = n
+	}
+	lq.next = q.Get("nextToken")
+	return lq, nil
+}
+
+func (lq listQuery) match(d sandboxDetailJSON) bool {
+	if len(lq.states) > 0 && !slices.Contains(lq.states, d.State) {
+		return false
+	}
+	if lq.template != "" && lq.template != d.TemplateID {
+		return false
+	}
+	if !lq.after.IsZero() && d.StartedAt.Before(lq.after) {
+		return false
+	}
+	for k, v := range lq.metadata {
+		if d.Metadata[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// filtered lists the sandboxes matching lq, in its order.
+func (s *Server) filtered(lq listQuery) []sandboxDetailJSON {
+	var out []sandboxDetailJSON
+	for _, sb := range s.list() {
+		if d := s.detailJSON(sb, false); lq.match(d) {
+			out = append(out, d)
+		}
+	}
+	if lq.asc {
+		slices.Reverse(out)
+	}
+	return out
+}
+
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
+	lq, err := parseListQuery(r.URL.Query())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	all := s.filtered(lq)
+	start := 0
+	if lq.next != "" {
+		start = len(all)
+		for i, d := range all {
+			if d.SandboxID == lq.next {
+				start = i
+				break
+			}
+		}
+	}
+	page := append([]sandboxDetailJSON{}, all[start:min(start+lq.limit, len(all))]...)
+	if end := start + len(page); end < len(all) {
+		w.Header().Set("X-Next-Token", all[end].SandboxID)
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// handleListV1 is GET /sandboxes: the running sandboxes, no paging.
+func (s *Server) handleListV1(w http.ResponseWriter, r *http.Request) {
+	lq, err := parseListQuery(url.Values{"metadata": r.URL.Query()["metadata"]})
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	lq.states = []string{"running"}
+	out := s.filtered(lq)
+	if out == nil {
+		out = []sandboxDetailJSON{}
+	}
+	writeJSON(w, http.StatusOK, out)
+}

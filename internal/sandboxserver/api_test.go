@@ -1,0 +1,358 @@
+package sandboxserver
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hermes-go/hermes/internal/backend"
+)
+
+// fakeBoxes is the box backend at the network edge of the unit tests: an
+// in-memory file tree per task, no commands.
+type fakeBoxes struct {
+	mu      sync.Mutex
+	files   map[string]map[string][]byte
+	stopped []string
+	removed []string
+}
+
+func newFakeBoxes() *fakeBoxes { return &fakeBoxes{files: map[string]map[string][]byte{}} }
+
+func (f *fakeBoxes) Open(_ context.Context, task string) (backend.Environment, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.files[task] == nil {
+		f.files[task] = map[string][]byte{}
+	}
+	return &fakeEnv{f: f, task: task}, nil
+}
+
+func (f *fakeBoxes) Stop(task string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopped = append(f.stopped, task)
+	return nil
+}
+
+func (f *fakeBoxes) Remove(task string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.removed = append(f.removed, task)
+	delete(f.files, task)
+	return nil
+}
+
+func (f *fakeBoxes) wasRemoved(task string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Contains(f.removed, task)
+}
+
+type fakeEnv struct {
+	f    *fakeBoxes
+	task string
+}
+
+var errNoCommands = errors.New("the fake box runs no commands")
+
+func (e *fakeEnv) Workdir() string { return UserHome }
+func (e *fakeEnv) Exec(context.Context, backend.ExecRequest) (backend.ExecResult, error) {
+	return backend.ExecResult{}, errNoCommands
+}
+func (e *fakeEnv) Start(context.Context, backend.ExecRequest) (backend.Process, error) {
+	return nil, errNoCommands
+}
+func (e *fakeEnv) Close() error { return nil }
+
+func (e *fakeEnv) ReadFile(_ context.Context, p string) ([]byte, error) {
+	e.f.mu.Lock()
+	defer e.f.mu.Unlock()
+	data, ok := e.f.files[e.task][p]
+	if !ok {
+		return nil, &fs.PathError{Op: "read", Path: p, Err: fs.ErrNotExist}
+	}
+	return data, nil
+}
+
+func (e *fakeEnv) WriteFile(_ context.Context, p string, data []byte, _ fs.FileMode) error {
+	e.f.mu.Lock()
+	defer e.f.mu.Unlock()
+	e.f.files[e.task][p] = data
+	return nil
+}
+
+func (e *fakeEnv) Stat(_ context.Context, p string) (backend.FileInfo, error) {
+	e.f.mu.Lock()
+	defer e.f.mu.Unlock()
+	if data, ok := e.f.files[e.task][p]; ok {
+		return backend.FileInfo{Name: path.Base(p), Size: int64(len(data)), Mode: 0o644}, nil
+	}
+	return backend.FileInfo{}, &fs.PathError{Op: "stat", Path: p, Err: fs.ErrNotExist}
+}
+
+func (e *fakeEnv) ReadDir(context.Context, string) ([]backend.FileInfo, error) { return nil, nil }
+
+const testKey = "key-for-tests"
+
+func newTestServer(t *testing.T) (*Server, *fakeBoxes, *httptest.Server, *httptest.Server) {
+	t.Helper()
+	boxes := newFakeBoxes()
+	srv, err := New(Config{Boxes: boxes, APIKeys: []string{testKey}, Templates: map[string]Template{"base": {}, "hermes": {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, envd := httptest.NewServer(srv.APIHandler()), httptest.NewServer(srv.EnvdHandler())
+	t.Cleanup(func() { api.Close(); envd.Close(); srv.Close() })
+	return srv, boxes, api, envd
+}
+
+// call sends a request with headers and returns the status and body.
+func call(t *testing.T, method, url string, body io.Reader, headers ...string) (int, []byte, http.Header) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, data, resp.Header
+}
+
+func createSandbox(t *testing.T, api string, body string) sandboxJSON {
+	t.Helper()
+	code, data, _ := call(t, "POST", api+"/v2/sandboxes", strings.NewReader(body), "X-API-Key", testKey)
+	if code != http.StatusCreated {
+		t.Fatalf("create: %d %s", code, data)
+	}
+	var sb sandboxJSON
+	if err := json.Unmarshal(data, &sb); err != nil {
+		t.Fatal(err)
+	}
+	return sb
+}
+
+func TestAPIKeyRequired(t *testing.T) {
+	_, _, api, _ := newTestServer(t)
+	for _, key := range []string{"", "wrong", testKey + "x"} {
+		code, data, _ := call(t, "GET", api.URL+"/v2/sandboxes", nil, "X-API-Key", key)
+		var e apiError
+		if code != http.StatusUnauthorized || json.Unmarshal(data, &e) != nil || e.Code != 401 || e.Message == "" {
+			t.Errorf("key %q: %d %s, want 401 {code, message}", key, code, data)
+		}
+	}
+	if code, _, _ := call(t, "GET", api.URL+"/v2/sandboxes", nil, "X-API-Key", testKey); code != http.StatusOK {
+		t.Errorf("right key: %d", code)
+	}
+}
+
+func TestSandboxLifecycle(t *testing.T) {
+	_, boxes, api, _ := newTestServer(t)
+	auth := []string{"X-API-Key", testKey}
+	if code, data, _ := call(t, "POST", api.URL+"/sandboxes", strings.NewReader(`{"templateID":"nope"}`), auth...); code != 404 || !strings.Contains(string(data), `"code":404`) {
+		t.Fatalf("unknown template: %d %s", code, data)
+	}
+	sb := createSandbox(t, api.URL, `{"templateID":"hermes","timeout":300,"metadata":{"app":"x"}}`)
+	if sb.EnvdVersion != EnvdVersion || sb.EnvdAccessToken == "" || sb.TemplateID != "hermes" {
+		t.Fatalf("create answered %+v", sb)
+	}
+	state := func(filter string) []string {
+		_, data, _ := call(t, "GET", api.URL+"/v2/sandboxes?state="+filter, nil, auth...)
+		var list []sandboxDetailJSON
+		json.Unmarshal(data, &list)
+		var ids []string
+		for _, d := range list {
+			ids = append(ids, d.SandboxID)
+		}
+		return ids
+	}
+	if got := state("running"); !slices.Equal(got, []string{sb.SandboxID}) {
+		t.Fatalf("running: %v", got)
+	}
+	if code, _, _ := call(t, "POST", api.URL+"/sandboxes/"+sb.SandboxID+"/pause", nil, auth...); code != 204 {
+		t.Fatalf("pause: %d", code)
+	}
+	if code, _, _ := call(t, "POST", api.URL+"/sandboxes/"+sb.SandboxID+"/pause", nil, auth...); code != 409 {
+		t.Fatalf("second pause: %d, want 409", code)
+	}
+	if got := state("paused"); !slices.Equal(got, []string{sb.SandboxID}) {
+		t.Fatalf("paused: %v", got)
+	}
+	if code, _, _ := call(t, "POST", api.URL+"/v2/sandboxes/"+sb.SandboxID+"/connect", strings.NewReader(`{"timeout":60}`), auth...); code != 201 {
+		t.Fatalf("connect to paused: %d, want 201", code)
+	}
+	if code, _, _ := call(t, "POST", api.URL+"/sandboxes/"+sb.SandboxID+"/connect", strings.NewReader(`{"timeout":60}`), auth...); code != 200 {
+		t.Fatalf("connect to running: %d, want 200", code)
+	}
+	if code, _, _ := call(t, "DELETE", api.URL+"/sandboxes/"+sb.SandboxID, nil, auth...); code != 204 {
+		t.Fatalf("kill: %d", code)
+	}
+	if code, _, _ := call(t, "GET", api.URL+"/sandboxes/"+sb.SandboxID, nil, auth...); code != 404 {
+		t.Fatalf("get after kill: %d", code)
+	}
+	if !boxes.wasRemoved(Task(sb.SandboxID)) || !slices.Contains(boxes.stopped, Task(sb.SandboxID)) {
+		t.Fatalf("box not stopped on pause / removed on kill: %+v", boxes)
+	}
+}
+
+func TestListPaging(t *testing.T) {
+	_, _, api, _ := newTestServer(t)
+	var made []string
+	for range 3 {
+		made = append(made, createSandbox(t, api.URL, `{"templateID":"base","timeout":300}`).SandboxID)
+	}
+	var seen []string
+	next := ""
+	for pages := 0; pages < 5; pages++ {
+		code, data, h := call(t, "GET", api.URL+"/v2/sandboxes?limit=2&nextToken="+next, nil, "X-API-Key", testKey)
+		if code != 200 {
+			t.Fatalf("list: %d %s", code, data)
+		}
+		var list []sandboxDetailJSON
+		json.Unmarshal(data, &list)
+		for _, d := range list {
+			seen = append(seen, d.SandboxID)
+		}
+		if next = h.Get("X-Next-Token"); next == "" {
+			break
+		}
+	}
+	slices.Sort(seen)
+	slices.Sort(made)
+	if !slices.Equal(seen, made) {
+		t.Fatalf("pages listed %v, want %v once each", seen, made)
+	}
+	if code, _, _ := call(t, "GET", api.URL+"/v2/sandboxes?state=sleeping", nil, "X-API-Key", testKey); code != 400 {
+		t.Fatalf("bad state filter: %d, want 400", code)
+	}
+}
+
+// waitFor polls cond (an event, not a duration under test).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for range 500 {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s did not happen", what)
+}
+
+func TestTimeoutKillsOrPauses(t *testing.T) {
+	srv, boxes, api, _ := newTestServer(t)
+	killed := createSandbox(t, api.URL, `{"templateID":"base","timeout":0}`)
+	waitFor(t, "the expired sandbox's kill", func() bool { return boxes.wasRemoved(Task(killed.SandboxID)) })
+	if srv.lookup(killed.SandboxID) != nil {
+		t.Fatal("an expired sandbox is still listed")
+	}
+	paused := createSandbox(t, api.URL, `{"templateID":"base","timeout":0,"autoPause":true}`)
+	sb := srv.lookup(paused.SandboxID)
+	waitFor(t, "the expired sandbox's pause", func() bool { return sb.currentState() == "paused" })
+	if boxes.wasRemoved(Task(paused.SandboxID)) {
+		t.Fatal("autoPause sandbox was removed")
+	}
+}
+
+func TestEnvdAuthAndFiles(t *testing.T) {
+	_, _, api, envd := newTestServer(t)
+	sb := createSandbox(t, api.URL, `{"templateID":"base","timeout":300}`)
+	hdr := []string{"E2b-Sandbox-Id", sb.SandboxID, "X-Access-Token", sb.EnvdAccessToken}
+	if code, _, _ := call(t, "GET", envd.URL+"/files?path=x", nil, "E2b-Sandbox-Id", sb.SandboxID, "X-Access-Token", "wrong"); code != 401 {
+		t.Fatalf("wrong token: %d, want 401", code)
+	}
+	if code, _, _ := call(t, "GET", envd.URL+"/files?path=x", nil, "E2b-Sandbox-Id", "nosuch", "X-Access-Token", sb.EnvdAccessToken); code != 502 {
+		t.Fatalf("unknown sandbox: %d, want 502", code)
+	}
+	if code, _, _ := call(t, "GET", envd.URL+"/health", nil, "E2b-Sandbox-Id", sb.SandboxID); code != 204 {
+		t.Fatalf("health: %d, want 204", code)
+	}
+	// octet-stream, gzip-encoded, relative path (from the user's home)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte("zipped"))
+	zw.Close()
+	code, data, _ := call(t, "POST", envd.URL+"/files?path=notes/a.txt", &gz, append(hdr, "Content-Type", "application/octet-stream", "Content-Encoding", "gzip")...)
+	if code != 200 || !strings.Contains(string(data), `"path":"/home/user/notes/a.txt"`) {
+		t.Fatalf("octet-stream upload: %d %s", code, data)
+	}
+	// multipart with full paths as file names
+	var mp bytes.Buffer
+	mw := multipart.NewWriter(&mp)
+	for _, p := range []string{"/home/user/x/one.txt", "/tmp/two.txt"} {
+		w, _ := mw.CreateFormFile("file", p)
+		fmt.Fprintf(w, "content of %s", p)
+	}
+	mw.Close()
+	code, data, _ = call(t, "POST", envd.URL+"/files", &mp, append(hdr, "Content-Type", mw.FormDataContentType())...)
+	if code != 200 || !strings.Contains(string(data), "/tmp/two.txt") {
+		t.Fatalf("multipart upload: %d %s", code, data)
+	}
+	code, data, _ = call(t, "GET", envd.URL+"/files?path=/home/user/notes/a.txt", nil, hdr...)
+	if code != 200 || string(data) != "zipped" {
+		t.Fatalf("read back: %d %q", code, data)
+	}
+	code, data, _ = call(t, "GET", envd.URL+"/files?path=/tmp/two.txt", nil, hdr...)
+	if code != 200 || string(data) != "content of /tmp/two.txt" {
+		t.Fatalf("read multipart file: %d %q", code, data)
+	}
+	if code, data, _ = call(t, "GET", envd.URL+"/files?path=/missing", nil, hdr...); code != 404 || !strings.Contains(string(data), `"code":404`) {
+		t.Fatalf("missing file: %d %s", code, data)
+	}
+	call(t, "POST", api.URL+"/sandboxes/"+sb.SandboxID+"/pause", nil, "X-API-Key", testKey)
+	if code, _, _ := call(t, "GET", envd.URL+"/health", nil, "E2b-Sandbox-Id", sb.SandboxID); code != 502 {
+		t.Fatalf("health of a paused sandbox: %d, want 502", code)
+	}
+}
+
+func TestEgressRules(t *testing.T) {
+	no, yes := false, true
+	cases := []struct {
+		internet    *bool
+		net         *networkConfig
+		allow, deny []string
+	}{
+		{nil, nil, []string{"*", "0.0.0.0/0", "::/0"}, nil},
+		{&yes, &networkConfig{DenyOut: []string{"10.0.0.0/8"}}, []string{"*", "0.0.0.0/0", "::/0"}, []string{"10.0.0.0/8"}},
+		{&no, &networkConfig{AllowOut: []string{"api.example.com"}}, []string{"api.example.com"}, nil},
+		// E2B's "deny everything but": allowOut wins there, so deny-all
+		// becomes "no internet" here (the gate lets deny win).
+		{nil, &networkConfig{AllowOut: []string{"8.8.8.8"}, DenyOut: []string{"0.0.0.0/0"}}, []string{"8.8.8.8"}, nil},
+	}
+	for i, c := range cases {
+		allow, deny := egressRules(c.internet, c.net)
+		if !slices.Equal(allow, c.allow) || !slices.Equal(deny, c.deny) {
+			t.Errorf("case %d: allow %v deny %v, want %v %v", i, allow, deny, c.allow, c.deny)
+		}
+	}
+}
+
+func TestBadNetworkRuleIsABadRequest(t *testing.T) {
+	_, _, api, _ := newTestServer(t)
+	body := `{"templateID":"base","network":{"allowOut":["http://example.com/path"]}}`
+	code, data, _ := call(t, "POST", api.URL+"/v2/sandboxes", strings.NewReader(body), "X-API-Key", testKey)
+	if code != http.StatusBadRequest || !strings.Contains(string(data), "http://example.com/path") {
+		t.Fatalf("bad allowOut entry: %d %s, want 400 naming the entry", code, data)
+	}
+}

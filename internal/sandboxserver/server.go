@@ -1,0 +1,359 @@
+// Package sandboxserver is hermes sandbox serve: an E2B-compatible server
+// on hermes boxes, so that code written for the E2B SDKs (Sandbox.create,
+// commands.run, files.write, kill) runs against this machine with no cloud
+// account. It serves two listeners: the E2B REST API (api.go, shapes from
+// E2B's spec/openapi.yml, Apache-2.0) and envd, E2B's in-sandbox daemon
+// (envd.go, process.go, filesystem.go; Connect protocol over E2B's own
+// process.proto and filesystem.proto, see ./envd). Every request to envd
+// names its sandbox in the E2b-Sandbox-Id header, so one envd listener
+// serves all boxes.
+//
+// Each sandbox is a normal hermes box (hermes box ls lists it, as task
+// "sbx-<id>"): pause stops the box and keeps its persistent layer, connect
+// starts it again on that layer, kill removes it.
+package sandboxserver
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/egress"
+)
+
+// EnvdVersion is the envd version reported to clients: 0.5.7 is the first
+// with octet-stream uploads, which this server accepts (the SDK picks its
+// features from this number).
+const EnvdVersion = "0.5.7"
+
+// UserHome is the home directory and default working directory of
+// commands in a sandbox, as in E2B's templates.
+const UserHome = "/home/user"
+
+// TaskPrefix starts the box task id of every sandbox ("sbx-<id>").
+const TaskPrefix = "sbx-"
+
+// Boxes is what the server needs of the box backend (box.Manager).
+type Boxes interface {
+	// Open returns the environment of task, starting its box if needed
+	// (on its persistent layer when it was stopped).
+	Open(ctx context.Context, task string) (backend.Environment, error)
+	// Stop stops the box of task, keeping its persistent layer (pause).
+	Stop(task string) error
+	// Remove stops the box of task and deletes its state (kill).
+	Remove(task string) error
+}
+
+// Template is a sandbox template: extra read-only layers over the box
+// image and environment for its commands.
+type Template struct {
+	// Layers are host directories laid over the box image (topmost first).
+	Layers []string
+	// Env is added to the environment of every command.
+	Env map[string]string
+}
+
+// Config configures a Server.
+type Config struct {
+	Boxes Boxes
+	// APIKeys are the accepted E2B_API_KEY values (X-API-Key header). Empty
+	// means no key is checked (loopback use only; the CLI enforces that).
+	APIKeys []string
+	// Templates by template id or alias; "base" at least.
+	Templates map[string]Template
+	// Env is added to every sandbox's commands (after the template's,
+	// before the sandbox's envVars), e.g. a provider's base URL.
+	Env map[string]string
+	// Allow and Deny are egress rules for every sandbox (terminal.box_network
+	// syntax), before the sandbox's own network rules.
+	Allow, Deny []string
+	// NewGate builds an egress gate for a set of rules; nil = boxes have no
+	// network at all.
+	NewGate func(allow, deny []string) (*egress.Gate, error)
+	// MaxUploadBytes bounds one file upload (default 512 MiB).
+	MaxUploadBytes int64
+	// MaxTimeout bounds a sandbox's timeout (default 24 h).
+	MaxTimeout time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// NewID returns a new sandbox id (random when nil).
+	NewID func() string
+	// Log receives one line per lifecycle event (nil = discard).
+	Log *slog.Logger
+}
+
+// Server serves the E2B API and envd over a Boxes.
+type Server struct {
+	cfg  Config
+	keys [][32]byte
+
+	mu        sync.Mutex
+	sandboxes map[string]*sandbox
+	gates     map[string]*egress.Gate
+	closed    bool
+	removals  sync.WaitGroup // boxes of killed sandboxes being removed
+}
+
+// sandbox is one sandbox's record.
+type sandbox struct {
+	id, template, token string
+	metadata            map[string]string
+	env                 map[string]string
+	allow, deny         []string
+	allowInternet       *bool
+	network             *networkConfig
+	autoPause           bool
+	startedAt           time.Time
+
+	mu     sync.Mutex
+	endAt  time.Time
+	state  string // "running" | "paused"
+	timer  *time.Timer
+	procs  map[uint32]*proc
+	paused chan struct{} // closed when the box stops (pause or kill)
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.Boxes == nil {
+		return nil, errors.New("sandboxserver: no box backend")
+	}
+	if _, ok := cfg.Templates["base"]; !ok {
+		if cfg.Templates == nil {
+			cfg.Templates = map[string]Template{}
+		}
+		cfg.Templates["base"] = Template{}
+	}
+	if cfg.MaxUploadBytes <= 0 {
+		cfg.MaxUploadBytes = 512 << 20
+	}
+	if cfg.MaxTimeout <= 0 {
+		cfg.MaxTimeout = 24 * time.Hour
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = randomID
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, sandboxes: map[string]*sandbox{}, gates: map[string]*egress.Gate{}}
+	for _, k := range cfg.APIKeys {
+		s.keys = append(s.keys, sha256.Sum256([]byte(k)))
+	}
+	return s, nil
+}
+
+// randomID is 20 lowercase letters and digits, like E2B's sandbox ids.
+func randomID() string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 20)
+	rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}
+
+func randomToken() string {
+	b := make([]byte, 24)
+	rand.Read(b)
+	return fmt.Sprintf("%x", b)
+}
+
+// checkKey reports whether key is one of the server's API keys, in
+// constant time (hashes of equal length are compared, every key each time).
+func (s *Server) checkKey(key string) bool {
+	if len(s.keys) == 0 {
+		return true
+	}
+	h := sha256.Sum256([]byte(key))
+	ok := 0
+	for _, k := range s.keys {
+		ok |= subtle.ConstantTimeCompare(h[:], k[:])
+	}
+	return ok == 1 && key != ""
+}
+
+// tokenOK compares an envd access token in constant time.
+func tokenOK(got, want string) bool {
+	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(g[:], w[:]) == 1 && got != ""
+}
+
+// Task is the box task id of sandbox id.
+func Task(id string) string { return TaskPrefix + id }
+
+// Layers returns the template layers of the box of task (box.Options.Layers).
+func (s *Server) Layers(task string) []string {
+	sb := s.lookup(strings.TrimPrefix(task, TaskPrefix))
+	if sb == nil {
+		return nil
+	}
+	return s.cfg.Templates[sb.template].Layers
+}
+
+// NewEgress returns the egress session of the box of task, from the gate
+// of its sandbox's network rules (box.Options.NewEgress).
+func (s *Server) NewEgress(task string) (*egress.BoxSession, error) {
+	if s.cfg.NewGate == nil {
+		return nil, nil
+	}
+	sb := s.lookup(strings.TrimPrefix(task, TaskPrefix))
+	allow, deny := append([]string{}, s.cfg.Allow...), append([]string{}, s.cfg.Deny...)
+	if sb != nil {
+		allow, deny = append(allow, sb.allow...), append(deny, sb.deny...)
+	}
+	key := strings.Join(allow, "\x00") + "\x01" + strings.Join(deny, "\x00")
+	s.mu.Lock()
+	g := s.gates[key]
+	s.mu.Unlock()
+	if g == nil {
+		var err error
+		if g, err = s.cfg.NewGate(allow, deny); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		if old := s.gates[key]; old != nil {
+			g = old
+		} else {
+			s.gates[key] = g
+		}
+		s.mu.Unlock()
+	}
+	return g.NewBox(task)
+}
+
+func (s *Server) lookup(id string) *sandbox {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sandboxes[id]
+}
+
+// list returns the sandboxes, newest first.
+func (s *Server) list() []*sandbox {
+	s.mu.Lock()
+	out := make([]*sandbox, 0, len(s.sandboxes))
+	for _, sb := range s.sandboxes {
+		out = append(out, sb)
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].startedAt.Equal(out[j].startedAt) {
+			return out[i].startedAt.After(out[j].startedAt)
+		}
+		return out[i].id < out[j].id
+	})
+	return out
+}
+
+// env returns the running environment of sb.
+func (s *Server) env(ctx context.Context, sb *sandbox) (backend.Environment, error) {
+	return s.cfg.Boxes.Open(ctx, Task(sb.id))
+}
+
+// setTimeout makes sb expire d from now (killed, or paused with autoPause).
+// With extendOnly, an earlier expiry than the current one is ignored.
+func (s *Server) setTimeout(sb *sandbox, d time.Duration, extendOnly bool) {
+	d = min(max(d, 0), s.cfg.MaxTimeout)
+	end := s.cfg.Now().Add(d)
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if extendOnly && end.Before(sb.endAt) {
+		return
+	}
+	sb.endAt = end
+	if sb.timer != nil {
+		sb.timer.Stop()
+	}
+	sb.timer = time.AfterFunc(d, func() { s.expire(sb, end) })
+}
+
+// expire ends sb when its timeout passes (unless it was moved since).
+func (s *Server) expire(sb *sandbox, end time.Time) {
+	sb.mu.Lock()
+	stale := !sb.endAt.Equal(end) || sb.state != "running"
+	sb.mu.Unlock()
+	if stale {
+		return
+	}
+	if sb.autoPause {
+		s.cfg.Log.Info("sandbox timeout: pausing", "sandbox", sb.id)
+		s.pause(sb)
+		return
+	}
+	s.cfg.Log.Info("sandbox timeout: killing", "sandbox", sb.id)
+	s.kill(sb)
+}
+
+// stopProcs marks sb's box stopped: running commands' streams end.
+func (sb *sandbox) stopProcs() {
+	sb.mu.Lock()
+	if sb.timer != nil {
+		sb.timer.Stop()
+	}
+	close(sb.paused)
+	sb.paused = make(chan struct{})
+	sb.procs = map[uint32]*proc{}
+	sb.mu.Unlock()
+}
+
+// pause stops sb's box and keeps its layer.
+func (s *Server) pause(sb *sandbox) error {
+	sb.mu.Lock()
+	if sb.state == "paused" {
+		sb.mu.Unlock()
+		return nil
+	}
+	sb.state = "paused"
+	sb.mu.Unlock()
+	sb.stopProcs()
+	return s.cfg.Boxes.Stop(Task(sb.id))
+}
+
+// kill removes sb at once and its box in the background (stopping a box
+// and releasing its layer takes longer than the client needs to wait;
+// Close waits for every removal).
+func (s *Server) kill(sb *sandbox) {
+	s.mu.Lock()
+	delete(s.sandboxes, sb.id)
+	s.mu.Unlock()
+	sb.stopProcs()
+	s.removals.Add(1)
+	go func() {
+		defer s.removals.Done()
+		// A concurrent reader of the box's state (hermes box ls) can make
+		// one removal fail; the next one finishes it.
+		var err error
+		for try := range 5 {
+			if err = s.cfg.Boxes.Remove(Task(sb.id)); err == nil || errors.Is(err, errNotExist) {
+				return
+			}
+			time.Sleep(time.Duration(try+1) * 100 * time.Millisecond)
+		}
+		s.cfg.Log.Error("remove the box of a killed sandbox", "sandbox", sb.id, "err", err)
+	}()
+}
+
+// Close kills every sandbox and waits until their boxes are removed.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	for _, sb := range s.list() {
+		s.kill(sb)
+	}
+	s.removals.Wait()
+	return nil
+}

@@ -1,0 +1,363 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/hermes-go/hermes/internal/agent"
+	"github.com/hermes-go/hermes/internal/approval"
+	"github.com/hermes-go/hermes/internal/session"
+)
+
+// liveTurn is the running turn's not yet printed output: the answer text
+// since the last flushed paragraph, the reasoning being streamed and the
+// tool call running.
+type liveTurn struct {
+	id      string
+	started time.Time
+	// text is the streamed answer not yet printed: at most the paragraph
+	// (or code block) being written.
+	text string
+	// fence is set while text is inside a fenced code block that was
+	// opened in an already printed part.
+	fence                string
+	thinking             strings.Builder
+	thinkAt              time.Time
+	tool                 *runningTool
+	rendered             string // cached markdown of text at renderedW
+	renderedW, renderedN int
+	renderedAt           time.Time // wall clock of the cached rendering
+	redrawSoon           bool      // a redrawMsg is scheduled
+}
+
+// runningTool is a tool call between its ToolStart and ToolEnd.
+type runningTool struct {
+	name, args string
+	started    time.Time
+}
+
+// approvalPrompt is an approval request waiting for the person.
+type approvalPrompt struct {
+	id   string
+	p    approval.Prompt
+	done <-chan struct{}
+}
+
+// approvalDoneMsg says the approval id was answered elsewhere or timed out.
+type approvalDoneMsg struct{ id string }
+
+// redrawMsg redraws the live paragraph after streamRenderEvery.
+type redrawMsg struct{}
+
+// reviewMsg carries the self-review's changes.
+type reviewMsg struct{ lines []string }
+
+// send sends text to the session and starts showing its turn.
+func (m *Model) send(text string) tea.Cmd {
+	m.lastUser = text
+	if _, _, err := m.sess.Send(m.ctx, text, session.SendOptions{}); err != nil {
+		return m.printError(err)
+	}
+	return tea.Println(m.styles.user.Render("› ") + firstLines(text, 6))
+}
+
+// onEvent applies one session event.
+func (m *Model) onEvent(ev session.Event) tea.Cmd {
+	switch ev.Kind {
+	case session.TurnStart:
+		m.turn = &liveTurn{id: ev.TurnID, started: m.now()}
+		return nil
+	case session.Queued:
+		return m.printLines(m.styles.dim.Render(fmt.Sprintf("(queued: %d ahead)", ev.Position)))
+	case session.ApprovalRequest:
+		m.approval = &approvalPrompt{id: ev.Approval.ID, p: *ev.Approval, done: ev.ApprovalDone}
+		done, id := ev.ApprovalDone, ev.Approval.ID
+		return func() tea.Msg { <-done; return approvalDoneMsg{id: id} }
+	case session.Notice, session.Retry:
+		return m.printLines(m.styles.warn.Render("hermes: ") + ev.Text)
+	case session.Final:
+		return m.endTurn(ev, nil)
+	case session.Error:
+		return m.endTurn(ev, ev.Err)
+	}
+	t := m.turn
+	if t == nil || ev.TurnID != t.id {
+		return nil
+	}
+	switch ev.Kind {
+	case session.ReasoningDelta:
+		if t.thinking.Len() == 0 {
+			t.thinkAt = m.now()
+		}
+		t.thinking.WriteString(ev.Text)
+	case session.TextDelta:
+		out := m.flushThinking()
+		t.text += ev.Text
+		var redraw tea.Cmd
+		if !t.redrawSoon {
+			// The live paragraph is re-rendered at most every
+			// streamRenderEvery; this redraw shows the last delta.
+			t.redrawSoon = true
+			redraw = tea.Tick(streamRenderEvery, func(time.Time) tea.Msg { return redrawMsg{} })
+		}
+		return tea.Batch(tea.Sequence(out, m.flushParagraphs(false)), redraw)
+	case session.ToolStart:
+		out := tea.Sequence(m.flushThinking(), m.flushParagraphs(true))
+		t.tool = &runningTool{name: ev.Tool, args: ev.Args, started: m.now()}
+		return out
+	case session.ToolEnd:
+		var started time.Time
+		if t.tool != nil {
+			started = t.tool.started
+		}
+		t.tool = nil
+		return m.printLines(m.toolOutcome(ev, m.now().Sub(started)))
+	}
+	return nil
+}
+
+// endTurn prints what is left of the turn, its error and usage.
+func (m *Model) endTurn(ev session.Event, err error) tea.Cmd {
+	var cmds []tea.Cmd
+	if m.turn != nil && (ev.TurnID == m.turn.id || ev.TurnID == "") {
+		cmds = append(cmds, m.flushThinking(), m.flushParagraphs(true))
+		m.turn = nil
+	}
+	m.approval = nil
+	res := ev.Result
+	m.usage.input += res.Usage.InputTokens
+	m.usage.output += res.Usage.OutputTokens
+	m.usage.cached += res.Usage.CacheReadTokens
+	m.usage.calls += res.APICalls
+	switch {
+	case err != nil && (ev.Cancelled || errors.Is(err, agent.ErrCancelled)):
+		cmds = append(cmds, m.printLines(m.styles.warn.Render("interrupted")))
+	case err != nil:
+		cmds = append(cmds, m.printError(err))
+	case res.Stopped == "repeated_failure":
+		cmds = append(cmds, m.printLines(m.styles.warn.Render("stopped: the same tool call kept failing")))
+	case res.Stopped == "max_turns":
+		cmds = append(cmds, m.printLines(m.styles.warn.Render("stopped: the turn budget (agent.max_turns) ran out")))
+	}
+	m.updateContextUsed()
+	if err == nil && m.opts.Review != nil {
+		s, ctx := m.sess, m.ctx
+		cmds = append(cmds, func() tea.Msg { return reviewMsg{lines: m.opts.Review(ctx, s, res)} })
+	}
+	return tea.Sequence(cmds...)
+}
+
+// updateContextUsed estimates the tokens the next model call starts with.
+func (m *Model) updateContextUsed() {
+	if m.sess.Busy() {
+		return
+	}
+	st := m.sess.State()
+	m.ctxUsed = agent.EstimateTokens(st.System, st.History)
+}
+
+// flushThinking prints the collapsed reasoning (or all of it with
+// /verbose) once the model moves on to answering or calling a tool.
+func (m *Model) flushThinking() tea.Cmd {
+	t := m.turn
+	if t == nil || t.thinking.Len() == 0 {
+		return nil
+	}
+	text := strings.TrimSpace(t.thinking.String())
+	t.thinking.Reset()
+	m.lastThink = text
+	if text == "" {
+		return nil
+	}
+	took := m.now().Sub(t.thinkAt).Round(100 * time.Millisecond)
+	if m.verbose {
+		return m.printLines(m.styles.dim.Render("▾ reasoning ("+took.String()+")"), m.styles.dim.Render(wrap(text, m.width-2)))
+	}
+	n := strings.Count(text, "\n") + 1
+	return m.printLines(m.styles.dim.Render(fmt.Sprintf("▸ reasoning · %s · %d lines (Ctrl-O shows it)", took, n)))
+}
+
+// expandReasoning prints the last turn's reasoning (Ctrl-O).
+func (m *Model) expandReasoning() tea.Cmd {
+	if m.lastThink == "" {
+		return nil
+	}
+	return m.printLines(m.styles.dim.Render("▾ reasoning"), m.styles.dim.Render(wrap(m.lastThink, m.width-2)))
+}
+
+// flushParagraphs prints the finished paragraphs of the streamed answer
+// as markdown, keeping the one being written (all of it when final).
+func (m *Model) flushParagraphs(final bool) tea.Cmd {
+	t := m.turn
+	if t == nil || t.text == "" {
+		return nil
+	}
+	cut := len(t.text)
+	if !final {
+		cut = paragraphCut(t.fence, t.text)
+		if cut == 0 {
+			return nil
+		}
+	}
+	done := t.text[:cut]
+	t.text = t.text[cut:]
+	md := t.fence + done
+	t.fence = openFence(md)
+	if t.fence != "" && !final {
+		md += "\n" + strings.TrimSpace(t.fence) + "\n" // close it for rendering
+	}
+	t.rendered, t.renderedN = "", 0
+	out := m.markdown(md)
+	if strings.TrimSpace(out) == "" {
+		return nil
+	}
+	return tea.Println(strings.TrimRight(out, "\n"))
+}
+
+// paragraphCut is the end of the last blank line outside a code block in
+// text (0 = none), given the fence open at its start.
+func paragraphCut(fence, text string) int {
+	cut, pos := 0, 0
+	open := fence != ""
+	for pos < len(text) {
+		nl := strings.IndexByte(text[pos:], '\n')
+		if nl < 0 {
+			break
+		}
+		line := text[pos : pos+nl]
+		pos += nl + 1
+		if isFence(line) {
+			open = !open
+			if !open {
+				cut = pos // the end of a code block is a paragraph end
+			}
+			continue
+		}
+		if !open && strings.TrimSpace(line) == "" {
+			cut = pos
+		}
+	}
+	return cut
+}
+
+// openFence returns the fence line ("```go\n") left open at the end of
+// md, or "".
+func openFence(md string) string {
+	fence := ""
+	for _, line := range strings.Split(md, "\n") {
+		if isFence(line) {
+			if fence == "" {
+				fence = strings.TrimSpace(line) + "\n"
+			} else {
+				fence = ""
+			}
+		}
+	}
+	return fence
+}
+
+func isFence(line string) bool {
+	l := strings.TrimSpace(line)
+	return strings.HasPrefix(l, "```") || strings.HasPrefix(l, "~~~")
+}
+
+// onApprovalKey answers the pending approval with o/s/a/d (Esc denies).
+func (m *Model) onApprovalKey(key string) tea.Cmd {
+	var a approval.Answer
+	switch key {
+	case "o", "y":
+		a = approval.Once
+	case "s":
+		a = approval.Session
+	case "a":
+		a = approval.Always
+	case "d", "n", "esc":
+		a = approval.Deny
+	default:
+		return nil
+	}
+	p := m.approval
+	m.approval = nil
+	m.sess.Approve(p.id, a)
+	return m.printLines(m.styles.dim.Render(fmt.Sprintf("approval: %s — %s", a, firstLines(p.p.Command, 1))))
+}
+
+// printLines prints lines to the scrollback.
+func (m *Model) printLines(lines ...string) tea.Cmd {
+	if len(lines) == 0 {
+		return nil
+	}
+	return tea.Println(strings.Join(lines, "\n"))
+}
+
+// printError prints err for the person.
+func (m *Model) printError(err error) tea.Cmd {
+	return m.printLines(m.styles.err.Render("hermes: ") + err.Error())
+}
+
+// firstLines returns the first n lines of s, marking what was left out.
+func firstLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) <= n {
+		return strings.Join(lines, "\n")
+	}
+	return strings.Join(lines[:n], "\n") + fmt.Sprintf("\n… (%d more lines)", len(lines)-n)
+}
+
+func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
+
+// recapExchanges bounds the recap of a resumed session (user messages).
+const recapExchanges = 3
+
+// recap summarises the last exchanges of a resumed session.
+func (m *Model) recap() string {
+	if m.sess.Busy() {
+		return ""
+	}
+	h := m.sess.History()
+	var parts []string
+	users := 0
+	for i := len(h) - 1; i >= 0 && users < recapExchanges; i-- {
+		msg := h[i]
+		text := strings.TrimSpace(msg.Content)
+		switch {
+		case msg.Role == "user" && text != "":
+			users++
+			parts = append(parts, m.styles.user.Render("› ")+preview(text, m.width-4))
+		case msg.Role == "assistant" && text != "":
+			parts = append(parts, "  "+preview(text, m.width-4))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
+		parts[i], parts[j] = parts[j], parts[i]
+	}
+	head := m.styles.dim.Render(fmt.Sprintf("── resumed %s · last %d exchanges ──", m.sess.ID(), users))
+	return head + "\n" + strings.Join(parts, "\n")
+}
+
+// preview returns s on one line, cut to n runes.
+func preview(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if n < 8 {
+		n = 8
+	}
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// withTimeout runs fn under a bounded context derived from ctx.
+func withTimeout(ctx context.Context, d time.Duration, fn func(context.Context) error) error {
+	c, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return fn(c)
+}
