@@ -27,7 +27,7 @@ type setupSetting struct {
 	// (nil: all); the wizard asks only those of the chosen backend.
 	backends []string
 	current  func(t config.TerminalConfig) string
-	check            func(home, v string) (string, error)
+	check    func(home, v string) (string, error)
 }
 
 // terminalSettings are the settings of `hermes setup terminal`, in the
