@@ -201,7 +201,7 @@ func (a *App) setupTerminal(given map[string]string, interactive bool) error {
 		fmt.Fprintf(a.Stdout, "Set %s = %s\n", w.key, w.value)
 	}
 	fmt.Fprintf(a.Stdout, "Saved to %s; check it with: hermes doctor\n", config.ConfigPath(home))
-	a.credentialNotice(backend)
+	a.credentialNotice(backend, l.Getenv)
 	return nil
 }
 

@@ -151,25 +151,25 @@ func checkBackendSettings(backend string, vals map[string]string) error {
 		}
 		return checkPair(backend, "cpu", vals["cpu"], vals)
 	case "ssh":
-		if vals["ssh-host"] == "" {
-			return fmt.Errorf("--ssh-host: the ssh backend needs a host (hermes setup terminal --backend ssh --ssh-host build.example.com)")
+		if vals["ssh-host"] == "" || vals["ssh-user"] == "" {
+			return fmt.Errorf("--ssh-host and --ssh-user: the ssh backend needs both (hermes setup terminal --backend ssh --ssh-host build.example.com --ssh-user dev)")
 		}
 	}
 	return nil
 }
 
 // credentialNotice tells, after setup, which .env keys a hosted backend
-// still needs.
-func (a *App) credentialNotice(backend string) {
+// still needs (getenv: the environment, then .env).
+func (a *App) credentialNotice(backend string, getenv func(string) string) {
 	var msg string
 	switch backend {
 	case vercel.Kind:
-		if a.Getenv("VERCEL_OIDC_TOKEN") == "" && a.Getenv("VERCEL_TOKEN") == "" {
+		if getenv("VERCEL_OIDC_TOKEN") == "" && getenv("VERCEL_TOKEN") == "" {
 			msg = "vercel_sandbox needs credentials: `hermes config set VERCEL_OIDC_TOKEN ...` (from `vercel env pull`), " +
 				"or VERCEL_TOKEN with VERCEL_PROJECT_ID and VERCEL_TEAM_ID"
 		}
 	case "e2b":
-		if a.Getenv("E2B_API_KEY") == "" {
+		if getenv("E2B_API_KEY") == "" {
 			msg = "e2b needs E2B_API_KEY (`hermes config set E2B_API_KEY ...`); for a `hermes sandbox serve`, also E2B_API_URL and E2B_SANDBOX_URL"
 		}
 	}

@@ -52,7 +52,8 @@ func TestSetupTerminalHostedRejects(t *testing.T) {
 		{[]string{"--backend", "vercel_sandbox", "--cpu", "2"}, "takes --memory 4096"}, // the default 5120 MiB does not fit
 		{[]string{"--backend", "vercel_sandbox", "--vercel-runtime", "node18", "--cpu", "1", "--memory", "2048"}, "--vercel-runtime"},
 		{[]string{"--backend", "ssh"}, "--ssh-host"},
-		{[]string{"--backend", "ssh", "--ssh-host", "h", "--ssh-key", "/no/such/key"}, "--ssh-key"},
+		{[]string{"--backend", "ssh", "--ssh-host", "h"}, "--ssh-user"},
+		{[]string{"--backend", "ssh", "--ssh-host", "h", "--ssh-user", "u", "--ssh-key", "/no/such/key"}, "--ssh-key"},
 	} {
 		ta := newTestApp(t, nil, "", false)
 		code := ta.run(append([]string{"setup", "terminal", "--non-interactive"}, c.args...)...)
