@@ -45,15 +45,8 @@ func (s *Server) EnvdHandler() http.Handler {
 		id := r.Header.Get("E2b-Sandbox-Id")
 		sb := s.lookup(id)
 		if r.URL.Path == "/health" {
-			// Without a sandbox id it is the server's own health (the
-			// Kubernetes readiness probe of deploy/kubernetes): 204.
-			// With one, as envd behind E2B's proxy: 204 when the sandbox
-			// runs, 502 when it does not (the SDK reads 502 as "not
-			// running").
-			if id == "" {
-				w.WriteHeader(http.StatusNoContent)
-				return
-			}
+			// As envd behind E2B's proxy: 204 when the sandbox runs, 502
+			// when it does not (the SDK reads 502 as "not running").
 			if sb == nil || sb.currentState() != "running" {
 				w.WriteHeader(http.StatusBadGateway)
 				return
