@@ -138,7 +138,7 @@ func (b *Browser) Navigate(url string, timeout time.Duration) (PageInfo, error) 
 	var refused string
 	if _, err := run(b, timeout, func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
 		return chromedp.Void{}, evalJSON(ctx, t, `(document.contentType === 'text/plain' && document.body
-			&& document.body.innerText.startsWith('hermes egress') ? document.body.innerText.slice(0, 2000) : '')`, &refused)
+			&& (document.body.innerText.startsWith('hermes egress') || document.body.innerText.startsWith('hermes browser refused')) ? document.body.innerText.slice(0, 2000) : '')`, &refused)
 	}); err == nil && refused != "" {
 		return PageInfo{}, errors.New(strings.TrimSpace(refused))
 	}

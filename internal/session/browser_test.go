@@ -151,7 +151,10 @@ func TestBrowserToolsDriveALocalSite(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	script := &browserScript{t: t, site: site.URL, typed: "Ada Lovelace"}
 	srv.SetResponder(script.respond)
-	rt := newTestRuntime(t, srv, func(o *Options) { o.Toolsets = []string{"browser"} })
+	rt := newTestRuntime(t, srv, func(o *Options) {
+		o.Toolsets = []string{"browser"}
+		o.Config.Config.Security.AllowPrivateURLs = true // the test site is on loopback
+	})
 	s, err := rt.Open(context.Background(), OpenOptions{Key: "cli:browser", Source: "cli"})
 	if err != nil {
 		t.Fatal(err)

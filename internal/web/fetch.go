@@ -76,10 +76,22 @@ func (f *HTTPFetcher) control(_, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return err
 	}
-	a := ap.Addr().Unmap()
+	if err := CheckPublic(ap.Addr()); err != nil {
+		return fmt.Errorf("%w; web_extract reads public pages only (security.allow_private_urls: true allows it)", err)
+	}
+	return nil
+}
+
+// CheckPublic refuses loopback, private, link-local, multicast,
+// unspecified and carrier-grade NAT addresses (IPv4-mapped IPv6 included):
+// the SSRF guard of the URL tools (Hermes security.allow_private_urls).
+// Callers check the address actually dialed, so DNS answers and redirects
+// cannot get around it.
+func CheckPublic(addr netip.Addr) error {
+	a := addr.Unmap()
 	if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsMulticast() ||
 		a.IsUnspecified() || netip.MustParsePrefix("100.64.0.0/10").Contains(a) {
-		return fmt.Errorf("%s is a private or local address; web_extract reads public pages only (security.allow_private_urls: true allows it)", a)
+		return fmt.Errorf("%s is a private or local address", a)
 	}
 	return nil
 }

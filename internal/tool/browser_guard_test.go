@@ -1,0 +1,79 @@
+package tool
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hermes-go/hermes/internal/browser"
+)
+
+// serveOn starts h on addr (host:0).
+func serveOn(t *testing.T, addr string, h http.Handler) *httptest.Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("cannot listen on %s: %v", addr, err)
+	}
+	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: h}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// With the SSRF guard on (security.allow_private_urls: false), a host
+// browser reaches no refused address: not by navigating to it, not by a
+// redirect from an allowed page, not by a name that resolves to it, and
+// not by the page's images or XHR (all done before the load event the
+// navigate waits for). Allowed addresses still load.
+// Here 127.0.0.1 stands for the private network and 127.0.0.2 for the
+// public internet.
+func TestBrowserGuardRefusesPrivateAddresses(t *testing.T) {
+	var hits atomic.Int32
+	private := serveOn(t, "127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, `<title>Metadata</title><p>secret-token</p>`)
+	}))
+	public := serveOn(t, "127.0.0.2:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/redirect":
+			http.Redirect(w, r, private.URL+"/latest/meta-data", http.StatusFound)
+		default:
+			fmt.Fprintf(w, `<title>Public</title><img src="%[1]s/img.png"><script>try { const x = new XMLHttpRequest(); x.open("GET", %[1]q + "/xhr", false); x.send(); } catch (e) {}
+				new Image().src = "http://localhost:%[2]s/img2"</script><p>hello</p>`, private.URL, private.URL[strings.LastIndex(private.URL, ":")+1:])
+		}
+	}))
+	guard := func(a netip.Addr) error {
+		if a == netip.MustParseAddr("127.0.0.2") {
+			return nil
+		}
+		return fmt.Errorf("%s is a private or local address", a)
+	}
+	tools, _ := newTestBrowser(t, browser.Options{DialGuard: guard, CommandTimeout: 20 * time.Second}, false)
+	nav := tools["browser_navigate"]
+
+	for _, u := range []string{private.URL + "/", public.URL + "/redirect",
+		"http://localhost:" + private.URL[strings.LastIndex(private.URL, ":")+1:] + "/", "http://[::1]:8081/"} {
+		r := runTool(t, nav, "s1", fmt.Sprintf(`{"url":%q}`, u))
+		if !r.IsError || !strings.Contains(r.Content, "private or local address") {
+			t.Errorf("navigate %s = %+v, want a refusal naming the private address", u, r)
+		}
+	}
+	r := runTool(t, nav, "s1", fmt.Sprintf(`{"url":%q}`, public.URL+"/"))
+	if r.IsError || !strings.Contains(r.Content, `"title": "Public"`) {
+		t.Fatalf("navigate to the allowed site = %+v", r)
+	}
+	snap := runTool(t, tools["browser_snapshot"], "s1", `{}`)
+	if strings.Contains(snap.Content, "secret-token") {
+		t.Errorf("snapshot shows the private page: %s", snap.Content)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the private server got %d requests through the browser", n)
+	}
+}
