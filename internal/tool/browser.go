@@ -164,7 +164,9 @@ var browserTools = []*browserTool{
 			if err != nil {
 				return browserError(err)
 			}
-			return JSON(map[string]any{"images": imgs, "count": len(imgs)})
+			r := JSON(map[string]any{"images": imgs, "count": len(imgs)})
+			r.Content = CapText(r.Content, MaxOutputChars)
+			return r
 		}},
 	{name: "browser_console",
 		desc:   "Get the browser console messages and uncaught JavaScript errors since the last call (then cleared).",
@@ -181,7 +183,9 @@ var browserTools = []*browserTool{
 			if dropped > 0 {
 				out["dropped_older"] = dropped
 			}
-			return JSON(out)
+			r := JSON(out)
+			r.Content = CapText(r.Content, MaxOutputChars)
+			return r
 		}},
 	{name: "browser_vision",
 		desc:   "Take a screenshot of the current page and look at it to answer a question about its visual layout.",

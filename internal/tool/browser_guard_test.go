@@ -77,3 +77,27 @@ func TestBrowserGuardRefusesPrivateAddresses(t *testing.T) {
 		t.Errorf("the private server got %d requests through the browser", n)
 	}
 }
+
+// A page that logs megabytes to the console and carries huge data: image
+// URLs cannot blow up browser_console or browser_get_images: both stay
+// within the tool output cap.
+func TestBrowserConsoleAndImagesAreBounded(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<title>Flood</title><script>
+			const big = 'A'.repeat(1 << 20);
+			for (let i = 0; i < 20; i++) console.log(big);
+			for (let i = 0; i < 20; i++) { const im = new Image(); im.src = 'data:image/png;base64,' + big; document.body.appendChild(im); }
+		</script>`)
+	}))
+	defer srv.Close()
+	tools, _ := newTestBrowser(t, browser.Options{}, false)
+	if r := runTool(t, tools["browser_navigate"], "s1", fmt.Sprintf(`{"url":%q}`, srv.URL)); r.IsError {
+		t.Fatalf("navigate = %s", r.Content)
+	}
+	for _, name := range []string{"browser_console", "browser_get_images"} {
+		r := runTool(t, tools[name], "s1", `{}`)
+		if n := len([]rune(r.Content)); n > MaxOutputChars+500 {
+			t.Errorf("%s returned %d characters, over the %d cap", name, n, MaxOutputChars)
+		}
+	}
+}
