@@ -255,14 +255,35 @@ func (m *Manager) publish(s *server) {
 }
 
 // goRelist re-lists a server's tools off the notification's goroutine.
+// Notifications that arrive while a listing runs are coalesced into one
+// more listing after it, so a server flooding list_changed costs at most
+// one listing at a time, not a goroutine and a request per notification.
 func (m *Manager) goRelist(s *server) {
 	if m.closing() {
 		return
 	}
+	s.mu.Lock()
+	if s.relisting {
+		s.relistAgain = true
+		s.mu.Unlock()
+		return
+	}
+	s.relisting = true
+	s.mu.Unlock()
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		s.relist()
+		for {
+			s.relist()
+			s.mu.Lock()
+			if !s.relistAgain || m.closing() {
+				s.relisting = false
+				s.mu.Unlock()
+				return
+			}
+			s.relistAgain = false
+			s.mu.Unlock()
+		}
 	}()
 }
 
