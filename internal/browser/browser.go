@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path"
 	"sync"
 	"time"
 
@@ -329,7 +330,14 @@ func flag(f string) chromedp.ExecAllocatorOption {
 	return chromedp.Flag(f, true)
 }
 
-// setup confines downloads to the workspace.
+// DownloadDir is the workspace subdirectory downloads land in. Not the
+// workspace itself: a page can start a download without any click, and a
+// file such as HERMES.md, AGENTS.md or a Makefile dropped at the root
+// would be read as the project's instructions or run by the next build.
+const DownloadDir = "downloads"
+
+// setup confines downloads to the workspace's DownloadDir (Chromium
+// creates it on the first download).
 func (b *Browser) setup(ctx context.Context, t *chromedp.Target, workdir func(string) string, sessionID string) error {
 	if workdir == nil {
 		return nil
@@ -338,6 +346,7 @@ func (b *Browser) setup(ctx context.Context, t *chromedp.Target, workdir func(st
 	if dir == "" {
 		return nil
 	}
+	dir = path.Join(dir, DownloadDir) // a box path or a host path, both Linux
 	_, err := cdp.Call(ctx, chromedp.FromContext(ctx).Browser, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
 		Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dir,
 	})

@@ -118,7 +118,7 @@ var browserTools = []*browserTool{
 			return Result{Content: fmt.Sprintf("URL: %s\nTitle: %s\n\n%s", p.URL, p.Title, text)}
 		}},
 	{name: "browser_click",
-		desc:   "Click an element by its ref from browser_snapshot (e.g. @e5).",
+		desc:   "Click an element by its ref from browser_snapshot (e.g. @e5). Files the page downloads are saved in the workspace's downloads/ directory.",
 		params: `{"type":"object","properties":{"ref":{"type":"string","description":"Element ref, e.g. @e5"}},"required":["ref"]}`,
 		act: func(o BrowserOptions, b *browser.Browser, a map[string]any) Result {
 			p, err := b.Click(str(a, "ref"), o.Manager.Timeout())
