@@ -62,7 +62,8 @@ func TestBrowserGuardRefusesPrivateAddresses(t *testing.T) {
 	nav := tools["browser_navigate"]
 
 	for _, u := range []string{private.URL + "/", public.URL + "/redirect",
-		"http://localhost:" + private.URL[strings.LastIndex(private.URL, ":")+1:] + "/", "http://[::1]:8081/"} {
+		"http://localhost:" + private.URL[strings.LastIndex(private.URL, ":")+1:] + "/", "http://[::1]:8081/",
+		"https://127.0.0.1:" + private.URL[strings.LastIndex(private.URL, ":")+1:] + "/", "http://[::ffff:127.0.0.1]:8081/"} {
 		r := runTool(t, nav, "s1", fmt.Sprintf(`{"url":%q}`, u))
 		if !r.IsError || !strings.Contains(r.Content, "private or local address") {
 			t.Errorf("navigate %s = %+v, want a refusal naming the private address", u, r)
