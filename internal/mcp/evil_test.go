@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hermes-go/hermes/internal/config"
@@ -136,5 +138,28 @@ func TestGiantListingIsBounded(t *testing.T) {
 	}
 	if _, ok := reg.Get("mcp__evil__ok"); !ok {
 		t.Errorf("the well-formed tool was dropped")
+	}
+}
+
+// Two servers whose names sanitize alike (e.v, e_v) both name their tool
+// mcp__e_v__ok: the second does not silently replace the first's.
+func TestSanitizedServerNameClashKeepsTheFirst(t *testing.T) {
+	a, _ := evilEntry(t, "plain")
+	b, _ := evilEntry(t, "plain")
+	var warned []string
+	var mu sync.Mutex
+	_, reg, _ := startManager(t, map[string]config.MCPServer{"e.v": a, "e_v": b}, func(o *Options) {
+		o.Warn = func(s string) { mu.Lock(); warned = append(warned, s); mu.Unlock() }
+	})
+	tl, ok := reg.Get("mcp__e_v__ok")
+	if !ok {
+		t.Fatal("mcp__e_v__ok not registered")
+	}
+	owner := tl.Toolset()
+	mu.Lock()
+	defer mu.Unlock()
+	other := map[string]string{"mcp-e.v": "e_v", "mcp-e_v": "e.v"}[owner]
+	if !slices.ContainsFunc(warned, func(w string) bool { return strings.Contains(w, "MCP server "+other+": left out mcp__e_v__ok") }) {
+		t.Errorf("the clash was not told (owner %s): %q", owner, warned)
 	}
 }

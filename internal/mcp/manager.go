@@ -20,6 +20,7 @@ package mcp
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -246,8 +247,21 @@ func (m *Manager) publish(s *server) {
 		return
 	}
 	s.mu.Lock()
-	tools := append([]tool.Tool(nil), s.tools...)
+	tools := make([]tool.Tool, 0, len(s.tools))
+	var taken []string
+	for _, t := range s.tools {
+		// Two server names can sanitize alike (my.srv, my_srv): a tool
+		// must not replace another server's tool of the same name.
+		if old, ok := m.opts.Tools.Get(t.Spec().Name); ok && old.Toolset() != Toolset(s.name) {
+			taken = append(taken, t.Spec().Name)
+			continue
+		}
+		tools = append(tools, t)
+	}
 	s.mu.Unlock()
+	if len(taken) > 0 {
+		m.warn(fmt.Sprintf("warning: MCP server %s: left out %s, already offered by another server; rename one of the servers in mcp_servers", s.name, strings.Join(taken, ", ")))
+	}
 	m.opts.Tools.SetToolset(Toolset(s.name), tools)
 	if m.opts.ToolsChanged != nil {
 		m.opts.ToolsChanged(s.name)
