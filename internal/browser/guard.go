@@ -89,6 +89,9 @@ func (g *guardProxy) dial(ctx context.Context, authority string) (net.Conn, erro
 		}
 		g.mu.Lock()
 		if msg != "" {
+			if len(g.refused) >= 1000 { // a page can make up names without end
+				clear(g.refused)
+			}
 			g.refused[authority] = msg
 		}
 		g.mu.Unlock()
