@@ -162,6 +162,29 @@ func egressRules(allowInternet *bool, n *networkConfig) (allow, deny []string) {
 	return allow, deny
 }
 
+// checkAllowOut refuses a client's allowOut entry that would open what
+// the egress gate keeps closed unless explicitly allowed: the host's
+// loopback, private and link-local (metadata) ranges and its own
+// addresses. On E2B, allowOut reaches the internet, never E2B's hosts;
+// here only the operator opens those (--allow, terminal.box_network.allow).
+func (s *Server) checkAllowOut(n *networkConfig) error {
+	if n == nil || len(n.AllowOut) == 0 {
+		return nil
+	}
+	host, _ := s.cfg.InterfaceAddrs()
+	for _, e := range n.AllowOut {
+		r, err := egress.ParseRule(e)
+		if err != nil {
+			return err
+		}
+		if what, ok := egress.OpensReserved(r, host); ok {
+			return fmt.Errorf("network.allowOut entry %q opens %s, which a sandbox may not open for itself; "+
+				"the server's operator can (hermes sandbox serve --allow %s)", e, what, e)
+		}
+	}
+	return nil
+}
+
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	var req newSandboxRequest
 	if err := decodeBody(r, &req); err != nil {
@@ -180,6 +203,10 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	allow, deny := egressRules(req.AllowInternetAccess, req.Network)
 	if _, err := egress.NewAllowlist(allow, deny); err != nil {
 		writeError(w, http.StatusBadRequest, "network: %v", err)
+		return
+	}
+	if err := s.checkAllowOut(req.Network); err != nil {
+		writeError(w, http.StatusForbidden, "%v", err)
 		return
 	}
 	env := map[string]string{}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path"
@@ -354,5 +355,31 @@ func TestBadNetworkRuleIsABadRequest(t *testing.T) {
 	code, data, _ := call(t, "POST", api.URL+"/v2/sandboxes", strings.NewReader(body), "X-API-Key", testKey)
 	if code != http.StatusBadRequest || !strings.Contains(string(data), "http://example.com/path") {
 		t.Fatalf("bad allowOut entry: %d %s, want 400 naming the entry", code, data)
+	}
+}
+
+// A sandbox's allowOut may not open the host's loopback, private or
+// link-local (metadata) ranges, nor the host's own addresses: with
+// "127.0.0.1" a box reached every service on the server's loopback.
+func TestAllowOutCannotOpenTheHost(t *testing.T) {
+	boxes := newFakeBoxes()
+	srv, err := New(Config{Boxes: boxes, APIKeys: []string{testKey}, InterfaceAddrs: func() ([]net.Addr, error) {
+		return []net.Addr{&net.IPNet{IP: net.ParseIP("203.0.113.7"), Mask: net.CIDRMask(24, 32)}}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(srv.APIHandler())
+	t.Cleanup(func() { api.Close(); srv.Close() })
+	for _, e := range []string{"127.0.0.1", "127.0.0.0/8", "::1", "[::1]:3000", "169.254.169.254", "10.1.0.0/16", "192.168.1.1:22",
+		"fd00::/8", "::ffff:127.0.0.1", "203.0.113.7", "0.0.0.0"} {
+		body := fmt.Sprintf(`{"templateID":"base","network":{"allowOut":[%q]}}`, e)
+		code, data, _ := call(t, "POST", api.URL+"/v2/sandboxes", strings.NewReader(body), "X-API-Key", testKey)
+		if code != http.StatusForbidden || !strings.Contains(string(data), "--allow") {
+			t.Errorf("allowOut %s: %d %s, want 403", e, code, data)
+		}
+	}
+	for _, e := range []string{"8.8.8.8", "0.0.0.0/0", "*", "api.example.com", "localhost", "203.0.113.0/24"} {
+		createSandbox(t, api.URL, fmt.Sprintf(`{"templateID":"base","network":{"allowOut":[%q]}}`, e))
 	}
 }

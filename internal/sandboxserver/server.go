@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -79,6 +80,9 @@ type Config struct {
 	// NewGate builds an egress gate for a set of rules; nil = boxes have no
 	// network at all.
 	NewGate func(allow, deny []string) (*egress.Gate, error)
+	// InterfaceAddrs lists the host's own addresses, which a sandbox's
+	// network.allowOut may not open (net.InterfaceAddrs when nil).
+	InterfaceAddrs func() ([]net.Addr, error)
 	// MaxUploadBytes bounds one file upload (default 512 MiB).
 	MaxUploadBytes int64
 	// MaxTimeout bounds a sandbox's timeout (default 24 h).
@@ -138,6 +142,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxTimeout <= 0 {
 		cfg.MaxTimeout = 24 * time.Hour
+	}
+	if cfg.InterfaceAddrs == nil {
+		cfg.InterfaceAddrs = net.InterfaceAddrs
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
