@@ -105,14 +105,14 @@ func (s *Server) APIHandler() http.Handler {
 	mux.HandleFunc("POST /sandboxes/{id}/connect", s.handleConnect)
 	mux.HandleFunc("POST /v2/sandboxes/{id}/connect", s.handleConnect)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.boundBodyTime(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/health" && !s.checkKey(apiKey(r)) {
 			writeError(w, http.StatusUnauthorized, "invalid or missing API key (X-API-Key header; set E2B_API_KEY to a key hermes sandbox serve was given)")
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxJSONBody)
 		mux.ServeHTTP(w, r)
-	})
+	}))
 }
 
 func apiKey(r *http.Request) string {

@@ -41,7 +41,7 @@ func (s *Server) EnvdHandler() http.Handler {
 	mux.Handle(fsPath, fsHandler)
 	mux.HandleFunc("GET /files", s.handleFileGet)
 	mux.HandleFunc("POST /files", s.handleFilePost)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.boundBodyTime(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("E2b-Sandbox-Id")
 		sb := s.lookup(id)
 		if r.URL.Path == "/health" {
@@ -67,7 +67,7 @@ func (s *Server) EnvdHandler() http.Handler {
 			return
 		}
 		mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sandboxKey{}, sb)))
-	})
+	}))
 }
 
 func (sb *sandbox) currentState() string {

@@ -85,6 +85,9 @@ type Config struct {
 	InterfaceAddrs func() ([]net.Addr, error)
 	// MaxUploadBytes bounds one file upload (default 512 MiB).
 	MaxUploadBytes int64
+	// BodyTimeout is how long a request body may take before it has to
+	// keep arriving at 64 KiB/s on average (default 30 s).
+	BodyTimeout time.Duration
 	// MaxTimeout bounds a sandbox's timeout (default 24 h).
 	MaxTimeout time.Duration
 	// Now is the clock (time.Now when nil).
@@ -139,6 +142,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxUploadBytes <= 0 {
 		cfg.MaxUploadBytes = 512 << 20
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = 30 * time.Second
 	}
 	if cfg.MaxTimeout <= 0 {
 		cfg.MaxTimeout = 24 * time.Hour
