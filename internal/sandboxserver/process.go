@@ -21,6 +21,9 @@ import (
 // it the reader's stream ends with ResourceExhausted (the command goes on).
 const maxQueuedBytes = 64 << 20
 
+// maxKeepaliveSeconds bounds the Keepalive-Ping-Interval a client asks for.
+const maxKeepaliveSeconds = 3600
+
 // deadlineSlack is how close to a stream's deadline a client's cancel
 // counts as reaching the deadline (which kills the command).
 const deadlineSlack = 250 * time.Millisecond
@@ -262,7 +265,9 @@ func follow(ctx context.Context, sb *sandbox, pr *proc, sub *subscriber, h inter
 	defer pr.unsubscribe(sub)
 	var keepalive <-chan time.Time
 	if n, err := strconv.Atoi(h.Get("Keepalive-Ping-Interval")); err == nil && n > 0 {
-		t := time.NewTicker(time.Duration(n) * time.Second)
+		// Bounded before the multiplication: a huge number overflowed
+		// into a negative interval, and NewTicker panicked.
+		t := time.NewTicker(time.Duration(min(n, maxKeepaliveSeconds)) * time.Second)
 		defer t.Stop()
 		keepalive = t.C
 	}
