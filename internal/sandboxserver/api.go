@@ -185,6 +185,13 @@ func (s *Server) checkAllowOut(n *networkConfig) error {
 	return nil
 }
 
+// seconds is a client's timeout in seconds as a duration, bounded by
+// MaxTimeout before the multiplication (which overflowed: a timeout of
+// 18446744074 s became a few tenths of a second).
+func (s *Server) seconds(n int) time.Duration {
+	return time.Duration(min(max(n, 0), int(s.cfg.MaxTimeout/time.Second))) * time.Second
+}
+
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	var req newSandboxRequest
 	if err := decodeBody(r, &req); err != nil {
@@ -198,7 +205,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	timeout := 15 * time.Second
 	if req.Timeout != nil {
-		timeout = time.Duration(*req.Timeout) * time.Second
+		timeout = s.seconds(*req.Timeout)
 	}
 	allow, deny := egressRules(req.AllowInternetAccess, req.Network)
 	if _, err := egress.NewAllowlist(allow, deny); err != nil {
@@ -226,6 +233,11 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	if s.closed {
 		s.mu.Unlock()
 		writeError(w, http.StatusServiceUnavailable, "the server is shutting down")
+		return
+	}
+	if len(s.sandboxes) >= s.cfg.MaxSandboxes {
+		s.mu.Unlock()
+		writeError(w, http.StatusTooManyRequests, "this server already has %d sandboxes, its limit (hermes sandbox serve --max-sandboxes): kill one first", s.cfg.MaxSandboxes)
 		return
 	}
 	s.sandboxes[sb.id] = sb
@@ -312,7 +324,7 @@ func (s *Server) handleTimeout(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "body must be {\"timeout\": SECONDS} with SECONDS >= 0")
 		return
 	}
-	s.setTimeout(sb, time.Duration(*req.Timeout)*time.Second, false)
+	s.setTimeout(sb, s.seconds(*req.Timeout), false)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -353,7 +365,7 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 	}
 	timeout := 15 * time.Second
 	if req.Timeout != nil {
-		timeout = time.Duration(*req.Timeout) * time.Second
+		timeout = s.seconds(*req.Timeout)
 	}
 	sb.mu.Lock()
 	paused := sb.state == "paused"

@@ -154,6 +154,10 @@ func (s *Server) handleFilePost(w http.ResponseWriter, r *http.Request) {
 	}
 	qpath := r.URL.Query().Get("path")
 	var written []entryJSON
+	// left is what the request may still write: the bound is on the
+	// whole request, so that gzip parts (each a small body decoding to
+	// MaxUploadBytes) do not multiply it.
+	left := s.cfg.MaxUploadBytes
 	write := func(p string, body io.Reader, gz bool) (int, error) {
 		if gz {
 			zr, err := gzip.NewReader(body)
@@ -162,13 +166,14 @@ func (s *Server) handleFilePost(w http.ResponseWriter, r *http.Request) {
 			}
 			body = zr
 		}
-		data, err := io.ReadAll(io.LimitReader(body, s.cfg.MaxUploadBytes+1))
+		data, err := io.ReadAll(io.LimitReader(body, left+1))
 		if err != nil {
 			return http.StatusBadRequest, fmt.Errorf("read upload: %v", err)
 		}
-		if int64(len(data)) > s.cfg.MaxUploadBytes {
+		if int64(len(data)) > left {
 			return http.StatusRequestEntityTooLarge, fmt.Errorf("upload is over %d bytes", s.cfg.MaxUploadBytes)
 		}
+		left -= int64(len(data))
 		p = resolvePath(p)
 		if err := env.WriteFile(r.Context(), p, data, 0o644); err != nil {
 			return fileStatus(err), fmt.Errorf("write %s: %v", p, err)

@@ -83,7 +83,11 @@ type Config struct {
 	// InterfaceAddrs lists the host's own addresses, which a sandbox's
 	// network.allowOut may not open (net.InterfaceAddrs when nil).
 	InterfaceAddrs func() ([]net.Addr, error)
-	// MaxUploadBytes bounds one file upload (default 512 MiB).
+	// MaxSandboxes bounds the sandboxes (running and paused) the server
+	// keeps at once (default 100); a create past it is refused with 429.
+	MaxSandboxes int
+	// MaxUploadBytes bounds the bytes one upload request writes, all its
+	// files together, after gzip decoding (default 512 MiB).
 	MaxUploadBytes int64
 	// BodyTimeout is how long a request body may take before it has to
 	// keep arriving at 64 KiB/s on average (default 30 s).
@@ -142,6 +146,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxUploadBytes <= 0 {
 		cfg.MaxUploadBytes = 512 << 20
+	}
+	if cfg.MaxSandboxes <= 0 {
+		cfg.MaxSandboxes = 100
 	}
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = 30 * time.Second
