@@ -445,3 +445,23 @@ func TestUploadBoundIsPerRequest(t *testing.T) {
 		t.Fatalf("8 parts of 1 MiB each under a 1 MiB bound: %d %s, want 413", code, data)
 	}
 }
+
+// GET /files read any file of the box whole into the server's memory; a
+// box's sparse file of many GiB was one request away from the host's
+// memory. Files over MaxUploadBytes are refused.
+func TestDownloadIsBounded(t *testing.T) {
+	boxes := newFakeBoxes()
+	srv, err := New(Config{Boxes: boxes, APIKeys: []string{testKey}, MaxUploadBytes: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, envd := httptest.NewServer(srv.APIHandler()), httptest.NewServer(srv.EnvdHandler())
+	t.Cleanup(func() { api.Close(); envd.Close(); srv.Close() })
+	sb := createSandbox(t, api.URL, `{"templateID":"base","timeout":300}`)
+	env, _ := boxes.Open(context.Background(), Task(sb.SandboxID))
+	env.WriteFile(context.Background(), "/big", make([]byte, 2<<10), 0o644)
+	code, data, _ := call(t, "GET", envd.URL+"/files?path=/big", nil, "E2b-Sandbox-Id", sb.SandboxID, "X-Access-Token", sb.EnvdAccessToken)
+	if code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("2 KiB file under a 1 KiB bound: %d (%d bytes), want 413", code, len(data))
+	}
+}

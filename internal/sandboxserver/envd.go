@@ -119,6 +119,13 @@ func (s *Server) handleFileGet(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "path %s is a directory", p)
 		return
 	}
+	// The file is read whole into the server's memory: a box could make
+	// a sparse file of many GiB and have it read (the read itself is not
+	// bounded, so a file growing after this check still gets through).
+	if err == nil && st.Size > s.cfg.MaxUploadBytes {
+		writeError(w, http.StatusRequestEntityTooLarge, "%s is %d bytes, over this server's %d: read it in parts with a command (split, dd)", p, st.Size, s.cfg.MaxUploadBytes)
+		return
+	}
 	data, err := env.ReadFile(r.Context(), p)
 	if err != nil {
 		writeError(w, fileStatus(err), "read %s: %v", p, err)

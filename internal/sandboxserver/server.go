@@ -87,7 +87,8 @@ type Config struct {
 	// keeps at once (default 100); a create past it is refused with 429.
 	MaxSandboxes int
 	// MaxUploadBytes bounds the bytes one upload request writes, all its
-	// files together, after gzip decoding (default 512 MiB).
+	// files together, after gzip decoding, and one file download
+	// (default 512 MiB).
 	MaxUploadBytes int64
 	// BodyTimeout is how long a request body may take before it has to
 	// keep arriving at 64 KiB/s on average (default 30 s).
