@@ -24,3 +24,33 @@ func TestHugeKeepaliveInterval(t *testing.T) {
 		t.Fatalf("follow: %v after %d events, want the end event", err, got)
 	}
 }
+
+// Streams nobody reads each queued up to 64 MiB of output: a client
+// opening many (a Start per chatty command) held their sum in memory.
+// The server-wide budget ends the streams that would pass it, and what
+// a stream gives back (read or ended) is usable again.
+func TestQueuedOutputHasAServerBudget(t *testing.T) {
+	budget := &queueBudget{max: 1 << 20}
+	pr := &proc{subs: map[*subscriber]struct{}{}, budget: budget}
+	chunk := make([]byte, 256<<10)
+	var subs []*subscriber
+	for range 8 {
+		subs = append(subs, pr.subscribe())
+	}
+	pr.broadcast(&process.ProcessEvent{}, len(chunk)) // 8 × 256 KiB > 1 MiB
+	over := 0
+	for _, sub := range subs {
+		if _, o := sub.take(); o {
+			over++
+		}
+	}
+	if over != 4 {
+		t.Fatalf("%d of 8 streams ended, want the 4 past the 1 MiB budget", over)
+	}
+	for _, sub := range subs {
+		pr.unsubscribe(sub)
+	}
+	if n := budget.used.Load(); n != 0 {
+		t.Fatalf("%d bytes still counted after every stream ended", n)
+	}
+}

@@ -90,6 +90,10 @@ type Config struct {
 	// files together, after gzip decoding, and one file download
 	// (default 512 MiB).
 	MaxUploadBytes int64
+	// MaxQueuedBytes bounds the command output queued for slow stream
+	// readers, all streams together (default 1 GiB); a stream that would
+	// pass it ends with ResourceExhausted (its command goes on).
+	MaxQueuedBytes int64
 	// BodyTimeout is how long a request body may take before it has to
 	// keep arriving at 64 KiB/s on average (default 30 s).
 	BodyTimeout time.Duration
@@ -113,6 +117,7 @@ type Server struct {
 	gates     map[string]*egress.Gate
 	closed    bool
 	removals  sync.WaitGroup // boxes of killed sandboxes being removed
+	queued    *queueBudget   // output queued for slow stream readers
 }
 
 // sandbox is one sandbox's record.
@@ -151,6 +156,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxSandboxes <= 0 {
 		cfg.MaxSandboxes = 100
 	}
+	if cfg.MaxQueuedBytes <= 0 {
+		cfg.MaxQueuedBytes = 1 << 30
+	}
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = 30 * time.Second
 	}
@@ -169,7 +177,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, sandboxes: map[string]*sandbox{}, gates: map[string]*egress.Gate{}}
+	s := &Server{cfg: cfg, sandboxes: map[string]*sandbox{}, gates: map[string]*egress.Gate{}, queued: &queueBudget{max: cfg.MaxQueuedBytes}}
 	for _, k := range cfg.APIKeys {
 		s.keys = append(s.keys, sha256.Sum256([]byte(k)))
 	}
