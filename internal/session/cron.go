@@ -51,7 +51,18 @@ func (rt *Runtime) chatOrigin(id string) string {
 	return originOfKey(rt.keys.keyOf(id))
 }
 
+//
+// The gateway's keys carry Hermes Agent's "agent:main:" prefix
+// ("agent:main:telegram:dm:42"); in its group keys the part after the
+// channel is a user (a group channel) or a thread, which the key does not
+// tell apart, so they deliver to the channel.
 func originOfKey(key string) string {
+	if rest, ok := strings.CutPrefix(key, "agent:"); ok {
+		_, key, _ = strings.Cut(rest, ":") // the agent's name
+		if p := strings.Split(key, ":"); len(p) >= 3 && p[1] == "group" && p[2] != "" {
+			return p[0] + ":" + p[2]
+		}
+	}
 	p := strings.Split(key, ":")
 	if len(p) < 3 || p[0] == "api" || p[0] == "acp" || p[0] == "cli" || p[2] == "" {
 		return ""
