@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-go/hermes/internal/cron"
 	"github.com/hermes-go/hermes/internal/gateway/telegramtest"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 )
@@ -29,6 +30,10 @@ func chatModel(r llmtest.Request) llmtest.Turn {
 	msgs := chatBody(r)
 	if last := msgs[len(msgs)-1]; last.Role == "tool" {
 		return llmtest.Turn{Text: "tool said: " + last.Text()}
+	}
+	if name, ok := strings.CutPrefix(lastUser(r), "schedule "); ok {
+		return llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "cronjob",
+			Args: `{"action":"create","schedule":"every 1h","prompt":"report","name":"` + name + `"}`}}}
 	}
 	switch lastUser(r) {
 	case "long":
@@ -187,5 +192,22 @@ func TestTelegramUnparsableMarkupIsResentPlain(t *testing.T) {
 	}
 	if n := w.fake.Calls("sendMessage"); n != 2 {
 		t.Fatalf("%d sendMessage calls, want the rejected one and the plain one", n)
+	}
+}
+
+// A job the model schedules from a chat belongs to that chat: it is
+// delivered there (deliver origin) and other chats cannot see it.
+func TestTelegramCronjobFromAChatDeliversToThatChat(t *testing.T) {
+	home := t.TempDir()
+	w := startTelegram(t, home, map[int64]bool{5: true})
+	defer w.stop()
+	w.fake.SendText(5, 5, "private", "schedule daily")
+	got := w.fake.WaitSent(5, 1, 20*time.Second)
+	if len(got) == 0 || !strings.Contains(got[0].Text, "tool said") {
+		t.Fatalf("replies %+v", got)
+	}
+	j, err := cron.NewStore(home, nil).Get("daily")
+	if err != nil || j.Origin != "telegram:5" || j.Deliver != "origin" {
+		t.Fatalf("job %+v %v: want origin telegram:5, deliver origin", j, err)
 	}
 }
