@@ -211,3 +211,30 @@ func TestTelegramCronjobFromAChatDeliversToThatChat(t *testing.T) {
 		t.Fatalf("job %+v %v: want origin telegram:5, deliver origin", j, err)
 	}
 }
+
+// The Bot API's URLs hold the bot token and Go's HTTP client quotes the
+// URL in network errors: no error leaving the adapter (log lines, the
+// undelivered-reply file, cron's last_error) carries the token. (The
+// client library masks it as "bot***"; this guards that on upgrades.)
+func TestTelegramErrorsNeverQuoteTheToken(t *testing.T) {
+	const token = "123456:AAH-secret-bot-token_XYZ"
+	fake := telegramtest.New(token)
+	rt := newRuntime(t, llmtest.NewServer(t), "")
+	tg, err := NewTelegram(context.Background(), rt, TelegramConfig{Token: token, BaseURL: fake.URL, Warn: func(string) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.Close() // the Bot API is gone: every call is a network error
+	_, sendErr := tg.Send(context.Background(), "42", OutMessage{Text: "hi"})
+	editErr := tg.Edit(context.Background(), "42", "1", OutMessage{Text: "hi"})
+	typingErr := tg.Typing(context.Background(), "42")
+	_, newErr := NewTelegram(context.Background(), rt, TelegramConfig{Token: token, BaseURL: fake.URL})
+	for name, err := range map[string]error{"send": sendErr, "edit": editErr, "typing": typingErr, "connect": newErr} {
+		if err == nil {
+			t.Fatalf("%s: no error from a closed Bot API", name)
+		}
+		if strings.Contains(err.Error(), "secret-bot-token") {
+			t.Errorf("%s error quotes the token: %v", name, err)
+		}
+	}
+}
