@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/cron"
+	"github.com/hermes-go/hermes/internal/gateway/discordtest"
 	"github.com/hermes-go/hermes/internal/gateway/telegramtest"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 )
@@ -242,6 +243,41 @@ func TestGatewayTicksCronJobs(t *testing.T) {
 	res := e.mustRun("sessions", "list", "--source", "cron")
 	if !strings.Contains(res.stdout, "write the nightly report") && !strings.Contains(res.stdout, "cron") {
 		t.Errorf("no cron session stored:\n%s", res)
+	}
+}
+
+// In the gateway, cron delivers through the running chat platforms: a job
+// delivering to Discord (which has no standalone cron client) reaches the
+// channel through the Discord adapter.
+func TestGatewayCronDeliversThroughLivePlatforms(t *testing.T) {
+	e := newE2E(t)
+	e.configureModel()
+	e.srv.SetResponder(func(llmtest.Request) llmtest.Turn { return llmtest.Turn{Text: "standup summary"} })
+	dc := discordtest.New("CRON.DISCORD.TOKEN")
+	defer dc.Close()
+	dc.AddChannel("c55", discordtest.DM, "", "")
+	past := time.Now().Add(-2 * time.Hour)
+	if _, err := cron.NewStore(e.home, func() time.Time { return past }).Add(cron.Job{
+		Name: "standup", Schedule: "every 1h", Prompt: "summarise", Deliver: "discord:c55",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd, _, stderr := e.command(ctx, []string{"DISCORD_BOT_TOKEN=" + dc.Token, "DISCORD_BASE_URL=" + dc.URL,
+		"GATEWAY_ALLOWED_USERS=11"}, "gateway", "run")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	got := dc.WaitSent("c55", 1, 30*time.Second)
+	if len(got) != 1 || !strings.Contains(got[0].Content, "standup summary") {
+		t.Fatalf("discord channel c55 got %+v\n%s", got, stderr.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("gateway exit: %v\n%s", err, stderr.String())
 	}
 }
 

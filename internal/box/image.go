@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hermes-go/hermes/internal/atomicfile"
 	"io"
 	"io/fs"
 	"os"
@@ -172,7 +173,7 @@ func imageSaveTarballRecord(recordPath string, rec imageTarballRecord) error {
 	if err != nil {
 		return err
 	}
-	return snapshotWriteAtomic(recordPath, append(data, '\n'), 0o600)
+	return atomicfile.Write(recordPath, append(data, '\n'), 0o600)
 }
 
 // imageExtractTarball extracts the tarball at src into rootfs through a

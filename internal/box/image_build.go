@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hermes-go/hermes/internal/atomicfile"
 	"io"
 	"io/fs"
 	"os"
@@ -144,7 +145,7 @@ func BuildImage(ctx context.Context, home string, opts BuildImageOptions) (Image
 	if err != nil {
 		return ImageManifest{}, err
 	}
-	if err := snapshotWriteAtomic(filepath.Join(dir, m.Name+".json"), append(data, '\n'), 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, m.Name+".json"), append(data, '\n'), 0o600); err != nil {
 		return ImageManifest{}, err
 	}
 	return m, nil

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hermes-go/hermes/internal/atomicfile"
 	"hash"
 	"io"
 	"io/fs"
@@ -126,7 +127,7 @@ func (s *SnapshotStore) Create(taskID, upperDir string, origin SnapshotOrigin) (
 	if err != nil {
 		return SnapshotManifest{}, err
 	}
-	if err := snapshotWriteAtomic(s.manifestPath(id), append(data, '\n'), 0o600); err != nil {
+	if err := atomicfile.Write(s.manifestPath(id), append(data, '\n'), 0o600); err != nil {
 		os.Remove(s.ArchivePath(id))
 		return SnapshotManifest{}, err
 	}
@@ -292,44 +293,4 @@ func (c *snapshotByteCounter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
-}
-
-// snapshotWriteAtomic writes data to path via a temp file in the same
-// directory, fsync and rename, then fsyncs the directory.
-func snapshotWriteAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("sync %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return snapshotSyncDir(dir)
-}
-
-// snapshotSyncDir fsyncs a directory so a rename inside it is durable.
-func snapshotSyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
