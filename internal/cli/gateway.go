@@ -34,6 +34,9 @@ type platform struct {
 	name  string
 	serve func() error
 	stop  func(ctx context.Context) error
+	// chat is a chat platform's core: cron delivers through it, so a
+	// delivery the platform refuses is kept and retried like a reply.
+	chat *gateway.Chat
 }
 
 // runGateway starts the enabled platforms on one session runtime and runs
@@ -67,7 +70,7 @@ func (a *App) runGateway(ctx context.Context) error {
 	if len(platforms) == 0 {
 		return errors.New("no gateway platform is enabled: set API_SERVER_ENABLED=true, TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN or SLACK_BOT_TOKEN (in the environment or HERMES_HOME/.env)")
 	}
-	stopCron, waitCron := a.startCronTicker(ctx, cfg, rt)
+	stopCron, waitCron := a.startCronTicker(ctx, cfg, rt, platforms)
 	failed := make(chan error, len(platforms))
 	for _, p := range platforms {
 		go func() {
