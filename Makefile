@@ -1,5 +1,6 @@
 # hermes build targets. `make install` puts the binary in $(PREFIX)/bin, with
-# hermes-agent (Hermes Agent's entry name) linked to it.
+# hermes-agent (Hermes Agent's entry name) and hermes-acp (the editors' ACP
+# entry, runs `hermes acp`) linked to it.
 PREFIX ?= /usr/local
 GO ?= go
 
@@ -11,6 +12,7 @@ build:
 install:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(PREFIX)/bin/hermes ./cmd/hermes
 	ln -sf hermes $(PREFIX)/bin/hermes-agent
+	ln -sf hermes $(PREFIX)/bin/hermes-acp
 
 test:
 	$(GO) test ./...

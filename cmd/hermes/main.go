@@ -1,10 +1,12 @@
 // Command hermes is the hermes agent. This file only wires the process to
 // internal/cli. The binary answers to any name: `make install` also links it
-// as hermes-agent (Hermes Agent's entry name), which runs the same commands.
+// as hermes-agent (Hermes Agent's entry name), which runs the same commands,
+// and as hermes-acp, which runs `hermes acp` (the editors' ACP entry).
 package main
 
 import (
 	"os"
+	"path/filepath"
 
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/cli"
@@ -14,8 +16,12 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == box.InitArg {
 		os.Exit(box.InitMain()) // hidden: this process is a box's PID 1
 	}
+	args := os.Args[1:]
+	if filepath.Base(os.Args[0]) == cli.ACPEntry {
+		args = append([]string{"acp"}, args...)
+	}
 	ctx, stop := cli.SignalContext()
-	code := cli.NewApp().Run(ctx, os.Args[1:])
+	code := cli.NewApp().Run(ctx, args)
 	stop()
 	os.Exit(code)
 }

@@ -160,6 +160,7 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newSandboxCmd(),
 		a.newCronCmd(),
 		a.newMCPCmd(),
+		a.newACPCmd(),
 	)
 	root.AddCommand(a.newPairingCmd())
 	root.AddCommand(a.faceCommands()...)

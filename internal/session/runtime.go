@@ -80,6 +80,9 @@ type Options struct {
 	// turn at a time. Every front end should set it, so that two processes
 	// never interleave their turns in one session.
 	Lock func(ctx context.Context, st *store.Store, sessionID string) (unlock func(), err error)
+	// Files, when set, lets the file tools read and write through a front
+	// end (an ACP client's editor buffers); nil uses the backend only.
+	Files tool.FileAccess
 	// MCPServers are MCP servers every session of this runtime connects
 	// besides config.yaml's mcp_servers (a same-named entry here wins).
 	MCPServers map[string]config.MCPServer
@@ -321,6 +324,16 @@ func (rt *Runtime) Memory() *memory.Store { return rt.memory }
 
 // Config is the loaded configuration.
 func (rt *Runtime) Config() *config.Config { return rt.cfg }
+
+// Cwd is the workspace directory of the runtime's sessions (terminal.cwd).
+func (rt *Runtime) Cwd() string { return rt.cwd }
+
+// BackendKind names terminal.backend in use ("local", "box", "ssh").
+func (rt *Runtime) BackendKind() string { return rt.backend.Kind() }
+
+// Isolated reports whether the backend runs commands behind a boundary of
+// its own (backend.Isolated: the box), where approvals ask nothing.
+func (rt *Runtime) Isolated() bool { return backend.Isolated(rt.backend) }
 
 // PreloadSkills prepends the named skills to text, as -s/--skills does for
 // the first message of a run (the system prompt stays unchanged).

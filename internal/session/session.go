@@ -455,7 +455,7 @@ func (rt *Runtime) newSession(st store.Session, system string, history []llm.Mes
 	s.agent = agent.New(agent.Options{
 		Provider: rt.provider, Model: rt.model, Tools: s.tools, Recorder: rt.recorder(),
 		MaxTurns: c.Agent.MaxTurns, MaxTokens: c.Model.MaxTokens, ReasoningEffort: c.Agent.ReasoningEffort,
-		ParseTextToolCalls: textcall.Extract, Compactor: compactor, OnEvent: s.onAgentEvent, Now: rt.opts.Now,
+		ParseTextToolCalls: textcall.Extract, Compactor: s.compactor, OnEvent: s.onAgentEvent, Now: rt.opts.Now,
 		Redact: rt.redact.Redact,
 	})
 	return s

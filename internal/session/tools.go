@@ -24,7 +24,7 @@ func (rt *Runtime) buildTools() error {
 	rt.todo = tool.NewTodoList()
 	rt.processes = tool.NewProcessTable()
 	secrets := rt.redact.Values()
-	fileOpts := tool.FileToolOptions{Backend: rt.backend, Home: o.UserHome, HermesHome: o.Home}
+	fileOpts := tool.FileToolOptions{Backend: rt.backend, Home: o.UserHome, HermesHome: o.Home, Files: o.Files}
 	all := newRegistry(toolDeps{
 		terminal: tool.TerminalOptions{
 			Backend: rt.backend, Approvals: rt.approvals, OutputDir: filepath.Join(o.Home, "cache", "terminal"),

@@ -121,8 +121,8 @@ func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, erro
 				return Session{}, err
 			}
 		}
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO sessions
+		err := s.group(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			if _, err := s.txExec(ctx, tx, `INSERT INTO sessions
 				(id, source, model, provider, system_prompt, cwd, started_at, updated_at, parent_session_id, metadata)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 				id, ns.Source, ns.Model, ns.Provider, ns.SystemPrompt, ns.Cwd, millis(now), millis(now), parent, meta); err != nil {
@@ -420,17 +420,23 @@ func (s *Store) SetMetadata(ctx context.Context, id string, patch json.RawMessag
 // AddUsage adds one or more model calls' token usage and apiCalls to the
 // session's totals.
 func (s *Store) AddUsage(ctx context.Context, id string, u llm.Usage, apiCalls int) error {
-	res, err := s.exec(ctx, `UPDATE sessions SET
+	err := s.group(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := s.txExec(ctx, tx, `UPDATE sessions SET
 		input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
 		cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?,
 		reasoning_tokens = reasoning_tokens + ?, api_call_count = api_call_count + ?, updated_at = ?
 		WHERE id = ?`,
-		u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, apiCalls,
-		millis(s.now()), id)
+			u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, apiCalls,
+			millis(s.now()), id)
+		if err != nil {
+			return err
+		}
+		return mustAffect(res, id)
+	})
 	if err != nil {
 		return fmt.Errorf("add usage: %w", err)
 	}
-	return mustAffect(res, id)
+	return nil
 }
 
 // EndSession records that a session ended and why (completed, failed,

@@ -37,6 +37,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
@@ -75,7 +76,11 @@ type Store struct {
 	// holds appends waiting for a group commit (write.go).
 	writeSlot chan struct{}
 	pendingMu sync.Mutex
-	pending   []*appendRequest
+	pending   []*writeOp
+	// commits counts committed write transactions (checkpoint.go);
+	// stopCheckpoints ends the background checkpoints.
+	commits         atomic.Int64
+	stopCheckpoints func()
 }
 
 // Option configures Open.
@@ -119,6 +124,10 @@ func Open(path string, opts ...Option) (*Store, error) {
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "temp_store(MEMORY)")
+	// Checkpoints run beside the writes (checkpoint.go), not inside the
+	// commit that crosses 1,000 WAL pages, where their fsyncs held every
+	// other writer.
+	q.Add("_pragma", "wal_autocheckpoint(0)")
 	q.Set("_txlock", "immediate")
 	// A plain file name (not a file: URI) keeps %, # and spaces literal; the
 	// driver cuts the name at the first '?', refused above.
@@ -130,7 +139,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 	// pragma above again (the default keeps 2 idle).
 	db.SetMaxIdleConns(16)
 	s.db = db
+	s.stopCheckpoints = s.startCheckpoints(checkpointEvery)
 	if err := s.migrateRetrying(context.Background()); err != nil {
+		s.stopCheckpoints()
 		db.Close()
 		return nil, fmt.Errorf("session store %s: %w", path, err)
 	}
@@ -142,6 +153,7 @@ func (s *Store) Path() string { return s.path }
 
 // Close checkpoints and closes the database.
 func (s *Store) Close() error {
+	s.stopCheckpoints()
 	s.stmts.close()
 	_, _ = s.db.Exec("PRAGMA wal_checkpoint(PASSIVE)")
 	return s.db.Close()

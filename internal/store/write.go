@@ -17,19 +17,18 @@ import (
 // other processes still meet at SQLite's lock (BEGIN IMMEDIATE, busy
 // timeout).
 //
-// Message appends are group-committed: appends that arrive while another
-// write holds the slot are committed together, in arrival order, by
-// whichever of them takes the slot next, each in its own savepoint so one
-// failing append does not fail the others. Every append is still committed
-// before AppendMessage returns.
+// The writes of a turn (message appends, usage, a new session's row) are
+// group-committed: writes that arrive while another write holds the slot
+// are committed together, in arrival order, by whichever of them takes the
+// slot next, each in its own savepoint so one failing write does not fail
+// the others. Every write is still committed before its call returns. On a
+// gateway with hundreds of chats this turns hundreds of transactions (and
+// the scheduling gaps of the goroutine holding the slot) into a few.
 
-// appendRequest is one AppendMessage waiting for its group commit.
-type appendRequest struct {
-	sessionID string
-	row       messageRow
-	toolCalls int
-	// seq and err are set, then done is closed, by the committing writer.
-	seq  int64
+// writeOp is one grouped write waiting for its commit.
+type writeOp struct {
+	fn func(ctx context.Context, tx *sql.Tx) error
+	// err is set, then done is closed, by the committing writer.
 	err  error
 	done chan struct{}
 }
@@ -65,7 +64,11 @@ func (s *Store) inTxHeld(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		_ = tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	s.commits.Add(1)
+	return nil
 }
 
 // exec runs one writing statement through the write slot and the
@@ -116,34 +119,47 @@ func (s *Store) AppendMessage(ctx context.Context, sessionID string, m llm.Messa
 	if err != nil {
 		return 0, err
 	}
-	req := &appendRequest{sessionID: sessionID, row: row, toolCalls: len(m.ToolCalls), done: make(chan struct{})}
+	var seq int64
+	err = s.group(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		seq, err = s.appendTx(ctx, tx, sessionID, row, len(m.ToolCalls), s.now())
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("append message to session %s: %w", sessionID, err)
+	}
+	return seq, nil
+}
+
+// group runs fn in the next group commit and returns once that commit is
+// done (fn's error, or the commit's). ctx ending while fn still waits
+// withdraws it.
+func (s *Store) group(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	op := &writeOp{fn: fn, done: make(chan struct{})}
 	s.pendingMu.Lock()
-	s.pending = append(s.pending, req)
+	s.pending = append(s.pending, op)
 	s.pendingMu.Unlock()
 	select {
 	case s.writeSlot <- struct{}{}:
 		s.commitPending(ctx)
 		s.releaseWrite()
-	case <-req.done:
+	case <-op.done:
 	case <-ctx.Done():
-		if s.withdraw(req) {
-			return 0, fmt.Errorf("append message to session %s: %w", sessionID, ctx.Err())
+		if s.withdraw(op) {
+			return ctx.Err()
 		}
 	}
-	<-req.done
-	if req.err != nil {
-		return 0, fmt.Errorf("append message to session %s: %w", sessionID, req.err)
-	}
-	return req.seq, nil
+	<-op.done
+	return op.err
 }
 
-// withdraw removes req from the pending appends; false when a writer has
-// already taken it (its outcome then comes on req.done).
-func (s *Store) withdraw(req *appendRequest) bool {
+// withdraw removes op from the pending writes; false when a writer has
+// already taken it (its outcome then comes on op.done).
+func (s *Store) withdraw(op *writeOp) bool {
 	s.pendingMu.Lock()
 	defer s.pendingMu.Unlock()
 	for i, r := range s.pending {
-		if r == req {
+		if r == op {
 			s.pending = append(s.pending[:i], s.pending[i+1:]...)
 			return true
 		}
@@ -151,10 +167,10 @@ func (s *Store) withdraw(req *appendRequest) bool {
 	return false
 }
 
-// commitPending commits every pending append in one transaction and
+// commitPending commits every pending write in one transaction and
 // reports each outcome. The caller holds the write slot. The batch is
 // committed even if ctx (the caller's) ends meanwhile: other callers'
-// messages are in it.
+// writes are in it.
 func (s *Store) commitPending(ctx context.Context) {
 	s.pendingMu.Lock()
 	batch := s.pending
@@ -164,34 +180,31 @@ func (s *Store) commitPending(ctx context.Context) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	now := s.now()
 	err := s.inTxHeld(ctx, func(tx *sql.Tx) error {
 		if len(batch) == 1 {
-			r := batch[0]
-			r.seq, r.err = s.appendTx(ctx, tx, r.sessionID, r.row, r.toolCalls, now)
-			return r.err
+			batch[0].err = batch[0].fn(ctx, tx)
+			return batch[0].err
 		}
-		for _, r := range batch {
-			if _, err := s.txExec(ctx, tx, "SAVEPOINT append_message"); err != nil {
+		for _, op := range batch {
+			if _, err := s.txExec(ctx, tx, "SAVEPOINT grouped_write"); err != nil {
 				return err
 			}
-			r.seq, r.err = s.appendTx(ctx, tx, r.sessionID, r.row, r.toolCalls, now)
-			if r.err != nil {
-				if _, err := s.txExec(ctx, tx, "ROLLBACK TO append_message"); err != nil {
+			if op.err = op.fn(ctx, tx); op.err != nil {
+				if _, err := s.txExec(ctx, tx, "ROLLBACK TO grouped_write"); err != nil {
 					return err
 				}
 			}
-			if _, err := s.txExec(ctx, tx, "RELEASE append_message"); err != nil {
+			if _, err := s.txExec(ctx, tx, "RELEASE grouped_write"); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	for _, r := range batch {
-		if err != nil && r.err == nil {
-			r.seq, r.err = 0, err
+	for _, op := range batch {
+		if err != nil && op.err == nil {
+			op.err = err
 		}
-		close(r.done)
+		close(op.done)
 	}
 }
 

@@ -27,6 +27,46 @@ type FileToolOptions struct {
 	// MaxReadFileBytes is the largest file, in bytes, read_file loads;
 	// 0 means DefaultMaxReadFileBytes.
 	MaxReadFileBytes int64
+	// Files, when set, is asked first to read and write text files (an
+	// editor's buffers through ACP fs/*); it declines per call.
+	Files FileAccess
+}
+
+// FileAccess reads and writes a session's text files another way than the
+// backend: an ACP client's editor buffers (fs/read_text_file,
+// fs/write_text_file), asking the person before an edit. Paths are
+// absolute, in the environment's view.
+type FileAccess interface {
+	// ReadTextFile returns the file's text; handled is false to read it
+	// through the backend instead (also when the file is not open there).
+	ReadTextFile(ctx context.Context, sessionID, abs string) (text string, handled bool, err error)
+	// WriteTextFile is called before tool (write_file, patch) replaces
+	// oldText with newText in abs (oldText is "" for a new file). It
+	// returns handled when it wrote the file, or an error to refuse the
+	// write (its text is shown to the model); handled false and no error
+	// lets the backend write.
+	WriteTextFile(ctx context.Context, sessionID, tool, abs, oldText, newText string) (handled bool, err error)
+}
+
+// readText reads abs through o.Files when it handles it, else through env.
+func (o FileToolOptions) readText(ctx context.Context, env backend.Environment, sessionID, abs string) ([]byte, error) {
+	if o.Files != nil {
+		if text, handled, err := o.Files.ReadTextFile(ctx, sessionID, abs); handled && err == nil {
+			return []byte(text), nil
+		}
+	}
+	return env.ReadFile(ctx, abs)
+}
+
+// writeText writes data to abs through o.Files (which may refuse it) or env.
+func (o FileToolOptions) writeText(ctx context.Context, env backend.Environment, sessionID, toolName, abs, oldText string, data []byte) error {
+	if o.Files != nil {
+		handled, err := o.Files.WriteTextFile(ctx, sessionID, toolName, abs, oldText, string(data))
+		if err != nil || handled {
+			return err
+		}
+	}
+	return env.WriteFile(ctx, abs, data, 0o644)
 }
 
 // DefaultFileReadMaxChars is file_read_max_chars' default.

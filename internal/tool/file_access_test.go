@@ -1,6 +1,9 @@
 package tool
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,5 +116,66 @@ func TestFileToolsRefuseStartupFiles(t *testing.T) {
 	}
 	if r := run(t, write, `{"path": "~/notes/.bashrc.example", "content": "x"}`); r.IsError {
 		t.Errorf("a file that only looks like one: %+v", r)
+	}
+}
+
+// editorFiles is a FileAccess over in-memory buffers that refuses edits
+// of paths in deny.
+type editorFiles struct {
+	buffers map[string]string
+	deny    map[string]bool
+	asked   []string // "tool abs old->new"
+}
+
+func (e *editorFiles) ReadTextFile(_ context.Context, _, abs string) (string, bool, error) {
+	text, ok := e.buffers[abs]
+	return text, ok, nil
+}
+
+func (e *editorFiles) WriteTextFile(_ context.Context, _, tool, abs, oldText, newText string) (bool, error) {
+	e.asked = append(e.asked, tool+" "+abs+" "+oldText+"->"+newText)
+	if e.deny[abs] {
+		return false, errors.New("the user denied this edit")
+	}
+	if _, open := e.buffers[abs]; open {
+		e.buffers[abs] = newText
+		return true, nil
+	}
+	return false, nil
+}
+
+// The file tools read an open editor buffer instead of the disk, write it
+// back there, fall back to the backend for other files, and report a
+// refused edit to the model without writing.
+func TestFileAccessSeam(t *testing.T) {
+	f := newFileFixture(t)
+	open := f.write(t, "open.txt", "disk\n")
+	closed := f.write(t, "closed.txt", "alpha\n")
+	ed := &editorFiles{buffers: map[string]string{open: "buffer\n"}, deny: map[string]bool{}}
+	f.opts.Files = ed
+	ctx := context.Background()
+	run := func(tl Tool, args string) Result {
+		return tl.Run(ctx, Call{SessionID: "s", Args: json.RawMessage(args)})
+	}
+
+	if r := run(NewReadFileTool(f.opts), `{"path":"open.txt"}`); r.IsError || !strings.Contains(r.Content, "buffer") {
+		t.Errorf("read_file = %+v, want the buffer", r)
+	}
+	if r := run(NewPatchTool(f.opts), `{"path":"open.txt","old_string":"buffer","new_string":"edited"}`); r.IsError {
+		t.Fatalf("patch: %s", r.Content)
+	}
+	if ed.buffers[open] != "edited\n" || f.read(t, "open.txt") != "disk\n" {
+		t.Errorf("patch wrote buffer %q, disk %q", ed.buffers[open], f.read(t, "open.txt"))
+	}
+	if r := run(NewPatchTool(f.opts), `{"path":"closed.txt","old_string":"alpha","new_string":"beta"}`); r.IsError || f.read(t, "closed.txt") != "beta\n" {
+		t.Errorf("patch of a file not open: %+v, disk %q", r, f.read(t, "closed.txt"))
+	}
+	ed.deny[closed] = true
+	r := run(NewWriteFileTool(f.opts), `{"path":"closed.txt","content":"gamma\n"}`)
+	if !r.IsError || !strings.Contains(r.Content, "denied") || f.read(t, "closed.txt") != "beta\n" {
+		t.Errorf("refused write_file = %+v, disk %q", r, f.read(t, "closed.txt"))
+	}
+	if last := ed.asked[len(ed.asked)-1]; last != "write_file "+closed+" beta\n->gamma\n" {
+		t.Errorf("write_file asked %q, want the old and new text", last)
 	}
 }

@@ -80,7 +80,7 @@ func (t *PatchTool) Run(ctx context.Context, call Call) Result {
 	if why := t.opts.writeRefusal(env, abs); why != "" {
 		return Errorf("patch: refused to edit %s: %s. Writes there are always blocked; ask the user to make this change", args.Path, why)
 	}
-	data, err := env.ReadFile(ctx, abs)
+	data, err := t.opts.readText(ctx, env, call.SessionID, abs)
 	if errors.Is(err, fs.ErrNotExist) {
 		return notFound(ctx, env, "patch", args.Path, abs)
 	}
@@ -114,7 +114,7 @@ func (t *PatchTool) Run(ctx context.Context, call Call) Result {
 		updated = strings.Replace(content, oldS, newS, 1)
 		count = 1
 	}
-	if err := env.WriteFile(ctx, abs, []byte(updated), 0o644); err != nil {
+	if err := t.opts.writeText(ctx, env, call.SessionID, "patch", abs, content, []byte(updated)); err != nil {
 		return Errorf("patch: could not write %s: %v", args.Path, err)
 	}
 	var b strings.Builder

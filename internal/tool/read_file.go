@@ -104,7 +104,7 @@ func (t *ReadFileTool) Run(ctx context.Context, call Call) Result {
 		return Errorf("read_file: %s is too large to read whole (%d bytes, limit %d). Read part of it with the terminal tool: sed -n 'START,ENDp' %s for a line range, head -n N %s or tail -n N %s for its ends, or search it with search_files",
 			args.Path, st.Size, t.opts.MaxReadFileBytes, args.Path, args.Path, args.Path)
 	}
-	data, err := env.ReadFile(ctx, abs)
+	data, err := t.opts.readText(ctx, env, call.SessionID, abs)
 	if err != nil {
 		return Errorf("read_file: %v", err)
 	}

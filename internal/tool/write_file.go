@@ -65,16 +65,21 @@ func (t *WriteFileTool) Run(ctx context.Context, call Call) Result {
 	if why := t.opts.writeRefusal(env, abs); why != "" {
 		return Errorf("write_file: refused to write %s: %s. Writes there are always blocked; ask the user to make this change", args.Path, why)
 	}
-	verb := "Created"
+	verb, old := "Created", ""
 	if st, err := env.Stat(ctx, abs); err == nil {
 		if st.IsDir {
 			return Errorf("write_file: %s is a directory", args.Path)
 		}
 		verb = "Overwrote"
+		if t.opts.Files != nil {
+			if data, err := t.opts.readText(ctx, env, call.SessionID, abs); err == nil {
+				old = string(data)
+			}
+		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return Errorf("write_file: %v", err)
 	}
-	if err := env.WriteFile(ctx, abs, []byte(*args.Content), 0o644); err != nil {
+	if err := t.opts.writeText(ctx, env, call.SessionID, "write_file", abs, old, []byte(*args.Content)); err != nil {
 		return Errorf("write_file: could not write %s: %v", args.Path, err)
 	}
 	lines := strings.Count(*args.Content, "\n")

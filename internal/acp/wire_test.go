@@ -1,0 +1,41 @@
+package acp
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// FuzzRenameMethod: any input line comes back unchanged, or as a JSON
+// object whose method is the extension method (nothing else renamed).
+func FuzzRenameMethod(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"session/set_model","params":{"sessionId":"a","modelId":"b"}}`))
+	f.Add([]byte(`{"method":"session/set_model"`))
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"session/prompt","params":{"prompt":[{"type":"text","text":"session/set_model"}]}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		out := renameMethod(line)
+		if bytes.Equal(out, line) {
+			return
+		}
+		var msg struct {
+			Method string `json:"method"`
+		}
+		if err := json.Unmarshal(out, &msg); err != nil || msg.Method != extSetModel {
+			t.Fatalf("renameMethod(%q) = %q", line, out)
+		}
+	})
+}
+
+// Only successful responses trigger the post-response hooks.
+func TestIsResponse(t *testing.T) {
+	for line, want := range map[string]bool{
+		`{"jsonrpc":"2.0","id":3,"result":{"sessionId":"x"}}`:                        true,
+		`{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"m"}}`:                  false,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x"}}`:     false,
+		`{"jsonrpc":"2.0","id":4,"method":"session/request_permission","params":{}}`: false,
+	} {
+		if got := isResponse([]byte(line)); got != want {
+			t.Errorf("isResponse(%s) = %v", line, got)
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-go/hermes/internal/acp"
+	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/session"
+	"github.com/hermes-go/hermes/internal/tool"
+)
+
+// ACPEntry is the name under which the binary runs `hermes acp` (the
+// hermes-acp entry Hermes Agent's image ships; `make install` links it).
+const ACPEntry = "hermes-acp"
+
+func (a *App) newACPCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "acp",
+		Short: "serve the Agent Client Protocol on stdio (for editors: Zed, JetBrains, VS Code)",
+		Long: "Speaks ACP (JSON-RPC on stdin/stdout) until the editor closes stdin. stdout carries only the\n" +
+			"protocol; logs go to stderr and HERMES_HOME/logs/acp.log. Sessions are stored with source acp.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runACP(cmd.Context()) },
+	}
+}
+
+// runACP serves ACP on the app's stdin/stdout. Nothing else may write to
+// stdout: warnings and logs go to stderr and the log file.
+func (a *App) runACP(ctx context.Context) error {
+	protocol := a.Stdout
+	a.Stdout = a.Stderr
+	logger, closeLog := a.acpLogger()
+	defer closeLog()
+	cwd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	srv := acp.New(acp.Options{
+		NewRuntime: a.acpRuntime, Logger: logger, Version: Version, Now: a.Now, Cwd: cwd,
+	})
+	logger.Info("hermes acp started", "version", Version)
+	return srv.Serve(ctx, a.Stdin, protocol)
+}
+
+// acpRuntime starts the session runtime of one workspace: the user's
+// config with terminal.cwd set to the editor's cwd.
+func (a *App) acpRuntime(ctx context.Context, cwd string, files tool.FileAccess) (*session.Runtime, error) {
+	cfg, err := config.Load(a.Home(), config.LoadOptions{Getenv: a.Getenv})
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintln(a.Stderr, "hermes: warning:", w)
+	}
+	if err := cfg.Override("terminal.cwd", cwd); err != nil {
+		return nil, err
+	}
+	o := a.sessionOptions(cfg, &chatOptions{})
+	o.Platform = acp.Source
+	o.Lock = a.turnLock("hermes acp")
+	o.Files = files
+	return session.New(ctx, o)
+}
+
+// acpLogger logs to stderr and HERMES_HOME/logs/acp.log (appended; the
+// file is skipped with a warning when it cannot be opened).
+func (a *App) acpLogger() (*slog.Logger, func()) {
+	var w io.Writer = a.Stderr
+	closeFn := func() {}
+	path := filepath.Join(a.Home(), "logs", "acp.log")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
+		if f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
+			w = io.MultiWriter(a.Stderr, f)
+			closeFn = func() { f.Close() }
+		} else {
+			fmt.Fprintf(a.Stderr, "hermes: warning: cannot open %s: %v; logging to stderr only\n", path, err)
+		}
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})), closeFn
+}
