@@ -191,6 +191,7 @@ type Chat struct {
 	threads sync.Map // session keys of threads the bot takes part in
 	out     *outbox
 	locks   chatLocks // per-chat delivery order
+	answers answerOrder
 }
 
 // NewChat builds the chat core of platform p on rt. It loads the replies

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hermes-go/hermes/internal/approval"
@@ -16,11 +17,18 @@ import (
 func (c *Chat) converse(ctx context.Context, chat string, sess *session.Session, text string) {
 	sub := sess.Subscribe(session.SubscribeOptions{Approver: true})
 	defer sub.Close()
-	turn, ack, err := sess.Send(ctx, text, session.SendOptions{})
+	// The answer waits for the chat's earlier answers: two turns of one
+	// session end in order, but their handlers deliver concurrently.
+	unlock := c.locks.lock("send:" + chat)
+	turn, ack, err := c.answers.send(chat, func() (*session.Turn, session.Ack, error) {
+		return sess.Send(ctx, text, session.SendOptions{})
+	})
+	unlock()
 	if err != nil {
 		c.say(ctx, chat, "Sorry, the message was not taken: "+err.Error())
 		return
 	}
+	defer c.answers.done(chat, turn)
 	if ack.Position > 0 {
 		c.say(ctx, chat, fmt.Sprintf("Queued (%d ahead): I'll answer when the current message is done. /stop cancels it.", ack.Position))
 	}
@@ -86,9 +94,11 @@ func (c *Chat) onEvent(ctx context.Context, chat string, ev session.Event, progr
 		if strings.TrimSpace(answer) == "" {
 			answer = "(no answer)"
 		}
+		c.answers.wait(ctx, chat, ev.TurnID)
 		c.deliver(ctx, chat, OutMessage{Text: answer})
 		return true
 	case session.Error:
+		c.answers.wait(ctx, chat, ev.TurnID)
 		if ev.Cancelled {
 			c.say(ctx, chat, "Stopped.")
 		} else {
@@ -253,4 +263,66 @@ func (c *Chat) approve(ctx context.Context, chat string, s *session.Session, nam
 		return
 	}
 	c.say(ctx, chat, "Answered: "+answer.String()+".")
+}
+
+// answerOrder delivers each chat's answers in the order its messages were
+// taken: a turn's answer waits until the answers of the chat's earlier
+// turns are out (or their handlers gave up).
+type answerOrder struct {
+	mu    sync.Mutex
+	last  map[string]chan struct{} // chat → closed when its newest turn is answered
+	turns map[string]answerTicket  // turn id → its place
+}
+
+type answerTicket struct {
+	prev, mine chan struct{}
+}
+
+// send runs take (the session Send) and queues its turn behind the chat's
+// earlier ones. The caller holds the chat's send lock, so the queue
+// follows the session's.
+func (o *answerOrder) send(chat string, take func() (*session.Turn, session.Ack, error)) (*session.Turn, session.Ack, error) {
+	turn, ack, err := take()
+	if err != nil {
+		return turn, ack, err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.last == nil {
+		o.last, o.turns = map[string]chan struct{}{}, map[string]answerTicket{}
+	}
+	t := answerTicket{prev: o.last[chat], mine: make(chan struct{})}
+	o.last[chat] = t.mine
+	o.turns[turn.ID] = t
+	return turn, ack, nil
+}
+
+// wait blocks until the chat's answers before turnID are delivered, or
+// ctx ends.
+func (o *answerOrder) wait(ctx context.Context, chat, turnID string) {
+	o.mu.Lock()
+	t, ok := o.turns[turnID]
+	o.mu.Unlock()
+	if !ok || t.prev == nil {
+		return
+	}
+	select {
+	case <-t.prev:
+	case <-ctx.Done():
+	}
+}
+
+// done marks turn's answer delivered (or abandoned), letting the next go.
+func (o *answerOrder) done(chat string, turn *session.Turn) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t, ok := o.turns[turn.ID]
+	if !ok {
+		return
+	}
+	delete(o.turns, turn.ID)
+	close(t.mine)
+	if o.last[chat] == t.mine {
+		delete(o.last, chat)
+	}
 }

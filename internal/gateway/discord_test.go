@@ -327,3 +327,31 @@ func TestDiscordQueuedAckAndToolProgressEdits(t *testing.T) {
 		t.Fatalf("status message: %+v", st)
 	}
 }
+
+// Regression: answers of one chat arrived out of order when the first
+// one's delivery was slowed (a 429) while the queued message's turn ended
+// and its handler delivered at once. A chat's answers follow its messages.
+func TestChatAnswersKeepMessageOrder(t *testing.T) {
+	release, started := make(chan struct{}), make(chan struct{}, 1)
+	respond := func(r llmtest.Request) llmtest.Turn {
+		if lastUser(r) == "slow" {
+			started <- struct{}{}
+			<-release
+		}
+		return echo(r)
+	}
+	fake := newDiscordFake(t)
+	startDiscordWith(t, fake, "", respond, "1")
+	fake.SendMessage("1", "d1", "slow")
+	<-started
+	fake.SendMessage("1", "d1", "next")
+	if got := fake.WaitSent("d1", 1, 20*time.Second); len(got) != 1 {
+		t.Fatalf("queued ack: %+v", got)
+	}
+	fake.FailNext("POST messages", 1) // the slow answer waits out a 429
+	close(release)
+	got := fake.WaitSent("d1", 3, 20*time.Second)
+	if len(got) != 3 || got[1].Content != "echo: slow #1" || got[2].Content != "echo: next #2" {
+		t.Fatalf("answers out of order: %+v", got)
+	}
+}

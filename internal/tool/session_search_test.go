@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hermes-go/hermes/internal/llm"
 	"github.com/hermes-go/hermes/internal/store"
@@ -13,7 +14,13 @@ import (
 
 func sessionSearchStore(t *testing.T) (*store.Store, string, string) {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), store.FileName))
+	// A clock one second per call: session b is newer than a whatever the
+	// machine's speed (ties in updated_at were broken by the random ids).
+	clock := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	st, err := store.Open(filepath.Join(t.TempDir(), store.FileName), store.WithClock(func() time.Time {
+		clock = clock.Add(time.Second)
+		return clock
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
