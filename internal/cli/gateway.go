@@ -133,6 +133,7 @@ func (a *App) gatewayPlatforms(ctx context.Context, cfg *config.Loaded, rt *sess
 		}
 		api, err := gateway.NewAPIServer(rt, gateway.APIServerConfig{
 			Key: cfg.Getenv("API_SERVER_KEY"), Host: cfg.Getenv("API_SERVER_HOST"), Port: port, Now: a.Now,
+			AllowedOrigins: splitList(cfg.Getenv("API_SERVER_CORS_ORIGINS")),
 		})
 		if err != nil {
 			return nil, err
@@ -154,4 +155,15 @@ func truthy(v string) bool {
 		return true
 	}
 	return false
+}
+
+// splitList splits a comma-separated variable, dropping blanks.
+func splitList(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
