@@ -92,6 +92,7 @@ func BenchmarkChats(b *testing.B) {
 
 func runChats(b *testing.B, chats, messages int, thinkLo, thinkHi time.Duration) {
 	model := llmtest.NewServer(b)
+	model.ForgetBodies() // the fake model is the network edge: its memory is not the gateway's
 	model.SetResponder(func(r llmtest.Request) llmtest.Turn {
 		var last string
 		if i := strings.LastIndex(string(r.Body), `"content":"msg `); i >= 0 {

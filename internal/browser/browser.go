@@ -8,8 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
+	"net/url"
 	"os"
 	"os/exec"
+	"path"
 	"sync"
 	"time"
 
@@ -68,13 +71,19 @@ type Options struct {
 	// Launch, when set, starts the browser some other way (inside a box)
 	// and returns a chromedp allocator context for it.
 	Launch func(ctx context.Context, sessionID string) (context.Context, context.CancelFunc, error)
+	// DialGuard, when set, is the SSRF guard of a host browser (Launch
+	// nil): every connection Chromium makes goes through a loopback proxy
+	// that dials only addresses DialGuard accepts (nil error), so a page,
+	// a redirect or a DNS answer cannot reach loopback or private hosts.
+	DialGuard func(netip.Addr) error
 }
 
 // Manager hands out one Browser per session.
 type Manager struct {
-	opts Options
-	mu   sync.Mutex
-	byID map[string]*Browser
+	opts  Options
+	mu    sync.Mutex
+	byID  map[string]*Browser
+	guard *guardProxy // started with the first host browser when DialGuard is set
 }
 
 // NewManager returns a Manager; no browser starts until first use.
@@ -187,11 +196,31 @@ func (m *Manager) Close() error {
 		}
 	}
 	m.byID = map[string]*Browser{}
+	g := m.guard
+	m.guard = nil
 	m.mu.Unlock()
 	for _, b := range all {
 		b.close()
 	}
+	if g != nil {
+		g.close()
+	}
 	return nil
+}
+
+// guardProxy returns the manager's SSRF guard proxy, starting it once.
+func (m *Manager) guardProxy() (*guardProxy, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.guard != nil {
+		return m.guard, nil
+	}
+	g, err := startGuard(m.opts.DialGuard)
+	if err != nil {
+		return nil, err
+	}
+	m.guard = g
+	return g, nil
 }
 
 // Timeout is the bound of one action.
@@ -201,6 +230,7 @@ func (m *Manager) start(ctx context.Context, sessionID string) (*Browser, error)
 	var allocCtx context.Context
 	var cancelAlloc context.CancelFunc
 	var profile string
+	var guard *guardProxy
 	if m.opts.Launch != nil {
 		var err error
 		if allocCtx, cancelAlloc, err = m.opts.Launch(context.Background(), sessionID); err != nil {
@@ -218,8 +248,18 @@ func (m *Manager) start(ctx context.Context, sessionID string) (*Browser, error)
 		if profile, err = os.MkdirTemp(m.opts.TempDir, "hermes-browser-"); err != nil {
 			return nil, err
 		}
+		flags := Flags
+		if m.opts.DialGuard != nil {
+			g, err := m.guardProxy()
+			if err != nil {
+				os.RemoveAll(profile)
+				return nil, err
+			}
+			flags = append(append([]string(nil), Flags...), g.flags()...)
+			guard = g
+		}
 		opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(path), chromedp.UserDataDir(profile)}
-		for _, f := range Flags {
+		for _, f := range flags {
 			opts = append(opts, flag(f))
 		}
 		allocCtx, cancelAlloc = chromedp.NewExecAllocator(context.Background(), opts...)
@@ -240,6 +280,18 @@ func (m *Manager) start(ctx context.Context, sessionID string) (*Browser, error)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			return m.opts.Explain(ctx, sessionID, url)
+		}
+	} else if guard != nil {
+		b.explain = func(raw string) string {
+			u, err := url.Parse(raw)
+			if err != nil {
+				return ""
+			}
+			port := u.Port()
+			if port == "" {
+				port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+			}
+			return guard.why(u.Hostname(), port)
 		}
 	}
 	// The first Run starts the browser; it must not carry a timeout.
@@ -278,7 +330,14 @@ func flag(f string) chromedp.ExecAllocatorOption {
 	return chromedp.Flag(f, true)
 }
 
-// setup confines downloads to the workspace.
+// DownloadDir is the workspace subdirectory downloads land in. Not the
+// workspace itself: a page can start a download without any click, and a
+// file such as HERMES.md, AGENTS.md or a Makefile dropped at the root
+// would be read as the project's instructions or run by the next build.
+const DownloadDir = "downloads"
+
+// setup confines downloads to the workspace's DownloadDir (Chromium
+// creates it on the first download).
 func (b *Browser) setup(ctx context.Context, t *chromedp.Target, workdir func(string) string, sessionID string) error {
 	if workdir == nil {
 		return nil
@@ -287,6 +346,7 @@ func (b *Browser) setup(ctx context.Context, t *chromedp.Target, workdir func(st
 	if dir == "" {
 		return nil
 	}
+	dir = path.Join(dir, DownloadDir) // a box path or a host path, both Linux
 	_, err := cdp.Call(ctx, chromedp.FromContext(ctx).Browser, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
 		Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dir,
 	})

@@ -64,8 +64,14 @@ func (b *Browser) collectConsole(msgs iter.Seq2[chromedp.ConsoleMessage, error])
 	}
 }
 
+// consoleTextMax caps one console message (characters): a page logging
+// megabytes per line must not fill the model's context or the session.
+const consoleTextMax = 2000
+
 // log appends e to the console buffer, dropping the oldest when full.
 func (b *Browser) log(e ConsoleEntry) {
+	e.Text = truncate(e.Text, consoleTextMax)
+	e.URL = truncate(e.URL, 500)
 	b.cmu.Lock()
 	defer b.cmu.Unlock()
 	if len(b.console) >= consoleCap {
@@ -138,7 +144,7 @@ func (b *Browser) Navigate(url string, timeout time.Duration) (PageInfo, error) 
 	var refused string
 	if _, err := run(b, timeout, func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
 		return chromedp.Void{}, evalJSON(ctx, t, `(document.contentType === 'text/plain' && document.body
-			&& document.body.innerText.startsWith('hermes egress') ? document.body.innerText.slice(0, 2000) : '')`, &refused)
+			&& (document.body.innerText.startsWith('hermes egress') || document.body.innerText.startsWith('hermes browser refused')) ? document.body.innerText.slice(0, 2000) : '')`, &refused)
 	}); err == nil && refused != "" {
 		return PageInfo{}, errors.New(strings.TrimSpace(refused))
 	}
@@ -381,14 +387,16 @@ type Image struct {
 	Alt string `json:"alt,omitempty"`
 }
 
-// Images lists the page's images (at most 100).
+// Images lists the page's images (at most 100; data: URLs and long
+// sources and alt texts shortened).
 func (b *Browser) Images(timeout time.Duration) ([]Image, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return run(b, timeout, func(ctx context.Context, t *chromedp.Target) ([]Image, error) {
 		var out []Image
 		err := evalJSON(ctx, t, `Array.from(document.images).slice(0, 100).filter(i => i.currentSrc || i.src)
-			.map(i => ({src: i.currentSrc || i.src, alt: i.alt || ''}))`, &out)
+			.map(i => { const s = i.currentSrc || i.src; return {src: s.startsWith('data:') && s.length > 100
+				? s.slice(0, 60) + '…[' + s.length + ' characters]' : s.slice(0, 2000), alt: (i.alt || '').slice(0, 300)}; })`, &out)
 		return out, err
 	})
 }

@@ -100,3 +100,23 @@ func TestVersionCommandEqualsFlag(t *testing.T) {
 		t.Errorf("version = %q, --version = %q", ta.stdout.String(), flag)
 	}
 }
+
+// A hosted backend without its credentials is ✗ naming the keys to set;
+// with them in .env it is ✓.
+func TestDoctorHostedBackendCredentials(t *testing.T) {
+	ta := newTestApp(t, map[string]string{"OPENROUTER_API_KEY": "sk-or-test"}, "", false)
+	if code := ta.run("setup", "terminal", "--non-interactive", "--backend", "vercel_sandbox", "--cpu", "1", "--memory", "2048"); code != 0 {
+		t.Fatal(ta.stderr)
+	}
+	if code := ta.run("doctor", "--offline"); code != 1 || !strings.Contains(ta.stdout.String(), "✗ terminal backend: vercel_sandbox") ||
+		!strings.Contains(ta.stdout.String(), "VERCEL_OIDC_TOKEN") {
+		t.Fatalf("want exit 1 naming VERCEL_OIDC_TOKEN, got %d\n%s", code, ta.stdout)
+	}
+	if code := ta.run("config", "set", "VERCEL_OIDC_TOKEN", "a.b.c"); code != 0 {
+		t.Fatal(ta.stderr)
+	}
+	ta.run("doctor", "--offline")
+	if !strings.Contains(ta.stdout.String(), "✓ terminal backend: vercel_sandbox") {
+		t.Errorf("with the token in .env:\n%s", ta.stdout)
+	}
+}

@@ -34,6 +34,9 @@ type platform struct {
 	name  string
 	serve func() error
 	stop  func(ctx context.Context) error
+	// chat is a chat platform's core: cron delivers through it, so a
+	// delivery the platform refuses is kept and retried like a reply.
+	chat *gateway.Chat
 }
 
 // runGateway starts the enabled platforms on one session runtime and runs
@@ -67,7 +70,7 @@ func (a *App) runGateway(ctx context.Context) error {
 	if len(platforms) == 0 {
 		return errors.New("no gateway platform is enabled: set API_SERVER_ENABLED=true, TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN or SLACK_BOT_TOKEN (in the environment or HERMES_HOME/.env)")
 	}
-	stopCron, waitCron := a.startCronTicker(ctx, cfg, rt)
+	stopCron, waitCron := a.startCronTicker(ctx, cfg, rt, platforms)
 	failed := make(chan error, len(platforms))
 	for _, p := range platforms {
 		go func() {
@@ -130,6 +133,7 @@ func (a *App) gatewayPlatforms(ctx context.Context, cfg *config.Loaded, rt *sess
 		}
 		api, err := gateway.NewAPIServer(rt, gateway.APIServerConfig{
 			Key: cfg.Getenv("API_SERVER_KEY"), Host: cfg.Getenv("API_SERVER_HOST"), Port: port, Now: a.Now,
+			AllowedOrigins: splitList(cfg.Getenv("API_SERVER_CORS_ORIGINS")),
 		})
 		if err != nil {
 			return nil, err
@@ -151,4 +155,15 @@ func truthy(v string) bool {
 		return true
 	}
 	return false
+}
+
+// splitList splits a comma-separated variable, dropping blanks.
+func splitList(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -14,6 +14,7 @@ import (
 // fails for good (a revoked token).
 type runner interface {
 	Run(ctx context.Context) error
+	Chat() *gateway.Chat
 }
 
 // chatPlatform runs r as a gateway platform: stop cancels it and waits
@@ -23,6 +24,7 @@ func chatPlatform(ctx context.Context, name string, r runner) *platform {
 	done := make(chan struct{})
 	return &platform{
 		name: name,
+		chat: r.Chat(),
 		serve: func() error {
 			defer close(done)
 			return r.Run(runCtx)

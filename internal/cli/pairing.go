@@ -22,6 +22,15 @@ func checkPairingPlatform(p string) (string, error) {
 	return "", fmt.Errorf("unknown platform %q: use one of %s", p, strings.Join(pairingPlatforms, ", "))
 }
 
+// pairingUser names a chat user as "ID" or "ID (NAME)" when the platform
+// gave a name.
+func pairingUser(id, name string) string {
+	if name == "" {
+		return id
+	}
+	return id + " (" + name + ")"
+}
+
 func (a *App) newPairingCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "pairing", Short: "approve chat users who asked for access with a pairing code"}
 	cmd.AddCommand(&cobra.Command{
@@ -37,11 +46,11 @@ func (a *App) newPairingCmd() *cobra.Command {
 				return nil
 			}
 			for _, r := range reqs {
-				fmt.Fprintf(out, "pending   %-8s %s  user %s %s (asked %s)\n", r.Platform, r.Code, r.UserID, r.UserName,
+				fmt.Fprintf(out, "pending   %-8s %s  user %s (asked %s)\n", r.Platform, r.Code, pairingUser(r.UserID, r.UserName),
 					r.Created.Local().Format("2006-01-02 15:04"))
 			}
 			for _, ap := range apps {
-				fmt.Fprintf(out, "approved  %-8s user %s %s (since %s)\n", ap.Platform, ap.UserID, ap.UserName,
+				fmt.Fprintf(out, "approved  %-8s user %s (since %s)\n", ap.Platform, pairingUser(ap.UserID, ap.UserName),
 					ap.Approved.Local().Format("2006-01-02 15:04"))
 			}
 			return nil
@@ -58,7 +67,7 @@ func (a *App) newPairingCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Approved %s user %s %s.\n", p, ap.UserID, ap.UserName)
+			fmt.Fprintf(cmd.OutOrStdout(), "Approved %s user %s.\n", p, pairingUser(ap.UserID, ap.UserName))
 			return nil
 		},
 	})

@@ -134,11 +134,11 @@ func (a *App) newTerminalBackend(cfg *config.Loaded, cwd string) (backend.Backen
 		// E2B_SANDBOX_URL); container_persistent pauses the sandbox at the
 		// end instead of killing it.
 		persistent := c.Terminal.ContainerPersistent == nil || *c.Terminal.ContainerPersistent
-		return e2bbackend.New(e2bbackend.FromEnv(e2bbackend.Options{Persistent: persistent}, a.Getenv))
+		return e2bbackend.New(e2bbackend.FromEnv(e2bbackend.Options{Persistent: persistent}, cfg.Getenv))
 	case vercel.Kind:
-		return a.newVercelBackend(c)
+		return a.newVercelBackend(c, cfg.Getenv)
 	case docker.Kind:
-		return a.newDockerBackend(c)
+		return a.newDockerBackend(c, cfg.Getenv)
 	default:
 		return nil, fmt.Errorf("%s: %q is not supported: use one of %s (`hermes config set terminal.backend box`)", cfg.Where("terminal.backend"),
 			c.Terminal.Backend, strings.Join(config.TerminalBackends(), ", "))
@@ -147,25 +147,25 @@ func (a *App) newTerminalBackend(cfg *config.Loaded, cwd string) (backend.Backen
 
 // newVercelBackend builds the vercel_sandbox backend: credentials from
 // VERCEL_OIDC_TOKEN, else VERCEL_TOKEN + VERCEL_PROJECT_ID +
-// VERCEL_TEAM_ID (environment or HERMES_HOME/.env), snapshot ids kept in
-// HERMES_HOME/sandboxes/vercel_sandbox.
-func (a *App) newVercelBackend(c *config.Config) (backend.Backend, error) {
-	token, project, team := a.Getenv("VERCEL_OIDC_TOKEN"), "", ""
+// VERCEL_TEAM_ID (getenv: the environment, then HERMES_HOME/.env), snapshot
+// ids kept in HERMES_HOME/sandboxes/vercel_sandbox.
+func (a *App) newVercelBackend(c *config.Config, getenv func(string) string) (backend.Backend, error) {
+	token, project, team := getenv("VERCEL_OIDC_TOKEN"), "", ""
 	if token == "" {
-		token, project, team = a.Getenv("VERCEL_TOKEN"), a.Getenv("VERCEL_PROJECT_ID"), a.Getenv("VERCEL_TEAM_ID")
+		token, project, team = getenv("VERCEL_TOKEN"), getenv("VERCEL_PROJECT_ID"), getenv("VERCEL_TEAM_ID")
 	}
 	persistent := c.Terminal.ContainerPersistent == nil || *c.Terminal.ContainerPersistent
 	return vercel.New(vercel.Config{Runtime: c.Terminal.VercelRuntime, CPU: c.Terminal.ContainerCPU, MemoryMB: c.Terminal.ContainerMemory,
 		DiskMB: c.Terminal.ContainerDisk, Persistent: persistent, Lifetime: time.Duration(c.Terminal.LifetimeSeconds) * time.Second,
-		Token: token, ProjectID: project, TeamID: team, BaseURL: a.Getenv("VERCEL_API_URL"),
+		Token: token, ProjectID: project, TeamID: team, BaseURL: getenv("VERCEL_API_URL"),
 		StateDir: filepath.Join(a.Home(), "sandboxes", vercel.Kind)})
 }
 
 // newDockerBackend builds the docker backend (HERMES_DOCKER_BINARY picks
 // the CLI; persistent workspaces in HERMES_HOME/sandboxes/docker).
-func (a *App) newDockerBackend(c *config.Config) (backend.Backend, error) {
+func (a *App) newDockerBackend(c *config.Config, getenv func(string) string) (backend.Backend, error) {
 	t := c.Terminal
-	return docker.New(context.Background(), docker.Config{Binary: a.Getenv("HERMES_DOCKER_BINARY"), Image: t.DockerImage,
+	return docker.New(context.Background(), docker.Config{Binary: getenv("HERMES_DOCKER_BINARY"), Image: t.DockerImage,
 		CPU: t.ContainerCPU, MemoryMB: t.ContainerMemory, Network: t.DockerNetwork == nil || *t.DockerNetwork,
 		Persistent: t.ContainerPersistent == nil || *t.ContainerPersistent, StateDir: filepath.Join(a.Home(), "sandboxes", docker.Kind),
 		Env: t.DockerEnv, ExtraArgs: t.DockerExtraArgs, Environ: a.Environ()})

@@ -32,6 +32,7 @@ type sandboxServeOptions struct {
 	allow             []string
 	workspace         string
 	hermesBinary      string
+	maxSandboxes      int
 }
 
 func (a *App) newSandboxCmd() *cobra.Command {
@@ -67,6 +68,7 @@ host only) and pass its placeholder as the env value instead.`,
 	f.StringArrayVar(&o.env, "env", nil, "KEY=VALUE added to every sandbox's commands, e.g. OPENROUTER_BASE_URL (repeatable)")
 	f.StringArrayVar(&o.allow, "allow", nil, "egress allow entry for every sandbox, after terminal.box_network.allow (repeatable)")
 	f.StringVar(&o.workspace, "workspace", "/var/lib/hermes-sandbox/workspace", "empty host directory each box gets a copy-on-write view of")
+	f.IntVar(&o.maxSandboxes, "max-sandboxes", 100, "most sandboxes (running and paused) at once; creates past it get 429")
 	f.StringVar(&o.hermesBinary, "hermes-binary", "", "hermes binary installed in the hermes template (default: this one)")
 	cmd.AddCommand(serve)
 	return cmd
@@ -167,6 +169,11 @@ func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error
 		}
 		keys = append(keys, more...)
 	}
+	for _, k := range keys {
+		if strings.TrimSpace(k) == "" {
+			return errors.New("hermes sandbox serve: an --api-key is empty or blank: give a real key (e.g. `openssl rand -hex 24`)")
+		}
+	}
 	if len(keys) == 0 && (!isLoopback(o.apiAddr) || !isLoopback(o.envdAddr)) {
 		return errors.New("hermes sandbox serve: a listener is not on loopback, so an API key is required: pass --api-key KEY or --api-keys-file FILE")
 	}
@@ -211,7 +218,7 @@ func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error
 	defer mgr.Close()
 	log := slog.New(slog.NewTextHandler(a.Stderr, nil))
 	removeLeftSandboxes(a.Home(), mgr, log)
-	srv, err = sandboxserver.New(sandboxserver.Config{Boxes: mgr, APIKeys: keys, Env: env, Log: log,
+	srv, err = sandboxserver.New(sandboxserver.Config{Boxes: mgr, APIKeys: keys, Env: env, Log: log, MaxSandboxes: o.maxSandboxes,
 		Templates: map[string]sandboxserver.Template{"base": {}, "hermes": {Layers: []string{tplDir}}},
 		Allow:     append(append([]string{}, t.BoxNetwork.Allow...), o.allow...), Deny: t.BoxNetwork.Deny,
 		NewGate: func(allow, deny []string) (*egress.Gate, error) {

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-go/hermes/internal/backend/vercel"
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/egress"
@@ -21,28 +23,40 @@ import (
 // normalised as YAML for config.Set, or an error naming what is accepted.
 type setupSetting struct {
 	flag, key, label string
-	boxOnly          bool
-	current          func(t config.TerminalConfig) string
-	check            func(home, v string) (string, error)
+	// backends are the terminal.backend values the setting applies to
+	// (nil: all); the wizard asks only those of the chosen backend.
+	backends []string
+	current  func(t config.TerminalConfig) string
+	check    func(home, v string) (string, error)
 }
 
 // terminalSettings are the settings of `hermes setup terminal`, in the
 // order the wizard asks them.
 func terminalSettings() []setupSetting {
-	return []setupSetting{
-		{flag: "backend", key: "terminal.backend", label: "Backend (local runs commands on this machine, box in hermes's sandbox)",
+	box := []string{"box"}
+	sized := []string{"box", "docker", vercel.Kind}
+	settings := []setupSetting{
+		{flag: "backend", key: "terminal.backend", label: "Backend (" + backendChoices + ")",
 			current: func(t config.TerminalConfig) string { return t.Backend }, check: checkBackend},
-		{flag: "memory", key: "terminal.container_memory", label: "Box memory in MiB", boxOnly: true,
+		{flag: "vercel-runtime", key: "terminal.vercel_runtime", label: "Vercel Sandbox runtime (node24, node22, python3.13)", backends: []string{vercel.Kind},
+			current: func(t config.TerminalConfig) string { return cmpOrString(t.VercelRuntime, "node24") }, check: checkVercelRuntime},
+		{flag: "memory", key: "terminal.container_memory", label: "Memory in MiB (box, docker; vercel_sandbox: 2,048 per vCPU)", backends: sized,
 			current: func(t config.TerminalConfig) string { return strconv.Itoa(t.ContainerMemory) }, check: positiveInt("--memory", "MiB, e.g. 4096")},
-		{flag: "cpu", key: "terminal.container_cpu", label: "Box CPUs (cores, may be fractional)", boxOnly: true,
+		{flag: "cpu", key: "terminal.container_cpu", label: "CPUs (cores, may be fractional; whole vCPUs for vercel_sandbox)", backends: sized,
 			current: func(t config.TerminalConfig) string { return strconv.FormatFloat(t.ContainerCPU, 'g', -1, 64) }, check: checkCPU},
-		{flag: "disk", key: "terminal.container_disk", label: "Box disk in MiB", boxOnly: true,
+		{flag: "disk", key: "terminal.container_disk", label: "Box disk in MiB", backends: box,
 			current: func(t config.TerminalConfig) string { return strconv.Itoa(t.ContainerDisk) }, check: positiveInt("--disk", "MiB, e.g. 20480")},
-		{flag: "image", key: "terminal.box_image", label: "Box image (host, a built image name, a rootfs directory or a tarball)", boxOnly: true,
+		{flag: "image", key: "terminal.box_image", label: "Box image (host, a built image name, a rootfs directory or a tarball)", backends: box,
 			current: func(t config.TerminalConfig) string { return t.BoxImage }, check: checkBoxImage},
-		{flag: "allow", key: egressAllowKey, label: "Hosts the box may reach (comma-separated, empty for none)", boxOnly: true,
+		{flag: "allow", key: egressAllowKey, label: "Hosts the box may reach (comma-separated, empty for none)", backends: box,
 			current: func(t config.TerminalConfig) string { return strings.Join(t.BoxNetwork.Allow, ",") }, check: checkAllowList},
 	}
+	return append(settings, hostedSettings()...)
+}
+
+// applies reports whether s is a setting of backend.
+func (s setupSetting) applies(backend string) bool {
+	return s.backends == nil || slices.Contains(s.backends, backend)
 }
 
 // newSetupCmd is `hermes setup [model|terminal|tools|gateway]` (Hermes "cli-commands.md"
@@ -58,7 +72,7 @@ func (a *App) newSetupCmd() *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			if nonInteractive || !a.IsTerminal {
 				return errors.New("name what to set up with flags: hermes setup model --non-interactive --provider P --model M, " +
-					"or hermes setup terminal --non-interactive --backend box --memory 4096")
+					"or hermes setup terminal --non-interactive --backend box --memory 4096 (hermes setup terminal --help lists the backends)")
 			}
 			if err := a.runModel(&modelOptions{}); err != nil {
 				return err
@@ -100,7 +114,7 @@ func (a *App) newSetupTerminalCmd(nonInteractive *bool) *cobra.Command {
 	var allow []string
 	cmd := &cobra.Command{
 		Use:   "terminal",
-		Short: "choose the terminal backend (local or box) and the box's resources, image and network allowlist",
+		Short: "choose the terminal backend (" + backendChoices + ") and its settings",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			given := map[string]string{}
@@ -114,7 +128,8 @@ func (a *App) newSetupTerminalCmd(nonInteractive *bool) *cobra.Command {
 			}
 			interactive := a.IsTerminal && !*nonInteractive
 			if !interactive && len(given) == 0 {
-				return errors.New("no settings given: pass --backend local|box and, for box, --memory --cpu --disk --image --allow")
+				return errors.New("no settings given: pass --backend " + strings.Join(config.TerminalBackends(), "|") +
+					" and its settings (see hermes setup terminal --help)")
 			}
 			return a.setupTerminal(given, interactive)
 		},
@@ -143,19 +158,28 @@ func (a *App) setupTerminal(given map[string]string, interactive bool) error {
 	backend := cur.Backend
 	type write struct{ key, value string }
 	var writes []write
+	vals := map[string]string{} // flag → value after setup (given, asked or current)
+	for _, s := range terminalSettings() {
+		vals[s.flag] = s.current(cur)
+	}
 	for _, s := range terminalSettings() {
 		v, ok := given[s.flag]
-		if s.boxOnly && backend != "box" && !ok {
-			continue // the wizard asks box settings only for the box backend
+		if !s.applies(backend) && !ok {
+			continue // the wizard asks only the chosen backend's settings
 		}
 		var norm string
 		switch {
 		case ok:
-			if norm, err = s.check(home, v); err != nil {
+			if norm, err = s.check(home, v); err == nil {
+				err = checkPair(backend, s.flag, norm, vals)
+			}
+			if err != nil {
 				return err
 			}
 		case interactive:
-			if norm, err = a.askSetting(in, home, s, s.current(cur)); err != nil {
+			if norm, err = a.askSetting(in, home, s, wizardDefault(backend, s, vals), func(v string) error {
+				return checkPair(backend, s.flag, v, vals)
+			}); err != nil {
 				return err
 			}
 		default:
@@ -164,7 +188,11 @@ func (a *App) setupTerminal(given map[string]string, interactive bool) error {
 		if s.flag == "backend" {
 			backend = norm
 		}
+		vals[s.flag] = norm
 		writes = append(writes, write{s.key, norm})
+	}
+	if err := checkBackendSettings(backend, vals); err != nil {
+		return err
 	}
 	for _, w := range writes {
 		if err := config.Set(home, w.key, w.value); err != nil {
@@ -173,18 +201,22 @@ func (a *App) setupTerminal(given map[string]string, interactive bool) error {
 		fmt.Fprintf(a.Stdout, "Set %s = %s\n", w.key, w.value)
 	}
 	fmt.Fprintf(a.Stdout, "Saved to %s; check it with: hermes doctor\n", config.ConfigPath(home))
+	a.credentialNotice(backend, l.Getenv)
 	return nil
 }
 
-// askSetting prompts for s until its validator accepts the answer (three
-// tries).
-func (a *App) askSetting(in *lineReader, home string, s setupSetting, def string) (string, error) {
+// askSetting prompts for s until its validator and pair accept the
+// answer (three tries).
+func (a *App) askSetting(in *lineReader, home string, s setupSetting, def string, pair func(string) error) (string, error) {
 	for range 3 {
 		answer, err := a.ask(in, s.label, def)
 		if err != nil {
 			return "", err
 		}
 		norm, err := s.check(home, answer)
+		if err == nil {
+			err = pair(norm)
+		}
 		if err == nil {
 			return norm, nil
 		}
@@ -194,8 +226,9 @@ func (a *App) askSetting(in *lineReader, home string, s setupSetting, def string
 }
 
 func checkBackend(_, v string) (string, error) {
-	if v != "local" && v != "box" {
-		return "", fmt.Errorf("--backend %q: use local or box", v)
+	v = strings.TrimSpace(v)
+	if !slices.Contains(config.TerminalBackends(), v) {
+		return "", fmt.Errorf("--backend %q: use one of %s", v, strings.Join(config.TerminalBackends(), ", "))
 	}
 	return v, nil
 }

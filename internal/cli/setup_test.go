@@ -54,7 +54,7 @@ func TestSetupTerminalNonInteractiveRoundTrip(t *testing.T) {
 // not even the valid flags given with it.
 func TestSetupTerminalRejectsBadValues(t *testing.T) {
 	for _, args := range [][]string{
-		{"--backend", "docker"},
+		{"--backend", "kubernetes"},
 		{"--backend", "box", "--memory", "lots"},
 		{"--backend", "box", "--cpu", "0"},
 		{"--backend", "box", "--image", "/no/such/rootfs"},

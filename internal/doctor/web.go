@@ -2,9 +2,10 @@ package doctor
 
 import (
 	"context"
-	"path/filepath"
+	"strings"
 
 	"github.com/hermes-go/hermes/internal/browser"
+	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/web"
 )
 
@@ -21,13 +22,15 @@ func checkWeb(_ context.Context, e *Env) []Result {
 		want = c.Web.Backend
 	}
 	var out []Result
+	// The hint names ~/.hermes/.env; doctor knows the real HERMES_HOME.
+	hint := strings.Replace(web.EnableHint, "~/.hermes/.env", config.DotEnvPath(e.Home), 1)
 	s, err := web.NewSearcher(want, e.Config.Getenv)
 	switch {
 	case err != nil:
-		out = append(out, Result{Status: Warn, Name: "web_search", Detail: err.Error(), Fix: web.EnableHint(filepath.Join(e.Home, ".env"))})
+		out = append(out, Result{Status: Warn, Name: "web_search", Detail: err.Error(), Fix: hint})
 	case s == nil:
 		out = append(out, Result{Status: Warn, Name: "web_search", Detail: "no search backend is configured, so web_search is not offered",
-			Fix: web.EnableHint(filepath.Join(e.Home, ".env"))})
+			Fix: hint})
 	default:
 		out = append(out, Result{Status: OK, Name: "web_search", Detail: "backend " + s.Name})
 	}

@@ -19,6 +19,7 @@ func TestWebSearchCheckSaysHowToEnable(t *testing.T) {
 		want   string
 	}{
 		{nil, Warn, "SEARXNG_URL"},
+		{nil, Warn, "in " + config.DotEnvPath(home)}, // the real HERMES_HOME, not ~/.hermes
 		{map[string]string{"SEARXNG_URL": "http://127.0.0.1:8888"}, OK, "backend searxng"},
 	} {
 		l, err := config.Load(home, config.LoadOptions{Getenv: func(k string) string { return tc.env[k] }})

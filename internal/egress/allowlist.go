@@ -2,6 +2,7 @@ package egress
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -458,4 +459,32 @@ func reservedKind(p netip.Prefix) string {
 		return "local-use NAT64"
 	}
 	return "reserved"
+}
+
+// OpensReserved reports whether the allow entry r opens, as an Allowlist
+// judges it, a reserved range (loopback, private, link-local/metadata...)
+// or one of the host's own interface addresses (hostAddrs, as
+// net.InterfaceAddrs lists them): an IP or CIDR rule lying inside one.
+// Name rules ("*", hosts) and wider CIDRs ("0.0.0.0/0") never open them.
+// The string says what r opens. A caller that takes allow entries from a
+// less trusted party (hermes sandbox serve's network.allowOut) refuses
+// such entries, leaving them to the operator's own configuration.
+func OpensReserved(r Rule, hostAddrs []net.Addr) (string, bool) {
+	if r.Kind != RulePrefix {
+		return "", false
+	}
+	a := canonicalAddr(r.Prefix.Addr())
+	if r.Prefix.IsSingleIP() {
+		for _, h := range netAddrsToIPs(hostAddrs) {
+			if h = canonicalAddr(h); h == a && !h.IsLoopback() {
+				return "an address of this host's own interface", true
+			}
+		}
+	}
+	for _, b := range reservedRanges() {
+		if b.Contains(a) && r.Prefix.Bits() >= b.Bits() {
+			return fmt.Sprintf("the %s range %s", reservedKind(b), b), true
+		}
+	}
+	return "", false
 }

@@ -15,6 +15,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +43,13 @@ type APIServerConfig struct {
 	// MaxStoredResponses bounds the responses kept for previous_response_id
 	// (default 1000; the oldest are forgotten).
 	MaxStoredResponses int
+	// AllowedOrigins are the browser origins ("https://chat.example.com")
+	// whose pages may call the API (API_SERVER_CORS_ORIGINS); a request
+	// carrying any other Origin header is refused. Without this a web page
+	// the user visits could post prompts to a keyless loopback server (a
+	// form-encoded or text/plain POST needs no CORS preflight) and have
+	// the agent's tools run them.
+	AllowedOrigins []string
 	// Now is the clock (time.Now).
 	Now func() time.Time
 }
@@ -129,6 +137,16 @@ func (s *APIServer) Serve() error {
 // Shutdown stops accepting requests and waits for running ones until ctx ends.
 func (s *APIServer) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
 
+// loopbackHost reports whether a request's Host header ("localhost:8642",
+// "127.0.0.1", "[::1]:8642") names this machine's loopback.
+func loopbackHost(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = strings.Trim(hostport, "[]")
+	}
+	return isLoopback(strings.ToLower(strings.TrimSuffix(host, ".")))
+}
+
 func isLoopback(host string) bool {
 	if host == "localhost" {
 		return true
@@ -137,9 +155,21 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// auth checks the bearer token in constant time.
+// auth refuses browser pages of other origins and, without a key, Host
+// names other than loopback ones (DNS rebinding), then checks the bearer
+// token in constant time.
 func (s *APIServer) auth(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" && !slices.Contains(s.cfg.AllowedOrigins, o) {
+			writeAPIError(w, http.StatusForbidden, "forbidden_origin", fmt.Sprintf("requests from web pages of origin %q are refused; "+
+				"add it to API_SERVER_CORS_ORIGINS to allow it", o))
+			return
+		}
+		if s.cfg.Key == "" && !loopbackHost(r.Host) {
+			writeAPIError(w, http.StatusForbidden, "forbidden_host", fmt.Sprintf("Host %q is not a loopback name; without API_SERVER_KEY "+
+				"the server answers only requests to localhost or a loopback address", r.Host))
+			return
+		}
 		if s.cfg.Key != "" {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.cfg.Key)) != 1 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-go/hermes/internal/cron"
 	"github.com/hermes-go/hermes/internal/gateway/telegramtest"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 )
@@ -29,6 +30,10 @@ func chatModel(r llmtest.Request) llmtest.Turn {
 	msgs := chatBody(r)
 	if last := msgs[len(msgs)-1]; last.Role == "tool" {
 		return llmtest.Turn{Text: "tool said: " + last.Text()}
+	}
+	if name, ok := strings.CutPrefix(lastUser(r), "schedule "); ok {
+		return llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "cronjob",
+			Args: `{"action":"create","schedule":"every 1h","prompt":"report","name":"` + name + `"}`}}}
 	}
 	switch lastUser(r) {
 	case "long":
@@ -187,5 +192,49 @@ func TestTelegramUnparsableMarkupIsResentPlain(t *testing.T) {
 	}
 	if n := w.fake.Calls("sendMessage"); n != 2 {
 		t.Fatalf("%d sendMessage calls, want the rejected one and the plain one", n)
+	}
+}
+
+// A job the model schedules from a chat belongs to that chat: it is
+// delivered there (deliver origin) and other chats cannot see it.
+func TestTelegramCronjobFromAChatDeliversToThatChat(t *testing.T) {
+	home := t.TempDir()
+	w := startTelegram(t, home, map[int64]bool{5: true})
+	defer w.stop()
+	w.fake.SendText(5, 5, "private", "schedule daily")
+	got := w.fake.WaitSent(5, 1, 20*time.Second)
+	if len(got) == 0 || !strings.Contains(got[0].Text, "tool said") {
+		t.Fatalf("replies %+v", got)
+	}
+	j, err := cron.NewStore(home, nil).Get("daily")
+	if err != nil || j.Origin != "telegram:5" || j.Deliver != "origin" {
+		t.Fatalf("job %+v %v: want origin telegram:5, deliver origin", j, err)
+	}
+}
+
+// The Bot API's URLs hold the bot token and Go's HTTP client quotes the
+// URL in network errors: no error leaving the adapter (log lines, the
+// undelivered-reply file, cron's last_error) carries the token. (The
+// client library masks it as "bot***"; this guards that on upgrades.)
+func TestTelegramErrorsNeverQuoteTheToken(t *testing.T) {
+	const token = "123456:AAH-secret-bot-token_XYZ"
+	fake := telegramtest.New(token)
+	rt := newRuntime(t, llmtest.NewServer(t), "")
+	tg, err := NewTelegram(context.Background(), rt, TelegramConfig{Token: token, BaseURL: fake.URL, Warn: func(string) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.Close() // the Bot API is gone: every call is a network error
+	_, sendErr := tg.Send(context.Background(), "42", OutMessage{Text: "hi"})
+	editErr := tg.Edit(context.Background(), "42", "1", OutMessage{Text: "hi"})
+	typingErr := tg.Typing(context.Background(), "42")
+	_, newErr := NewTelegram(context.Background(), rt, TelegramConfig{Token: token, BaseURL: fake.URL})
+	for name, err := range map[string]error{"send": sendErr, "edit": editErr, "typing": typingErr, "connect": newErr} {
+		if err == nil {
+			t.Fatalf("%s: no error from a closed Bot API", name)
+		}
+		if strings.Contains(err.Error(), "secret-bot-token") {
+			t.Errorf("%s error quotes the token: %v", name, err)
+		}
 	}
 }

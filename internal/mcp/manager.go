@@ -20,6 +20,7 @@ package mcp
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -246,8 +247,21 @@ func (m *Manager) publish(s *server) {
 		return
 	}
 	s.mu.Lock()
-	tools := append([]tool.Tool(nil), s.tools...)
+	tools := make([]tool.Tool, 0, len(s.tools))
+	var taken []string
+	for _, t := range s.tools {
+		// Two server names can sanitize alike (my.srv, my_srv): a tool
+		// must not replace another server's tool of the same name.
+		if old, ok := m.opts.Tools.Get(t.Spec().Name); ok && old.Toolset() != Toolset(s.name) {
+			taken = append(taken, t.Spec().Name)
+			continue
+		}
+		tools = append(tools, t)
+	}
 	s.mu.Unlock()
+	if len(taken) > 0 {
+		m.warn(fmt.Sprintf("warning: MCP server %s: left out %s, already offered by another server; rename one of the servers in mcp_servers", s.name, strings.Join(taken, ", ")))
+	}
 	m.opts.Tools.SetToolset(Toolset(s.name), tools)
 	if m.opts.ToolsChanged != nil {
 		m.opts.ToolsChanged(s.name)
@@ -255,14 +269,35 @@ func (m *Manager) publish(s *server) {
 }
 
 // goRelist re-lists a server's tools off the notification's goroutine.
+// Notifications that arrive while a listing runs are coalesced into one
+// more listing after it, so a server flooding list_changed costs at most
+// one listing at a time, not a goroutine and a request per notification.
 func (m *Manager) goRelist(s *server) {
 	if m.closing() {
 		return
 	}
+	s.mu.Lock()
+	if s.relisting {
+		s.relistAgain = true
+		s.mu.Unlock()
+		return
+	}
+	s.relisting = true
+	s.mu.Unlock()
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		s.relist()
+		for {
+			s.relist()
+			s.mu.Lock()
+			if !s.relistAgain || m.closing() {
+				s.relisting = false
+				s.mu.Unlock()
+				return
+			}
+			s.relistAgain = false
+			s.mu.Unlock()
+		}
 	}()
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,16 +31,18 @@ type server struct {
 	name string
 	cfg  config.MCPServer
 
-	mu         sync.Mutex
-	cs         *sdk.ClientSession
-	connecting chan struct{} // closed when the running connect ends; nil when none runs
-	lastErr    error
-	failures   int
-	retryAt    time.Time
-	reported   bool // the current outage was told on stderr
-	untold     bool // the current outage was not yet told to the model
-	stale      bool // list_changed came before the listing was stored
-	tools      []tool.Tool
+	mu          sync.Mutex
+	cs          *sdk.ClientSession
+	connecting  chan struct{} // closed when the running connect ends; nil when none runs
+	lastErr     error
+	failures    int
+	retryAt     time.Time
+	reported    bool // the current outage was told on stderr
+	untold      bool // the current outage was not yet told to the model
+	stale       bool // list_changed came before the listing was stored
+	relisting   bool // a re-listing runs (goRelist)
+	relistAgain bool // list_changed came while it ran: list once more
+	tools       []tool.Tool
 }
 
 // inBox reports whether the server runs inside the session's box.
@@ -147,15 +150,54 @@ func (s *server) list(ctx context.Context, cs *sdk.ClientSession) ([]tool.Tool, 
 	if init := cs.InitializeResult(); init != nil {
 		out = utilityTools(s, init.Capabilities)
 	}
+	var skipped []string
+	names := map[string]bool{}
+	listed := 0
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			return nil, fmt.Errorf("listing tools: %w", err)
 		}
-		if s.cfg.ToolAllowed(t.Name) {
-			out = append(out, newRemoteTool(s, t))
+		if listed++; listed > maxListedTools {
+			skipped = append(skipped, fmt.Sprintf("tools past the first %d", maxListedTools))
+			break
+		}
+		if !s.cfg.ToolAllowed(t.Name) {
+			continue
+		}
+		rt := newRemoteTool(s, t)
+		switch {
+		case len(rt.spec.Parameters) > maxSchemaBytes:
+			skipped = append(skipped, fmt.Sprintf("%q (input schema over %d KiB)", truncateName(t.Name), maxSchemaBytes>>10))
+		case names[rt.spec.Name]:
+			skipped = append(skipped, fmt.Sprintf("%q (same name as another tool once made %s)", truncateName(t.Name), rt.spec.Name))
+		default:
+			names[rt.spec.Name] = true
+			out = append(out, rt)
 		}
 	}
+	if len(skipped) > 0 {
+		if len(skipped) > 5 {
+			skipped = append(skipped[:5], fmt.Sprintf("%d more", len(skipped)-5))
+		}
+		s.m.warn(fmt.Sprintf("warning: MCP server %s: left out %s", s.name, strings.Join(skipped, ", ")))
+	}
 	return out, nil
+}
+
+// Bounds of a server's tool listing: every tool's schema and description
+// go to the model with each request, so a server cannot fill the context
+// (or the provider's limits) with them.
+const (
+	maxListedTools      = 256
+	maxSchemaBytes      = 32 << 10
+	maxDescriptionChars = 4000
+)
+
+func truncateName(s string) string {
+	if r := []rune(s); len(r) > 60 {
+		return string(r[:60]) + "…"
+	}
+	return s
 }
 
 // connected records the outcome of a connect.

@@ -60,6 +60,9 @@ func newRemoteTool(srv *server, t *sdk.Tool) *remoteTool {
 	if desc == "" {
 		desc = t.Title
 	}
+	if r := []rune(desc); len(r) > maxDescriptionChars {
+		desc = string(r[:maxDescriptionChars]) + "…"
+	}
 	desc = fmt.Sprintf("[MCP server %s] %s", srv.name, desc)
 	return &remoteTool{srv: srv, name: t.Name, spec: llm.ToolSpec{Name: ToolName(srv.name, t.Name), Description: desc, Parameters: params}}
 }

@@ -111,14 +111,14 @@ func (s *Server) APIHandler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "%s %s is not served by hermes sandbox serve (it serves sandbox create, list, get, kill, timeout, pause, resume and connect)", r.Method, r.URL.Path)
 	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.boundBodyTime(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/health" && !s.checkKey(apiKey(r)) {
 			writeError(w, http.StatusUnauthorized, "invalid or missing API key (X-API-Key header; set E2B_API_KEY to a key hermes sandbox serve was given)")
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxJSONBody)
 		mux.ServeHTTP(w, r)
-	})
+	}))
 }
 
 func apiKey(r *http.Request) string {
@@ -168,6 +168,36 @@ func egressRules(allowInternet *bool, n *networkConfig) (allow, deny []string) {
 	return allow, deny
 }
 
+// checkAllowOut refuses a client's allowOut entry that would open what
+// the egress gate keeps closed unless explicitly allowed: the host's
+// loopback, private and link-local (metadata) ranges and its own
+// addresses. On E2B, allowOut reaches the internet, never E2B's hosts;
+// here only the operator opens those (--allow, terminal.box_network.allow).
+func (s *Server) checkAllowOut(n *networkConfig) error {
+	if n == nil || len(n.AllowOut) == 0 {
+		return nil
+	}
+	host, _ := s.cfg.InterfaceAddrs()
+	for _, e := range n.AllowOut {
+		r, err := egress.ParseRule(e)
+		if err != nil {
+			return err
+		}
+		if what, ok := egress.OpensReserved(r, host); ok {
+			return fmt.Errorf("network.allowOut entry %q opens %s, which a sandbox may not open for itself; "+
+				"the server's operator can (hermes sandbox serve --allow %s)", e, what, e)
+		}
+	}
+	return nil
+}
+
+// seconds is a client's timeout in seconds as a duration, bounded by
+// MaxTimeout before the multiplication (which overflowed: a timeout of
+// 18446744074 s became a few tenths of a second).
+func (s *Server) seconds(n int) time.Duration {
+	return time.Duration(min(max(n, 0), int(s.cfg.MaxTimeout/time.Second))) * time.Second
+}
+
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	var req newSandboxRequest
 	if err := decodeBody(r, &req); err != nil {
@@ -181,11 +211,15 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	timeout := 15 * time.Second
 	if req.Timeout != nil {
-		timeout = time.Duration(*req.Timeout) * time.Second
+		timeout = s.seconds(*req.Timeout)
 	}
 	allow, deny := egressRules(req.AllowInternetAccess, req.Network)
 	if _, err := egress.NewAllowlist(allow, deny); err != nil {
 		writeError(w, http.StatusBadRequest, "network: %v", err)
+		return
+	}
+	if err := s.checkAllowOut(req.Network); err != nil {
+		writeError(w, http.StatusForbidden, "%v", err)
 		return
 	}
 	env := map[string]string{}
@@ -205,6 +239,11 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	if s.closed {
 		s.mu.Unlock()
 		writeError(w, http.StatusServiceUnavailable, "the server is shutting down")
+		return
+	}
+	if len(s.sandboxes) >= s.cfg.MaxSandboxes {
+		s.mu.Unlock()
+		writeError(w, http.StatusTooManyRequests, "this server already has %d sandboxes, its limit (hermes sandbox serve --max-sandboxes): kill one first", s.cfg.MaxSandboxes)
 		return
 	}
 	s.sandboxes[sb.id] = sb
@@ -291,7 +330,7 @@ func (s *Server) handleTimeout(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "body must be {\"timeout\": SECONDS} with SECONDS >= 0")
 		return
 	}
-	s.setTimeout(sb, time.Duration(*req.Timeout)*time.Second, false)
+	s.setTimeout(sb, s.seconds(*req.Timeout), false)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -332,7 +371,7 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 	}
 	timeout := 15 * time.Second
 	if req.Timeout != nil {
-		timeout = time.Duration(*req.Timeout) * time.Second
+		timeout = s.seconds(*req.Timeout)
 	}
 	sb.mu.Lock()
 	paused := sb.state == "paused"

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path"
@@ -381,5 +382,113 @@ func TestBadNetworkRuleIsABadRequest(t *testing.T) {
 	code, data, _ := call(t, "POST", api.URL+"/v2/sandboxes", strings.NewReader(body), "X-API-Key", testKey)
 	if code != http.StatusBadRequest || !strings.Contains(string(data), "http://example.com/path") {
 		t.Fatalf("bad allowOut entry: %d %s, want 400 naming the entry", code, data)
+	}
+}
+
+// A sandbox's allowOut may not open the host's loopback, private or
+// link-local (metadata) ranges, nor the host's own addresses: with
+// "127.0.0.1" a box reached every service on the server's loopback.
+func TestAllowOutCannotOpenTheHost(t *testing.T) {
+	boxes := newFakeBoxes()
+	srv, err := New(Config{Boxes: boxes, APIKeys: []string{testKey}, InterfaceAddrs: func() ([]net.Addr, error) {
+		return []net.Addr{&net.IPNet{IP: net.ParseIP("203.0.113.7"), Mask: net.CIDRMask(24, 32)}}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(srv.APIHandler())
+	t.Cleanup(func() { api.Close(); srv.Close() })
+	for _, e := range []string{"127.0.0.1", "127.0.0.0/8", "::1", "[::1]:3000", "169.254.169.254", "10.1.0.0/16", "192.168.1.1:22",
+		"fd00::/8", "::ffff:127.0.0.1", "203.0.113.7", "0.0.0.0"} {
+		body := fmt.Sprintf(`{"templateID":"base","network":{"allowOut":[%q]}}`, e)
+		code, data, _ := call(t, "POST", api.URL+"/v2/sandboxes", strings.NewReader(body), "X-API-Key", testKey)
+		if code != http.StatusForbidden || !strings.Contains(string(data), "--allow") {
+			t.Errorf("allowOut %s: %d %s, want 403", e, code, data)
+		}
+	}
+	for _, e := range []string{"8.8.8.8", "0.0.0.0/0", "*", "api.example.com", "localhost", "203.0.113.0/24"} {
+		createSandbox(t, api.URL, fmt.Sprintf(`{"templateID":"base","network":{"allowOut":[%q]}}`, e))
+	}
+}
+
+// Creating sandboxes without end made a box each (thousands of boxes
+// took the machine down); past MaxSandboxes a create is refused with 429
+// until one is killed.
+func TestSandboxLimit(t *testing.T) {
+	srv, err := New(Config{Boxes: newFakeBoxes(), APIKeys: []string{testKey}, MaxSandboxes: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(srv.APIHandler())
+	t.Cleanup(func() { api.Close(); srv.Close() })
+	first := createSandbox(t, api.URL, `{"templateID":"base","timeout":300}`)
+	createSandbox(t, api.URL, `{"templateID":"base","timeout":300}`)
+	code, data, _ := call(t, "POST", api.URL+"/v2/sandboxes", strings.NewReader(`{"templateID":"base"}`), "X-API-Key", testKey)
+	if code != http.StatusTooManyRequests || !strings.Contains(string(data), "--max-sandboxes") {
+		t.Fatalf("third sandbox: %d %s, want 429", code, data)
+	}
+	call(t, "DELETE", api.URL+"/sandboxes/"+first.SandboxID, nil, "X-API-Key", testKey)
+	createSandbox(t, api.URL, `{"templateID":"base","timeout":300}`)
+}
+
+// A timeout in seconds too big for a time.Duration wrapped around to a
+// short one and killed the sandbox at once; it is MaxTimeout instead.
+func TestHugeTimeoutIsTheMaximum(t *testing.T) {
+	srv, _, api, _ := newTestServer(t)
+	sb := createSandbox(t, api.URL, `{"templateID":"base","timeout":18446744074}`)
+	d := srv.detailJSON(srv.lookup(sb.SandboxID), false)
+	if left := d.EndAt.Sub(d.StartedAt); left < 23*time.Hour {
+		t.Fatalf("endAt is %v after start, want the 24 h maximum", left)
+	}
+}
+
+// Each gzip part of a multipart upload decoded to MaxUploadBytes on its
+// own: a small request wrote hundreds of times the bound. The bound is
+// on the whole request.
+func TestUploadBoundIsPerRequest(t *testing.T) {
+	srv, err := New(Config{Boxes: newFakeBoxes(), APIKeys: []string{testKey}, MaxUploadBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, envd := httptest.NewServer(srv.APIHandler()), httptest.NewServer(srv.EnvdHandler())
+	t.Cleanup(func() { api.Close(); envd.Close(); srv.Close() })
+	sb := createSandbox(t, api.URL, `{"templateID":"base","timeout":300}`)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(make([]byte, 1<<20))
+	zw.Close()
+	var mp bytes.Buffer
+	mw := multipart.NewWriter(&mp)
+	for i := range 8 {
+		h := map[string][]string{"Content-Disposition": {fmt.Sprintf(`form-data; name="file"; filename="/tmp/bomb%d"`, i)},
+			"Content-Encoding": {"gzip"}}
+		w, _ := mw.CreatePart(h)
+		w.Write(gz.Bytes())
+	}
+	mw.Close()
+	code, data, _ := call(t, "POST", envd.URL+"/files", &mp, "E2b-Sandbox-Id", sb.SandboxID, "X-Access-Token", sb.EnvdAccessToken,
+		"Content-Type", mw.FormDataContentType())
+	if code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("8 parts of 1 MiB each under a 1 MiB bound: %d %s, want 413", code, data)
+	}
+}
+
+// GET /files read any file of the box whole into the server's memory; a
+// box's sparse file of many GiB was one request away from the host's
+// memory. Files over MaxUploadBytes are refused.
+func TestDownloadIsBounded(t *testing.T) {
+	boxes := newFakeBoxes()
+	srv, err := New(Config{Boxes: boxes, APIKeys: []string{testKey}, MaxUploadBytes: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, envd := httptest.NewServer(srv.APIHandler()), httptest.NewServer(srv.EnvdHandler())
+	t.Cleanup(func() { api.Close(); envd.Close(); srv.Close() })
+	sb := createSandbox(t, api.URL, `{"templateID":"base","timeout":300}`)
+	env, _ := boxes.Open(context.Background(), Task(sb.SandboxID))
+	env.WriteFile(context.Background(), "/big", make([]byte, 2<<10), 0o644)
+	code, data, _ := call(t, "GET", envd.URL+"/files?path=/big", nil, "E2b-Sandbox-Id", sb.SandboxID, "X-Access-Token", sb.EnvdAccessToken)
+	if code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("2 KiB file under a 1 KiB bound: %d (%d bytes), want 413", code, len(data))
 	}
 }

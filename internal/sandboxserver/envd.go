@@ -41,7 +41,7 @@ func (s *Server) EnvdHandler() http.Handler {
 	mux.Handle(fsPath, fsHandler)
 	mux.HandleFunc("GET /files", s.handleFileGet)
 	mux.HandleFunc("POST /files", s.handleFilePost)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.boundBodyTime(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("E2b-Sandbox-Id")
 		sb := s.lookup(id)
 		if r.URL.Path == "/health" {
@@ -74,7 +74,7 @@ func (s *Server) EnvdHandler() http.Handler {
 			return
 		}
 		mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sandboxKey{}, sb)))
-	})
+	}))
 }
 
 func (sb *sandbox) currentState() string {
@@ -126,6 +126,13 @@ func (s *Server) handleFileGet(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "path %s is a directory", p)
 		return
 	}
+	// The file is read whole into the server's memory: a box could make
+	// a sparse file of many GiB and have it read (the read itself is not
+	// bounded, so a file growing after this check still gets through).
+	if err == nil && st.Size > s.cfg.MaxUploadBytes {
+		writeError(w, http.StatusRequestEntityTooLarge, "%s is %d bytes, over this server's %d: read it in parts with a command (split, dd)", p, st.Size, s.cfg.MaxUploadBytes)
+		return
+	}
 	data, err := env.ReadFile(r.Context(), p)
 	if err != nil {
 		writeError(w, fileStatus(err), "%v", opError("read", p, err))
@@ -161,6 +168,10 @@ func (s *Server) handleFilePost(w http.ResponseWriter, r *http.Request) {
 	}
 	qpath := r.URL.Query().Get("path")
 	var written []entryJSON
+	// left is what the request may still write: the bound is on the
+	// whole request, so that gzip parts (each a small body decoding to
+	// MaxUploadBytes) do not multiply it.
+	left := s.cfg.MaxUploadBytes
 	write := func(p string, body io.Reader, gz bool) (int, error) {
 		if gz {
 			zr, err := gzip.NewReader(body)
@@ -169,13 +180,14 @@ func (s *Server) handleFilePost(w http.ResponseWriter, r *http.Request) {
 			}
 			body = zr
 		}
-		data, err := io.ReadAll(io.LimitReader(body, s.cfg.MaxUploadBytes+1))
+		data, err := io.ReadAll(io.LimitReader(body, left+1))
 		if err != nil {
 			return http.StatusBadRequest, fmt.Errorf("read upload: %v", err)
 		}
-		if int64(len(data)) > s.cfg.MaxUploadBytes {
+		if int64(len(data)) > left {
 			return http.StatusRequestEntityTooLarge, fmt.Errorf("upload is over %d bytes", s.cfg.MaxUploadBytes)
 		}
+		left -= int64(len(data))
 		p = resolvePath(p)
 		if err := env.WriteFile(r.Context(), p, data, 0o644); err != nil {
 			return fileStatus(err), fmt.Errorf("write %s: %v", p, err)

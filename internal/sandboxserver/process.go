@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -21,6 +22,9 @@ import (
 // it the reader's stream ends with ResourceExhausted (the command goes on).
 const maxQueuedBytes = 64 << 20
 
+// maxKeepaliveSeconds bounds the Keepalive-Ping-Interval a client asks for.
+const maxKeepaliveSeconds = 3600
+
 // deadlineSlack is how close to a stream's deadline a client's cancel
 // counts as reaching the deadline (which kills the command).
 const deadlineSlack = 250 * time.Millisecond
@@ -29,6 +33,33 @@ const deadlineSlack = 250 * time.Millisecond
 type processService struct {
 	processconnect.UnimplementedProcessHandler
 	s *Server
+}
+
+// queueBudget bounds the output queued for slow readers over the whole
+// server: each stream is bounded (maxQueuedBytes), but a client could
+// open many streams (a Start per command, a Connect per process) and read
+// none of them, each holding its 64 MiB in the server's memory.
+type queueBudget struct {
+	max  int64
+	used atomic.Int64
+}
+
+// take reserves n bytes, or reports that the budget is spent.
+func (b *queueBudget) take(n int64) bool {
+	if b == nil {
+		return true
+	}
+	if b.used.Add(n) > b.max {
+		b.used.Add(-n)
+		return false
+	}
+	return true
+}
+
+func (b *queueBudget) give(n int64) {
+	if b != nil {
+		b.used.Add(-n)
+	}
 }
 
 // proc is a command started through envd: its config, box process and
@@ -41,6 +72,8 @@ type proc struct {
 	stdin *io.PipeWriter // nil when started without stdin
 	pty   bool
 
+	budget *queueBudget // the server's, shared by every stream
+
 	mu   sync.Mutex
 	subs map[*subscriber]struct{}
 	end  *process.ProcessEvent_EndEvent
@@ -48,6 +81,7 @@ type proc struct {
 
 // subscriber is one stream's queue of events; sending never blocks the box.
 type subscriber struct {
+	budget *queueBudget
 	mu     sync.Mutex
 	queue  []*process.ProcessEvent
 	bytes  int
@@ -56,7 +90,7 @@ type subscriber struct {
 }
 
 func (p *proc) subscribe() *subscriber {
-	sub := &subscriber{notify: make(chan struct{}, 1)}
+	sub := &subscriber{notify: make(chan struct{}, 1), budget: p.budget}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.end != nil {
@@ -71,6 +105,7 @@ func (p *proc) unsubscribe(sub *subscriber) {
 	p.mu.Lock()
 	delete(p.subs, sub)
 	p.mu.Unlock()
+	sub.take() // gives what is still queued back to the budget
 }
 
 func (p *proc) broadcast(ev *process.ProcessEvent, size int) {
@@ -83,7 +118,7 @@ func (p *proc) broadcast(ev *process.ProcessEvent, size int) {
 
 func (sub *subscriber) push(ev *process.ProcessEvent, size int) {
 	sub.mu.Lock()
-	if sub.bytes+size > maxQueuedBytes {
+	if sub.bytes+size > maxQueuedBytes || !sub.budget.take(int64(size)) {
 		sub.over = true
 	} else {
 		sub.queue = append(sub.queue, ev)
@@ -101,6 +136,7 @@ func (sub *subscriber) take() ([]*process.ProcessEvent, bool) {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	q := sub.queue
+	sub.budget.give(int64(sub.bytes))
 	sub.queue, sub.bytes = nil, 0
 	return q, sub.over
 }
@@ -190,7 +226,7 @@ func (ps *processService) Start(ctx context.Context, req *connect.Request[proces
 	if err != nil {
 		return connect.NewError(connect.CodeUnavailable, err)
 	}
-	pr := &proc{cfg: cfg, tag: req.Msg.GetTag(), subs: map[*subscriber]struct{}{}, pty: req.Msg.Pty != nil}
+	pr := &proc{cfg: cfg, tag: req.Msg.GetTag(), subs: map[*subscriber]struct{}{}, pty: req.Msg.Pty != nil, budget: ps.s.queued}
 	sub := pr.subscribe()
 	cwd := UserHome
 	if cfg.Cwd != nil && *cfg.Cwd != "" {
@@ -262,7 +298,9 @@ func follow(ctx context.Context, sb *sandbox, pr *proc, sub *subscriber, h inter
 	defer pr.unsubscribe(sub)
 	var keepalive <-chan time.Time
 	if n, err := strconv.Atoi(h.Get("Keepalive-Ping-Interval")); err == nil && n > 0 {
-		t := time.NewTicker(time.Duration(n) * time.Second)
+		// Bounded before the multiplication: a huge number overflowed
+		// into a negative interval, and NewTicker panicked.
+		t := time.NewTicker(time.Duration(min(n, maxKeepaliveSeconds)) * time.Second)
 		defer t.Stop()
 		keepalive = t.C
 	}

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -79,8 +80,23 @@ type Config struct {
 	// NewGate builds an egress gate for a set of rules; nil = boxes have no
 	// network at all.
 	NewGate func(allow, deny []string) (*egress.Gate, error)
-	// MaxUploadBytes bounds one file upload (default 512 MiB).
+	// InterfaceAddrs lists the host's own addresses, which a sandbox's
+	// network.allowOut may not open (net.InterfaceAddrs when nil).
+	InterfaceAddrs func() ([]net.Addr, error)
+	// MaxSandboxes bounds the sandboxes (running and paused) the server
+	// keeps at once (default 100); a create past it is refused with 429.
+	MaxSandboxes int
+	// MaxUploadBytes bounds the bytes one upload request writes, all its
+	// files together, after gzip decoding, and one file download
+	// (default 512 MiB).
 	MaxUploadBytes int64
+	// MaxQueuedBytes bounds the command output queued for slow stream
+	// readers, all streams together (default 1 GiB); a stream that would
+	// pass it ends with ResourceExhausted (its command goes on).
+	MaxQueuedBytes int64
+	// BodyTimeout is how long a request body may take before it has to
+	// keep arriving at 64 KiB/s on average (default 30 s).
+	BodyTimeout time.Duration
 	// MaxTimeout bounds a sandbox's timeout (default 24 h).
 	MaxTimeout time.Duration
 	// Now is the clock (time.Now when nil).
@@ -101,6 +117,7 @@ type Server struct {
 	gates     map[string]*egress.Gate
 	closed    bool
 	removals  sync.WaitGroup // boxes of killed sandboxes being removed
+	queued    *queueBudget   // output queued for slow stream readers
 }
 
 // sandbox is one sandbox's record.
@@ -136,8 +153,20 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxUploadBytes <= 0 {
 		cfg.MaxUploadBytes = 512 << 20
 	}
+	if cfg.MaxSandboxes <= 0 {
+		cfg.MaxSandboxes = 100
+	}
+	if cfg.MaxQueuedBytes <= 0 {
+		cfg.MaxQueuedBytes = 1 << 30
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = 30 * time.Second
+	}
 	if cfg.MaxTimeout <= 0 {
 		cfg.MaxTimeout = 24 * time.Hour
+	}
+	if cfg.InterfaceAddrs == nil {
+		cfg.InterfaceAddrs = net.InterfaceAddrs
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -148,7 +177,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, sandboxes: map[string]*sandbox{}, gates: map[string]*egress.Gate{}}
+	s := &Server{cfg: cfg, sandboxes: map[string]*sandbox{}, gates: map[string]*egress.Gate{}, queued: &queueBudget{max: cfg.MaxQueuedBytes}}
 	for _, k := range cfg.APIKeys {
 		s.keys = append(s.keys, sha256.Sum256([]byte(k)))
 	}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hermes-go/hermes/internal/browser"
@@ -151,7 +152,10 @@ func TestBrowserToolsDriveALocalSite(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	script := &browserScript{t: t, site: site.URL, typed: "Ada Lovelace"}
 	srv.SetResponder(script.respond)
-	rt := newTestRuntime(t, srv, func(o *Options) { o.Toolsets = []string{"browser"} })
+	rt := newTestRuntime(t, srv, func(o *Options) {
+		o.Toolsets = []string{"browser"}
+		o.Config.Config.Security.AllowPrivateURLs = true // the test site is on loopback
+	})
 	s, err := rt.Open(context.Background(), OpenOptions{Key: "cli:browser", Source: "cli"})
 	if err != nil {
 		t.Fatal(err)
@@ -196,5 +200,54 @@ func TestBrowserToolsDriveALocalSite(t *testing.T) {
 	}
 	if !strings.Contains(res[10], "needs a model that accepts images") {
 		t.Errorf("browser_vision on a text-only model = %s", res[10])
+	}
+}
+
+// With security.allow_private_urls at its default (false), the host
+// browser is under the same SSRF guard as web_extract: a model asking it
+// to open a loopback address gets the refusal, and the server there sees
+// no request.
+func TestHostBrowserRefusesLoopbackByDefault(t *testing.T) {
+	if browser.FindChromium() == "" {
+		t.Skip("no Chromium on PATH (Debian: apt-get install chromium); .ci/run installs it")
+	}
+	var hits atomic.Int32
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, `<title>Internal admin</title>`)
+	}))
+	defer site.Close()
+	srv := llmtest.NewServer(t)
+	var result string
+	srv.SetResponder(func(r llmtest.Request) llmtest.Turn {
+		var body struct {
+			Messages []llmtest.ChatMessage `json:"messages"`
+		}
+		_ = json.Unmarshal(r.Body, &body)
+		for _, m := range body.Messages {
+			if m.Role == "tool" {
+				result = m.Text()
+				return llmtest.Turn{Text: "done"}
+			}
+		}
+		return llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "browser_navigate", Args: `{"url":"` + site.URL + `/admin"}`}}}
+	})
+	rt := newTestRuntime(t, srv, func(o *Options) { o.Toolsets = []string{"browser"} })
+	s, err := rt.Open(context.Background(), OpenOptions{Key: "cli:ssrf", Source: "cli"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := s.Subscribe(SubscribeOptions{})
+	defer sub.Close()
+	turn, _, err := s.Send(context.Background(), "open the admin page", SendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	collect(t, sub, turn.ID)
+	if !strings.Contains(result, "private or local address") || strings.Contains(result, "Internal admin") {
+		t.Errorf("browser_navigate to %s = %s, want the SSRF refusal", site.URL, result)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the loopback site got %d requests from the browser", n)
 	}
 }

@@ -49,6 +49,9 @@ func (rt *Runtime) addBrowserTools(all *tool.Registry) {
 		if browser.FindChromium() == "" {
 			return
 		}
+		if !rt.cfg.Security.AllowPrivateURLs {
+			opts.DialGuard = web.CheckPublic // the SSRF guard web_extract has
+		}
 	case "box":
 		opts.Workdir = func(id string) string {
 			if env, err := rt.backend.Open(context.Background(), id); err == nil {

@@ -26,6 +26,7 @@ func (rt *Runtime) RunCron(ctx context.Context, j cron.Job) (string, error) {
 		return "", err
 	}
 	defer s.Close()
+	s.cronOrigin = j.Origin
 	t, _, err := s.Send(ctx, text, SendOptions{})
 	if err != nil {
 		return "", err
@@ -47,15 +48,21 @@ func (rt *Runtime) isCronSession(id string) bool {
 // opened under a chat platform's key ("telegram:dm:42" → telegram:42,
 // "telegram:group:-100:7" → telegram:-100, "slack:thread:C1:T9" →
 // slack:C1:T9); "" for the CLI, the API server and unknown keys.
+//
+// A cron run answers for the chat its job was made from (the job's
+// origin), so a job cannot list the other chats' jobs and deliver them.
 func (rt *Runtime) chatOrigin(id string) string {
+	if s := rt.lookup(id); s != nil && s.source == CronSource {
+		return s.cronOrigin
+	}
 	return originOfKey(rt.keys.keyOf(id))
 }
 
-//
-// The gateway's keys carry Hermes Agent's "agent:main:" prefix
-// ("agent:main:telegram:dm:42"); in its group keys the part after the
-// channel is a user (a group channel) or a thread, which the key does not
-// tell apart, so they deliver to the channel.
+// originOfKey reads the chat out of a session key. The gateway's keys
+// carry Hermes Agent's "agent:main:" prefix ("agent:main:telegram:dm:42");
+// in its group keys the part after the channel is a user (a group
+// channel) or a thread, which the key does not tell apart, so they
+// deliver to the channel.
 func originOfKey(key string) string {
 	if rest, ok := strings.CutPrefix(key, "agent:"); ok {
 		_, key, _ = strings.Cut(rest, ":") // the agent's name

@@ -32,9 +32,13 @@ type Session struct {
 	id       string
 	source   string
 	platform string
-	agent    *agent.Agent
-	tools    *tool.Registry // the runtime's tools plus the session's MCP tools
-	mcp      *mcp.Manager   // nil without MCP servers
+	// cronOrigin is the chat a cron run's job was made from (RunCron):
+	// the run's cronjob tool sees that chat's jobs only. Set before the
+	// run's turn is sent, then only read.
+	cronOrigin string
+	agent      *agent.Agent
+	tools      *tool.Registry // the runtime's tools plus the session's MCP tools
+	mcp        *mcp.Manager   // nil without MCP servers
 	// compactor is the context compressor (nil when compression is off).
 	compactor agent.Compactor
 

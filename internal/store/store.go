@@ -153,7 +153,9 @@ func (s *Store) Path() string { return s.path }
 
 // Close checkpoints and closes the database.
 func (s *Store) Close() error {
-	s.stopCheckpoints()
+	if s.stopCheckpoints != nil { // nil for OpenReadOnly: no checkpoints ran
+		s.stopCheckpoints()
+	}
 	s.stmts.close()
 	_, _ = s.db.Exec("PRAGMA wal_checkpoint(PASSIVE)")
 	return s.db.Close()

@@ -143,7 +143,7 @@ func TestBrowserVisionRefsAndDownloads(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(filepath.Join(ws, "report.csv")); err == nil && string(b) == "a,b\n1,2\n" {
+		if b, err := os.ReadFile(filepath.Join(ws, browser.DownloadDir, "report.csv")); err == nil && string(b) == "a,b\n1,2\n" {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -121,6 +122,7 @@ func (t *cronjob) Run(_ context.Context, call Call) Result {
 	if a.Skill != "" {
 		a.Skills = append(a.Skills, a.Skill)
 	}
+	origin := t.scope(call.SessionID)
 	switch action {
 	case "create":
 		return t.create(call, a)
@@ -131,13 +133,21 @@ func (t *cronjob) Run(_ context.Context, call Call) Result {
 		}
 		out := []cronjobView{}
 		for _, j := range jobs {
-			out = append(out, viewJob(j))
+			if mine(origin, j) {
+				out = append(out, viewJob(j))
+			}
 		}
 		return JSON(map[string]any{"jobs": out})
 	case "update", "pause", "resume", "run":
-		return t.update(action, a)
+		return t.update(origin, action, a)
 	case "remove":
-		j, err := t.o.Store.Remove(a.JobID)
+		j, err := t.o.Store.Get(a.JobID)
+		if err == nil && !mine(origin, j) {
+			err = notThisChats(a.JobID)
+		}
+		if err == nil {
+			j, err = t.o.Store.Remove(j.ID)
+		}
 		if err != nil {
 			return Errorf("%v", err)
 		}
@@ -161,6 +171,9 @@ func (t *cronjob) create(call Call, a cronjobArgs) Result {
 	if j.Deliver == "origin" && j.Origin == "" {
 		return Errorf("deliver origin needs a chat, and this session has none; use local or <platform>:<chat_id>")
 	}
+	if err := checkDeliver(j.Origin, j.Deliver); err != nil {
+		return Errorf("%v", err)
+	}
 	j, err := t.o.Store.Add(j)
 	if err != nil {
 		return Errorf("%v", err)
@@ -168,8 +181,11 @@ func (t *cronjob) create(call Call, a cronjobArgs) Result {
 	return JSON(map[string]any{"created": viewJob(j)})
 }
 
-func (t *cronjob) update(action string, a cronjobArgs) Result {
+func (t *cronjob) update(origin, action string, a cronjobArgs) Result {
 	j, err := t.o.Store.Update(a.JobID, func(j *cron.Job) error {
+		if !mine(origin, *j) {
+			return notThisChats(a.JobID)
+		}
 		switch action {
 		case "pause":
 			j.Paused = true
@@ -192,6 +208,9 @@ func (t *cronjob) update(action string, a cronjobArgs) Result {
 				if j.Deliver == "origin" && j.Origin == "" {
 					return errors.New("deliver origin needs the chat the job was created from, and it has none")
 				}
+				if err := checkDeliver(origin, j.Deliver); err != nil {
+					return err
+				}
 			}
 			if a.Skills != nil {
 				j.Skills = a.Skills
@@ -203,4 +222,36 @@ func (t *cronjob) update(action string, a cronjobArgs) Result {
 		return Errorf("%v", err)
 	}
 	return JSON(map[string]any{"job": viewJob(j)})
+}
+
+// scope is the chat the session talks to: a session of a chat platform
+// sees and changes only the jobs made from its own chat, and delivers
+// only there (a model steered by one chat's user, or by text it read,
+// must not read another chat's job prompts nor post into another chat).
+// "" is the operator's own sessions (CLI, API server, ACP): every job.
+func (t *cronjob) scope(sessionID string) string {
+	if t.o.Origin == nil {
+		return ""
+	}
+	return t.o.Origin(sessionID)
+}
+
+// mine reports whether a session scoped to origin may see and change j.
+func mine(origin string, j cron.Job) bool { return origin == "" || j.Origin == origin }
+
+// notThisChats is the answer for another chat's job: the same as for no
+// job, so a chat learns nothing about the others' jobs.
+func notThisChats(ref string) error {
+	return fmt.Errorf("no cron job %q was made from this chat (list shows them)", ref)
+}
+
+// checkDeliver refuses a delivery target outside the chat origin (and
+// its threads) for a session scoped to a chat.
+func checkDeliver(origin, deliver string) error {
+	if origin == "" || deliver == "" || deliver == "origin" || deliver == "local" ||
+		deliver == origin || strings.HasPrefix(deliver, origin+":") {
+		return nil
+	}
+	return fmt.Errorf("deliver %q: a job made from a chat delivers to that chat (origin) or local; "+
+		"the operator sends elsewhere with hermes cron edit ID --deliver", deliver)
 }

@@ -3,6 +3,7 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +85,53 @@ func TestCronjobToolLifecycle(t *testing.T) {
 	}
 	if _, ok := NewRegistry(tl).Get("cronjob_manage"); !ok {
 		t.Error("the Hermes name cronjob_manage does not resolve")
+	}
+}
+
+// A chat's model (steered by its user, or by a page it read) cannot post
+// into another chat, nor read or change the jobs made from other chats;
+// the operator's sessions (no origin) still manage every job.
+func TestCronjobToolScopedToItsChat(t *testing.T) {
+	now := time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)
+	st := cron.NewStore(t.TempDir(), func() time.Time { return now })
+	origins := map[string]string{"alice": "telegram:42", "mallory": "telegram:666"}
+	tl := NewCronjob(CronjobOptions{Store: st, Now: func() time.Time { return now },
+		Origin: func(id string) string { return origins[id] }})
+	if _, r := cronCall(t, tl, "alice", `{"action":"create","schedule":"every 2h","prompt":"my bank balance","name":"bank"}`); r.IsError {
+		t.Fatal(r.Content)
+	}
+	for _, target := range []string{"telegram:42", "discord:42", "slack:C1", "telegram:4"} {
+		_, r := cronCall(t, tl, "mallory", `{"action":"create","schedule":"every 2h","prompt":"x","deliver":"`+target+`"}`)
+		if !r.IsError {
+			t.Errorf("a job of chat telegram:666 delivers to %s", target)
+		}
+	}
+	if _, r := cronCall(t, tl, "mallory", `{"action":"create","schedule":"every 2h","prompt":"x","name":"mine","deliver":"telegram:666:7"}`); r.IsError {
+		t.Errorf("a job delivering to a thread of its own chat was refused: %s", r.Content)
+	}
+	m, _ := cronCall(t, tl, "mallory", `{"action":"list"}`)
+	if jobs := m["jobs"].([]any); len(jobs) != 1 || strings.Contains(fmt.Sprint(jobs), "bank") {
+		t.Errorf("mallory lists %v: want only her own job", jobs)
+	}
+	for _, args := range []string{
+		`{"action":"update","job_id":"bank","deliver":"origin","prompt":"leak"}`,
+		`{"action":"pause","job_id":"bank"}`, `{"action":"run","job_id":"bank"}`, `{"action":"remove","job_id":"bank"}`,
+	} {
+		if _, r := cronCall(t, tl, "mallory", args); !r.IsError || strings.Contains(r.Content, "my bank") {
+			t.Errorf("mallory %s on alice's job: %+v", args, r)
+		}
+	}
+	if j, err := st.Get("bank"); err != nil || j.Prompt != "my bank balance" || j.Paused || j.Origin != "telegram:42" {
+		t.Fatalf("alice's job after mallory: %+v %v", j, err)
+	}
+	if _, r := cronCall(t, tl, "alice", `{"action":"update","job_id":"bank","deliver":"telegram:666"}`); !r.IsError {
+		t.Error("alice's job was redirected to another chat")
+	}
+	m, _ = cronCall(t, tl, "operator", `{"action":"list"}`)
+	if jobs := m["jobs"].([]any); len(jobs) != 2 {
+		t.Errorf("the operator lists %d jobs, want 2", len(jobs))
+	}
+	if _, r := cronCall(t, tl, "operator", `{"action":"update","job_id":"bank","deliver":"telegram:7"}`); r.IsError {
+		t.Errorf("the operator could not redirect a job: %s", r.Content)
 	}
 }

@@ -331,8 +331,9 @@ func TestSlashCommands(t *testing.T) {
 	}
 }
 
-// TestCtrlCCancelsThenQuits: Ctrl-C stops the running tool call; a
-// second Ctrl-C quits.
+// TestCtrlCCancelsThenQuits: Ctrl-C stops the running tool call (the
+// "interrupting…" hint goes when the turn has ended); a second Ctrl-C
+// quits.
 func TestCtrlCCancelsThenQuits(t *testing.T) {
 	w := newWorld(t, llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "terminal", Args: `{"command":"sleep 30"}`}}})
 	o := w.options(t)
@@ -345,6 +346,10 @@ func TestCtrlCCancelsThenQuits(t *testing.T) {
 	out.wait(t, "interrupted")
 	if w.sess.Busy() {
 		t.Errorf("the turn still runs after Ctrl-C")
+	}
+	// The turn is over: the "interrupting…" hint must not linger.
+	if f := waitFrame(t, tm, "Ask anything"); strings.Contains(f, "interrupting") {
+		t.Errorf("the interrupting hint stayed after the turn ended:\n%s", f)
 	}
 	tm.Send(tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl})
 	waitFrame(t, tm, "Ctrl-C again")

@@ -129,6 +129,9 @@ func (m *Model) endTurn(ev session.Event, err error) tea.Cmd {
 		m.turn = nil
 	}
 	m.approval = nil
+	if strings.HasPrefix(m.hint, "interrupting") {
+		m.hint = "" // the turn is over, interrupted or not
+	}
 	res := ev.Result
 	m.usage.input += res.Usage.InputTokens
 	m.usage.output += res.Usage.OutputTokens

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	nurl "net/url"
@@ -42,7 +41,7 @@ func Extract(p Page, maxChars int) (Document, error) {
 	var err error
 	switch {
 	case ct == "application/pdf" || bytes.HasPrefix(p.Body, []byte("%PDF-")):
-		d.Content, err = pdfText(p.Body)
+		d.Content, err = pdfText(p.Body, maxChars)
 	case ct == "text/html" || ct == "application/xhtml+xml":
 		d.Title, d.Content, err = htmlMarkdown(p)
 	case strings.HasPrefix(ct, "text/") || ct == "application/json" || ct == "application/xml":
@@ -76,8 +75,22 @@ func htmlMarkdown(p Page) (string, string, error) {
 	return art.Title(), md, err
 }
 
-// pdfText extracts the text of a PDF, page by page.
-func pdfText(b []byte) (s string, err error) {
+// Bounds of reading a PDF: a small file can hold content streams that
+// inflate to gigabytes (a PDF bomb), so extraction stops after
+// pdfMaxOps content operators or pdfMaxPages pages, and once it has
+// twice the characters the caller keeps.
+const (
+	pdfMaxOps   = 2_000_000
+	pdfMaxPages = 2000
+)
+
+// errPDFLimit stops the content interpreter once a bound is reached.
+var errPDFLimit = errors.New("pdf limit")
+
+// pdfText extracts the text of a PDF, page by page, as the library's
+// GetPlainText does (a newline per text object and T*), but bounded:
+// up to about 2*maxChars characters (maxChars <= 0: 4*MaxBodyBytes).
+func pdfText(b []byte, maxChars int) (s string, err error) {
 	defer func() { // the parser panics on some malformed files
 		if r := recover(); r != nil {
 			err = fmt.Errorf("the PDF could not be read: %v", r)
@@ -87,18 +100,84 @@ func pdfText(b []byte) (s string, err error) {
 	if err != nil {
 		return "", fmt.Errorf("the PDF could not be read: %w", err)
 	}
-	tr, err := r.GetPlainText()
-	if err != nil {
-		return "", fmt.Errorf("the PDF text could not be extracted: %w", err)
+	limit := 4 * MaxBodyBytes
+	if maxChars > 0 {
+		limit = 2*maxChars + 1000
 	}
-	out, err := io.ReadAll(io.LimitReader(tr, 4*MaxBodyBytes))
-	if err != nil {
-		return "", err
+	var out strings.Builder
+	ops := 0
+	for i := 1; i <= min(r.NumPage(), pdfMaxPages) && out.Len() < limit && ops < pdfMaxOps; i++ {
+		if err := pdfPageText(r.Page(i), &out, &ops, limit); err != nil {
+			return "", fmt.Errorf("the PDF text could not be extracted: %w", err)
+		}
 	}
-	if len(bytes.TrimSpace(out)) == 0 {
+	if len(strings.TrimSpace(out.String())) == 0 {
 		return "", errors.New("the PDF has no extractable text (scanned images?)")
 	}
-	return string(out), nil
+	return out.String(), nil
+}
+
+// pdfPageText appends the text of page p to out, counting operators in
+// ops, until out holds limit bytes or ops reaches pdfMaxOps.
+func pdfPageText(p pdf.Page, out *strings.Builder, ops *int, limit int) (err error) {
+	if p.V.IsNull() || p.V.Key("Contents").Kind() == pdf.Null {
+		return nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(error); ok && errors.Is(e, errPDFLimit) {
+				return
+			}
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	fonts := map[string]*pdf.Font{}
+	var enc pdf.TextEncoding
+	show := func(raw string) {
+		if enc == nil {
+			out.WriteString(raw)
+			return
+		}
+		out.WriteString(enc.Decode(raw))
+	}
+	pdf.Interpret(p.V.Key("Contents"), func(stk *pdf.Stack, op string) {
+		if *ops++; *ops > pdfMaxOps || out.Len() >= limit {
+			panic(errPDFLimit)
+		}
+		args := make([]pdf.Value, stk.Len())
+		for i := len(args) - 1; i >= 0; i-- {
+			args[i] = stk.Pop()
+		}
+		switch op {
+		case "BT", "T*":
+			out.WriteString("\n")
+		case "Tf":
+			if len(args) != 2 {
+				return
+			}
+			name := args[0].Name()
+			f, ok := fonts[name]
+			if !ok {
+				ft := p.Font(name)
+				f = &ft
+				fonts[name] = f
+			}
+			enc = f.Encoder()
+		case "Tj", "'", "\"":
+			if len(args) > 0 {
+				show(args[len(args)-1].RawString())
+			}
+		case "TJ":
+			if len(args) == 1 {
+				for j := 0; j < args[0].Len(); j++ {
+					if x := args[0].Index(j); x.Kind() == pdf.String {
+						show(x.RawString())
+					}
+				}
+			}
+		}
+	})
+	return nil
 }
 
 // capChars keeps the first max characters of s, with a marker.

@@ -76,10 +76,33 @@ func (f *HTTPFetcher) control(_, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return err
 	}
-	a := ap.Addr().Unmap()
+	if err := CheckPublic(ap.Addr()); err != nil {
+		return fmt.Errorf("%w; web_extract reads public pages only (security.allow_private_urls: true allows it)", err)
+	}
+	return nil
+}
+
+// nat64 and nat64Local are the NAT64 prefixes (RFC 6052, RFC 8215), whose
+// addresses carry an IPv4 address in their last 32 bits.
+var (
+	nat64      = netip.MustParsePrefix("64:ff9b::/96")
+	nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
+)
+
+// CheckPublic refuses loopback, private, link-local, multicast,
+// unspecified and carrier-grade NAT addresses (IPv4-mapped IPv6 included):
+// the SSRF guard of the URL tools (Hermes security.allow_private_urls).
+// Callers check the address actually dialed, so DNS answers and redirects
+// cannot get around it.
+func CheckPublic(addr netip.Addr) error {
+	a := addr.Unmap()
+	if nat64.Contains(a) || nat64Local.Contains(a) { // 64:ff9b::a.b.c.d reaches the IPv4 address a.b.c.d
+		b := a.As16()
+		a = netip.AddrFrom4([4]byte(b[12:16]))
+	}
 	if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsMulticast() ||
 		a.IsUnspecified() || netip.MustParsePrefix("100.64.0.0/10").Contains(a) {
-		return fmt.Errorf("%s is a private or local address; web_extract reads public pages only (security.allow_private_urls: true allows it)", a)
+		return fmt.Errorf("%s is a private or local address", a)
 	}
 	return nil
 }
@@ -145,6 +168,16 @@ func (f *EnvFetcher) Fetch(ctx context.Context, sessionID, url string) (Page, er
 	}
 	n := len(lines)
 	status, _ := strconv.Atoi(lines[n-3])
+	// curl's --max-filesize stops only bodies that announce their length;
+	// a chunked one streams until the timeout, so check before reading it
+	// into memory.
+	fi, err := env.Stat(ctx, tmp)
+	if err != nil {
+		return Page{}, err
+	}
+	if fi.Size > MaxBodyBytes {
+		return Page{}, fmt.Errorf("the document is larger than %d MiB", MaxBodyBytes>>20)
+	}
 	body, err := env.ReadFile(ctx, tmp)
 	if err != nil {
 		return Page{}, err

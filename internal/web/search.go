@@ -49,12 +49,9 @@ var Backends = []struct{ Name, Env string }{
 	{"exa", "EXA_API_KEY"}, {"firecrawl", "FIRECRAWL_API_KEY"},
 }
 
-// EnableHint tells a person how to turn web_search on; envFile is the
-// .env of their HERMES_HOME.
-func EnableHint(envFile string) string {
-	return "set one of SEARXNG_URL (a SearXNG instance with the JSON format on), BRAVE_API_KEY, TAVILY_API_KEY, " +
-		"EXA_API_KEY or FIRECRAWL_API_KEY in " + envFile + " (web.search_backend picks one when several are set)"
-}
+// EnableHint tells a person how to turn web_search on.
+const EnableHint = "set one of SEARXNG_URL (a SearXNG instance with the JSON format on), BRAVE_API_KEY, TAVILY_API_KEY, " +
+	"EXA_API_KEY or FIRECRAWL_API_KEY in ~/.hermes/.env (web.search_backend picks one when several are set)"
 
 // NewSearcher picks the backend: want (web.search_backend) when set, else
 // the first of Backends whose variable getenv finds. It returns nil, nil

@@ -6,9 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/backend/local"
 )
 
 // tinyPDF builds a one-page PDF showing lines in Helvetica, with a correct
@@ -152,5 +157,47 @@ func TestSearxngBackend(t *testing.T) {
 	}
 	if len(res) != MaxResults || res[0].Title != "Result 0" || res[0].URL != "https://r0.example/" || res[0].Description != "about tide pools 0" {
 		t.Errorf("results = %+v", res)
+	}
+}
+
+// A page streamed without a length (chunked) past the body cap is refused
+// by the box fetcher too; curl's --max-filesize only stops bodies that
+// announce their size, so the whole stream was read into memory.
+func TestEnvFetcherCapsChunkedBodies(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("no curl on PATH")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		chunk := bytes.Repeat([]byte("x"), 1<<20)
+		for i := 0; i < MaxBodyBytes>>20+2; i++ {
+			w.Write(chunk)
+			w.(http.Flusher).Flush()
+		}
+	}))
+	defer srv.Close()
+	be, err := local.New(t.TempDir(), nil, func() []string { return []string{"PATH=/usr/bin:/bin"} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &EnvFetcher{Open: func(ctx context.Context, id string) (backend.Environment, error) { return be.Open(ctx, id) }}
+	p, err := f.Fetch(context.Background(), "s", srv.URL)
+	if err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("chunked %d MiB body: got %d bytes, err %v; want the size refusal", MaxBodyBytes>>20+2, len(p.Body), err)
+	}
+}
+
+// The SSRF guard sees through IPv4-mapped and NAT64 IPv6 forms of
+// private IPv4 addresses.
+func TestCheckPublicSeesEmbeddedIPv4(t *testing.T) {
+	for _, a := range []string{"127.0.0.1", "::ffff:10.0.0.1", "64:ff9b::a9fe:a9fe", "64:ff9b::7f00:1", "64:ff9b:1::c0a8:101", "fd00:ec2::254", "::1", "100.100.100.200"} {
+		if CheckPublic(netip.MustParseAddr(a)) == nil {
+			t.Errorf("%s passed the private-address check", a)
+		}
+	}
+	for _, a := range []string{"93.184.216.34", "64:ff9b::5db8:d822", "2606:4700::1111"} {
+		if err := CheckPublic(netip.MustParseAddr(a)); err != nil {
+			t.Errorf("%s refused: %v", a, err)
+		}
 	}
 }

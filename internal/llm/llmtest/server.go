@@ -114,6 +114,17 @@ type Server struct {
 	rejected int
 	// maxBody, when > 0, is the largest request body answered normally.
 	maxBody int
+	// forgetBodies keeps requests without body and headers (load tests).
+	forgetBodies bool
+}
+
+// ForgetBodies makes Requests keep only method and path of each request:
+// a load test's thousands of requests then cost the test process nothing,
+// so its memory figures are the client's.
+func (s *Server) ForgetBodies() {
+	s.mu.Lock()
+	s.forgetBodies = true
+	s.mu.Unlock()
 }
 
 // SetResponder makes the server answer each chat request with respond's
@@ -239,7 +250,11 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 	s.mu.Lock()
-	s.reqs = append(s.reqs, req)
+	if s.forgetBodies {
+		s.reqs = append(s.reqs, Request{Method: req.Method, Path: req.Path})
+	} else {
+		s.reqs = append(s.reqs, req)
+	}
 	if bad, ok := invalidArguments(body); ok && s.strict && strings.HasSuffix(r.URL.Path, "/chat/completions") {
 		s.rejected++
 		s.mu.Unlock()
