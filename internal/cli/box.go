@@ -112,15 +112,6 @@ func parsePublish(s string) (host string, boxPort int, err error) {
 	return "127.0.0.1:" + h, bp, nil
 }
 
-// shellQuote quotes argv for /bin/sh -c.
-func shellQuote(argv []string) string {
-	q := make([]string, len(argv))
-	for i, s := range argv {
-		q[i] = "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-	}
-	return strings.Join(q, " ")
-}
-
 // withBox opens the box of task and calls fn. When another hermes process
 // runs the box, withBox attaches to it (box.Attach: the owner's limits,
 // workspace and environment apply, and the box keeps running afterwards).

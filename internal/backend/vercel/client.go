@@ -38,12 +38,6 @@ type command struct {
 	ExitCode *int   `json:"exitCode"`
 }
 
-// logLine is one line of a command's ndjson log stream.
-type logLine struct {
-	Stream string          `json:"stream"` // stdout | stderr | error
-	Data   json.RawMessage `json:"data"`
-}
-
 // apiError is an error answer: {"error": {"message", "code"}}.
 type apiError struct {
 	Status  int
@@ -88,7 +82,7 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 		return nil
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(out); err != nil {
-		return fmt.Errorf("Vercel Sandbox API %s %s: unreadable answer: %w", method, path, err)
+		return fmt.Errorf("vercel_sandbox: API %s %s: unreadable answer: %w", method, path, err)
 	}
 	return nil
 }
@@ -122,7 +116,7 @@ func (c *client) send(ctx context.Context, method, path string, query url.Values
 		resp, err := c.http.Do(req)
 		if err != nil {
 			if ctx.Err() != nil || attempt >= c.retries {
-				return nil, fmt.Errorf("Vercel Sandbox API %s %s: %w", method, path, err)
+				return nil, fmt.Errorf("vercel_sandbox: API %s %s: %w", method, path, err)
 			}
 		} else if resp.StatusCode < 300 {
 			return resp, nil
@@ -184,7 +178,7 @@ func (c *client) create(ctx context.Context, r createRequest) (session, error) {
 		return session{}, err
 	}
 	if out.Session.ID == "" {
-		return session{}, errors.New("Vercel Sandbox API: create answered without a session id")
+		return session{}, errors.New("vercel_sandbox: API: create answered without a session id")
 	}
 	return out.Session, nil
 }
@@ -239,11 +233,11 @@ func (c *client) startCmd(ctx context.Context, sid string, r cmdRequest) (comman
 	line, err := br.ReadBytes('\n')
 	if err != nil && len(line) == 0 {
 		resp.Body.Close()
-		return command{}, nil, nil, fmt.Errorf("Vercel Sandbox API: command stream ended early: %w", err)
+		return command{}, nil, nil, fmt.Errorf("vercel_sandbox: API: command stream ended early: %w", err)
 	}
 	if err := json.Unmarshal(line, &first); err != nil || first.Command.ID == "" {
 		resp.Body.Close()
-		return command{}, nil, nil, fmt.Errorf("Vercel Sandbox API: unexpected command answer %q", bytes.TrimSpace(line))
+		return command{}, nil, nil, fmt.Errorf("vercel_sandbox: API: unexpected command answer %q", bytes.TrimSpace(line))
 	}
 	return first.Command, br, resp.Body, nil
 }

@@ -320,7 +320,7 @@ func (e *Environment) run(ctx context.Context, script string) ([]byte, int, erro
 		}
 	}
 	if exit < 0 {
-		return out.Bytes(), exit, errors.New("Vercel Sandbox API: command stream ended without an exit code")
+		return out.Bytes(), exit, errors.New("vercel_sandbox: API: command stream ended without an exit code")
 	}
 	return out.Bytes(), exit, nil
 }
