@@ -356,10 +356,16 @@ func (s *Server) pause(sb *sandbox) error {
 // Close waits for every removal).
 func (s *Server) kill(sb *sandbox) {
 	s.mu.Lock()
+	if s.sandboxes[sb.id] != sb { // killed already (a timeout racing Close or DELETE)
+		s.mu.Unlock()
+		return
+	}
 	delete(s.sandboxes, sb.id)
+	// Added under s.mu, which Close's listing also takes: Close's Wait
+	// never races an Add.
+	s.removals.Add(1)
 	s.mu.Unlock()
 	sb.stopProcs()
-	s.removals.Add(1)
 	go func() {
 		defer s.removals.Done()
 		// A concurrent reader of the box's state (hermes box ls) can make
