@@ -13,6 +13,7 @@ import (
 	"github.com/agnivade/levenshtein"
 
 	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/backend/local"
 )
 
 // FileToolOptions are the dependencies of read_file, write_file, patch and
@@ -49,13 +50,28 @@ type FileAccess interface {
 }
 
 // readText reads abs through o.Files when it handles it, else through env.
+// HERMES_HOME's secrets are never asked of o.Files: an editor reads any
+// file, while the backend refuses them (local.IsProtectedName).
 func (o FileToolOptions) readText(ctx context.Context, env backend.Environment, sessionID, abs string) ([]byte, error) {
-	if o.Files != nil {
+	if o.Files != nil && !o.hermesSecret(abs) {
 		if text, handled, err := o.Files.ReadTextFile(ctx, sessionID, abs); handled && err == nil {
 			return []byte(text), nil
 		}
 	}
 	return env.ReadFile(ctx, abs)
+}
+
+// hermesSecret reports whether abs, as given or with its links resolved,
+// is one of HERMES_HOME's protected entries or inside one.
+func (o FileToolOptions) hermesSecret(abs string) bool {
+	if o.HermesHome == "" {
+		return false
+	}
+	in := func(p, home string) bool {
+		rel, ok := strings.CutPrefix(path.Clean(p), path.Clean(home)+"/")
+		return ok && local.IsProtectedName(strings.SplitN(rel, "/", 2)[0])
+	}
+	return in(abs, o.HermesHome) || in(resolveLinks(abs), resolveLinks(o.HermesHome))
 }
 
 // writeText writes data to abs through o.Files (which may refuse it) or env.

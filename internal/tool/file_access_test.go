@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hermes-go/hermes/internal/backend/local"
 )
 
 // The model must not be able to turn its own guard rails off by editing
@@ -177,5 +179,44 @@ func TestFileAccessSeam(t *testing.T) {
 	}
 	if last := ed.asked[len(ed.asked)-1]; last != "write_file "+closed+" beta\n->gamma\n" {
 		t.Errorf("write_file asked %q, want the old and new text", last)
+	}
+}
+
+// An editor reads whatever file it is asked for; the file tools must not
+// ask it for HERMES_HOME's secrets, which the backend refuses to read
+// (a model told to read ~/.hermes/auth.json, or a workdir symlink to it,
+// would otherwise get the tokens through fs/read_text_file).
+func TestFileAccessDoesNotReadHermesSecretsThroughEditor(t *testing.T) {
+	f := newFileFixture(t)
+	hh := f.opts.HermesHome
+	b, err := local.NewWithOptions(local.Options{Cwd: f.dir, Sandbox: local.SandboxOff, HermesHome: hh,
+		Environ: func() []string { return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + f.home} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	f.opts.Backend = b
+	if err := os.MkdirAll(filepath.Join(hh, "secrets"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	buffers := map[string]string{}
+	for _, name := range []string{"auth.json", ".env", "state.db", "secrets/token"} {
+		p := filepath.Join(hh, name)
+		if err := os.WriteFile(p, []byte("DISK-SECRET\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		buffers[p] = "EDITOR-SECRET-" + name + "\n"
+	}
+	if err := os.Symlink(filepath.Join(hh, "auth.json"), filepath.Join(f.dir, "notes.md")); err != nil {
+		t.Fatal(err)
+	}
+	buffers[filepath.Join(f.dir, "notes.md")] = "EDITOR-SECRET-link\n"
+	f.opts.Files = &editorFiles{buffers: buffers, deny: map[string]bool{}}
+	read := NewReadFileTool(f.opts)
+	for _, p := range []string{"~/.hermes/auth.json", filepath.Join(hh, ".env"), filepath.Join(hh, "state.db"), filepath.Join(hh, "secrets", "token"), "notes.md"} {
+		r := run(t, read, `{"path": "`+p+`"}`)
+		if strings.Contains(r.Content, "SECRET") || !r.IsError {
+			t.Errorf("read_file %s through the editor = %+v, want a refusal", p, r)
+		}
 	}
 }
