@@ -321,6 +321,37 @@ func TestPromptResourcesAndModel(t *testing.T) {
 	}
 }
 
+// A resource link to one of HERMES_HOME's credential stores (auth.json's
+// OAuth tokens are not in the redactor), directly or through a symlink in
+// the workspace, is named, not inlined: the tools may not read them
+// either.
+func TestPromptDoesNotInlineHermesSecrets(t *testing.T) {
+	w := newWorld(t, llmtest.Turn{Text: "seen"})
+	auth := filepath.Join(w.home, "auth.json")
+	if err := os.WriteFile(auth, []byte(`{"refresh_token":"oauth-refresh-0123456789"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(w.work, "notes.md")
+	if err := os.Symlink(auth, link); err != nil {
+		t.Fatal(err)
+	}
+	c := w.connect(sdk.ClientCapabilities{})
+	id := c.newSession(t, w.work)
+	_, err := c.conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: sdk.SessionId(id), Prompt: []sdk.ContentBlock{
+		sdk.TextBlock("look"), sdk.ResourceLinkBlock("auth.json", "file://"+auth), sdk.ResourceLinkBlock("notes.md", "file://"+link),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := string(w.srv.Requests()[0].Body)
+	if strings.Contains(body, "oauth-refresh") {
+		t.Errorf("HERMES_HOME/auth.json was inlined into the prompt: %s", body)
+	}
+	if !strings.Contains(body, "notes.md") {
+		t.Errorf("the refused link is not named: %s", body)
+	}
+}
+
 // The legacy method name is rewritten; other lines pass unchanged.
 func TestRenameMethod(t *testing.T) {
 	in := `{"jsonrpc":"2.0","id":3,"method":"session/set_model","params":{"sessionId":"s","modelId":"a:b"}}`

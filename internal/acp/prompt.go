@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/hermes-go/hermes/internal/agent"
+	"github.com/hermes-go/hermes/internal/backend/local"
 	"github.com/hermes-go/hermes/internal/llm"
 	"github.com/hermes-go/hermes/internal/session"
 )
@@ -24,7 +26,7 @@ func (s *Server) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptRes
 	if err != nil {
 		return sdk.PromptResponse{}, err
 	}
-	text := s.promptText(p.Prompt, as.rt.Redactor().Redact)
+	text := s.promptText(p.Prompt, as.rt.Home(), as.rt.Redactor().Redact)
 	if strings.TrimSpace(text) == "" {
 		return sdk.PromptResponse{}, sdk.NewInvalidParams(map[string]any{"error": "the prompt is empty: send at least one text block"})
 	}
@@ -156,15 +158,17 @@ func (s *Server) command(ctx context.Context, as *acpSession, text string) (done
 // promptText renders a prompt's content blocks as one user message: text
 // as is, embedded text resources and local file links inlined (up to
 // MaxInlineBytes, with the process's secrets redacted: an attached .env
-// does not carry its keys to the model), other resources named.
-func (s *Server) promptText(blocks []sdk.ContentBlock, redact func(string) string) string {
+// does not carry its keys to the model; HERMES_HOME's credential stores,
+// which the tools may not read either, are named only), other resources
+// named.
+func (s *Server) promptText(blocks []sdk.ContentBlock, hermesHome string, redact func(string) string) string {
 	var parts []string
 	for _, b := range blocks {
 		switch {
 		case b.Text != nil:
 			parts = append(parts, b.Text.Text)
 		case b.ResourceLink != nil:
-			parts = append(parts, redact(s.linkText(b.ResourceLink)))
+			parts = append(parts, redact(s.linkText(b.ResourceLink, hermesHome)))
 		case b.Resource != nil && b.Resource.Resource.TextResourceContents != nil:
 			r := b.Resource.Resource.TextResourceContents
 			text := r.Text
@@ -186,10 +190,13 @@ func (s *Server) promptText(blocks []sdk.ContentBlock, redact func(string) strin
 
 // linkText inlines a file:// link's file when it is a small text file,
 // else names it so the model can read it with its tools.
-func (s *Server) linkText(l *sdk.ContentBlockResourceLink) string {
+func (s *Server) linkText(l *sdk.ContentBlockResourceLink, hermesHome string) string {
 	path, ok := filePath(l.Uri)
 	if !ok {
 		return fmt.Sprintf("[Resource %s: %s]", l.Name, l.Uri)
+	}
+	if hermesSecret(path, hermesHome) {
+		return fmt.Sprintf("[File %s (one of hermes' credential files in HERMES_HOME, not shown)]", path)
 	}
 	st, err := os.Stat(path)
 	switch {
@@ -208,6 +215,24 @@ func (s *Server) linkText(l *sdk.ContentBlockResourceLink) string {
 		return fmt.Sprintf("[File %s (binary, %d bytes, not shown)]", path, len(data))
 	}
 	return fileBlock(path, string(data))
+}
+
+// hermesSecret reports whether path, with its links resolved, is one of
+// HERMES_HOME's protected entries (local.IsProtectedName) or inside one.
+func hermesSecret(path, hermesHome string) bool {
+	if hermesHome == "" {
+		return false
+	}
+	home, err := filepath.EvalSymlinks(hermesHome)
+	if err != nil {
+		home = filepath.Clean(hermesHome)
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		real = filepath.Clean(path)
+	}
+	rel, ok := strings.CutPrefix(real, home+string(filepath.Separator))
+	return ok && local.IsProtectedName(strings.SplitN(rel, string(filepath.Separator), 2)[0])
 }
 
 func fileBlock(name, text string) string {
