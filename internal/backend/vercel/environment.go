@@ -290,12 +290,11 @@ func (p *process) endTree() {
 
 // run runs a helper command to completion: combined output and exit code.
 func (e *Environment) run(ctx context.Context, script string) ([]byte, int, error) {
-	cmd, stream, body, err := e.api.startCmd(ctx, e.sid, cmdRequest{Command: "sh", Args: []string{"-c", script + " 2>&1"}, Cwd: "/", Wait: true})
+	_, stream, body, err := e.api.startCmd(ctx, e.sid, cmdRequest{Command: "sh", Args: []string{"-c", script + " 2>&1"}, Cwd: "/", Wait: true})
 	if err != nil {
 		return nil, 0, err
 	}
 	defer body.Close()
-	_ = cmd
 	var out bytes.Buffer
 	exit := -1
 	for {
