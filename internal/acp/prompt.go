@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -204,17 +206,36 @@ func (s *Server) linkText(l *sdk.ContentBlockResourceLink, hermesHome string) st
 		return fmt.Sprintf("[File %s (could not be read: %v)]", path, errors.Unwrap(err))
 	case st.IsDir():
 		return fmt.Sprintf("[Directory %s]", path)
+	case !st.Mode().IsRegular(): // a FIFO or device would block or never end
+		return fmt.Sprintf("[File %s (not a regular file, not shown)]", path)
 	case st.Size() > s.opts.MaxInlineBytes:
 		return fmt.Sprintf("[File %s (%d bytes, too large to inline; read parts of it with read_file)]", path, st.Size())
 	}
-	data, err := os.ReadFile(path)
+	data, err := readAtMost(path, s.opts.MaxInlineBytes)
 	if err != nil {
 		return fmt.Sprintf("[File %s (could not be read: %v)]", path, errors.Unwrap(err))
+	}
+	if int64(len(data)) > s.opts.MaxInlineBytes { // grew since the stat
+		return fmt.Sprintf("[File %s (too large to inline; read parts of it with read_file)]", path)
 	}
 	if strings.ContainsRune(string(data), 0) {
 		return fmt.Sprintf("[File %s (binary, %d bytes, not shown)]", path, len(data))
 	}
 	return fileBlock(path, string(data))
+}
+
+// readAtMost reads up to limit+1 bytes of the regular file path (opened
+// non-blocking, so a file swapped for a FIFO after the stat cannot hang).
+func readAtMost(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, &os.PathError{Op: "read", Path: path, Err: errors.New("not a regular file")}
+	}
+	return io.ReadAll(io.LimitReader(f, limit+1))
 }
 
 // hermesSecret reports whether path, with its links resolved, is one of
