@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -55,6 +54,10 @@ type Options struct {
 	// PermissionTimeout bounds a wait for the client's answer to an edit
 	// permission request (commands use approvals.timeout); 0 = 5 minutes.
 	PermissionTimeout time.Duration
+	// MaxRuntimes bounds the workspaces whose runtime stays started; past
+	// it the least recently used runtime without an open session is
+	// closed (see Server.runtime); 0 = DefaultMaxRuntimes.
+	MaxRuntimes int
 }
 
 // Server is one ACP connection's agent. Its methods are called by the SDK,
@@ -66,8 +69,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	caps     sdk.ClientCapabilities
-	runtimes map[string]*session.Runtime // by workspace cwd
-	sessions map[string]*acpSession      // by session id
+	runtimes map[string]*rtEntry    // by workspace cwd
+	sessions map[string]*acpSession // by session id
+	tick     uint64                 // runtime use counter (LRU order)
 }
 
 // New returns a server for o; Serve runs it.
@@ -84,7 +88,10 @@ func New(o Options) *Server {
 	if o.PermissionTimeout <= 0 {
 		o.PermissionTimeout = 5 * time.Minute
 	}
-	return &Server{opts: o, runtimes: map[string]*session.Runtime{}, sessions: map[string]*acpSession{}}
+	if o.MaxRuntimes <= 0 {
+		o.MaxRuntimes = DefaultMaxRuntimes
+	}
+	return &Server{opts: o, runtimes: map[string]*rtEntry{}, sessions: map[string]*acpSession{}}
 }
 
 // Serve speaks ACP on in/out until the client disconnects (in ends) or
@@ -105,12 +112,12 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 func (s *Server) Close() error {
 	s.mu.Lock()
 	rts := s.runtimes
-	s.runtimes = map[string]*session.Runtime{}
+	s.runtimes = map[string]*rtEntry{}
 	s.sessions = map[string]*acpSession{}
 	s.mu.Unlock()
 	var errs []error
-	for _, rt := range rts {
-		errs = append(errs, rt.Close())
+	for _, e := range rts {
+		errs = append(errs, e.rt.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -170,35 +177,6 @@ func (s *Server) HandleExtensionMethod(ctx context.Context, method string, param
 		return nil, sdk.NewInvalidParams(map[string]any{"error": err.Error()})
 	}
 	return map[string]any{}, nil
-}
-
-// runtime returns the runtime of workspace cwd, starting it on first use.
-func (s *Server) runtime(ctx context.Context, cwd string) (*session.Runtime, error) {
-	if cwd == "" || !filepath.IsAbs(cwd) {
-		return nil, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("cwd %q must be an absolute path", cwd)})
-	}
-	cwd = filepath.Clean(cwd)
-	s.mu.Lock()
-	rt, ok := s.runtimes[cwd]
-	s.mu.Unlock()
-	if ok {
-		return rt, nil
-	}
-	// Started without the lock: a box backend may take a while, and the
-	// file tools of other sessions look sessions up meanwhile.
-	rt, err := s.opts.NewRuntime(context.WithoutCancel(ctx), cwd, fileAccess{s})
-	if err != nil {
-		return nil, sdk.NewInternalError(map[string]any{"error": err.Error()})
-	}
-	s.mu.Lock()
-	if other, ok := s.runtimes[cwd]; ok { // another request started one first
-		s.mu.Unlock()
-		_ = rt.Close()
-		return other, nil
-	}
-	s.runtimes[cwd] = rt
-	s.mu.Unlock()
-	return rt, nil
 }
 
 // session returns the open session id.
