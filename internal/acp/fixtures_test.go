@@ -67,7 +67,7 @@ func (w *world) newRuntime(ctx context.Context, cwd string, files tool.FileAcces
 // permission requests with answer.
 type client struct {
 	conn *sdk.ClientSideConnection
-	wire *lines   // the agent's output, line by line
+	wire *lines  // the agent's output, line by line
 	srv  *Server // the agent side
 
 	mu          sync.Mutex
