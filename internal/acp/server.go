@@ -66,6 +66,7 @@ type Server struct {
 	opts Options
 	conn *sdk.AgentSideConnection
 	out  *hookWriter
+	in   *input
 
 	mu       sync.Mutex
 	caps     sdk.ClientCapabilities
@@ -94,11 +95,14 @@ func New(o Options) *Server {
 	return &Server{opts: o, runtimes: map[string]*rtEntry{}, sessions: map[string]*acpSession{}}
 }
 
-// Serve speaks ACP on in/out until the client disconnects (in ends) or
-// ctx ends, then closes every session and runtime.
+// Serve speaks ACP on in/out until the client disconnects (in ends: the
+// requests received before are answered first, see input) or ctx ends,
+// then closes every session and runtime.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
-	s.out = &hookWriter{w: out}
-	s.conn = sdk.NewAgentSideConnection(s, s.out, rewriteLegacy(in))
+	s.in = newInput()
+	defer close(s.in.quit)
+	s.out = &hookWriter{w: out, in: s.in}
+	s.conn = sdk.NewAgentSideConnection(s, s.out, s.in.read(in))
 	s.conn.SetLogger(s.opts.Logger)
 	select {
 	case <-s.conn.Done():
@@ -157,7 +161,7 @@ func (s *Server) Logout(context.Context, sdk.LogoutRequest) (sdk.LogoutResponse,
 }
 
 // HandleExtensionMethod serves the legacy session/set_model (renamed on
-// the way in, see rewriteLegacy).
+// the way in, see input.read).
 func (s *Server) HandleExtensionMethod(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	if method != extSetModel {
 		return nil, sdk.NewMethodNotFound(method)
