@@ -212,7 +212,7 @@ func (m *Model) flushParagraphs(final bool) tea.Cmd {
 	md := t.fence + done
 	t.fence = openFence(md)
 	if t.fence != "" && !final {
-		md += "\n" + strings.TrimSpace(t.fence) + "\n" // close it for rendering
+		md += "\n" + closingFence(t.fence) + "\n" // close it for rendering
 	}
 	t.rendered, t.renderedN = "", 0
 	out := m.markdown(md)
@@ -262,6 +262,14 @@ func openFence(md string) string {
 		}
 	}
 	return fence
+}
+
+// closingFence is the line that closes the block opened by fence
+// ("```go\n" → "```"): its backticks or tildes without the info string,
+// which a closing fence must not have.
+func closingFence(fence string) string {
+	f := strings.TrimSpace(fence)
+	return f[:len(f)-len(strings.TrimLeft(f, f[:1]))]
 }
 
 func isFence(line string) bool {

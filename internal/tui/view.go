@@ -136,7 +136,7 @@ func (m *Model) streamView(rows int) string {
 	} else {
 		md := t.fence + t.text
 		if f := openFence(md); f != "" {
-			md += "\n" + strings.TrimSpace(f) + "\n"
+			md += "\n" + closingFence(f) + "\n"
 		}
 		out = m.markdown(md)
 	}
