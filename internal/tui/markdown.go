@@ -1,16 +1,10 @@
 package tui
 
 import (
-	"bytes"
 	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
-	"github.com/yuin/goldmark/ast"
-	east "github.com/yuin/goldmark/extension/ast"
-	"github.com/yuin/goldmark/parser"
-	"github.com/yuin/goldmark/text"
-	"github.com/yuin/goldmark/util"
 )
 
 // markdown renders CommonMark (plus GFM pipe tables and ~~strikethrough~~)
@@ -18,45 +12,27 @@ import (
 // (highlighted by highlight.go), nested lists, block quotes, links with
 // their URL dimmed, rules and tables fitted to the width.
 //
-// It parses with goldmark's core parser only (not goldmark/extension,
-// whose linkify regexes cost milliseconds at every start of the binary)
-// and styles with SGR sequences built here: nothing is registered at
-// package init. A markdown is not safe for concurrent use (the TUI calls
-// it from bubbletea's goroutine only).
+// It parses with mdblock.go and mdinline.go and styles with SGR
+// sequences built here: nothing is registered or compiled at package
+// init (glamour's chroma, bluemonday and goldmark cost tens of
+// milliseconds and megabytes on every start of the binary). A markdown
+// is not safe for concurrent use (the TUI calls it from bubbletea's
+// goroutine only).
 type markdown struct {
-	p  parser.Parser
 	hl *highlighter
 	// sgr caches the SGR sequence of each inline style set.
 	sgr map[inlineStyle]string
 }
 
-// newMarkdown builds the parser (CommonMark blocks and inlines, the
-// table paragraph transformer and the strikethrough inline parser).
 func newMarkdown() *markdown {
-	p := parser.NewParser(
-		parser.WithBlockParsers(parser.DefaultBlockParsers()...),
-		parser.WithInlineParsers(append(parser.DefaultInlineParsers(),
-			util.Prioritized(strikeParser{}, 500))...),
-		parser.WithParagraphTransformers(append(parser.DefaultParagraphTransformers(),
-			util.Prioritized(tableTransformer{}, 200))...),
-	)
-	return &markdown{p: p, hl: newHighlighter(), sgr: map[inlineStyle]string{}}
+	return &markdown{hl: newHighlighter(), sgr: map[inlineStyle]string{}}
 }
 
 // render renders src wrapped at width columns (at least 10). The result
 // has no trailing newline; every line ends with its styles reset.
 func (md *markdown) render(src string, width int) string {
 	width = max(width, 10)
-	b := []byte(src)
-	doc := md.p.Parse(text.NewReader(b))
-	r := &mdRender{md: md, src: b}
-	return strings.Join(r.blocks(doc, width, false), "\n")
-}
-
-// mdRender is one rendering: the source the AST's segments point into.
-type mdRender struct {
-	md  *markdown
-	src []byte
+	return strings.Join(md.blocks(parseMarkdown(src), width, false), "\n")
 }
 
 // Colours (xterm 256 palette, readable on dark and light backgrounds).
@@ -71,12 +47,15 @@ const (
 	colBullet  = 244
 )
 
-// blocks renders the block children of parent at width, separated by a
-// blank line (by nothing when tight: the items of a tight list).
-func (r *mdRender) blocks(parent ast.Node, width int, tight bool) []string {
+// fg is a foreground colour style.
+func fg(c uint8) ansi.Style { return ansi.Style{}.ForegroundColor(ansi.IndexedColor(c)) }
+
+// blocks renders blocks at width, separated by a blank line (by nothing
+// when tight: the blocks of a tight list's item).
+func (md *markdown) blocks(nodes []*mdNode, width int, tight bool) []string {
 	var out []string
-	for n := parent.FirstChild(); n != nil; n = n.NextSibling() {
-		lines := r.block(n, width)
+	for _, n := range nodes {
+		lines := md.block(n, width, 0)
 		if len(lines) == 0 {
 			continue
 		}
@@ -88,70 +67,48 @@ func (r *mdRender) blocks(parent ast.Node, width int, tight bool) []string {
 	return out
 }
 
-// block renders one block node as lines of at most width columns.
-func (r *mdRender) block(n ast.Node, width int) []string {
-	switch n := n.(type) {
-	case *ast.Heading:
-		return r.heading(n, width)
-	case *ast.Paragraph, *ast.TextBlock:
-		return wrapLines(r.inline(n, 0), width)
-	case *ast.ThematicBreak:
-		return []string{sgrText(ansi.Style{}.ForegroundColor(ansi.IndexedColor(colRule)), strings.Repeat("─", width))}
-	case *ast.FencedCodeBlock:
-		return r.code(n, string(n.Language(r.src)), width)
-	case *ast.CodeBlock:
-		return r.code(n, "", width)
-	case *ast.Blockquote:
-		bar := sgrText(ansi.Style{}.ForegroundColor(ansi.IndexedColor(colQuote)), "▎ ")
-		return prefixLines(r.blocks(n, width-2, false), bar, bar)
-	case *ast.List:
-		return r.list(n, width)
-	case *ast.HTMLBlock:
-		return r.rawLines(n, width)
-	case *east.Table:
-		return r.table(n, width)
+// block renders one block as lines of at most width columns; depth is
+// the number of bullet lists it is in.
+func (md *markdown) block(n *mdNode, width, depth int) []string {
+	switch n.kind {
+	case mdHeading:
+		return md.heading(n, width)
+	case mdParagraph:
+		return wrapLines(md.inline(n.text, 0), width)
+	case mdRule:
+		return []string{sgrText(fg(colRule), strings.Repeat("─", width))}
+	case mdCode:
+		return md.code(n.text, n.lang, width)
+	case mdQuote:
+		bar := sgrText(fg(colQuote), "▎ ")
+		return prefixLines(md.blocks(n.children, width-2, false), bar, bar)
+	case mdList:
+		return md.list(n, width, depth)
+	case mdTable:
+		return md.table(n, width)
+	case mdHTML:
+		return wrapLines(sgrText(ansi.Style{}.Faint(), n.text), width)
 	}
-	if n.HasChildren() {
-		return r.blocks(n, width, false)
-	}
-	return r.rawLines(n, width)
+	return md.blocks(n.children, width, false)
 }
 
 // heading is "## Title" in bold colour; level 1 is also underlined.
-func (r *mdRender) heading(n *ast.Heading, width int) []string {
+func (md *markdown) heading(n *mdNode, width int) []string {
 	st := ansi.Style{}.Bold().ForegroundColor(ansi.IndexedColor(colHeading))
-	base := inlineStyle(styleBold | styleHeading)
-	if n.Level == 1 {
+	base := styleBold | styleHeading
+	if n.level == 1 {
 		st = ansi.Style{}.Bold().ForegroundColor(ansi.IndexedColor(colH1))
 		base = styleBold | styleH1
 	}
-	marks := sgrText(st, strings.Repeat("#", n.Level)+" ")
-	return wrapLines(marks+r.inline(n, base), width)
+	marks := sgrText(st, strings.Repeat("#", n.level)+" ")
+	return wrapLines(marks+md.inline(n.text, base), width)
 }
 
-// rawLines are the node's source lines as they are (HTML blocks).
-func (r *mdRender) rawLines(n ast.Node, width int) []string {
-	var b strings.Builder
-	lines := n.Lines()
-	for i := 0; i < lines.Len(); i++ {
-		seg := lines.At(i)
-		b.Write(seg.Value(r.src))
-	}
-	return wrapLines(strings.TrimRight(b.String(), "\n"), width)
-}
-
-// code renders a code block highlighted for lang, behind a dim gutter;
-// long lines are wrapped, tabs are 4 columns.
-func (r *mdRender) code(n ast.Node, lang string, width int) []string {
-	var b strings.Builder
-	lines := n.Lines()
-	for i := 0; i < lines.Len(); i++ {
-		seg := lines.At(i)
-		b.Write(seg.Value(r.src))
-	}
-	src := strings.ReplaceAll(strings.TrimRight(b.String(), "\n"), "\t", "    ")
-	hl := r.md.hl.highlight(src, lang)
-	gutter := sgrText(ansi.Style{}.ForegroundColor(ansi.IndexedColor(colRule)), "│ ")
+// code renders a code block highlighted for lang (named above it),
+// behind a dim gutter; long lines are wrapped, tabs are 4 columns.
+func (md *markdown) code(src, lang string, width int) []string {
+	src = strings.ReplaceAll(strings.TrimRight(src, "\n"), "\t", "    ")
+	hl := md.hl.highlight(src, lang)
 	var out []string
 	for _, l := range strings.Split(hl, "\n") {
 		if ansi.StringWidth(l) > width-2 {
@@ -160,46 +117,49 @@ func (r *mdRender) code(n ast.Node, lang string, width int) []string {
 		}
 		out = append(out, l)
 	}
-	out = carryStyles(out)
+	gutter := sgrText(fg(colRule), "│ ")
+	out = prefixLines(carryStyles(out), gutter, gutter)
 	if lang != "" {
-		label := sgrText(ansi.Style{}.ForegroundColor(ansi.IndexedColor(colRule)), "╭ "+lang)
-		return append([]string{label}, prefixLines(out, gutter, gutter)...)
+		return append([]string{sgrText(fg(colRule), "╭ "+lang)}, out...)
 	}
-	return prefixLines(out, gutter, gutter)
+	return out
 }
 
-// list renders the items of a bullet or ordered list, nested lists
-// indented under their item's text.
-func (r *mdRender) list(n *ast.List, width int) []string {
+// list renders the items of a bullet or ordered list, their text
+// aligned after the marker; nested bullets change shape with depth.
+func (md *markdown) list(n *mdNode, width, depth int) []string {
 	bullets := []string{"•", "◦", "▪"}
-	depth := 0
-	for p := n.Parent(); p != nil; p = p.Parent() {
-		if l, ok := p.(*ast.List); ok && !l.IsOrdered() {
-			depth++
-		}
+	inner := depth
+	if !n.ordered {
+		inner++
 	}
-	num := n.Start
-	last := num + n.ChildCount() - 1
+	num := n.start
+	last := strconv.Itoa(num + len(n.children) - 1)
 	var out []string
-	for it := n.FirstChild(); it != nil; it = it.NextSibling() {
+	for _, it := range n.children {
 		var mark string
-		if n.IsOrdered() {
-			mark = strconv.Itoa(num) + string(n.Marker) + " "
-			mark = strings.Repeat(" ", len(strconv.Itoa(last))-len(strconv.Itoa(num))) + mark
+		if n.ordered {
+			s := strconv.Itoa(num)
+			mark = strings.Repeat(" ", max(len(last)-len(s), 0)) + s + string(n.marker) + " "
 			num++
 		} else {
 			mark = bullets[depth%len(bullets)] + " "
 		}
 		mw := ansi.StringWidth(mark)
-		body := r.blocks(it, width-mw, n.IsTight)
+		var body []string
+		for k, c := range it.children {
+			if k > 0 && !n.tight {
+				body = append(body, "")
+			}
+			body = append(body, md.block(c, width-mw, inner)...)
+		}
 		if len(body) == 0 {
 			body = []string{""}
 		}
-		if len(out) > 0 && !n.IsTight {
+		if len(out) > 0 && !n.tight {
 			out = append(out, "")
 		}
-		first := sgrText(ansi.Style{}.ForegroundColor(ansi.IndexedColor(colBullet)), mark)
-		out = append(out, prefixLines(body, first, strings.Repeat(" ", mw))...)
+		out = append(out, prefixLines(body, sgrText(fg(colBullet), mark), strings.Repeat(" ", mw))...)
 	}
 	return out
 }
@@ -207,39 +167,33 @@ func (r *mdRender) list(n *ast.List, width int) []string {
 // table renders a GFM pipe table: columns aligned as the delimiter row
 // says, the header bold and underlined by a rule, narrowed to width by
 // wrapping the widest cells.
-func (r *mdRender) table(n *east.Table, width int) []string {
-	var rows [][]string
-	for row := n.FirstChild(); row != nil; row = row.NextSibling() {
-		var cells []string
-		for c := row.FirstChild(); c != nil; c = c.NextSibling() {
-			cells = append(cells, strings.ReplaceAll(r.inline(c, 0), "\n", " "))
-		}
-		rows = append(rows, cells)
-	}
-	cols := len(n.Alignments)
-	if cols == 0 || len(rows) == 0 {
+func (md *markdown) table(n *mdNode, width int) []string {
+	cols := len(n.aligns)
+	if cols == 0 || len(n.rows) == 0 {
 		return nil
 	}
+	rows := make([][]string, len(n.rows))
 	widths := make([]int, cols)
-	for _, row := range rows {
-		for i := 0; i < cols && i < len(row); i++ {
-			widths[i] = max(widths[i], ansi.StringWidth(row[i]))
-		}
-	}
-	fitColumns(widths, width-3*(cols-1))
-	sep := sgrText(ansi.Style{}.ForegroundColor(ansi.IndexedColor(colRule)), " │ ")
-	var out []string
-	for ri, row := range rows {
-		cellLines := make([][]string, cols)
-		height := 1
+	for ri, row := range n.rows {
 		for i := range cols {
 			cell := ""
 			if i < len(row) {
-				cell = row[i]
+				cell = strings.ReplaceAll(md.inline(row[i], 0), "\n", " ")
 			}
 			if ri == 0 {
 				cell = sgrText(ansi.Style{}.Bold(), ansi.Strip(cell))
 			}
+			rows[ri] = append(rows[ri], cell)
+			widths[i] = max(widths[i], ansi.StringWidth(cell))
+		}
+	}
+	fitColumns(widths, width-3*(cols-1))
+	sep := sgrText(fg(colRule), " │ ")
+	var out []string
+	for ri, row := range rows {
+		cellLines := make([][]string, cols)
+		height := 1
+		for i, cell := range row {
 			cellLines[i] = wrapLines(cell, widths[i])
 			height = max(height, len(cellLines[i]))
 		}
@@ -250,7 +204,7 @@ func (r *mdRender) table(n *east.Table, width int) []string {
 				if l < len(cellLines[i]) {
 					s = cellLines[i][l]
 				}
-				parts[i] = alignCell(s, widths[i], n.Alignments[i])
+				parts[i] = alignCell(s, widths[i], n.aligns[i])
 			}
 			out = append(out, ansi.Truncate(strings.TrimRight(strings.Join(parts, sep), " "), width, "…"))
 		}
@@ -259,11 +213,51 @@ func (r *mdRender) table(n *east.Table, width int) []string {
 			for i, w := range widths {
 				rules[i] = strings.Repeat("─", w)
 			}
-			line := strings.Join(rules, "─┼─")
-			out = append(out, sgrText(ansi.Style{}.ForegroundColor(ansi.IndexedColor(colRule)), ansi.Truncate(line, width, "")))
+			out = append(out, sgrText(fg(colRule), ansi.Truncate(strings.Join(rules, "─┼─"), width, "")))
 		}
 	}
 	return out
+}
+
+// inline renders inline markdown, unwrapped, with base styles.
+func (md *markdown) inline(src string, base inlineStyle) string {
+	w := &inlineWriter{md: md}
+	md.inlines(w, parseInline(src), base)
+	return w.String()
+}
+
+func (md *markdown) inlines(w *inlineWriter, nodes []*inl, st inlineStyle) {
+	for _, n := range nodes {
+		switch n.kind {
+		case inlText:
+			w.text(n.text, st)
+		case inlBreak:
+			w.text("\n", st)
+		case inlCode:
+			w.text(n.text, st|styleCode)
+		case inlEmph:
+			md.inlines(w, n.children, st|styleItalic)
+		case inlStrong:
+			md.inlines(w, n.children, st|styleBold)
+		case inlStrike:
+			md.inlines(w, n.children, st|styleStrike)
+		case inlLink:
+			before := w.b.Len()
+			md.inlines(w, n.children, st|styleLink)
+			label := ansi.Strip(w.b.String()[before:])
+			if n.text != "" && n.text != label && n.text != "mailto:"+label {
+				w.text(" ("+n.text+")", st|styleDim)
+			}
+		case inlAutolink:
+			w.text(n.text, st|styleLink)
+		case inlImage:
+			alt := &inlineWriter{md: md}
+			md.inlines(alt, n.children, 0)
+			w.text("[image: "+ansi.Strip(alt.String())+"] ("+n.text+")", st|styleDim)
+		case inlHTML:
+			w.text(n.text, st|styleDim)
+		}
+	}
 }
 
 // fitColumns narrows the widest columns, one column at a time, until
@@ -289,12 +283,12 @@ func fitColumns(widths []int, avail int) {
 }
 
 // alignCell pads s to w columns as a says (left when none).
-func alignCell(s string, w int, a east.Alignment) string {
+func alignCell(s string, w int, a cellAlign) string {
 	pad := max(w-ansi.StringWidth(s), 0)
 	switch a {
-	case east.AlignRight:
+	case alignRight:
 		return strings.Repeat(" ", pad) + s
-	case east.AlignCenter:
+	case alignCenter:
 		return strings.Repeat(" ", pad/2) + s + strings.Repeat(" ", pad-pad/2)
 	}
 	return s + strings.Repeat(" ", pad)
@@ -377,89 +371,6 @@ func (w *inlineWriter) String() string {
 	return w.b.String()
 }
 
-// inline renders the inline children of n, unwrapped, with base styles.
-func (r *mdRender) inline(n ast.Node, base inlineStyle) string {
-	w := &inlineWriter{md: r.md}
-	r.inlines(w, n, base)
-	return w.String()
-}
-
-func (r *mdRender) inlines(w *inlineWriter, parent ast.Node, st inlineStyle) {
-	for n := parent.FirstChild(); n != nil; n = n.NextSibling() {
-		r.inlineNode(w, n, st)
-	}
-}
-
-func (r *mdRender) inlineNode(w *inlineWriter, n ast.Node, st inlineStyle) {
-	switch n := n.(type) {
-	case *ast.Text:
-		v := n.Segment.Value(r.src)
-		if !n.IsRaw() {
-			v = unescape(v)
-		}
-		w.text(string(v), st)
-		switch {
-		case n.HardLineBreak():
-			w.text("\n", st)
-		case n.SoftLineBreak():
-			w.text(" ", st)
-		}
-	case *ast.String:
-		w.text(string(n.Value), st)
-	case *ast.CodeSpan:
-		var b bytes.Buffer
-		for c := n.FirstChild(); c != nil; c = c.NextSibling() {
-			switch c := c.(type) {
-			case *ast.Text:
-				b.Write(bytes.ReplaceAll(c.Segment.Value(r.src), []byte("\n"), []byte(" ")))
-			case *ast.String:
-				b.Write(c.Value)
-			}
-		}
-		w.text(b.String(), st|styleCode)
-	case *ast.Emphasis:
-		if n.Level >= 2 {
-			r.inlines(w, n, st|styleBold)
-		} else {
-			r.inlines(w, n, st|styleItalic)
-		}
-	case *east.Strikethrough:
-		r.inlines(w, n, st|styleStrike)
-	case *ast.Link:
-		before := w.b.Len()
-		r.inlines(w, n, st|styleLink)
-		label := ansi.Strip(w.b.String()[before:])
-		if dest := string(n.Destination); dest != "" && dest != label && "mailto:"+label != dest {
-			w.text(" ("+dest+")", st|styleDim)
-		}
-	case *ast.AutoLink:
-		w.text(string(n.URL(r.src)), st|styleLink)
-	case *ast.Image:
-		alt := ansi.Strip(r.inline(n, 0))
-		w.text("[image: "+alt+"]", st|styleDim)
-		w.text(" ("+string(n.Destination)+")", st|styleDim)
-	case *ast.RawHTML:
-		for i := 0; i < n.Segments.Len(); i++ {
-			seg := n.Segments.At(i)
-			w.text(string(seg.Value(r.src)), st|styleDim)
-		}
-	default:
-		r.inlines(w, n, st)
-	}
-}
-
-// unescape resolves backslash escapes and entity references as
-// CommonMark says text shows them.
-func unescape(v []byte) []byte {
-	if bytes.IndexByte(v, '\\') >= 0 {
-		v = util.UnescapePunctuations(v)
-	}
-	if bytes.IndexByte(v, '&') >= 0 {
-		v = util.ResolveEntityNames(util.ResolveNumericReferences(v))
-	}
-	return v
-}
-
 // sgrText is s in style st, reset after.
 func sgrText(st ansi.Style, s string) string { return st.String() + s + ansi.ResetStyle }
 
@@ -469,7 +380,16 @@ func wrapLines(s string, width int) []string {
 	if s == "" {
 		return nil
 	}
-	return carryStyles(strings.Split(ansi.Wrap(s, max(width, 1), " "), "\n"))
+	width = max(width, 1)
+	var lines []string
+	for _, l := range strings.Split(ansi.Wrap(s, width, " "), "\n") {
+		if ansi.StringWidth(l) > width { // ansi.Wrap leaves a long word with styles inside whole
+			lines = append(lines, strings.Split(ansi.Hardwrap(l, width, true), "\n")...)
+			continue
+		}
+		lines = append(lines, l)
+	}
+	return carryStyles(lines)
 }
 
 // carryStyles makes each line self-contained: the SGR state in force at
@@ -514,12 +434,16 @@ func lastSGR(s string) string {
 	return ""
 }
 
-// prefixLines puts first before the first line and rest before the others.
+// prefixLines puts first before the first line and rest before the
+// others (not before empty lines when rest is only spaces).
 func prefixLines(lines []string, first, rest string) []string {
+	blankRest := strings.TrimSpace(rest) == ""
 	for i := range lines {
-		if i == 0 {
+		switch {
+		case i == 0:
 			lines[i] = first + lines[i]
-		} else {
+		case lines[i] == "" && blankRest: // no trailing spaces
+		default:
 			lines[i] = rest + lines[i]
 		}
 	}

@@ -225,3 +225,19 @@ func TestMarkdownEscapesAndEntities(t *testing.T) {
 		t.Errorf("escapes: %q", got)
 	}
 }
+
+// BenchmarkMarkdown renders a 16 KB answer (the live region's limit) at
+// 100 columns, as the streamed paragraph is rendered at most every 50 ms.
+//
+// Run: go test ./internal/tui -run '^$' -bench Markdown
+func BenchmarkMarkdown(b *testing.B) {
+	var src strings.Builder
+	for src.Len() < 16<<10 {
+		src.WriteString(sampleMarkdown + "\n")
+	}
+	md := newMarkdown()
+	b.SetBytes(int64(src.Len()))
+	for b.Loop() {
+		md.render(src.String(), 100)
+	}
+}
