@@ -41,112 +41,113 @@ const (
 
 // parseInline parses a paragraph's (or heading's, or cell's) text.
 func parseInline(s string) []*inl {
-	var out []*inl
-	var buf strings.Builder
-	var closers []int // closers[i]: the ] matching the [ at i, -1 (computed at the first [)
-	flush := func() {
-		if buf.Len() > 0 {
-			out = append(out, &inl{kind: inlText, text: buf.String()})
-			buf.Reset()
-		}
-	}
+	p := &inlineParser{s: s}
 	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '\\' && i+1 < len(s) && isASCIIPunct(s[i+1]):
-			buf.WriteByte(s[i+1])
-			i += 2
-		case c == '\\' && i+1 < len(s) && s[i+1] == '\n':
-			flush()
-			out = append(out, &inl{kind: inlBreak})
-			i = skipSpaces(s, i+2)
-		case c == '`':
-			n := runLen(s, i, '`')
-			if end := closingBackticks(s, i+n, n); end >= 0 {
-				flush()
-				out = append(out, &inl{kind: inlCode, text: codeSpanText(s[i+n : end])})
-				i = end + n
-			} else {
-				buf.WriteString(s[i : i+n])
-				i += n
-			}
-		case c == '*' || c == '_' || c == '~':
-			n := runLen(s, i, c)
-			if c == '~' && n > 2 {
-				buf.WriteString(s[i : i+n])
-				i += n
-				break
-			}
-			flush()
-			out = append(out, delimiter(s, i, n))
-			i += n
-		case c == '!' && i+1 < len(s) && s[i+1] == '[':
-			if closers == nil {
-				closers = matchBrackets(s)
-			}
-			if label, dest, end, ok := linkAt(s, i+1, closers[i+1]); ok {
-				flush()
-				out = append(out, &inl{kind: inlImage, text: dest, children: parseInline(label)})
-				i = end
-			} else {
-				buf.WriteByte('!')
-				i++
-			}
-		case c == '[':
-			if closers == nil {
-				closers = matchBrackets(s)
-			}
-			if label, dest, end, ok := linkAt(s, i, closers[i]); ok {
-				flush()
-				out = append(out, &inl{kind: inlLink, text: dest, children: parseInline(label)})
-				i = end
-			} else {
-				buf.WriteByte('[')
-				i++
-			}
-		case c == '<':
-			if n, k := angleAt(s[i:]); n > 0 {
-				flush()
-				text := s[i+1 : i+n-1]
-				if k == inlHTML {
-					text = s[i : i+n]
-				}
-				out = append(out, &inl{kind: k, text: text})
-				i += n
-			} else {
-				buf.WriteByte('<')
-				i++
-			}
-		case c == '&':
-			if semi := strings.IndexByte(s[i:min(len(s), i+33)], ';'); semi > 1 {
-				if un := html.UnescapeString(s[i : i+semi+1]); un != s[i:i+semi+1] {
-					buf.WriteString(un)
-					i += semi + 1
-					break
-				}
-			}
-			buf.WriteByte('&')
-			i++
-		case c == '\n':
-			t := buf.String()
-			trimmed := strings.TrimRight(t, " ")
-			hard := len(t)-len(trimmed) >= 2
-			buf.Reset()
-			buf.WriteString(trimmed)
-			if hard {
-				flush()
-				out = append(out, &inl{kind: inlBreak})
-			} else {
-				buf.WriteByte(' ')
-			}
-			i = skipSpaces(s, i+1)
-		default:
-			buf.WriteByte(c)
-			i++
-		}
+		i = p.step(i)
 	}
-	flush()
-	return resolveEmphasis(out)
+	p.flush()
+	return resolveEmphasis(p.out)
+}
+
+// inlineParser is the state of parseInline: the nodes so far and the
+// text not yet in a node.
+type inlineParser struct {
+	s   string
+	out []*inl
+	buf strings.Builder
+	// closers[i] is the ] matching the [ at i, or -1; computed at the first [.
+	closers []int
+}
+
+func (p *inlineParser) flush() {
+	if p.buf.Len() > 0 {
+		p.out = append(p.out, &inl{kind: inlText, text: p.buf.String()})
+		p.buf.Reset()
+	}
+}
+
+func (p *inlineParser) node(n *inl) {
+	p.flush()
+	p.out = append(p.out, n)
+}
+
+// step parses what starts at s[i] and returns where the next thing starts.
+func (p *inlineParser) step(i int) int {
+	s := p.s
+	c := s[i]
+	switch {
+	case c == '\\' && i+1 < len(s) && isASCIIPunct(s[i+1]):
+		p.buf.WriteByte(s[i+1])
+		return i + 2
+	case c == '\\' && i+1 < len(s) && s[i+1] == '\n':
+		p.node(&inl{kind: inlBreak})
+		return skipSpaces(s, i+2)
+	case c == '`':
+		n := runLen(s, i, '`')
+		if end := closingBackticks(s, i+n, n); end >= 0 {
+			p.node(&inl{kind: inlCode, text: codeSpanText(s[i+n : end])})
+			return end + n
+		}
+		p.buf.WriteString(s[i : i+n])
+		return i + n
+	case c == '*' || c == '_' || c == '~':
+		n := runLen(s, i, c)
+		if c == '~' && n > 2 {
+			p.buf.WriteString(s[i : i+n])
+		} else {
+			p.node(delimiter(s, i, n))
+		}
+		return i + n
+	case c == '!' && i+1 < len(s) && s[i+1] == '[':
+		if end, ok := p.link(i+1, inlImage); ok {
+			return end
+		}
+	case c == '[':
+		if end, ok := p.link(i, inlLink); ok {
+			return end
+		}
+	case c == '<':
+		if n, k := angleAt(s[i:]); n > 0 {
+			text := s[i+1 : i+n-1]
+			if k == inlHTML {
+				text = s[i : i+n]
+			}
+			p.node(&inl{kind: k, text: text})
+			return i + n
+		}
+	case c == '&':
+		if semi := strings.IndexByte(s[i:min(len(s), i+33)], ';'); semi > 1 {
+			if un := html.UnescapeString(s[i : i+semi+1]); un != s[i:i+semi+1] {
+				p.buf.WriteString(un)
+				return i + semi + 1
+			}
+		}
+	case c == '\n':
+		t := p.buf.String()
+		trimmed := strings.TrimRight(t, " ")
+		p.buf.Reset()
+		p.buf.WriteString(trimmed)
+		if len(t)-len(trimmed) >= 2 {
+			p.node(&inl{kind: inlBreak})
+		} else {
+			p.buf.WriteByte(' ')
+		}
+		return skipSpaces(s, i+1)
+	}
+	p.buf.WriteByte(c)
+	return i + 1
+}
+
+// link parses a link (or image) whose [ is at s[i].
+func (p *inlineParser) link(i int, kind inlKind) (int, bool) {
+	if p.closers == nil {
+		p.closers = matchBrackets(p.s)
+	}
+	label, dest, end, ok := linkAt(p.s, i, p.closers[i])
+	if ok {
+		p.node(&inl{kind: kind, text: dest, children: parseInline(label)})
+	}
+	return end, ok
 }
 
 // delimiter is the run of n c's at s[i]: whether it can open or close
