@@ -241,3 +241,26 @@ func BenchmarkMarkdown(b *testing.B) {
 		md.render(src.String(), 100)
 	}
 }
+
+// TestStreamFences: the streaming view's fence tracking agrees with the
+// parser: a ~~~ line inside a ``` block does not close it, a closing
+// fence is as long as the opening one and has no info string, and an
+// indented fence (in a nested list item) counts.
+func TestStreamFences(t *testing.T) {
+	if got := openFence("text\n```md\n~~~\nstill code"); got != "```md\n" {
+		t.Errorf("openFence = %q, want the ``` block still open", got)
+	}
+	if got := openFence("````go\ncode\n```\n"); got != "````go\n" {
+		t.Errorf("a shorter fence closed a longer one: %q", got)
+	}
+	if got := openFence("- a\n    - b\n      ```sh\n      ls\n"); got != "```sh\n" {
+		t.Errorf("indented fence: %q", got)
+	}
+	if got := closingFence("````go\n"); got != "````" {
+		t.Errorf("closingFence = %q", got)
+	}
+	text := "```\n~~~\n\nin code\n```\nafter\n\nnext"
+	if got := paragraphCut("", text); got != len(text)-len("next") {
+		t.Errorf("paragraphCut = %d, want after the blank line following the block (%d)", got, len(text)-len("next"))
+	}
+}

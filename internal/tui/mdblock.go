@@ -169,6 +169,17 @@ func fenceAt(l string) fence {
 	return fence{indent: ind, n: n, ch: t[0], info: info}
 }
 
+// fenceOf is the fence line opens whatever its indentation (the
+// streaming view tracks fences in nested list items too).
+func fenceOf(line string) fence { return fenceAt(strings.TrimLeft(line, " \t")) }
+
+// closes is whether line closes the block f opened (its indentation
+// aside).
+func (f fence) closes(line string) bool {
+	t := strings.TrimSpace(line)
+	return f.n > 0 && strings.HasPrefix(t, strings.Repeat(string(f.ch), f.n)) && strings.Trim(t, string(f.ch)) == ""
+}
+
 // fencedCode is a fenced block; an unclosed fence (mid-stream) runs to
 // the end.
 func fencedCode(lines []string, i int) (*mdNode, int) {
@@ -177,8 +188,7 @@ func fencedCode(lines []string, i int) (*mdNode, int) {
 	j := i + 1
 	for ; j < len(lines); j++ {
 		l := lines[j]
-		if t := strings.TrimLeft(l, " \t"); indentCols(l) <= 3 && strings.HasPrefix(t, strings.Repeat(string(f.ch), f.n)) &&
-			strings.Trim(t, string(f.ch)+" \t") == "" {
+		if indentCols(l) <= 3 && f.closes(l) {
 			j++
 			break
 		}
@@ -382,7 +392,7 @@ func looseItem(item []string) bool {
 	open := fence{}
 	for k, l := range item {
 		if open.n > 0 {
-			if t := strings.TrimSpace(l); strings.HasPrefix(t, strings.Repeat(string(open.ch), open.n)) && strings.Trim(t, string(open.ch)) == "" {
+			if open.closes(l) {
 				open = fence{}
 			}
 			continue
@@ -403,7 +413,7 @@ func openFenceIn(lines []string) bool {
 	open := fence{}
 	for _, l := range lines {
 		if open.n > 0 {
-			if t := strings.TrimSpace(l); strings.HasPrefix(t, strings.Repeat(string(open.ch), open.n)) && strings.Trim(t, string(open.ch)) == "" {
+			if open.closes(l) {
 				open = fence{}
 			}
 		} else if f := fenceAt(l); f.n > 0 {
