@@ -143,7 +143,7 @@ func (h *highlighter) highlight(code, lang string) string {
 		n, k := scanToken(spec, words, code, i, lineStart)
 		emit(code[i:i+n], k)
 		c := code[i+n-1]
-		lineStart = c == '\n' || (lineStart && (c == ' ' || c == '\t'))
+		lineStart = c == '\n' || (lineStart && (c == ' ' || c == '\t' || c == '-' && spec.name == "yaml"))
 		i += n
 	}
 	return b.String()

@@ -71,7 +71,7 @@ func TestMarkdownCodeHighlighted(t *testing.T) {
 		{"ts", "const n: number = 3;\nlet s = `a ${n}`; /* c */", map[string]tokenKind{"const": tokKeyword, "number": tokType, "`a ${n}`": tokString, "/* c */": tokComment}},
 		{"bash", "if [ -f \"$F\" ]; then\n  echo $HOME # home\nfi", map[string]tokenKind{"if": tokKeyword, "fi": tokKeyword, `"$F"`: tokString, "$HOME": tokVar, "# home": tokComment}},
 		{"json", "{\"name\": \"x\", \"n\": 1.5, \"ok\": true}", map[string]tokenKind{`"name"`: tokVar, `"x"`: tokString, "1.5": tokNumber, "true": tokType}},
-		{"yaml", "model:\n  default: gpt-5 # pick\n  retries: 3", map[string]tokenKind{"model": tokVar, "default": tokVar, "# pick": tokComment, "3": tokNumber}},
+		{"yaml", "model:\n  default: gpt-5 # pick\n  retries: 3\n  - name: x", map[string]tokenKind{"model": tokVar, "default": tokVar, "# pick": tokComment, "3": tokNumber, "name": tokVar}},
 		{"rust", "fn f<'a>(s: &'a str) -> char { 'x' }", map[string]tokenKind{"fn": tokKeyword, "str": tokType, "'x'": tokString}},
 		{"c", "#include <stdio.h>\nint main(void) { return 0; } // c", map[string]tokenKind{"int": tokType, "return": tokKeyword, "0": tokNumber, "// c": tokComment}},
 		{"diff", "@@ -1 +1 @@\n-old\n+new", map[string]tokenKind{"@@ -1 +1 @@": tokHunk, "-old": tokRemoved, "+new": tokAdded}},
