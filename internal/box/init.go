@@ -198,10 +198,8 @@ func setupRoot(s *initSpec, conns *net.UnixConn) error {
 			return fmt.Errorf("writable layer: %w", err)
 		}
 	}
-	for _, p := range s.Empty {
-		if err := emptyInUpper(filepath.Join(s.LayerDir, "upper"), p, s.UserNS); err != nil {
-			return err
-		}
+	if err := emptyAllInUpper(s.LayerDir, s.Empty, s.UserNS, s.LayerImage != ""); err != nil {
+		return err
 	}
 	dirs, closeDirs, err := overlayDirs(append([]string{filepath.Join(s.LayerDir, "upper"), filepath.Join(s.LayerDir, "work")}, s.Lower...))
 	if err != nil {
