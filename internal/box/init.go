@@ -67,6 +67,12 @@ func InitMain() int {
 		return 1
 	}
 	prewarmThreads(initSpareThreads)
+	// Tell the host this init has booted: a prestarted one is then
+	// known to be ready for a box (spawnedInit.booted).
+	if _, err := ctrl.Write([]byte{initBootedByte}); err != nil {
+		fmt.Fprintln(os.Stderr, "hermes box-init: control socket:", err)
+		return 2
+	}
 	fc := newFrameConn(ctrl)
 	var req request
 	if err := fc.dec.Decode(&req); err != nil || req.Op != opSetup || req.Setup == nil {

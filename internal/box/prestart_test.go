@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// waitSpare waits until m has a prestarted init (and, for persistent
+// waitSpare waits until m has a prestarted init that has booted (and, for persistent
 // boxes run as root, a prepared disk image) and returns the init's pid and
 // the image path.
 func waitSpare(t testing.TB, m *Manager) (int, string) {
@@ -21,7 +21,7 @@ func waitSpare(t testing.TB, m *Manager) (int, string) {
 		m.spareMu.Lock()
 		sp, disk := m.spare, m.spareDisk
 		m.spareMu.Unlock()
-		if sp != nil && (disk != "" || !wantDisk) {
+		if sp != nil && sp.isBooted() && (disk != "" || !wantDisk) {
 			return sp.cmd.Process.Pid, disk
 		}
 		if time.Now().After(deadline) {
