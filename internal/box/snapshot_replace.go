@@ -39,7 +39,7 @@ func (s *SnapshotStore) ReplaceUpper(id, upperDir string) (SnapshotManifest, err
 		}
 		defer f.Close()
 		sum := sha256.New()
-		if err := RestoreUpper(io.TeeReader(f, sum), tmp); err != nil {
+		if err := restoreUpper(io.TeeReader(f, sum), tmp, false); err != nil { // the sha256 covers the archive
 			return err
 		}
 		return snapshotCheckDigest(f, sum, m.SHA256)

@@ -223,7 +223,7 @@ func (s *SnapshotStore) RestoreInto(id, upperDir string) (SnapshotManifest, erro
 	}
 	defer f.Close()
 	sum := sha256.New()
-	err = RestoreUpper(io.TeeReader(f, sum), upperDir)
+	err = restoreUpper(io.TeeReader(f, sum), upperDir, false) // the sha256 covers the archive
 	if err == nil {
 		err = snapshotCheckDigest(f, sum, m.SHA256)
 	}
