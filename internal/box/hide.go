@@ -224,6 +224,23 @@ func pruneHidden(hide, empty []string, workspace string) []string {
 	return out
 }
 
+// realDirs returns the paths of dirs that are directories reached through
+// no symlink on the host: emptyInUpper skips the others, so they may not
+// show empty in the box and cannot vouch for what is under them.
+func realDirs(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if st, err := os.Lstat(d); err != nil || !st.IsDir() {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(d); err != nil || real != filepath.Clean(d) {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
 // underAny reports whether p is one of dirs or inside one.
 func underAny(p string, dirs []string) bool {
 	for _, d := range dirs {

@@ -192,3 +192,17 @@ func TestEmptyAllInUpperRedoesForANewUpper(t *testing.T) {
 		t.Errorf("the replaced upper did not get its opaque markers")
 	}
 }
+
+// TestRealDirsSkipsSymlinks: a host "directory" that is a symlink (or
+// lies under one) is not made empty in the box, so what is under it must
+// still be covered.
+func TestRealDirsSkipsSymlinks(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	snapMust(t, os.MkdirAll(filepath.Join(real, "sub"), 0o755))
+	snapMust(t, os.Symlink(real, filepath.Join(dir, "link")))
+	got := realDirs([]string{real, filepath.Join(dir, "link"), filepath.Join(dir, "link", "sub"), filepath.Join(dir, "missing")})
+	if len(got) != 1 || got[0] != real {
+		t.Errorf("realDirs = %q, want only %s", got, real)
+	}
+}

@@ -292,7 +292,7 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		return nil, err
 	}
 	empty, hide := m.privateHostPaths(lower)
-	hide = pruneHidden(hide, empty, workspace)
+	hide = pruneHidden(hide, realDirs(empty), workspace)
 	if m.opts.Layers != nil {
 		lower = append(m.opts.Layers(task), lower...)
 	}
