@@ -16,7 +16,8 @@ import (
 type Sort string
 
 // Search orders. Relevance is FTS5's bm25 rank among the newest 1,000
-// matches (so that common words stay fast); substring and CJK matches,
+// matches, over the query's phrases that are not in a large share of the
+// messages (so that common words stay fast; see rank.go); substring and CJK matches,
 // where bm25 over trigrams means little, come newest first. Newest and
 // oldest follow message order.
 const (
@@ -136,9 +137,9 @@ func (s *Store) Search(ctx context.Context, o SearchOptions) ([]Hit, error) {
 	return nil, nil
 }
 
-// relevanceWindow bounds relevance ranking: bm25 scores the most recent
-// relevanceWindow matches, so a word found in half a million messages costs
-// the same as one found in a few thousand.
+// relevanceWindow bounds relevance ranking: bm25 scores at most the
+// relevanceWindow newest matches (see rank.go), so a word found in half a
+// million messages costs the same as one found in a few thousand.
 const relevanceWindow = 1000
 
 func (s *Store) searchIndex(ctx context.Context, table, query, match string, o SearchOptions) ([]Hit, error) {
@@ -227,36 +228,6 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 		slices.SortFunc(hits, func(a, b Hit) int { return pos[a.MessageID] - pos[b.MessageID] })
 	}
 	return hits, nil
-}
-
-// rankedIDs returns the ids of the best limit matches by bm25 among the
-// newest relevanceWindow matches, best first.
-func (s *Store) rankedIDs(ctx context.Context, table, match, where string, wargs []any, limit int) ([]int64, error) {
-	join := ""
-	if where != "" { // filters need the message row; skip the lookup without them
-		join = " JOIN messages AS m ON m.id = " + table + ".rowid"
-	}
-	sqlText := `SELECT id FROM (
-		SELECT ` + table + `.rowid AS id, ` + table + `.rank AS score
-		FROM ` + table + join + `
-		WHERE ` + table + ` MATCH ?` + where + `
-		ORDER BY ` + table + `.rowid DESC LIMIT ?)
-		ORDER BY score, id DESC LIMIT ?`
-	args := append(append([]any{match}, wargs...), relevanceWindow, limit)
-	rows, err := s.stmts.query(ctx, s.db, sqlText, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	ids := []int64{}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
 }
 
 // searchScan matches q as a literal substring of message content, newest
