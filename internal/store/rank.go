@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"unicode"
 )
 
 // Relevance ranking (SortRelevance) over the word index.
@@ -87,7 +88,8 @@ func (s *Store) rankExpr(ctx context.Context, table, match string) (string, erro
 		return match, nil
 	}
 	var lo, hi int64
-	if err := s.stmts.queryRow(ctx, s.db, "SELECT coalesce(min(id), 0), coalesce(max(id), 0) FROM messages").
+	// Two subqueries: min and max in one SELECT would scan the table.
+	if err := s.stmts.queryRow(ctx, s.db, "SELECT coalesce((SELECT min(id) FROM messages), 0), coalesce((SELECT max(id) FROM messages), 0)").
 		Scan(&lo, &hi); err != nil {
 		return "", err
 	}
@@ -101,15 +103,32 @@ func (s *Store) rankExpr(ctx context.Context, table, match string) (string, erro
 				p = `"` + p + `"`
 			}
 		}
-		df, err := s.docFreq(ctx, table, p, hi, span)
-		if err != nil {
-			return "", err
+		// A phrase is probed by its words and kept when one of them is not
+		// very common: walking the newest matches of a rare phrase of
+		// common words ("connection refused") would walk most of their
+		// match lists, and so would its IDF count.
+		rare := false
+		for _, w := range phraseWords(p) {
+			df, err := s.docFreq(ctx, table, `"`+w+`"`, hi, span)
+			if err != nil {
+				return "", err
+			}
+			rare = rare || df <= limit
 		}
-		if df > 0 && df <= limit {
+		if rare {
 			kept = append(kept, p)
 		}
 	}
 	return strings.Join(kept, " "), nil
+}
+
+// phraseWords returns the words of an FTS5 phrase (a bareword or "quoted
+// text"), split where the unicode61 tokenizer splits: at characters that
+// are not letters, digits or non-ASCII.
+func phraseWords(p string) []string {
+	return strings.FieldsFunc(strings.Trim(p, `"`), func(r rune) bool {
+		return r < 0x80 && !(r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r))
+	})
 }
 
 // docFreq estimates how many messages match phrase: exact below dfProbe,
@@ -147,14 +166,21 @@ func (s *Store) rankedIDs(ctx context.Context, table, match, where string, wargs
 	if where != "" { // filters need the message row; skip the lookup without them
 		join = " JOIN messages AS m ON m.id = " + table + ".rowid"
 	}
+	expr, err := s.rankExpr(ctx, table, match)
+	if err != nil {
+		return nil, err
+	}
+	if expr == match { // rank the window in the walk that finds it
+		return s.int64s(ctx, `SELECT id FROM (
+			SELECT `+table+`.rowid AS id, `+table+`.rank AS score FROM `+table+join+`
+			WHERE `+table+` MATCH ?`+where+` ORDER BY `+table+`.rowid DESC LIMIT ?)
+			ORDER BY score, id DESC LIMIT ?`,
+			append(append([]any{match}, wargs...), relevanceWindow, limit)...)
+	}
 	window, err := s.int64s(ctx, `SELECT `+table+`.rowid FROM `+table+join+`
 		WHERE `+table+` MATCH ?`+where+` ORDER BY `+table+`.rowid DESC LIMIT ?`,
 		append(append([]any{match}, wargs...), relevanceWindow)...)
 	if err != nil || len(window) == 0 {
-		return nil, err
-	}
-	expr, err := s.rankExpr(ctx, table, match)
-	if err != nil {
 		return nil, err
 	}
 	var ranked []int64

@@ -230,14 +230,25 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 	return hits, nil
 }
 
+// scanWindow bounds the literal scan to the newest scanWindow messages
+// (by id): a scan of a million messages for a query that matches nothing
+// took a third of a second.
+const scanWindow = 50000
+
 // searchScan matches q as a literal substring of message content, newest
-// first, for queries too short for the trigram index.
+// first, among the newest scanWindow messages (all of a session's when
+// o.SessionID is set), for queries too short for the trigram index.
 func (s *Store) searchScan(ctx context.Context, q string, o SearchOptions) ([]Hit, error) {
 	sqlText := `SELECT m.id, m.session_id, coalesce(s.title, ''), m.seq, m.role, coalesce(m.tool_name, ''),
 		m.created_at, m.active, m.content
 		FROM messages AS m JOIN sessions AS s ON s.id = m.session_id
-		WHERE m.content LIKE '%' || ? || '%' ESCAPE '\'`
-	args := []any{escapeLike(q)}
+		WHERE m.id > coalesce((SELECT max(id) FROM messages), 0) - ?
+		AND m.content LIKE '%' || ? || '%' ESCAPE '\'`
+	window := int64(scanWindow)
+	if o.SessionID != "" {
+		window = 1 << 62 // one session's messages are found through its index
+	}
+	args := []any{window, escapeLike(q)}
 	where, wargs := filterClause(o)
 	sqlText += where
 	args = append(args, wargs...)
