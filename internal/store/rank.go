@@ -21,7 +21,8 @@ import (
 //     entries of its match list (exact below that, extrapolated from the
 //     id span they cover above it);
 //  3. ranks the candidates by bm25 over the phrases that are not very
-//     common (in at most max(commonFloor, 1/commonShare of the messages)).
+//     common: whose words are together in at most max(commonFloor,
+//     1/commonShare of the messages).
 //     A very common phrase has an IDF near zero (FTS5 clamps it to 1e-6
 //     past half the messages), so leaving it out changes little but the
 //     cost; a prefix* phrase is ranked by its stem as a whole word
@@ -103,18 +104,19 @@ func (s *Store) rankExpr(ctx context.Context, table, match string) (string, erro
 				p = `"` + p + `"`
 			}
 		}
-		// A phrase is probed by its words and kept when one of them is not
-		// very common: walking the newest matches of a rare phrase of
-		// common words ("connection refused") would walk most of their
-		// match lists, and so would its IDF count.
-		rare := false
+		// A phrase is probed by its words and kept when their match lists
+		// are short together: its IDF count walks all of them (so would
+		// walking the newest matches of a rare phrase of common words,
+		// such as "connection refused").
+		var words int64
 		for _, w := range phraseWords(p) {
 			df, err := s.docFreq(ctx, table, `"`+w+`"`, hi, span)
 			if err != nil {
 				return "", err
 			}
-			rare = rare || df <= limit
+			words += df
 		}
+		rare := words > 0 && words <= limit
 		if rare {
 			kept = append(kept, p)
 		}
