@@ -95,7 +95,11 @@ func (s *Store) rankExpr(ctx context.Context, table, match string) (string, erro
 		return "", err
 	}
 	span := hi - lo + 1
-	limit := max(commonFloor, span/commonShare)
+	floor := int64(commonFloor)
+	if s.rankFloor != 0 {
+		floor = s.rankFloor
+	}
+	limit := max(floor, span/commonShare)
 	var kept []string
 	for _, p := range phrases {
 		if strings.HasSuffix(p, "*") {

@@ -245,6 +245,9 @@ func (s *Store) searchScan(ctx context.Context, q string, o SearchOptions) ([]Hi
 		WHERE m.id > coalesce((SELECT max(id) FROM messages), 0) - ?
 		AND m.content LIKE '%' || ? || '%' ESCAPE '\'`
 	window := int64(scanWindow)
+	if s.scanLimit != 0 {
+		window = s.scanLimit
+	}
 	if o.SessionID != "" {
 		window = 1 << 62 // one session's messages are found through its index
 	}

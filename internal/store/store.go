@@ -81,6 +81,9 @@ type Store struct {
 	// stopCheckpoints ends the background checkpoints.
 	commits         atomic.Int64
 	stopCheckpoints func()
+	// rankFloor and scanLimit override commonFloor and scanWindow when
+	// not zero (tests use small stores).
+	rankFloor, scanLimit int64
 }
 
 // Option configures Open.
