@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -183,5 +184,21 @@ func TestStoredMessagesReusesStatement(t *testing.T) {
 	}
 	if n := cached(); n != 1 {
 		t.Errorf("%d cached statements load a session, want 1", n)
+	}
+}
+
+// A search that passes its time bound is stopped and reported as slow,
+// naming the query, rather than running on.
+func TestSearchTimeout(t *testing.T) {
+	st, _, _ := searchFixture(t)
+	st.searchTimeout = time.Nanosecond
+	_, err := st.Search(context.Background(), SearchOptions{Query: "rollout"})
+	var se *SlowQueryError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), `"rollout"`) {
+		t.Fatalf("got %v, want a *SlowQueryError naming the query", err)
+	}
+	st.searchTimeout = 0
+	if hits := search(t, st, SearchOptions{Query: "rollout"}); len(hits) == 0 {
+		t.Fatal("rollout found nothing with the default bound")
 	}
 }

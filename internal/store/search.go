@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -86,6 +87,22 @@ func (e *QueryError) Error() string {
 
 const snippetTokens = 16
 
+// SearchTimeout bounds one Search: SQLite is interrupted when it passes,
+// so a pathological query (a two-letter prefix over a million messages)
+// cannot hold the caller for seconds.
+const SearchTimeout = 3 * time.Second
+
+// SlowQueryError reports a search stopped after SearchTimeout.
+type SlowQueryError struct {
+	Query string
+	After time.Duration
+}
+
+func (e *SlowQueryError) Error() string {
+	return fmt.Sprintf("search query %q took longer than %s and was stopped; use rarer words, a longer prefix* or an \"exact phrase\"",
+		e.Query, e.After)
+}
+
 // Search finds messages matching o.Query in all sessions (or one),
 // archived messages included. Words go through the FTS5 word index first;
 // when it finds nothing, or the query holds CJK text, the trigram index
@@ -93,7 +110,8 @@ const snippetTokens = 16
 // shorter than three characters, which trigrams cannot match, fall back to
 // a scan of message text, newest first. Words holding punctuation
 // (payments-api, config.yaml) are matched as phrases. Malformed FTS5
-// syntax returns a *QueryError.
+// syntax returns a *QueryError, a search stopped after SearchTimeout a
+// *SlowQueryError.
 func (s *Store) Search(ctx context.Context, o SearchOptions) ([]Hit, error) {
 	q := strings.TrimSpace(o.Query)
 	if q == "" {
@@ -120,6 +138,21 @@ func (s *Store) Search(ctx context.Context, o SearchOptions) ([]Hit, error) {
 	}
 	o.Roles = roles
 
+	timeout := SearchTimeout
+	if s.searchTimeout != 0 {
+		timeout = s.searchTimeout
+	}
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	hits, err := s.search(sctx, q, o)
+	if err != nil && ctx.Err() == nil && errors.Is(sctx.Err(), context.DeadlineExceeded) {
+		return nil, &SlowQueryError{Query: q, After: timeout}
+	}
+	return hits, err
+}
+
+// search is Search after its options are checked.
+func (s *Store) search(ctx context.Context, q string, o SearchOptions) ([]Hit, error) {
 	match := quoteBarewords(q)
 	if !hasCJK(q) {
 		hits, err := s.searchIndex(ctx, "messages_fts", q, match, o)

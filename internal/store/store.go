@@ -81,9 +81,10 @@ type Store struct {
 	// stopCheckpoints ends the background checkpoints.
 	commits         atomic.Int64
 	stopCheckpoints func()
-	// rankFloor and scanLimit override commonFloor and scanWindow when
-	// not zero (tests use small stores).
+	// rankFloor, scanLimit and searchTimeout override commonFloor,
+	// scanWindow and SearchTimeout when not zero (tests use small stores).
 	rankFloor, scanLimit int64
+	searchTimeout        time.Duration
 }
 
 // Option configures Open.
