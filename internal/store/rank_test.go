@@ -202,3 +202,18 @@ func TestSearchTimeout(t *testing.T) {
 		t.Fatal("rollout found nothing with the default bound")
 	}
 }
+
+// A quoted phrase of three or more words is still found as a substring
+// (its first and last words cut), and one whose middle word is nowhere
+// finds nothing.
+func TestSearchLongPhraseSubstring(t *testing.T) {
+	st := openTestStore(t, "")
+	s := mustCreate(t, st, NewSession{})
+	mustAppend(t, st, s.ID, llm.Message{Role: llm.RoleUser, Content: "the xdisk kazudor panicking again"})
+	if hits := search(t, st, SearchOptions{Query: `"disk kazudor panic"`}); len(hits) != 1 || hits[0].Index != "trigram" {
+		t.Errorf("substring phrase: %+v, want one trigram hit", hits)
+	}
+	if hits := search(t, st, SearchOptions{Query: `"disk kazoo panic"`}); len(hits) != 0 {
+		t.Errorf("absent middle word: %+v", hits)
+	}
+}
