@@ -213,7 +213,12 @@ func TestSearchLongPhraseSubstring(t *testing.T) {
 	if hits := search(t, st, SearchOptions{Query: `"disk kazudor panic"`}); len(hits) != 1 || hits[0].Index != "trigram" {
 		t.Errorf("substring phrase: %+v, want one trigram hit", hits)
 	}
-	if hits := search(t, st, SearchOptions{Query: `"disk kazoo panic"`}); len(hits) != 0 {
-		t.Errorf("absent middle word: %+v", hits)
+	for _, q := range []string{`"disk kazoo panic"`, `"disk kazudor again"`, `"xdisk kazudor panicking again now"`} {
+		if hits := search(t, st, SearchOptions{Query: q}); len(hits) != 0 {
+			t.Errorf("%s: %+v, want none", q, hits)
+		}
+	}
+	if hits := search(t, st, SearchOptions{Query: `"disk kazudor panicking ag"`}); len(hits) != 1 {
+		t.Errorf("four-word substring: %+v, want one hit", hits)
 	}
 }

@@ -267,10 +267,12 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 }
 
 // phraseCannotMatch reports whether q, one quoted phrase of three or more
-// words, cannot match as a substring either: such a match holds the middle
-// words whole, and the word index has no message with all of them. The
-// trigram search of a long phrase walks a list per three characters, which
-// for common ones took a tenth of a second to find nothing.
+// words, cannot match as a substring either. Such a match holds the middle
+// words whole, followed by a word starting with the last word (whose
+// stemmed form starts with at least its first three letters), so when the
+// word index has no message with that phrase, the trigram index has none.
+// The trigram search of a long phrase walks a list per three characters,
+// which for common ones took a quarter of a second to find nothing.
 func (s *Store) phraseCannotMatch(ctx context.Context, q string) bool {
 	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' || strings.Count(q, `"`) != 2 {
 		return false
@@ -279,11 +281,12 @@ func (s *Store) phraseCannotMatch(ctx context.Context, q string) bool {
 	if len(words) < 3 {
 		return false
 	}
-	var match []string
-	for _, w := range words[1 : len(words)-1] {
-		match = append(match, `"`+w+`"`)
+	last := []rune(words[len(words)-1])
+	if len(last) > 3 {
+		last = last[:3]
 	}
-	found, err := s.int64s(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? LIMIT 1`, strings.Join(match, " "))
+	phrase := strings.Join(append(words[1:len(words)-1:len(words)-1], string(last)), " ")
+	found, err := s.int64s(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? LIMIT 1`, `"`+phrase+`"*`)
 	return err == nil && len(found) == 0 // on error the trigram search reports it
 }
 
