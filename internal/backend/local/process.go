@@ -2,11 +2,9 @@ package local
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os/exec"
-	"sync"
 	"time"
 
 	"github.com/hermes-go/hermes/internal/backend"
@@ -41,7 +39,7 @@ func (e *Environment) Start(ctx context.Context, req backend.ExecRequest) (backe
 		return nil, fmt.Errorf("stdin pipe: %w", err)
 	}
 	cmd.WaitDelay = outputDrainDelay
-	p := &process{cmd: cmd, stdin: stdin, out: out, done: make(chan struct{}), killed: make(chan struct{}), started: time.Now()}
+	p := &process{Lifecycle: backend.NewLifecycle(out, stdin, time.Now()), cmd: cmd}
 	release, err := e.startCmd(cmd)
 	if err != nil {
 		return nil, err
@@ -60,17 +58,8 @@ func (e *Environment) Start(ctx context.Context, req backend.ExecRequest) (backe
 
 // process is a background command.
 type process struct {
-	cmd     *exec.Cmd
-	stdin   io.WriteCloser // nil when the request gave its own stdin
-	out     *backend.Capture
-	started time.Time
-
-	stdinMu  sync.Mutex
-	killOnce sync.Once
-	killed   chan struct{} // closed by Kill
-	done     chan struct{} // closed when the process has exited
-
-	res backend.ExecResult // valid after done
+	*backend.Lifecycle // Kill ends the process group: SIGTERM, then SIGKILL after 2 s
+	cmd                *exec.Cmd
 }
 
 func (p *process) wait(timeout time.Duration, finished func()) {
@@ -90,75 +79,13 @@ func (p *process) wait(timeout time.Duration, finished func()) {
 	case <-expire:
 		timedOut = true
 		err = killGroup(p.cmd.Process.Pid, waited)
-	case <-p.killed:
+	case <-p.Killed():
 		err = killGroup(p.cmd.Process.Pid, waited)
 	}
 	res := result(p.cmd.ProcessState, err)
 	res.TimedOut = timedOut
-	res.Duration = time.Since(p.started)
-	p.res = res
-	close(p.done)
+	p.Finish(res)
 }
 
 // PID is the host process id of the shell (also its process group id).
 func (p *process) PID() int { return p.cmd.Process.Pid }
-
-// Write sends data to the process's stdin.
-func (p *process) Write(b []byte) (int, error) {
-	p.stdinMu.Lock()
-	defer p.stdinMu.Unlock()
-	if p.stdin == nil {
-		return 0, errors.New("stdin is closed or was given at start")
-	}
-	if p.Done() {
-		return 0, errors.New("process has exited")
-	}
-	return p.stdin.Write(b)
-}
-
-// CloseStdin closes stdin so the process reads end of file.
-func (p *process) CloseStdin() error {
-	p.stdinMu.Lock()
-	defer p.stdinMu.Unlock()
-	if p.stdin == nil {
-		return nil
-	}
-	err := p.stdin.Close()
-	p.stdin = nil
-	return err
-}
-
-// Kill ends the process group: SIGTERM, then SIGKILL after 2 s. It
-// returns once the process has exited. Killing an exited process is a no-op.
-func (p *process) Kill() error {
-	p.killOnce.Do(func() { close(p.killed) })
-	<-p.done
-	return nil
-}
-
-// Wait blocks until the process exits or ctx ends. It returns the result
-// with the output so far; when ctx ends first the error is ctx.Err() and
-// the process keeps running.
-func (p *process) Wait(ctx context.Context) (backend.ExecResult, error) {
-	select {
-	case <-p.done:
-		res := p.res
-		res.Output = p.out.Bytes()
-		return res, nil
-	case <-ctx.Done():
-		return backend.ExecResult{ExitCode: -1, Output: p.out.Bytes(), Duration: time.Since(p.started)}, ctx.Err()
-	}
-}
-
-// Output returns the output captured so far.
-func (p *process) Output() []byte { return p.out.Bytes() }
-
-// Done reports whether the process has exited.
-func (p *process) Done() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}

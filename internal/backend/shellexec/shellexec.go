@@ -17,7 +17,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -163,19 +162,11 @@ func validName(k string) bool {
 
 // process is a command running on the other side.
 type process struct {
-	env   *Environment
-	run   Running
-	stdin io.WriteCloser
-	out   *backend.Capture
-	began time.Time
-
-	pid       int
-	noWorkdir bool
-	killOnce  sync.Once
-	killed    chan struct{}
-	done      chan struct{}
-	res       backend.ExecResult
-	stdinMu   sync.Mutex
+	*backend.Lifecycle // Kill ends the command's process tree
+	env                *Environment
+	run                Running
+	pid                int
+	noWorkdir          bool
 }
 
 // launch starts req; the returned process knows its pid.
@@ -190,7 +181,7 @@ func (e *Environment) launch(ctx context.Context, req backend.ExecRequest, out *
 		pw.Close()
 		return nil, fmt.Errorf("%s: start %q: %w", e.where, req.Command, err)
 	}
-	p := &process{env: e, run: r, stdin: r.Stdin(), out: out, began: time.Now(), killed: make(chan struct{}), done: make(chan struct{})}
+	p := &process{Lifecycle: backend.NewLifecycle(out, r.Stdin(), time.Now()), env: e, run: r}
 	lines := bufio.NewReader(pr)
 	pidLine := make(chan string, 2)
 	go func() {
@@ -247,12 +238,12 @@ func (p *process) wait(timeout time.Duration, stderr io.Closer, stderrLines <-ch
 		timedOut = true
 		p.endTree(func() bool { return len(waited) > 0 })
 		st = <-waited
-	case <-p.killed:
+	case <-p.Killed():
 		p.endTree(func() bool { return len(waited) > 0 })
 		st = <-waited
 	}
 	stderr.Close()
-	res := backend.ExecResult{Output: p.out.Bytes(), ExitCode: st.exit, Signal: st.signal, TimedOut: timedOut, Duration: time.Since(p.began)}
+	res := backend.ExecResult{ExitCode: st.exit, Signal: st.signal, TimedOut: timedOut}
 	if st.err != nil {
 		res.ExitCode = -1
 	}
@@ -262,8 +253,7 @@ func (p *process) wait(timeout time.Duration, stderr io.Closer, stderrLines <-ch
 	for line := range stderrLines {
 		p.noWorkdir = p.noWorkdir || line == noWorkdir
 	}
-	p.res = res
-	close(p.done)
+	p.Finish(res)
 	p.env.mu.Lock()
 	delete(p.env.procs, p)
 	p.env.mu.Unlock()
@@ -301,14 +291,14 @@ func (e *Environment) Exec(ctx context.Context, req backend.ExecRequest) (backen
 	}
 	e.track(p)
 	select {
-	case <-p.done:
+	case <-p.Exited():
 	case <-ctx.Done():
 		_ = p.Kill()
 	}
 	if p.noWorkdir {
 		return backend.ExecResult{}, fmt.Errorf("workdir %s does not exist (%s)", e.abs(req.Workdir), e.where)
 	}
-	return p.res, ctx.Err()
+	return p.Result(), ctx.Err()
 }
 
 // Start runs req in the background; without req.Stdin, Write feeds it.
@@ -324,9 +314,7 @@ func (e *Environment) Start(ctx context.Context, req backend.ExecRequest) (backe
 func (e *Environment) track(p *process) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	select {
-	case <-p.done:
-	default:
+	if !p.Done() {
 		e.procs[p] = true
 	}
 }
@@ -350,62 +338,6 @@ func (e *Environment) Close() error {
 
 // PID is the command's shell pid on the other side.
 func (p *process) PID() int { return p.pid }
-
-// Write sends data to the command's stdin.
-func (p *process) Write(b []byte) (int, error) {
-	p.stdinMu.Lock()
-	defer p.stdinMu.Unlock()
-	if p.stdin == nil {
-		return 0, errors.New("stdin is closed or was given at start")
-	}
-	if p.Done() {
-		return 0, errors.New("process has exited")
-	}
-	return p.stdin.Write(b)
-}
-
-// CloseStdin sends end of file.
-func (p *process) CloseStdin() error {
-	p.stdinMu.Lock()
-	defer p.stdinMu.Unlock()
-	if p.stdin == nil {
-		return nil
-	}
-	err := p.stdin.Close()
-	p.stdin = nil
-	return err
-}
-
-// Kill ends the command's process tree and waits for it.
-func (p *process) Kill() error {
-	p.killOnce.Do(func() { close(p.killed) })
-	<-p.done
-	return nil
-}
-
-// Wait blocks until the command exits or ctx ends (then the error is
-// ctx.Err() and the command keeps running).
-func (p *process) Wait(ctx context.Context) (backend.ExecResult, error) {
-	select {
-	case <-p.done:
-		return p.res, nil
-	case <-ctx.Done():
-		return backend.ExecResult{Output: p.out.Bytes()}, ctx.Err()
-	}
-}
-
-// Output is what the command printed so far.
-func (p *process) Output() []byte { return p.out.Bytes() }
-
-// Done reports whether the command has exited.
-func (p *process) Done() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
 
 // ReadFile returns the file's bytes.
 func (e *Environment) ReadFile(ctx context.Context, p string) ([]byte, error) {

@@ -129,17 +129,12 @@ func validName(k string) bool {
 
 // process is a command in the sandbox.
 type process struct {
-	env       *Environment
-	cmdID     string
-	out       *backend.Capture
-	began     time.Time
-	pid       int
-	noWorkdir bool
-	timedOut  atomic.Bool
-	killOnce  sync.Once
-	killed    chan struct{}
-	done      chan struct{}
-	res       backend.ExecResult
+	*backend.Lifecycle // Kill ends the command's process tree
+	env                *Environment
+	cmdID              string
+	pid                int
+	noWorkdir          bool
+	timedOut           atomic.Bool
 }
 
 // launch starts req and reads its log stream in the background.
@@ -166,7 +161,7 @@ func (e *Environment) launch(ctx context.Context, req backend.ExecRequest, out *
 	if err != nil {
 		return nil, fmt.Errorf("run in Vercel sandbox %s: %w", e.sid, err)
 	}
-	p := &process{env: e, cmdID: cmd.ID, out: out, began: time.Now(), killed: make(chan struct{}), done: make(chan struct{})}
+	p := &process{Lifecycle: backend.NewLifecycle(out, nil, time.Now()), env: e, cmdID: cmd.ID}
 	var w io.Writer = out
 	if req.Output != nil {
 		w = io.MultiWriter(out, req.Output)
@@ -175,7 +170,7 @@ func (e *Environment) launch(ctx context.Context, req backend.ExecRequest, out *
 	go p.read(stream, body, w, pidSeen)
 	select {
 	case <-pidSeen:
-	case <-p.done:
+	case <-p.Exited():
 	case <-ctx.Done():
 		_ = p.Kill()
 		return nil, ctx.Err()
@@ -233,19 +228,14 @@ func (p *process) read(stream *bufio.Reader, body io.Closer, w io.Writer, pidSee
 }
 
 func (p *process) finish(exit int) {
-	res := backend.ExecResult{Output: p.out.Bytes(), ExitCode: exit, Duration: time.Since(p.began), TimedOut: p.timedOut.Load()}
+	res := backend.ExecResult{ExitCode: exit, TimedOut: p.timedOut.Load()}
 	if exit > 128 && exit < 160 {
 		res.ExitCode, res.Signal = -1, shellfs.SignalName(exit-128)
 	}
-	select {
-	case <-p.killed:
-		if res.Signal == "" && exit != 0 {
-			res.ExitCode, res.Signal = -1, "SIGTERM"
-		}
-	default:
+	if p.KillRequested() && res.Signal == "" && exit != 0 {
+		res.ExitCode, res.Signal = -1, "SIGTERM"
 	}
-	p.res = res
-	close(p.done)
+	p.Finish(res)
 	p.env.mu.Lock()
 	delete(p.env.procs, p)
 	p.env.mu.Unlock()
@@ -260,11 +250,11 @@ func (p *process) watch(timeout time.Duration) {
 		expire = t.C
 	}
 	select {
-	case <-p.done:
+	case <-p.Exited():
 		return
 	case <-expire:
 		p.timedOut.Store(true)
-	case <-p.killed:
+	case <-p.Killed():
 	}
 	p.endTree()
 }
@@ -281,7 +271,7 @@ func (p *process) endTree() {
 			_ = p.env.api.kill(ctx, p.env.sid, p.cmdID, map[string]int{"TERM": 15, "KILL": 9}[sig])
 		}
 		select {
-		case <-p.done:
+		case <-p.Exited():
 			return
 		case <-time.After(killGrace):
 		}
@@ -336,14 +326,14 @@ func (e *Environment) Exec(ctx context.Context, req backend.ExecRequest) (backen
 	}
 	e.track(p)
 	select {
-	case <-p.done:
+	case <-p.Exited():
 	case <-ctx.Done():
 		_ = p.Kill()
 	}
 	if p.noWorkdir {
 		return backend.ExecResult{}, fmt.Errorf("workdir %s does not exist in the sandbox", e.abs(req.Workdir))
 	}
-	return p.res, ctx.Err()
+	return p.Result(), ctx.Err()
 }
 
 // Start runs req in the background. The Sandbox API has no stdin for a
@@ -360,9 +350,7 @@ func (e *Environment) Start(ctx context.Context, req backend.ExecRequest) (backe
 func (e *Environment) track(p *process) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	select {
-	case <-p.done:
-	default:
+	if !p.Done() {
 		e.procs[p] = true
 	}
 }
@@ -403,36 +391,6 @@ func (p *process) Write([]byte) (int, error) {
 
 // CloseStdin does nothing: the command's stdin is /dev/null or a file.
 func (p *process) CloseStdin() error { return nil }
-
-// Kill ends the command's process tree and waits for it.
-func (p *process) Kill() error {
-	p.killOnce.Do(func() { close(p.killed) })
-	<-p.done
-	return nil
-}
-
-// Wait blocks until the command exits or ctx ends.
-func (p *process) Wait(ctx context.Context) (backend.ExecResult, error) {
-	select {
-	case <-p.done:
-		return p.res, nil
-	case <-ctx.Done():
-		return backend.ExecResult{Output: p.out.Bytes()}, ctx.Err()
-	}
-}
-
-// Output is what the command printed so far.
-func (p *process) Output() []byte { return p.out.Bytes() }
-
-// Done reports whether the command has exited.
-func (p *process) Done() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
 
 // ReadFile reads a file through /fs/read.
 func (e *Environment) ReadFile(ctx context.Context, p string) ([]byte, error) {
