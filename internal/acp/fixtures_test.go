@@ -28,6 +28,8 @@ type world struct {
 	srv  *llmtest.Server
 	home string
 	work string
+	// maxRuntimes is Options.MaxRuntimes of the servers connect starts.
+	maxRuntimes int
 }
 
 func newWorld(t testing.TB, turns ...llmtest.Turn) *world {
@@ -65,7 +67,8 @@ func (w *world) newRuntime(ctx context.Context, cwd string, files tool.FileAcces
 // permission requests with answer.
 type client struct {
 	conn *sdk.ClientSideConnection
-	wire *lines // the agent's output, line by line
+	wire *lines  // the agent's output, line by line
+	srv  *Server // the agent side
 
 	mu          sync.Mutex
 	updates     []sdk.SessionNotification
@@ -85,7 +88,9 @@ func (w *world) connect(caps sdk.ClientCapabilities) *client {
 		answer: func(sdk.RequestPermissionRequest) string { return optDeny }}
 	toAgent, clientOut := io.Pipe()
 	clientIn, fromAgent := io.Pipe()
-	srv := New(Options{NewRuntime: w.newRuntime, Logger: slog.New(slog.NewTextHandler(testWriter{w.t}, nil)), Version: "test"})
+	srv := New(Options{NewRuntime: w.newRuntime, Logger: slog.New(slog.NewTextHandler(testWriter{w.t}, nil)), Version: "test",
+		MaxRuntimes: w.maxRuntimes})
+	c.srv = srv
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(context.Background(), toAgent, io.MultiWriter(fromAgent, c.wire)) }()
 	c.conn = sdk.NewClientSideConnection(c, clientOut, clientIn)

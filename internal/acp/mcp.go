@@ -14,6 +14,14 @@ import (
 // (the MCP client speaks streamable HTTP with an SSE fallback). Servers of
 // transports hermes cannot speak (ACP-tunnelled) are left out and named
 // in skipped. Env and header values are secrets: never logged or stored.
+//
+// A client's server is always trust: untrusted (every tool call asks the
+// client through session/request_permission; yolo mode runs them), never
+// samples the model and, with terminal.backend: box, runs inside the box:
+// the client may be driven by a project's own settings, and only the
+// user's config.yaml grants trust. A client server named like a
+// config.yaml mcp_servers entry does not replace it; it connects as
+// <name>-client (session.OpenOptions.MCPServers).
 func clientMCPServers(in []sdk.McpServer) (out map[string]config.MCPServer, skipped []string) {
 	out = map[string]config.MCPServer{}
 	for _, s := range in {
@@ -23,11 +31,11 @@ func clientMCPServers(in []sdk.McpServer) (out map[string]config.MCPServer, skip
 			for _, e := range s.Stdio.Env {
 				env[e.Name] = e.Value
 			}
-			out[s.Stdio.Name] = config.MCPServer{Command: s.Stdio.Command, Args: s.Stdio.Args, Env: env}
+			out[s.Stdio.Name] = config.MCPServer{Command: s.Stdio.Command, Args: s.Stdio.Args, Env: env, Trust: config.MCPTrustUntrusted}
 		case s.Http != nil:
-			out[s.Http.Name] = config.MCPServer{URL: s.Http.Url, Headers: headers(s.Http.Headers)}
+			out[s.Http.Name] = config.MCPServer{URL: s.Http.Url, Headers: headers(s.Http.Headers), Trust: config.MCPTrustUntrusted}
 		case s.Sse != nil:
-			out[s.Sse.Name] = config.MCPServer{URL: s.Sse.Url, Headers: headers(s.Sse.Headers)}
+			out[s.Sse.Name] = config.MCPServer{URL: s.Sse.Url, Headers: headers(s.Sse.Headers), Trust: config.MCPTrustUntrusted}
 		case s.Acp != nil:
 			skipped = append(skipped, fmt.Sprintf("%s (acp transport)", s.Acp.Name))
 		}

@@ -29,10 +29,16 @@ func TestClientMCPServers(t *testing.T) {
 	if got["old"].URL != "https://y/sse" || len(got) != 3 || len(skipped) != 1 {
 		t.Errorf("servers %+v, skipped %q", got, skipped)
 	}
+	for name, srv := range got {
+		if !srv.Untrusted() || srv.Host || srv.Sampling.Enabled {
+			t.Errorf("client server %s = %+v: want untrusted, not host, no sampling", name, srv)
+		}
+	}
 }
 
 // An MCP server the client sends with session/new gives the session its
-// tools: the model calls it through the agent loop.
+// tools: the model calls it through the agent loop. The client's servers
+// are untrusted: the call is asked with session/request_permission first.
 func TestClientMCPServerToolsReachTheModel(t *testing.T) {
 	bin := mcptest.Bin(t, "mcp-server-everything")
 	w := newWorld(t,
@@ -40,6 +46,7 @@ func TestClientMCPServerToolsReachTheModel(t *testing.T) {
 		llmtest.Turn{Text: "echoed"},
 	)
 	c := w.connect(sdk.ClientCapabilities{})
+	c.answer = func(sdk.RequestPermissionRequest) string { return optOnce }
 	resp, err := c.conn.NewSession(context.Background(), sdk.NewSessionRequest{Cwd: w.work, McpServers: []sdk.McpServer{
 		{Stdio: &sdk.McpServerStdio{Name: "everything", Command: bin, Args: []string{}, Env: []sdk.EnvVariable{}}},
 	}})
@@ -53,7 +60,13 @@ func TestClientMCPServerToolsReachTheModel(t *testing.T) {
 	if !strings.Contains(first, "mcp__everything__echo") {
 		t.Errorf("the client's MCP tools were not offered to the model")
 	}
-	if !strings.Contains(second, "hello from the editor") || strings.Contains(second, `"is_error":true`) {
+	if !strings.Contains(second, "Echo: hello from the editor") {
 		t.Errorf("the MCP tool result did not reach the model: %s", second)
+	}
+	c.mu.Lock()
+	asked := len(c.permissions)
+	c.mu.Unlock()
+	if asked != 1 {
+		t.Errorf("%d permission requests for the client's (untrusted) server's tool, want 1", asked)
 	}
 }

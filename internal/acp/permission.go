@@ -44,7 +44,7 @@ func (s *Server) askCommand(ctx context.Context, as *acpSession, tc *toolCalls, 
 		return approval.Once
 	}
 	p := ev.Approval
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	rctx, cancel := s.in.clientCtx(context.WithoutCancel(ctx))
 	defer cancel()
 	go func() {
 		select {
@@ -114,6 +114,8 @@ func (f fileAccess) ReadTextFile(ctx context.Context, sessionID, abs string) (st
 	if err != nil || !f.s.clientCaps().Fs.ReadTextFile || as.rt.BackendKind() != "local" {
 		return "", false, nil
 	}
+	ctx, cancel := f.s.in.clientCtx(ctx)
+	defer cancel()
 	resp, err := f.s.conn.ReadTextFile(ctx, sdk.ReadTextFileRequest{SessionId: sdk.SessionId(sessionID), Path: abs})
 	if err != nil {
 		return "", false, nil // not open there or unreadable: the backend reports it
@@ -136,6 +138,8 @@ func (f fileAccess) WriteTextFile(ctx context.Context, sessionID, toolName, abs,
 	if !f.s.clientCaps().Fs.WriteTextFile || as.rt.BackendKind() != "local" {
 		return false, nil
 	}
+	ctx, cancel := f.s.in.clientCtx(ctx)
+	defer cancel()
 	if _, err := f.s.conn.WriteTextFile(ctx, sdk.WriteTextFileRequest{SessionId: sdk.SessionId(sessionID), Path: abs, Content: newText}); err != nil {
 		return false, fmt.Errorf("the editor could not write %s: %v", abs, err)
 	}
@@ -152,6 +156,8 @@ func (f fileAccess) needsAsking(as *acpSession) bool {
 func (s *Server) askEdit(ctx context.Context, as *acpSession, toolName, abs, oldText, newText string) bool {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.PermissionTimeout)
 	defer cancel()
+	ctx, stop := s.in.clientCtx(ctx)
+	defer stop()
 	// The tool_call is sent by the prompt loop; wait for it so that the
 	// request refers to a call the client knows.
 	call := ""

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -173,11 +174,7 @@ func (s *Server) promptText(blocks []sdk.ContentBlock, hermesHome string, redact
 			parts = append(parts, redact(s.linkText(b.ResourceLink, hermesHome)))
 		case b.Resource != nil && b.Resource.Resource.TextResourceContents != nil:
 			r := b.Resource.Resource.TextResourceContents
-			text := r.Text
-			if int64(len(text)) > s.opts.MaxInlineBytes {
-				text = text[:s.opts.MaxInlineBytes] + fmt.Sprintf("\n[... cut: %d more bytes]", int64(len(r.Text))-s.opts.MaxInlineBytes)
-			}
-			parts = append(parts, redact(fileBlock(displayURI(r.Uri), text)))
+			parts = append(parts, redact(fileBlock(displayURI(r.Uri), capText(r.Text, s.opts.MaxInlineBytes))))
 		case b.Resource != nil && b.Resource.Resource.BlobResourceContents != nil:
 			r := b.Resource.Resource.BlobResourceContents
 			parts = append(parts, fmt.Sprintf("[Attached binary resource %s (%s), not shown]", displayURI(r.Uri), deref(r.MimeType)))
@@ -254,6 +251,21 @@ func hermesSecret(path, hermesHome string) bool {
 	}
 	rel, ok := strings.CutPrefix(real, home+string(filepath.Separator))
 	return ok && local.IsProtectedName(strings.SplitN(rel, string(filepath.Separator), 2)[0])
+}
+
+// capText returns text cut to at most limit bytes at a rune boundary (a
+// UTF-8 sequence is never split), followed by a line saying it was
+// truncated and how many bytes are left out; text within limit is
+// returned as is.
+func capText(text string, limit int64) string {
+	if int64(len(text)) <= limit {
+		return text
+	}
+	n := int(limit)
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return text[:n] + fmt.Sprintf("\n[... truncated: %d more bytes not shown (over the %d-byte inline limit)]", len(text)-n, limit)
 }
 
 func fileBlock(name, text string) string {

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	sdk "github.com/coder/acp-go-sdk"
 )
@@ -39,5 +40,22 @@ func TestLinkTextRefusesNonRegularFiles(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("link to %s: prompt blocked reading it", path)
 		}
+	}
+}
+
+// An embedded resource over the inline cap is cut at a rune boundary (a
+// UTF-8 sequence split at the byte cap would reach the model as invalid
+// text) and says it was truncated.
+func TestEmbeddedResourceCutAtRuneBoundary(t *testing.T) {
+	s := New(Options{MaxInlineBytes: 10})
+	text := "aaaaaaaaa" + "é" + strings.Repeat("ü", 20) // é spans bytes 9 and 10
+	got := s.promptText([]sdk.ContentBlock{sdk.ResourceBlock(sdk.EmbeddedResourceResource{
+		TextResourceContents: &sdk.TextResourceContents{Uri: "file:///w/notes.txt", Text: text},
+	})}, "", func(s string) string { return s })
+	if !utf8.ValidString(got) {
+		t.Errorf("inlined resource is not valid UTF-8: %q", got)
+	}
+	if !strings.Contains(got, "aaaaaaaaa\n") || strings.Contains(got, "é") || !strings.Contains(got, "truncated: 42 more bytes") {
+		t.Errorf("want the first 9 bytes, then a truncation note naming the 42 bytes left out:\n%s", got)
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -55,6 +54,10 @@ type Options struct {
 	// PermissionTimeout bounds a wait for the client's answer to an edit
 	// permission request (commands use approvals.timeout); 0 = 5 minutes.
 	PermissionTimeout time.Duration
+	// MaxRuntimes bounds the workspaces whose runtime stays started; past
+	// it the least recently used runtime without an open session is
+	// closed (see Server.runtime); 0 = DefaultMaxRuntimes.
+	MaxRuntimes int
 }
 
 // Server is one ACP connection's agent. Its methods are called by the SDK,
@@ -63,11 +66,13 @@ type Server struct {
 	opts Options
 	conn *sdk.AgentSideConnection
 	out  *hookWriter
+	in   *input
 
 	mu       sync.Mutex
 	caps     sdk.ClientCapabilities
-	runtimes map[string]*session.Runtime // by workspace cwd
-	sessions map[string]*acpSession      // by session id
+	runtimes map[string]*rtEntry    // by workspace cwd
+	sessions map[string]*acpSession // by session id
+	tick     uint64                 // runtime use counter (LRU order)
 }
 
 // New returns a server for o; Serve runs it.
@@ -84,14 +89,20 @@ func New(o Options) *Server {
 	if o.PermissionTimeout <= 0 {
 		o.PermissionTimeout = 5 * time.Minute
 	}
-	return &Server{opts: o, runtimes: map[string]*session.Runtime{}, sessions: map[string]*acpSession{}}
+	if o.MaxRuntimes <= 0 {
+		o.MaxRuntimes = DefaultMaxRuntimes
+	}
+	return &Server{opts: o, runtimes: map[string]*rtEntry{}, sessions: map[string]*acpSession{}}
 }
 
-// Serve speaks ACP on in/out until the client disconnects (in ends) or
-// ctx ends, then closes every session and runtime.
+// Serve speaks ACP on in/out until the client disconnects (in ends: the
+// requests received before are answered first, see input) or ctx ends,
+// then closes every session and runtime.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
-	s.out = &hookWriter{w: out}
-	s.conn = sdk.NewAgentSideConnection(s, s.out, rewriteLegacy(in))
+	s.in = newInput()
+	defer close(s.in.quit)
+	s.out = &hookWriter{w: out, in: s.in}
+	s.conn = sdk.NewAgentSideConnection(s, s.out, s.in.read(in))
 	s.conn.SetLogger(s.opts.Logger)
 	select {
 	case <-s.conn.Done():
@@ -105,12 +116,12 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 func (s *Server) Close() error {
 	s.mu.Lock()
 	rts := s.runtimes
-	s.runtimes = map[string]*session.Runtime{}
+	s.runtimes = map[string]*rtEntry{}
 	s.sessions = map[string]*acpSession{}
 	s.mu.Unlock()
 	var errs []error
-	for _, rt := range rts {
-		errs = append(errs, rt.Close())
+	for _, e := range rts {
+		errs = append(errs, e.rt.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -150,7 +161,7 @@ func (s *Server) Logout(context.Context, sdk.LogoutRequest) (sdk.LogoutResponse,
 }
 
 // HandleExtensionMethod serves the legacy session/set_model (renamed on
-// the way in, see rewriteLegacy).
+// the way in, see input.read).
 func (s *Server) HandleExtensionMethod(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	if method != extSetModel {
 		return nil, sdk.NewMethodNotFound(method)
@@ -170,35 +181,6 @@ func (s *Server) HandleExtensionMethod(ctx context.Context, method string, param
 		return nil, sdk.NewInvalidParams(map[string]any{"error": err.Error()})
 	}
 	return map[string]any{}, nil
-}
-
-// runtime returns the runtime of workspace cwd, starting it on first use.
-func (s *Server) runtime(ctx context.Context, cwd string) (*session.Runtime, error) {
-	if cwd == "" || !filepath.IsAbs(cwd) {
-		return nil, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("cwd %q must be an absolute path", cwd)})
-	}
-	cwd = filepath.Clean(cwd)
-	s.mu.Lock()
-	rt, ok := s.runtimes[cwd]
-	s.mu.Unlock()
-	if ok {
-		return rt, nil
-	}
-	// Started without the lock: a box backend may take a while, and the
-	// file tools of other sessions look sessions up meanwhile.
-	rt, err := s.opts.NewRuntime(context.WithoutCancel(ctx), cwd, fileAccess{s})
-	if err != nil {
-		return nil, sdk.NewInternalError(map[string]any{"error": err.Error()})
-	}
-	s.mu.Lock()
-	if other, ok := s.runtimes[cwd]; ok { // another request started one first
-		s.mu.Unlock()
-		_ = rt.Close()
-		return other, nil
-	}
-	s.runtimes[cwd] = rt
-	s.mu.Unlock()
-	return rt, nil
 }
 
 // session returns the open session id.

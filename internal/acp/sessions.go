@@ -56,10 +56,11 @@ func (as *acpSession) getMode() string {
 
 // NewSession creates a session in the workspace cwd.
 func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
-	rt, err := s.runtime(ctx, p.Cwd)
+	rt, release, err := s.runtime(ctx, p.Cwd)
 	if err != nil {
 		return sdk.NewSessionResponse{}, err
 	}
+	defer release()
 	sess, err := rt.Open(ctx, session.OpenOptions{Source: Source, Platform: Source, MCPServers: s.mcpServers(p.McpServers)})
 	if err != nil {
 		return sdk.NewSessionResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
@@ -110,10 +111,11 @@ func (s *Server) reopen(ctx context.Context, id, cwd string, mcp []sdk.McpServer
 		s.forget(id)
 		_ = as.s.Close()
 	}
-	rt, err := s.runtime(ctx, cwd)
+	rt, release, err := s.runtime(ctx, cwd)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	sess, err := rt.Open(ctx, session.OpenOptions{Resume: id, Source: Source, Platform: Source, MCPServers: s.mcpServers(mcp)})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no stored session %q (session/list shows them)", id)})
@@ -181,10 +183,11 @@ func (s *Server) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (s
 		}
 		offset = n
 	}
-	st, err := s.anyStore(ctx, p.Cwd)
+	st, release, err := s.anyStore(ctx, p.Cwd)
 	if err != nil {
 		return sdk.ListSessionsResponse{}, err
 	}
+	defer release()
 	want := offset + listPageSize + 1
 	if p.Cwd != nil {
 		want = 10_000 // filtered here: read enough rows to fill the page
@@ -213,23 +216,26 @@ func (s *Server) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (s
 }
 
 // anyStore is the state.db of any runtime (they share HERMES_HOME),
-// starting one for cwd (or the first open one) when needed.
-func (s *Server) anyStore(ctx context.Context, cwd *string) (*store.Store, error) {
+// starting one for cwd (or the process's cwd) when none is started; the
+// caller calls release when done with it.
+func (s *Server) anyStore(ctx context.Context, cwd *string) (*store.Store, func(), error) {
 	s.mu.Lock()
-	for _, rt := range s.runtimes {
+	for _, e := range s.runtimes {
+		s.tick++
+		e.used, e.users = s.tick, e.users+1
 		s.mu.Unlock()
-		return rt.Store(), nil
+		return e.rt.Store(), s.releaser(e), nil
 	}
 	s.mu.Unlock()
 	dir := s.opts.Cwd
 	if cwd != nil {
 		dir = *cwd
 	}
-	rt, err := s.runtime(ctx, dir)
+	rt, release, err := s.runtime(ctx, dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return rt.Store(), nil
+	return rt.Store(), release, nil
 }
 
 func sessionInfo(r store.Session) sdk.SessionInfo {
@@ -323,10 +329,11 @@ func (s *Server) sendCommands(ctx context.Context, as *acpSession) {
 // UnstableForkSession starts a new session holding a copy of a stored
 // session's history (session/fork, unstable in ACP).
 func (s *Server) UnstableForkSession(ctx context.Context, p sdk.UnstableForkSessionRequest) (sdk.UnstableForkSessionResponse, error) {
-	rt, err := s.runtime(ctx, p.Cwd)
+	rt, release, err := s.runtime(ctx, p.Cwd)
 	if err != nil {
 		return sdk.UnstableForkSessionResponse{}, err
 	}
+	defer release()
 	src, err := rt.Store().Resolve(ctx, string(p.SessionId))
 	if errors.Is(err, store.ErrNotFound) {
 		return sdk.UnstableForkSessionResponse{}, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no stored session %q (session/list shows them)", p.SessionId)})

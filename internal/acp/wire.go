@@ -3,6 +3,7 @@ package acp
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"sync"
@@ -10,7 +11,7 @@ import (
 
 // legacySetModel is the method Zed and older clients send to pick a model
 // (`provider:model`); it is in neither ACP schema, so acp-go-sdk would
-// answer "method not found". rewriteLegacy renames it to this extension
+// answer "method not found". input.read renames it to this extension
 // method, which Server handles.
 const (
 	legacySetModel   = "session/set_model"
@@ -19,10 +20,31 @@ const (
 	protocolLineSize = 1 << 16
 )
 
-// rewriteLegacy returns a reader of in's JSON-RPC lines with
-// session/set_model requests renamed to extSetModel. Other lines pass
-// through unchanged.
-func rewriteLegacy(in io.Reader) io.Reader {
+// input is the protocol's stdin as the SDK reads it. When the client
+// closes stdin, the SDK does not see the end until every request received
+// before it has been answered: `hermes acp` run from a pipe (lines of
+// initialize, session/new, session/prompt, then EOF) answers the prompt
+// before it exits, like any filter. Meanwhile requests of the agent to the
+// client (permission, fs) fail at once (no answer can come): an edit or a
+// dangerous command is denied. An editor that goes away for good closes
+// stdout too, and the next write ends the process (SIGPIPE).
+type input struct {
+	closed chan struct{} // closed when the client's stdin ends
+	quit   chan struct{} // closed when Serve returns: stop waiting
+
+	mu      sync.Mutex
+	pending map[string]int // ids of client requests not answered yet
+	changed chan struct{}  // closed and replaced when pending shrinks
+}
+
+func newInput() *input {
+	return &input{closed: make(chan struct{}), quit: make(chan struct{}), pending: map[string]int{}, changed: make(chan struct{})}
+}
+
+// read returns a reader of in's JSON-RPC lines with session/set_model
+// requests renamed to extSetModel (other lines pass through unchanged)
+// that ends once in ends and the requests it carried are answered.
+func (i *input) read(in io.Reader) io.Reader {
 	pr, pw := io.Pipe()
 	go func() {
 		sc := bufio.NewScanner(in)
@@ -32,13 +54,104 @@ func rewriteLegacy(in io.Reader) io.Reader {
 			if bytes.Contains(line, []byte(legacySetModel)) {
 				line = renameMethod(line)
 			}
+			if id, ok := requestID(line); ok {
+				i.add(id)
+			}
 			if _, err := pw.Write(append(bytes.Clone(line), '\n')); err != nil {
 				return
 			}
 		}
+		close(i.closed)
+		i.waitAnswered()
 		pw.CloseWithError(sc.Err()) // nil: EOF
 	}()
 	return pr
+}
+
+// requestID is the id of a request line (one with an id and a method).
+func requestID(line []byte) (string, bool) {
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if !bytes.Contains(line, []byte(`"id"`)) || json.Unmarshal(line, &msg) != nil || msg.ID == nil || msg.Method == "" {
+		return "", false
+	}
+	return compactID(msg.ID), true
+}
+
+func compactID(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+func (i *input) add(id string) {
+	i.mu.Lock()
+	i.pending[id]++
+	i.mu.Unlock()
+}
+
+// answered notes an outgoing message: a response ends its request.
+func (i *input) answered(msg []byte) {
+	if !bytes.HasPrefix(msg, []byte(`{"jsonrpc":"2.0","id":`)) {
+		return
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(msg, &m) != nil || m.Method != "" || m.ID == nil {
+		return // an agent's request to the client
+	}
+	id := compactID(m.ID)
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.pending[id] == 0 {
+		return
+	}
+	if i.pending[id]--; i.pending[id] == 0 {
+		delete(i.pending, id)
+	}
+	close(i.changed)
+	i.changed = make(chan struct{})
+}
+
+// waitAnswered waits until no request is pending (or Serve returned).
+func (i *input) waitAnswered() {
+	for {
+		i.mu.Lock()
+		n, changed := len(i.pending), i.changed
+		i.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-changed:
+		case <-i.quit:
+			return
+		}
+	}
+}
+
+// clientCtx is ctx, also ended when the client's stdin has ended: a
+// request to the client then fails at once instead of waiting for an
+// answer that cannot come.
+func (i *input) clientCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if i == nil { // not serving
+		return ctx, cancel
+	}
+	go func() {
+		select {
+		case <-i.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // renameMethod renames a session/set_model request line; any other line
@@ -66,7 +179,8 @@ func renameMethod(line []byte) []byte {
 // session/new: Zed and JetBrains drop it before) is sent by a hook run
 // once that response has been written.
 type hookWriter struct {
-	w io.Writer
+	w  io.Writer
+	in *input // told of every response written
 
 	mu    sync.Mutex
 	hooks []writeHook
@@ -87,6 +201,9 @@ func (h *hookWriter) after(match string, fn func()) {
 
 func (h *hookWriter) Write(p []byte) (int, error) {
 	n, err := h.w.Write(p)
+	if h.in != nil {
+		h.in.answered(p)
+	}
 	if err != nil || !isResponse(p) {
 		return n, err
 	}

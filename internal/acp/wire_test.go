@@ -39,3 +39,24 @@ func TestIsResponse(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRequestID: any input line is a request (then its id comes back
+// answered by a response of that id) or not, without panicking.
+func FuzzRequestID(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"a b","method":"x"}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":null,"method":"x"}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"session/cancel","params":{}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		id, ok := requestID(line)
+		if !ok {
+			return
+		}
+		in := newInput()
+		in.add(id)
+		in.answered([]byte(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`))
+		if len(in.pending) != 0 {
+			t.Fatalf("request id %s not answered by a response of that id", id)
+		}
+	})
+}

@@ -21,19 +21,29 @@ import (
 const ACPEntry = "hermes-acp"
 
 func (a *App) newACPCmd() *cobra.Command {
-	return &cobra.Command{
+	o := &chatOptions{}
+	cmd := &cobra.Command{
 		Use:   "acp",
 		Short: "serve the Agent Client Protocol on stdio (for editors: Zed, JetBrains, VS Code)",
-		Long: "Speaks ACP (JSON-RPC on stdin/stdout) until the editor closes stdin. stdout carries only the\n" +
-			"protocol; logs go to stderr and HERMES_HOME/logs/acp.log. Sessions are stored with source acp.",
+		Long: "Speaks ACP (JSON-RPC on stdin/stdout) until the editor closes stdin (requests already received are\n" +
+			"answered first). stdout carries only the protocol; logs go to stderr and HERMES_HOME/logs/acp.log.\n" +
+			"Sessions are stored with source acp. --provider replay --replay FILE plays a scripted model (offline).",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.runACP(cmd.Context()) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runACP(cmd.Context(), o) },
 	}
+	f := cmd.Flags()
+	f.StringVarP(&o.model, "model", "m", "", "model id (model.default)")
+	f.StringVar(&o.provider, "provider", "", "provider: openrouter, openai, anthropic, custom, replay")
+	f.StringVar(&o.baseURL, "base-url", "", "override the provider's base URL")
+	f.StringVar(&o.replay, "replay", "", "with --provider replay: the recording to play back")
+	f.StringVar(&o.record, "record", "", "record the model traffic to FILE")
+	f.BoolVar(&o.ignoreUserConfig, "ignore-user-config", false, "ignore config.yaml (.env is still read)")
+	return cmd
 }
 
 // runACP serves ACP on the app's stdin/stdout. Nothing else may write to
 // stdout: warnings and logs go to stderr and the log file.
-func (a *App) runACP(ctx context.Context) error {
+func (a *App) runACP(ctx context.Context, o *chatOptions) error {
 	protocol := a.Stdout
 	a.Stdout = a.Stderr
 	logger, closeLog := a.acpLogger()
@@ -42,27 +52,37 @@ func (a *App) runACP(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	newRuntime := func(ctx context.Context, cwd string, files tool.FileAccess) (*session.Runtime, error) {
+		return a.acpRuntime(ctx, o, cwd, files)
+	}
 	srv := acp.New(acp.Options{
-		NewRuntime: a.acpRuntime, Logger: logger, Version: Version, Now: a.Now, Cwd: cwd,
+		NewRuntime: newRuntime, Logger: logger, Version: Version, Now: a.Now, Cwd: cwd,
 	})
 	logger.Info("hermes acp started", "version", Version)
 	return srv.Serve(ctx, a.Stdin, protocol)
 }
 
 // acpRuntime starts the session runtime of one workspace: the user's
-// config with terminal.cwd set to the editor's cwd.
-func (a *App) acpRuntime(ctx context.Context, cwd string, files tool.FileAccess) (*session.Runtime, error) {
-	cfg, err := config.Load(a.Home(), config.LoadOptions{Getenv: a.Getenv})
+// config (with the model flags o) with terminal.cwd set to the editor's
+// cwd.
+func (a *App) acpRuntime(ctx context.Context, flags *chatOptions, cwd string, files tool.FileAccess) (*session.Runtime, error) {
+	cfg, err := config.Load(a.Home(), config.LoadOptions{IgnoreUserConfig: flags.ignoreUserConfig, Getenv: a.Getenv})
 	if err != nil {
 		return nil, err
 	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintln(a.Stderr, "hermes: warning:", w)
 	}
-	if err := cfg.Override("terminal.cwd", cwd); err != nil {
-		return nil, err
+	overrides := [][2]string{{"terminal.cwd", cwd}, {"model.default", flags.model}, {"model.provider", flags.provider}, {"model.base_url", flags.baseURL}}
+	for _, kv := range overrides {
+		if kv[1] == "" {
+			continue
+		}
+		if err := cfg.Override(kv[0], kv[1]); err != nil {
+			return nil, err
+		}
 	}
-	o := a.sessionOptions(cfg, &chatOptions{})
+	o := a.sessionOptions(cfg, flags)
 	o.Platform = acp.Source
 	o.Lock = a.turnLock("hermes acp")
 	o.Files = files

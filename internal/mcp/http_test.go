@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/hermes-go/hermes/internal/approval"
 	"github.com/hermes-go/hermes/internal/config"
@@ -53,6 +54,15 @@ func TestUntrustedServerNeedsApproval(t *testing.T) {
 	res = call(t, reg, "mcp__ev__echo", `{"message":"hi"}`)
 	if res.IsError || !strings.Contains(res.Content, "hi") || asked.Tool != "mcp__ev__echo" || !strings.Contains(asked.Action, "untrusted MCP server ev") {
 		t.Fatalf("interactive: %+v, prompt %+v", res, asked)
+	}
+	// Long arguments are cut for the prompt on a rune boundary (a 3-byte
+	// "€" sits across byte 300 of the arguments).
+	long := `{"message":"` + strings.Repeat("a", 300-len(`{"message":"`)-1) + strings.Repeat("€", 40) + `"}`
+	if res := call(t, reg, "mcp__ev__echo", long); res.IsError {
+		t.Fatalf("long arguments: %+v", res)
+	}
+	if !utf8.ValidString(asked.Path) || !strings.HasSuffix(asked.Path, "...") || len(asked.Path) > maxApprovalArgs+3 {
+		t.Fatalf("prompt arguments = %q, want valid UTF-8 cut at %d bytes", asked.Path, maxApprovalArgs)
 	}
 	detach()
 	svc.SetYolo(true)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -362,19 +363,28 @@ func (s *server) isDown(cs *sdk.ClientSession) bool {
 	return s.cs != cs
 }
 
+// maxApprovalArgs bounds the arguments shown in an approval prompt, in bytes.
+const maxApprovalArgs = 300
+
 // approve asks the approval service before an untrusted server's tool
 // runs; ok false carries the denial for the model.
 func (s *server) approve(ctx context.Context, call tool.Call, toolName, action string) (tool.Result, bool) {
 	if s.m.opts.Approvals == nil {
 		return tool.Errorf("MCP server %s is untrusted and this run has no approvals; it was not called", s.name), false
 	}
-	args := string(call.Args)
-	if len(args) > 300 {
-		args = args[:300] + "..."
+	// Redacted before the cut: a secret across the cut would otherwise
+	// show its first part; cut on a rune boundary.
+	args := s.m.redact(s, string(call.Args))
+	if len(args) > maxApprovalArgs {
+		cut := maxApprovalArgs
+		for cut > 0 && !utf8.RuneStart(args[cut]) {
+			cut--
+		}
+		args = args[:cut] + "..."
 	}
 	d, err := s.m.opts.Approvals.Request(ctx, approval.Request{
 		SessionID: call.SessionID, Tool: toolName, Action: action + " on untrusted MCP server " + s.name,
-		Path: s.m.redact(s, args), Uncontained: !s.inBox(),
+		Path: args, Uncontained: !s.inBox(),
 	})
 	if err != nil {
 		return tool.Errorf("approval for %s was not given: %v", toolName, err), false

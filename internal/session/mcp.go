@@ -2,29 +2,27 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/mcp"
 	"github.com/hermes-go/hermes/internal/tool"
 )
 
-// mcpServers merges config.yaml's mcp_servers, the runtime's
-// Options.MCPServers and a session's own (later wins by name).
-func (rt *Runtime) mcpServers(session map[string]config.MCPServer) map[string]config.MCPServer {
-	out := map[string]config.MCPServer{}
-	maps.Copy(out, rt.cfg.MCPServers)
-	maps.Copy(out, rt.opts.MCPServers)
-	maps.Copy(out, session)
-	return out
-}
-
 // startMCP gives s its own tool registry and connects its MCP servers in
 // the background (the first turn waits for them). Without servers the
 // session shares the runtime's registry.
 func (rt *Runtime) startMCP(s *Session, extra map[string]config.MCPServer) {
-	servers := rt.mcpServers(extra)
+	for _, srv := range extra { // a client's env and header secrets
+		rt.redact.Add(srv.SecretValues()...)
+	}
+	servers, renamed := rt.mcpServers(extra)
+	for _, from := range slices.Sorted(maps.Keys(renamed)) {
+		rt.opts.Warn(fmt.Sprintf("warning: the client's MCP server %s connects as %s: mcp_servers in config.yaml already has a server %s (its trust and tool filters stay its own)", from, renamed[from], from))
+	}
 	if len(servers) == 0 {
 		s.tools = rt.tools
 		return

@@ -43,8 +43,10 @@ type OpenOptions struct {
 	// sending the whole conversation); they are stored like any other.
 	History []llm.Message
 	// MCPServers are MCP servers this session connects besides
-	// config.yaml's mcp_servers and Options.MCPServers (a same-named
-	// entry here wins): an ACP client's session/new mcpServers. They apply
+	// config.yaml's mcp_servers and Options.MCPServers: an ACP client's
+	// session/new mcpServers. One named like a configured server never
+	// replaces it: it connects as <name>-client (see Runtime.mcpServers),
+	// and its env and header values join the runtime's Redactor. They apply
 	// when the session is loaded into memory (created, resumed or
 	// continued); a session already open keeps its servers.
 	MCPServers map[string]config.MCPServer

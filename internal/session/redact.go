@@ -1,8 +1,10 @@
 package session
 
 import (
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/hermes-go/hermes/internal/backend/local"
 	"github.com/hermes-go/hermes/internal/config"
@@ -24,7 +26,10 @@ const minSecretLen = 8
 // real values of box secrets (`hermes secrets`), each with its base64,
 // hex, reversed and URL-encoded forms (secret.Forms). It is a last line of
 // defence: the local guard and the box are what keep secrets from tools.
+// Add extends it (an ACP client's MCP server secrets); it is safe for
+// concurrent use.
 type Redactor struct {
+	mu       sync.RWMutex
 	values   []string
 	replacer *strings.Replacer
 }
@@ -46,8 +51,21 @@ func NewRedactor(cfg *config.Loaded, environ []string, passthrough []string, hom
 			values = append(values, s.Value)
 		}
 	}
+	r := &Redactor{}
+	r.Add(values...)
+	return r
+}
+
+// Add makes values (and their encoded forms) secrets too; values shorter
+// than 8 bytes are ignored.
+func (r *Redactor) Add(values ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	seen := map[string]bool{}
-	var keep []string
+	for _, v := range r.values {
+		seen[v] = true
+	}
+	keep, grew := r.values, false
 	for _, v := range values {
 		if len(v) < minSecretLen {
 			continue
@@ -56,16 +74,21 @@ func NewRedactor(cfg *config.Loaded, environ []string, passthrough []string, hom
 			if !seen[f] {
 				seen[f] = true
 				keep = append(keep, f)
+				grew = true
 			}
 		}
 	}
+	if !grew && r.replacer != nil {
+		return
+	}
+	keep = slices.Clone(keep)
 	// Longest first, so a secret containing another is replaced whole.
-	sort.Slice(keep, func(i, j int) bool { return len(keep[i]) > len(keep[j]) })
+	sort.SliceStable(keep, func(i, j int) bool { return len(keep[i]) > len(keep[j]) })
 	pairs := make([]string, 0, 2*len(keep))
 	for _, v := range keep {
 		pairs = append(pairs, v, Redacted)
 	}
-	return &Redactor{values: keep, replacer: strings.NewReplacer(pairs...)}
+	r.values, r.replacer = keep, strings.NewReplacer(pairs...)
 }
 
 // Values are the secret values, longest first.
@@ -73,13 +96,21 @@ func (r *Redactor) Values() []string {
 	if r == nil {
 		return nil
 	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	return r.values
 }
 
 // Redact returns s with every secret value replaced by [REDACTED].
 func (r *Redactor) Redact(s string) string {
-	if r == nil || len(r.values) == 0 {
+	if r == nil {
 		return s
 	}
-	return r.replacer.Replace(s)
+	r.mu.RLock()
+	rep, n := r.replacer, len(r.values)
+	r.mu.RUnlock()
+	if n == 0 {
+		return s
+	}
+	return rep.Replace(s)
 }
