@@ -51,6 +51,9 @@ func evilServer(mode, countFile string) {
 			reply(map[string]any{"protocolVersion": req.Params.ProtocolVersion, "serverInfo": map[string]any{"name": "evil", "version": "1"},
 				"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}}})
 		case "notifications/initialized":
+			if mode == "spawn" {
+				spawnHelper(countFile + ".pid")
+			}
 			if mode == "flood" {
 				for i := 0; i < 2000; i++ {
 					send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -55,13 +56,45 @@ func serverEnv(environ []string, extra map[string]string) []string {
 }
 
 // hostTransport starts a stdio server as a host process; the end of its
-// stderr is kept in stderr (for start errors).
+// stderr is kept in stderr (for start errors). The server leads its own
+// process group: the terminal's Ctrl-C (which cancels a turn) does not
+// kill it, and the processes it started (a browser, a language server)
+// are killed with it when its connection closes.
 func hostTransport(c config.MCPServer, dir string, environ []string, stderr *tail) sdk.Transport {
 	cmd := exec.Command(c.Command, c.Args...)
 	cmd.Env = serverEnv(environ, c.Env)
 	cmd.Dir = dir
 	cmd.Stderr = stderr
-	return &sdk.CommandTransport{Command: cmd, TerminateDuration: terminateAfter}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A helper that escaped the group and keeps stderr open must not
+	// hold Wait (and the connection's Close) forever.
+	cmd.WaitDelay = terminateAfter
+	return groupTransport{&sdk.CommandTransport{Command: cmd, TerminateDuration: terminateAfter}}
+}
+
+// groupTransport is a CommandTransport whose connection, once closed
+// (stdin closed, the server exited or was killed), kills what is left of
+// the server's process group.
+type groupTransport struct{ *sdk.CommandTransport }
+
+// Connect starts the server.
+func (t groupTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	conn, err := t.CommandTransport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &groupConn{Connection: conn, pgid: t.Command.Process.Pid}, nil
+}
+
+type groupConn struct {
+	sdk.Connection
+	pgid int
+}
+
+func (c *groupConn) Close() error {
+	err := c.Connection.Close()
+	_ = syscall.Kill(-c.pgid, syscall.SIGKILL)
+	return err
 }
 
 // terminateAfter is how long a host server may take to exit after its
