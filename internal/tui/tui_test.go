@@ -221,6 +221,22 @@ func TestGoldenApproval(t *testing.T) {
 	out.wait(t, "approval: deny") // the answer is shown
 }
 
+// An escape sequence in a command shows in the approval as text: "ESC[2K
+// CR" (erase the line) or hidden text would otherwise show a harmless
+// command in place of the dangerous one.
+func TestApprovalShowsEscapes(t *testing.T) {
+	w := newWorld(t,
+		llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "terminal", Args: `{"command":"rm -rf build-output \u001b[8mecho hi"}`}}},
+		llmtest.Turn{Text: "ok, not removed"},
+	)
+	tm, out := start(t, w.options(t), 100, 20)
+	tm.Type("clean")
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
+	waitFrame(t, tm, `rm -rf build-output \x1b[8mecho hi`)
+	tm.Type("d")
+	out.wait(t, "ok, not removed")
+}
+
 // TestGoldenStatusBar60 and 120: the status bar keeps the model, the
 // context bar and YOLO at 60 columns and adds tokens and time at 120.
 func TestGoldenStatusBar60(t *testing.T)  { statusBarFrame(t, 60) }
