@@ -230,7 +230,39 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	for k, v := range h.headers {
 		r.Header.Set(k, v)
 	}
-	return h.base.RoundTrip(r)
+	resp, err := h.base.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	// The SDK reads a JSON answer whole (io.ReadAll): bound it as the
+	// stdio transport bounds a line. An event stream is long-lived; the
+	// SDK bounds each of its events.
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body = &boundedBody{ReadCloser: resp.Body, left: maxHTTPAnswer}
+	}
+	return resp, nil
+}
+
+// maxHTTPAnswer is the largest JSON answer read from an HTTP server, in
+// bytes (the SDK's bound on a stdio message).
+const maxHTTPAnswer = sdk.DefaultMaxLineLength
+
+// boundedBody fails a read past left bytes.
+type boundedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("the answer is over %d MiB: not read", maxHTTPAnswer>>20)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // httpClient returns the client of an HTTP server entry: its headers on
