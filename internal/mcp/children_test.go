@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -55,4 +56,24 @@ func TestHostServerChildrenEndWithSession(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	m.Close()
 	waitFor(t, "the server's helper to end", func() bool { return !alive(pid) })
+}
+
+// A failing server's stderr, told on hermes' stderr, cannot drive the
+// terminal: its escape sequences are shown as text.
+func TestStartWarningShowsEscapes(t *testing.T) {
+	var mu sync.Mutex
+	var warned []string
+	srv := config.MCPServer{Command: "sh", Args: []string{"-c", `printf 'bad\033]52;c;aGk=\007 \033[2Jend' >&2; exit 1`}, ConnectTimeout: 30}
+	startManager(t, map[string]config.MCPServer{"evil": srv}, func(o *Options) {
+		o.Warn = func(s string) { mu.Lock(); warned = append(warned, s); mu.Unlock() }
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	all := strings.Join(warned, "\n")
+	if !strings.Contains(all, "bad") {
+		t.Fatalf("the start failure was not told: %q", all)
+	}
+	if strings.ContainsAny(all, "\x1b\x07") {
+		t.Errorf("a warning holds the server's escape sequences: %q", all)
+	}
 }
