@@ -65,7 +65,9 @@ func hostTransport(c config.MCPServer, dir string, environ []string, stderr *tai
 	cmd.Env = serverEnv(environ, c.Env)
 	cmd.Dir = dir
 	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Out of the terminal's group it no longer gets the SIGHUP of a closed
+	// terminal: it gets SIGKILL when hermes dies (as local commands do).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// A helper that escaped the group and keeps stderr open must not
 	// hold Wait (and the connection's Close) forever.
 	cmd.WaitDelay = terminateAfter
