@@ -77,3 +77,28 @@ func TestHTTPAnswerSizeIsBounded(t *testing.T) {
 		t.Errorf("hermes read %d MiB of one answer", n>>20)
 	}
 }
+
+// A server's configured headers (its credentials) go to its own host
+// only: a redirect of the endpoint to another host (a moved service, a
+// login page) got them too, since hermes added them to every request.
+func TestHeadersNotSentToRedirectedHost(t *testing.T) {
+	var leaked atomic.Value
+	leaked.Store("")
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get("Authorization") + r.Header.Get("X-Api-Key"); v != "" {
+			leaked.Store(v)
+		}
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	t.Cleanup(other.Close)
+	first := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/mcp", http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(first.Close)
+	srv := config.MCPServer{URL: first.URL + "/mcp", ConnectTimeout: 10, Timeout: 10,
+		Headers: map[string]string{"Authorization": "Bearer hdr-secret-123456", "X-Api-Key": "key-secret-123456"}}
+	startManager(t, map[string]config.MCPServer{"moved": srv}, nil)
+	if v := leaked.Load().(string); v != "" {
+		t.Errorf("the redirected host got the server's credentials: %q", v)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"sort"
 	"strings"
@@ -221,16 +222,21 @@ func (p *procWriter) Close() error {
 	return nil
 }
 
-// headerTransport adds fixed headers to every request.
+// headerTransport adds fixed headers to every request to the configured
+// server's host: they are its credentials, and a redirect (or an SSE
+// endpoint event) naming another host does not get them.
 type headerTransport struct {
 	base    http.RoundTripper
+	host    *url.URL // the configured url:
 	headers map[string]string
 }
 
 func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	for k, v := range h.headers {
-		r.Header.Set(k, v)
+	if h.ownHost(r.URL) {
+		for k, v := range h.headers {
+			r.Header.Set(k, v)
+		}
 	}
 	resp, err := h.base.RoundTrip(r)
 	if err != nil {
@@ -243,6 +249,16 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp.Body = &boundedBody{ReadCloser: resp.Body, left: maxHTTPAnswer}
 	}
 	return resp, nil
+}
+
+// ownHost reports whether u is on the configured server's host and port,
+// or the same host name over https (an upgrade).
+func (h headerTransport) ownHost(u *url.URL) bool {
+	if h.host == nil {
+		return false
+	}
+	return strings.EqualFold(u.Host, h.host.Host) ||
+		u.Scheme == "https" && strings.EqualFold(u.Hostname(), h.host.Hostname())
 }
 
 // maxHTTPAnswer is the largest JSON answer read from an HTTP server, in
@@ -273,7 +289,8 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 func httpClient(c config.MCPServer, headerTimeout time.Duration) *http.Client {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.ResponseHeaderTimeout = headerTimeout
-	return &http.Client{Transport: headerTransport{base: base, headers: c.Headers}}
+	host, _ := url.Parse(c.URL)
+	return &http.Client{Transport: headerTransport{base: base, host: host, headers: c.Headers}}
 }
 
 // detached connects its transport with a context that outlives the
