@@ -89,6 +89,7 @@ func TestGatewayAllChatPlatformsKillAndResume(t *testing.T) {
 	if got := sl.WaitSent("DU99", 2, 30*time.Second); len(got) != 2 || got[1].Text != "echo: now? #1" {
 		t.Fatalf("paired user: %+v\n%s", got, stderr.String())
 	}
+	identified := dc.Identifies()
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +101,14 @@ func TestGatewayAllChatPlatformsKillAndResume(t *testing.T) {
 	cmd, _, stderr = e.command(ctx, env2, "gateway", "run")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
+	}
+	// Discord delivers a message to the connections open when it is sent
+	// (a new session gets no backlog): wait for the restarted gateway's
+	// IDENTIFY, as the killed one's socket may still look open.
+	for deadline := time.Now().Add(30 * time.Second); dc.Identifies() <= identified; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted gateway did not connect to Discord:\n%s", stderr.String())
+		}
 	}
 	tg.SendText(11, 11, "private", "again")
 	dc.SendMessage("21", "d21", "again")

@@ -17,7 +17,6 @@ import (
 
 	"charm.land/bubbles/v2/textarea"
 	tea "charm.land/bubbletea/v2"
-	"charm.land/glamour/v2"
 
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/session"
@@ -90,9 +89,8 @@ type Model struct {
 	compressing bool
 	quitting    bool
 	styles      styles
-	pastes      map[string]string     // placeholder → pasted text (large pastes)
-	md          *glamour.TermRenderer // markdown renderer for mdWidth columns
-	mdWidth     int
+	pastes      map[string]string // placeholder → pasted text (large pastes)
+	md          *markdown         // markdown renderer, built on first use
 }
 
 // usageTotals are the session's token counts since the TUI started.

@@ -169,16 +169,34 @@ func normalise(v string) string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
-// TestGoldenStreamedAnswer: the paragraph being streamed is rendered as
-// markdown in the live region, finished paragraphs are printed above.
+// TestGoldenStreamedAnswer: finished paragraphs (a heading, a nested
+// list) are printed above as markdown; the one being streamed, here a
+// code block whose fence is not closed yet, is rendered as highlighted
+// code in the live region.
 func TestGoldenStreamedAnswer(t *testing.T) {
-	text := "First paragraph, already **done**.\n\nSecond paragraph with `code` still strea"
-	w := newWorld(t, llmtest.Turn{Text: text + "ming and more text", ChunkSize: 8, StallAfterFrames: 11})
-	tm, _ := start(t, w.options(t), 80, 20)
+	text := "## Plan\n\n- read **the** file\n- fix it\n  1. nested step\n\nThe fix:\n\n" +
+		"```go\nfunc main() {\n\tfmt.Println(\"hi\", 42) // greeting"
+	if len(text)%8 != 0 {
+		t.Fatalf("the streamed prefix is %d bytes, want a multiple of the 8-byte chunks", len(text))
+	}
+	w := newWorld(t, llmtest.Turn{Text: text + "s\n}\n```\n\nDone.", ChunkSize: 8, StallAfterFrames: 2 + len(text)/8}) // a comment and the role frame first
+	tm, out := start(t, w.options(t), 80, 20)
 	tm.Type("tell me")
 	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
-	got := waitFrame(t, tm, "still s")
+	got := waitFrame(t, tm, "// greeting")
 	golden.RequireEqual(t, got)
+	out.wait(t, "The fix:")
+	for _, want := range []string{"## Plan", "• read the file", "• fix it", "  1. nested step"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the printed paragraphs lack %q:\n%s", want, out)
+		}
+	}
+	// The live code block is highlighted: "func" in the keyword colour.
+	ch := make(snapshotMsg, 1)
+	tm.Send(ch)
+	if raw := <-ch; !strings.Contains(raw, newHighlighter().sgr[tokKeyword]+"func") {
+		t.Errorf("the streamed code block is not highlighted:\n%q", raw)
+	}
 }
 
 // TestGoldenToolCall: a running tool call shows its name and a one-line

@@ -214,7 +214,7 @@ func (m *Model) flushParagraphs(final bool) tea.Cmd {
 	md := t.fence + done
 	t.fence = openFence(md)
 	if t.fence != "" && !final {
-		md += "\n" + strings.TrimSpace(t.fence) + "\n" // close it for rendering
+		md += "\n" + closingFence(t.fence) + "\n" // close it for rendering
 	}
 	t.rendered, t.renderedN = "", 0
 	out := m.markdown(md)
@@ -225,10 +225,10 @@ func (m *Model) flushParagraphs(final bool) tea.Cmd {
 }
 
 // paragraphCut is the end of the last blank line outside a code block in
-// text (0 = none), given the fence open at its start.
-func paragraphCut(fence, text string) int {
+// text (0 = none), given the fence line open at its start ("" = none).
+func paragraphCut(fenceLine, text string) int {
 	cut, pos := 0, 0
-	open := fence != ""
+	open := fenceOf(fenceLine)
 	for pos < len(text) {
 		nl := strings.IndexByte(text[pos:], '\n')
 		if nl < 0 {
@@ -236,14 +236,15 @@ func paragraphCut(fence, text string) int {
 		}
 		line := text[pos : pos+nl]
 		pos += nl + 1
-		if isFence(line) {
-			open = !open
-			if !open {
+		switch {
+		case open.n > 0:
+			if open.closes(line) {
+				open = fence{}
 				cut = pos // the end of a code block is a paragraph end
 			}
-			continue
-		}
-		if !open && strings.TrimSpace(line) == "" {
+		case fenceOf(line).n > 0:
+			open = fenceOf(line)
+		case strings.TrimSpace(line) == "":
 			cut = pos
 		}
 	}
@@ -253,22 +254,25 @@ func paragraphCut(fence, text string) int {
 // openFence returns the fence line ("```go\n") left open at the end of
 // md, or "".
 func openFence(md string) string {
-	fence := ""
-	for _, line := range strings.Split(md, "\n") {
-		if isFence(line) {
-			if fence == "" {
-				fence = strings.TrimSpace(line) + "\n"
-			} else {
-				fence = ""
+	open, line := fence{}, ""
+	for _, l := range strings.Split(md, "\n") {
+		if open.n > 0 {
+			if open.closes(l) {
+				open, line = fence{}, ""
 			}
+		} else if f := fenceOf(l); f.n > 0 {
+			open, line = f, strings.TrimSpace(l)+"\n"
 		}
 	}
-	return fence
+	return line
 }
 
-func isFence(line string) bool {
-	l := strings.TrimSpace(line)
-	return strings.HasPrefix(l, "```") || strings.HasPrefix(l, "~~~")
+// closingFence is the line that closes the block opened by fenceLine
+// ("```go\n" → "```"): its backticks or tildes without the info string,
+// which a closing fence must not have.
+func closingFence(fenceLine string) string {
+	f := fenceOf(fenceLine)
+	return strings.Repeat(string(f.ch), f.n)
 }
 
 // onApprovalKey answers the pending approval with o/s/a/d (Esc denies).

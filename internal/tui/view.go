@@ -6,7 +6,6 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-	"charm.land/glamour/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -35,22 +34,13 @@ func newStyles() styles {
 	}
 }
 
-// markdown renders md for the terminal's width with glamour (code blocks
-// highlighted by chroma); it falls back to the text wrapped.
+// markdown renders md for the terminal's width (markdown.go; code blocks
+// highlighted by highlight.go).
 func (m *Model) markdown(md string) string {
-	w := max(m.width-2, 20)
-	if m.md == nil || m.mdWidth != w {
-		r, err := glamour.NewTermRenderer(glamour.WithStandardStyle("dark"), glamour.WithWordWrap(w))
-		if err != nil {
-			return wrap(md, w)
-		}
-		m.md, m.mdWidth = r, w
+	if m.md == nil {
+		m.md = newMarkdown()
 	}
-	out, err := m.md.Render(md)
-	if err != nil {
-		return wrap(md, w)
-	}
-	return strings.Trim(out, "\n")
+	return m.md.render(md, max(m.width-2, 20))
 }
 
 // wrap wraps s at width w (ANSI aware).
@@ -129,8 +119,8 @@ func (m *Model) liveView(rows int) string {
 const streamLimit = 16 << 10
 
 // streamRenderEvery bounds how often the paragraph being streamed is
-// rendered as markdown again (each delta would otherwise cost a glamour
-// rendering, about 1 ms, ahead of any keystroke in the queue).
+// rendered as markdown again (each delta would otherwise cost a markdown
+// rendering ahead of any keystroke in the queue).
 const streamRenderEvery = 50 * time.Millisecond
 
 // streamView is the paragraph being streamed, rendered as markdown; the
@@ -148,7 +138,7 @@ func (m *Model) streamView(rows int) string {
 	} else {
 		md := t.fence + t.text
 		if f := openFence(md); f != "" {
-			md += "\n" + strings.TrimSpace(f) + "\n"
+			md += "\n" + closingFence(f) + "\n"
 		}
 		out = m.markdown(md)
 	}

@@ -138,25 +138,30 @@ func (s *Server) SendMessage(userID, channelID, content string) {
 	s.flushLocked()
 }
 
-// flushLocked sends the backlog to a ready connection; s.mu is held.
+// flushLocked dispatches the backlog to every ready connection, as
+// Discord sends a bot's events to each of its open sessions; a message
+// stays in the backlog until some connection took it. s.mu is held.
 func (s *Server) flushLocked() {
-	for c := range s.conns {
-		if !c.ready {
-			continue
-		}
-		for len(s.backlog) > 0 {
+	for len(s.backlog) > 0 {
+		delivered := false
+		for c := range s.conns {
+			if !c.ready {
+				continue
+			}
 			var d map[string]any
 			_ = json.Unmarshal(s.backlog[0], &d)
 			if _, guild := d["guild_id"]; guild && c.intents&IntentMessageContent == 0 {
 				d["content"] = ""
 			}
 			s.seq++
-			if err := c.write(map[string]any{"op": 0, "t": "MESSAGE_CREATE", "s": s.seq, "d": d}); err != nil {
-				break
+			if c.write(map[string]any{"op": 0, "t": "MESSAGE_CREATE", "s": s.seq, "d": d}) == nil {
+				delivered = true
 			}
-			s.backlog = s.backlog[1:]
 		}
-		return
+		if !delivered {
+			return
+		}
+		s.backlog = s.backlog[1:]
 	}
 }
 
