@@ -44,6 +44,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Action is the outcome of a check.
@@ -634,4 +636,54 @@ func (s *Service) apply(sessionID string, v Verdict, a Answer) Decision {
 		}
 	}
 	return d
+}
+
+// What is the line a person reads to decide: the command, or the tool,
+// action and target of another request, with terminal controls made
+// visible (see Printable). The command and the target come from the model
+// and a tool server's names: an escape sequence in them (erase line,
+// cursor up, hidden or black-on-black text) could otherwise show a
+// harmless command in place of the one that runs.
+func (p Prompt) What() string {
+	if p.Command != "" {
+		return Printable(p.Command)
+	}
+	return Printable(strings.TrimSpace(p.Tool + " " + p.Action + " " + p.Path))
+}
+
+// Printable shows s with what a terminal would interpret escaped as Go
+// escapes (\x1b, \r, \u202e): C0 controls other than newline and tab,
+// DEL, C1 controls, bidi controls, line and paragraph separators, and
+// invalid UTF-8.
+func Printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if unprintable(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case unprintable(r):
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func unprintable(r rune) bool {
+	if r == '\n' || r == '\t' {
+		return false
+	}
+	return r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029'
 }

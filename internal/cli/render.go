@@ -104,6 +104,9 @@ func (r *renderer) finish(text string) {
 
 // preview returns s on one line, cut to n runes.
 func preview(s string, n int) string {
+	// Tool text (a server's error, a file's bytes) is not hermes': its
+	// escape sequences and control characters are removed (termSafe).
+	s = (&termSafe{}).Filter(s)
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > n {
 		return string(r[:n]) + "…"

@@ -40,11 +40,7 @@ func (a *App) repl(ctx context.Context, rt *chatRuntime, initial string) error {
 
 	ask := func(ev session.Event) approval.Answer {
 		p := ev.Approval
-		what := p.Command
-		if what == "" {
-			what = strings.TrimSpace(p.Tool + " " + p.Action + " " + p.Path)
-		}
-		fmt.Fprintf(a.Stderr, "\n⚠ %s\n  %s\n  approve? [o]nce [s]ession [a]lways [d]eny: ", p.Danger, what)
+		fmt.Fprintf(a.Stderr, "\n⚠ %s\n  %s\n  approve? [o]nce [s]ession [a]lways [d]eny: ", approval.Printable(p.Danger), p.What())
 		select {
 		case l := <-lines:
 			return approval.ParseAnswer(strings.TrimSpace(l))

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/approval"
@@ -352,6 +354,15 @@ func (m *Model) recap() string {
 
 // preview returns s on one line, cut to n runes.
 func preview(s string, n int) string {
+	// Tool output, a tool server's descriptions and stored titles are not
+	// the TUI's: their escape sequences (an OSC 52 clipboard write, a
+	// screen clear) and other control characters are removed.
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && !unicode.IsSpace(r) {
+			return -1
+		}
+		return r
+	}, ansi.Strip(s))
 	s = strings.Join(strings.Fields(s), " ")
 	if n < 8 {
 		n = 8

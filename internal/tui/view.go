@@ -8,6 +8,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/hermes-go/hermes/internal/approval"
 )
 
 // styles are the TUI's colours.
@@ -148,14 +150,10 @@ func (m *Model) streamView(rows int) string {
 // command and the answers.
 func (m *Model) approvalView() string {
 	p := m.approval.p
-	what := p.Command
-	if what == "" {
-		what = strings.TrimSpace(p.Tool + " " + p.Action + " " + p.Path)
-	}
 	w := max(m.width-4, 20)
-	body := m.styles.warn.Render("⚠ "+p.Danger) + "\n" + wrap(what, w)
+	body := m.styles.warn.Render("⚠ "+approval.Printable(p.Danger)) + "\n" + wrap(p.What(), w)
 	if p.Reason != "" {
-		body += "\n" + m.styles.dim.Render(wrap("reason: "+p.Reason, w))
+		body += "\n" + m.styles.dim.Render(wrap("reason: "+approval.Printable(p.Reason), w))
 	}
 	body += "\n" + "approve? " + m.styles.user.Render("[o]") + "nce " + m.styles.user.Render("[s]") + "ession " +
 		m.styles.user.Render("[a]") + "lways " + m.styles.err.Render("[d]") + "eny"
