@@ -43,6 +43,13 @@ func (s *SnapshotStore) ReplaceUpper(id, upperDir string) (SnapshotManifest, err
 		defer f.Close()
 		sum := sha256.New()
 		if err := restoreUpper(io.TeeReader(f, sum), tmp, false); err != nil { // the sha256 covers the archive
+			if errors.Is(err, unix.ENOSPC) {
+				// Out of room, replaceUpper removes the old tree and
+				// tries again: only for an intact archive.
+				if derr := snapshotCheckDigest(f, sum, m.SHA256); derr != nil {
+					return derr
+				}
+			}
 			return err
 		}
 		return snapshotCheckDigest(f, sum, m.SHA256)
