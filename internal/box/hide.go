@@ -295,14 +295,18 @@ func emptyAllInUpper(layerDir string, empty []string, userNS, cache bool) error 
 	return nil
 }
 
-// opaqueCacheKey identifies the upper directory and the list of empty
-// directories, or is "" when the file system does not report birth times.
+// opaqueCacheKey identifies the upper directory, the list of empty
+// directories and which of them are real directories on the host now
+// (realDirs: emptyInUpper skips the others, so one that is missing or a
+// symlink at one start and a directory at the next must be done again),
+// or is "" when the file system does not report birth times.
 func opaqueCacheKey(upper string, empty []string, userNS bool) string {
 	var st unix.Statx_t
 	if err := unix.Statx(unix.AT_FDCWD, upper, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO|unix.STATX_BTIME, &st); err != nil || st.Mask&unix.STATX_BTIME == 0 {
 		return ""
 	}
-	return fmt.Sprintf("v1 ino=%d btime=%d.%09d userns=%t\n%s\n", st.Ino, st.Btime.Sec, st.Btime.Nsec, userNS, strings.Join(empty, "\n"))
+	return fmt.Sprintf("v2 ino=%d btime=%d.%09d userns=%t\n%s\nreal:\n%s\n", st.Ino, st.Btime.Sec, st.Btime.Nsec, userNS,
+		strings.Join(empty, "\n"), strings.Join(realDirs(empty), "\n"))
 }
 
 // emptyInUpper makes host directory p (of lower root "/") appear empty in

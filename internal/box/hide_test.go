@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -204,5 +205,74 @@ func TestRealDirsSkipsSymlinks(t *testing.T) {
 	got := realDirs([]string{real, filepath.Join(dir, "link"), filepath.Join(dir, "link", "sub"), filepath.Join(dir, "missing")})
 	if len(got) != 1 || got[0] != real {
 		t.Errorf("realDirs = %q, want only %s", got, real)
+	}
+}
+
+// TestEmptyAllInUpperRedoesWhenAHostDirAppears: a directory of the list
+// that is missing on the host at one start (a home not made yet, a
+// symlink the host later replaces by a directory) gets no opaque marker;
+// when it is a real directory at the next start, the record must not
+// vouch for it, or the box would see everything in it (and what is
+// under it is no longer covered either, pruneHidden).
+func TestEmptyAllInUpperRedoesWhenAHostDirAppears(t *testing.T) {
+	layer := t.TempDir()
+	upper := filepath.Join(layer, "upper")
+	snapMust(t, os.Mkdir(upper, 0o755))
+	if opaqueCacheKey(upper, nil, true) == "" {
+		t.Skip("the file system of TMPDIR reports no birth times")
+	}
+	hostRoot := t.TempDir()
+	later := filepath.Join(hostRoot, "later") // missing at the first start
+	linked := filepath.Join(hostRoot, "linked")
+	snapMust(t, os.Mkdir(filepath.Join(hostRoot, "target"), 0o755))
+	snapMust(t, os.Symlink(filepath.Join(hostRoot, "target"), linked)) // a symlink at the first start
+	empty := []string{later, linked}
+	snapMust(t, emptyAllInUpper(layer, empty, true, true))
+
+	snapMust(t, os.MkdirAll(filepath.Join(later, ".aws"), 0o700))
+	snapMust(t, os.Remove(linked))
+	snapMust(t, os.MkdirAll(filepath.Join(linked, ".ssh"), 0o700))
+	if got := realDirs(empty); len(got) != 2 {
+		t.Fatalf("realDirs = %q, want both (now real directories)", got)
+	}
+	snapMust(t, emptyAllInUpper(layer, empty, true, true))
+	for _, p := range empty {
+		buf := make([]byte, 8)
+		n, err := unix.Lgetxattr(filepath.Join(upper, p), opaqueXattr(true), buf)
+		if err != nil || string(buf[:n]) != "y" {
+			t.Errorf("%s became a real host directory after the first start, but is not opaque in the upper (%v): the box sees its contents", p, err)
+		}
+	}
+}
+
+// TestEscapeHomeMadeAfterFirstStart: a persistent box first started while
+// the user's home did not exist yet; the host then makes it, with cloud
+// credentials in it. At the next start the box must see that home empty,
+// as a fresh box would, not through the record of its first start.
+func TestEscapeHomeMadeAfterFirstStart(t *testing.T) {
+	needBoxes(t)
+	// A path under /opt, which host mode shows, so that making it does not
+	// change the list of top-level directories the box shows empty.
+	home, err := os.MkdirTemp("/opt", "hermes-test-later-home-")
+	if err != nil {
+		t.Skipf("cannot make a directory in /opt: %v", err)
+	}
+	snapMust(t, os.Remove(home))
+	t.Cleanup(func() { os.RemoveAll(home) })
+	m := persistentTestManager(t, func(o *Options) { o.UserHome = home })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := m.Open(ctx, "later-home"); err != nil {
+		t.Fatal(err)
+	}
+	snapMust(t, m.Stop("later-home"))
+
+	snapMust(t, os.MkdirAll(filepath.Join(home, ".aws"), 0o700))
+	snapMust(t, os.WriteFile(filepath.Join(home, ".aws", "credentials"), []byte("aws_secret_access_key = host-only-marker"), 0o600))
+	snapMust(t, os.WriteFile(filepath.Join(home, "notes.txt"), []byte("host-only-marker"), 0o600))
+	e := openPlanted(t, m, "later-home")
+	res := e.run(t, "cat "+home+"/.aws/credentials "+home+"/notes.txt 2>&1; echo; ls -A "+home+" 2>/dev/null")
+	if out := string(res.Output); strings.Contains(out, "host-only-marker") || strings.Contains(out, "\n.aws\n") {
+		t.Fatalf("the restarted box sees a home the host made after its first start: %s", out)
 	}
 }

@@ -25,7 +25,10 @@ const snapshotReplaceSuffix = ".restore-"
 // once (syncfs(2); no fsync per file), the new tree is exchanged with
 // upperDir (renameat2 RENAME_EXCHANGE, or a rename when upperDir does not
 // exist) and the parent directory synced, and only then is the old tree
-// removed. Any error before the exchange leaves upperDir untouched.
+// removed. Any error before the exchange leaves upperDir untouched, except
+// running out of room: when the layer cannot hold both trees, the old one
+// is removed first and the extraction runs again (not crash-safe, as
+// restores were before).
 // Directories left by an interrupted ReplaceUpper are removed first.
 func (s *SnapshotStore) ReplaceUpper(id, upperDir string) (SnapshotManifest, error) {
 	m, err := s.Get(id)
@@ -40,6 +43,13 @@ func (s *SnapshotStore) ReplaceUpper(id, upperDir string) (SnapshotManifest, err
 		defer f.Close()
 		sum := sha256.New()
 		if err := restoreUpper(io.TeeReader(f, sum), tmp, false); err != nil { // the sha256 covers the archive
+			if errors.Is(err, unix.ENOSPC) {
+				// Out of room, replaceUpper removes the old tree and
+				// tries again: only for an intact archive.
+				if derr := snapshotCheckDigest(f, sum, m.SHA256); derr != nil {
+					return derr
+				}
+			}
 			return err
 		}
 		return snapshotCheckDigest(f, sum, m.SHA256)
@@ -72,7 +82,20 @@ func replaceUpper(upperDir string, restore func(tmp string) error) error {
 	tmp := upperDir + snapshotReplaceSuffix + hex.EncodeToString(suffix[:])
 	if err := restore(tmp); err != nil {
 		os.RemoveAll(tmp)
-		return err
+		if !errors.Is(err, unix.ENOSPC) {
+			return err
+		}
+		// The layer has no room for the old tree and the new one at
+		// once (a box using more than half its disk): replace it the
+		// way restores did before they were crash-safe, removing the
+		// old tree first.
+		if err := os.RemoveAll(upperDir); err != nil {
+			return fmt.Errorf("no room for the restored tree beside the old one, and removing the old one failed: %w", err)
+		}
+		if err := restore(tmp); err != nil {
+			os.RemoveAll(tmp)
+			return fmt.Errorf("%w (the old layer was removed first, for lack of room beside it: the box now starts empty)", err)
+		}
 	}
 	if err := snapshotSyncfs(tmp); err != nil {
 		os.RemoveAll(tmp)

@@ -1,12 +1,16 @@
 package box
 
 import (
+	"bytes"
+	"crypto/rand"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // snapReplaceFixture stores a snapshot of a one-file upper ("new" holding
@@ -102,5 +106,67 @@ func TestSnapshotReplaceUpperRemovesInterruptedRestore(t *testing.T) {
 		if strings.Contains(name, snapshotReplaceSuffix) {
 			t.Errorf("interrupted restore's %s is still there", name)
 		}
+	}
+}
+
+// TestSnapshotReplaceUpperWithoutRoomForBoth: a box using more than half
+// its disk must still be restorable (here to the snapshot of its own
+// layer): when the old tree and the extracted one do not fit together,
+// the old one goes first, as restores did before they extracted beside it.
+func TestSnapshotReplaceUpperWithoutRoomForBoth(t *testing.T) {
+	snapRequireRoot(t)
+	layer := t.TempDir()
+	snapMust(t, unix.Mount("tmpfs", layer, "tmpfs", 0, "size=8m"))
+	t.Cleanup(func() { unix.Unmount(layer, unix.MNT_DETACH) })
+	upper := filepath.Join(layer, "upper")
+	big := make([]byte, 5<<20)
+	rand.Read(big)
+	snapMust(t, os.MkdirAll(upper, 0o755))
+	snapMust(t, os.WriteFile(filepath.Join(upper, "big"), big, 0o644))
+	store := snapTestStore(t, time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), []byte{1, 2, 3})
+	m, err := store.Create("t", upper, SnapshotOrigin{})
+	snapMust(t, err)
+	snapMust(t, os.WriteFile(filepath.Join(upper, "later"), []byte("after the snapshot"), 0o644))
+
+	if _, err := store.ReplaceUpper(m.ID, upper); err != nil {
+		t.Fatalf("restore into a layer with room for one copy: %v", err)
+	}
+	if got := snapNames(t, upper); !slices.Equal(got, []string{"big"}) {
+		t.Errorf("upper holds %v after the restore, want [big]", got)
+	}
+	if data, _ := os.ReadFile(filepath.Join(upper, "big")); !bytes.Equal(data, big) {
+		t.Errorf("big differs after the restore (%d bytes)", len(data))
+	}
+	if got := snapNames(t, layer); !slices.Equal(got, []string{"upper"}) {
+		t.Errorf("layer dir holds %v, want only upper", got)
+	}
+}
+
+// TestSnapshotReplaceUpperCorruptArchiveWithoutRoomKeepsOldTree: running
+// out of room makes a restore remove the old tree and extract again, but
+// not for an archive whose digest is wrong (it would fail after the old
+// layer is gone).
+func TestSnapshotReplaceUpperCorruptArchiveWithoutRoomKeepsOldTree(t *testing.T) {
+	snapRequireRoot(t)
+	layer := t.TempDir()
+	snapMust(t, unix.Mount("tmpfs", layer, "tmpfs", 0, "size=8m"))
+	t.Cleanup(func() { unix.Unmount(layer, unix.MNT_DETACH) })
+	upper := filepath.Join(layer, "upper")
+	big := make([]byte, 5<<20)
+	rand.Read(big)
+	snapWrite(t, filepath.Join(upper, "big"), string(big), 0o644)
+	store := snapTestStore(t, time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), []byte{1, 2, 3})
+	m, err := store.Create("t", upper, SnapshotOrigin{})
+	snapMust(t, err)
+	data, err := os.ReadFile(store.ArchivePath(m.ID))
+	snapMust(t, err)
+	data[len(data)-5] ^= 0xff // past the file's contents: the extraction runs out of room first
+	snapMust(t, os.WriteFile(store.ArchivePath(m.ID), data, 0o600))
+
+	if _, err := store.ReplaceUpper(m.ID, upper); err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Fatalf("ReplaceUpper of a corrupted archive without room: %v, want the digest error", err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(upper, "big")); !bytes.Equal(data, big) {
+		t.Errorf("the old layer was removed for a corrupted archive (big has %d bytes)", len(data))
 	}
 }
