@@ -497,3 +497,36 @@ func TestStatusBarBoxState(t *testing.T) {
 		t.Errorf("narrow status bar:\n%s", f)
 	}
 }
+
+// TestRecapOnStartAndClockTicks: started on a resumed session (`hermes
+// -c`, `--resume`), the TUI prints the recap of its last exchanges and
+// its elapsed clock runs, before any event of the session arrives (the
+// recap and the clock once waited behind the event pump and never came).
+func TestRecapOnStartAndClockTicks(t *testing.T) {
+	w := newWorld(t, llmtest.Turn{Text: "the earlier answer"})
+	ctx := context.Background()
+	if _, _, err := w.sess.Send(ctx, "an earlier question", session.SendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.sess.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	o := w.options(t)
+	var clock atomic.Int64
+	o.Now = func() time.Time { return fixedNow.Add(time.Duration(clock.Add(1)) * time.Second) }
+	tm, out := start(t, o, 80, 24)
+	out.wait(t, "resumed "+w.sess.ID())
+	out.wait(t, "› an earlier question")
+	out.wait(t, "the earlier answer")
+	// Every call of the clock is a second later: a tick redraws the status
+	// bar with a later time than the first frame's.
+	first := waitFrame(t, tm, "│ 00:")
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if f := waitFrame(t, tm, "│ 00:"); f != first {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("the elapsed clock never advanced:\n%s", first)
+}
