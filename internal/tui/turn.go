@@ -33,6 +33,10 @@ type liveTurn struct {
 	renderedW, renderedN int
 	renderedAt           time.Time // wall clock of the cached rendering
 	redrawSoon           bool      // a redrawMsg is scheduled
+	// printed is set when a block of the answer was printed since the
+	// turn or its last tool call began: the next one is set apart from it
+	// by a blank line, as the markdown renderer sets blocks apart.
+	printed bool
 }
 
 // runningTool is a tool call between its ToolStart and ToolEnd.
@@ -108,6 +112,7 @@ func (m *Model) onEvent(ev session.Event) tea.Cmd {
 		return tea.Batch(tea.Sequence(out, m.flushParagraphs(false)), redraw)
 	case session.ToolStart:
 		out := tea.Sequence(m.flushThinking(), m.flushParagraphs(true))
+		t.printed = false
 		t.tool = &runningTool{name: ev.Tool, args: ev.Args, started: m.now()}
 		return out
 	case session.ToolEnd:
@@ -215,11 +220,15 @@ func (m *Model) flushParagraphs(final bool) tea.Cmd {
 		md += "\n" + closingFence(t.fence) + "\n" // close it for rendering
 	}
 	t.rendered, t.renderedN = "", 0
-	out := m.markdown(md)
+	out := strings.TrimRight(m.markdown(md), "\n")
 	if strings.TrimSpace(out) == "" {
 		return nil
 	}
-	return tea.Println(strings.TrimRight(out, "\n"))
+	if t.printed {
+		out = "\n" + out
+	}
+	t.printed = true
+	return tea.Println(out)
 }
 
 // paragraphCut is the end of the last blank line outside a code block in
