@@ -585,3 +585,46 @@ func printed(cmd tea.Cmd) []string {
 	}
 	return out
 }
+
+// TestListCommandsFitAndHint: /tools wraps its list at the terminal's
+// width between names (a long line was cut mid-name by the terminal),
+// /skills with none names a command that exists, and a one-line
+// reasoning says "1 line".
+func TestListCommandsFitAndHint(t *testing.T) {
+	w := newWorld(t, llmtest.Turn{Reasoning: "just one line", Text: "the answer"})
+	tm, out := start(t, w.options(t), 60, 24)
+	send(tm, "/tools")
+	out.wait(t, "write_file")
+	send(tm, "/skills")
+	out.wait(t, "no skills installed")
+	send(tm, "why")
+	out.wait(t, "the answer")
+	s := out.String()
+	if !strings.Contains(strings.Join(strings.Fields(s), " "), "hermes skills create NAME") || strings.Contains(s, "hermes skills install") {
+		t.Errorf("/skills does not name `hermes skills create`:\n%s", s)
+	}
+	if !strings.Contains(s, "· 1 line (Ctrl-O shows it)") {
+		t.Errorf("a one-line reasoning is not said to be 1 line:\n%s", s)
+	}
+	var tools []string // the lines of the list, between the live region's repaints
+	block := s[strings.Index(s, "tools: "):]
+	for _, l := range strings.Split(block[:strings.Index(block, "/skills")], "\n") {
+		l = strings.TrimRight(l, " \r")
+		if strings.Contains(l, "_") && !strings.Contains(l, "│") && !strings.HasPrefix(l, "›") {
+			tools = append(tools, l)
+		}
+	}
+	if len(tools) < 2 {
+		t.Fatalf("/tools printed no wrapped list:\n%s", s)
+	}
+	for _, l := range tools {
+		if ansi.StringWidth(l) > 60 {
+			t.Errorf("a /tools line is wider than the 60-column terminal: %q", l)
+		}
+	}
+	for _, name := range w.rt.Tools().Names() {
+		if !regexp.MustCompile(`(?m)(^|[ :,])` + name + `(,|$)`).MatchString(strings.Join(tools, "\n")) {
+			t.Errorf("tool %s is cut across lines:\n%s", name, strings.Join(tools, "\n"))
+		}
+	}
+}

@@ -187,7 +187,7 @@ func (m *Model) flushThinking() tea.Cmd {
 		return m.printLines(m.styles.dim.Render("▾ reasoning ("+took.String()+")"), m.styles.dim.Render(wrap(text, m.width-2)))
 	}
 	n := strings.Count(text, "\n") + 1
-	return m.printLines(m.styles.dim.Render(fmt.Sprintf("▸ reasoning · %s · %d lines (Ctrl-O shows it)", took, n)))
+	return m.printLines(m.styles.dim.Render(fmt.Sprintf("▸ reasoning · %s · %s (Ctrl-O shows it)", took, plural(n, "line"))))
 }
 
 // expandReasoning prints the last turn's reasoning (Ctrl-O).
