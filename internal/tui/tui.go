@@ -198,10 +198,11 @@ func tick() tea.Cmd {
 // beside them (a pump blocks until something comes: in the sequence it
 // held back what followed it).
 func (m *Model) Init() tea.Cmd {
-	prints := []tea.Cmd{tea.Println(m.banner())}
+	head := m.banner()
 	if recap := m.recap(); recap != "" {
-		prints = append(prints, tea.Println(recap))
+		head += "\n" + recap // one print: two left blank rows between them
 	}
+	prints := []tea.Cmd{tea.Println(head)}
 	if m.opts.Initial != "" {
 		m.preloaded = true
 		prints = append(prints, m.send(m.opts.Initial))

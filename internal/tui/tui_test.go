@@ -516,7 +516,7 @@ func TestRecapOnStartAndClockTicks(t *testing.T) {
 	var clock atomic.Int64
 	o.Now = func() time.Time { return fixedNow.Add(time.Duration(clock.Add(1)) * time.Second) }
 	tm, out := start(t, o, 80, 24)
-	out.wait(t, "resumed "+w.sess.ID())
+	out.wait(t, "resumed "+w.sess.ID()+" · last 1 exchange ──")
 	out.wait(t, "› an earlier question")
 	out.wait(t, "the earlier answer")
 	// Every call of the clock is a second later: a tick redraws the status

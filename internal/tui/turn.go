@@ -355,7 +355,7 @@ func (m *Model) recap() string {
 	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
 		parts[i], parts[j] = parts[j], parts[i]
 	}
-	head := m.styles.dim.Render(fmt.Sprintf("── resumed %s · last %d exchanges ──", m.sess.ID(), users))
+	head := m.styles.dim.Render(fmt.Sprintf("── resumed %s · last %s ──", m.sess.ID(), plural(users, "exchange")))
 	return head + "\n" + strings.Join(parts, "\n")
 }
 
