@@ -444,8 +444,15 @@ func (s *Service) Resolve(id string, a Answer) bool {
 
 var errApprovalTimeout = errors.New("approvals.timeout passed")
 
-// headlessReason is what the model reads when nobody can approve.
-const headlessReason = "; nobody can approve it in this run, so it was not run. Rerun with --yolo or use terminal.backend: box, or do the task another way"
+// headlessReason is what the model reads when nobody can approve. The
+// box is offered only where it would skip the approval: not for an
+// uncontained action (an MCP server over HTTP or on the host).
+func headlessReason(req Request) string {
+	if req.Uncontained {
+		return "; nobody can approve it in this run, so it was not run. Rerun with --yolo, or do the task another way"
+	}
+	return "; nobody can approve it in this run, so it was not run. Rerun with --yolo or use terminal.backend: box, or do the task another way"
+}
 
 // checkRequest classifies a command request with Check's rules, and any
 // other tool's action as needing approval unless approvals are off (yolo,
@@ -518,7 +525,7 @@ func (s *Service) Request(ctx context.Context, req Request) (Decision, error) {
 	}
 	s.mu.Unlock()
 	if len(prompters) == 0 {
-		return Decision{Reason: v.Reason + headlessReason, Verdict: v}, nil
+		return Decision{Reason: v.Reason + headlessReason(req), Verdict: v}, nil
 	}
 
 	ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.Timeout, errApprovalTimeout)
@@ -585,7 +592,7 @@ func (s *Service) Request(ctx context.Context, req Request) (Decision, error) {
 				absent++
 			}
 			if absent == len(prompters) {
-				return Decision{Reason: v.Reason + headlessReason, Verdict: v}, nil
+				return Decision{Reason: v.Reason + headlessReason(req), Verdict: v}, nil
 			}
 			if len(errs) == len(prompters) {
 				return Decision{Verdict: v, Reason: v.Reason + "; the approval prompt failed (" + errors.Join(errs...).Error() + "), so it was denied"}, nil

@@ -4,8 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // fakeUserHome makes a home directory on the host's root file system (not
@@ -126,5 +129,80 @@ func TestPrivateHostPathsOnlyInHostMode(t *testing.T) {
 	empty, hide = m.privateHostPaths([]string{"/var/lib/images/debian"})
 	if len(empty) != 0 || len(hide) != 1 || hide[0] != "/srv/hermes-home" {
 		t.Errorf("an image base should only hide HERMES_HOME: empty %q hide %q", empty, hide)
+	}
+}
+
+// TestPruneHiddenKeepsWhatTheWorkspaceShows: covering a host file under a
+// directory the box sees empty is dropped (and repeats), but not when
+// the workspace mount shows it (hermes run from ~: ~/.ssh is in sight).
+func TestPruneHiddenKeepsWhatTheWorkspaceShows(t *testing.T) {
+	empty := []string{"/root", "/home", "/var/log"}
+	hide := []string{"/srv/hermes-home", "/root/.ssh", "/etc/shadow", "/root/.ssh", "/home/alice/.aws", "/var/lib/shells.state", "/etc/shadow"}
+	got := pruneHidden(hide, empty, "/srv/project")
+	if want := []string{"/srv/hermes-home", "/etc/shadow", "/var/lib/shells.state"}; !slices.Equal(got, want) {
+		t.Errorf("pruneHidden = %q, want %q", got, want)
+	}
+	got = pruneHidden(append(hide, "/root/.hermes"), empty, "/root")
+	if want := []string{"/srv/hermes-home", "/root/.ssh", "/etc/shadow", "/var/lib/shells.state", "/root/.hermes"}; !slices.Equal(got, want) {
+		t.Errorf("pruneHidden with the workspace at /root = %q, want %q", got, want)
+	}
+}
+
+// TestEmptyAllInUpperRedoesForANewUpper: a persistent layer records the
+// directories its upper shows empty; a replaced upper (a snapshot
+// restore) or a changed list gets its opaque markers again.
+func TestEmptyAllInUpperRedoesForANewUpper(t *testing.T) {
+	layer := t.TempDir()
+	hostA, hostB := t.TempDir(), t.TempDir()
+	upper := filepath.Join(layer, "upper")
+	if err := os.Mkdir(upper, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if opaqueCacheKey(upper, nil, true) == "" {
+		t.Skip("the file system of TMPDIR reports no birth times")
+	}
+	opaque := func(p string) bool {
+		buf := make([]byte, 8)
+		n, err := unix.Lgetxattr(filepath.Join(upper, p), opaqueXattr(true), buf)
+		return err == nil && string(buf[:n]) == "y"
+	}
+	if err := emptyAllInUpper(layer, []string{hostA}, true, true); err != nil {
+		t.Fatal(err)
+	}
+	if !opaque(hostA) {
+		t.Fatalf("%s is not opaque in the upper", hostA)
+	}
+	if err := emptyAllInUpper(layer, []string{hostA, hostB}, true, true); err != nil {
+		t.Fatal(err)
+	}
+	if !opaque(hostB) {
+		t.Errorf("a directory added to the list was not made opaque")
+	}
+	// A restore replaces the upper with another directory.
+	if err := os.Rename(upper, upper+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(upper, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := emptyAllInUpper(layer, []string{hostA, hostB}, true, true); err != nil {
+		t.Fatal(err)
+	}
+	if !opaque(hostA) || !opaque(hostB) {
+		t.Errorf("the replaced upper did not get its opaque markers")
+	}
+}
+
+// TestRealDirsSkipsSymlinks: a host "directory" that is a symlink (or
+// lies under one) is not made empty in the box, so what is under it must
+// still be covered.
+func TestRealDirsSkipsSymlinks(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	snapMust(t, os.MkdirAll(filepath.Join(real, "sub"), 0o755))
+	snapMust(t, os.Symlink(real, filepath.Join(dir, "link")))
+	got := realDirs([]string{real, filepath.Join(dir, "link"), filepath.Join(dir, "link", "sub"), filepath.Join(dir, "missing")})
+	if len(got) != 1 || got[0] != real {
+		t.Errorf("realDirs = %q, want only %s", got, real)
 	}
 }
