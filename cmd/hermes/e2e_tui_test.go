@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -170,4 +171,85 @@ func TestTUIEndToEnd(t *testing.T) {
 	if err != nil || !strings.Contains(string(hist), "say hello") {
 		t.Errorf("the input history was not saved in HERMES_HOME: %v %q", err, hist)
 	}
+}
+
+// visible is the pane's visible rows (no scrollback), trailing blank
+// rows dropped.
+func (p *tmuxPane) visible() []string {
+	out, _ := exec.Command("tmux", "-S", p.socket, "capture-pane", "-p").Output()
+	return strings.Split(strings.TrimRight(string(out), "\n "), "\n")
+}
+
+// waitBottom waits (at most 20 s) until the last visible rows are the
+// editor showing editor and the complete status bar (the model's name,
+// the context bar and the clock), and returns the visible rows.
+func (p *tmuxPane) waitBottom(editor, model string) []string {
+	p.t.Helper()
+	status := regexp.MustCompile(`^` + regexp.QuoteMeta(model) + ` │ [█░]+ .* │ \d\d:\d\d`)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		rows := p.visible()
+		if n := len(rows); n >= 2 && strings.HasPrefix(rows[n-2], "› "+editor) && status.MatchString(rows[n-1]) {
+			return rows
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("the editor (%q) and the status bar are not the last rows:\n%s", editor, strings.Join(rows, "\n"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestTUIBigAnswerKeepsLiveRegion: after an answer whose last paragraph
+// is ~105 KB, streamed while the person types, the editor (with what was
+// typed) and the status bar are still drawn at the bottom; /help in a
+// 14-row pane leaves them in place too; Ctrl-L clears the screen and
+// redraws them. (Prints taller than the rows above the live region left
+// bubbletea drawing only the changed cells, at wrong places.)
+func TestTUIBigAnswerKeepsLiveRegion(t *testing.T) {
+	var para strings.Builder
+	words := strings.Fields("lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor")
+	for i := 0; para.Len() < 105<<10; i++ {
+		para.WriteString(words[i%len(words)] + " ")
+	}
+	text := "# Big answer\n\n" + para.String() + "THE-END\n"
+	e := newE2E(t, llmtest.Turn{Text: text, ChunkSize: 512, FrameEvery: 15 * time.Millisecond}) // about 3 s
+	e.configureModel()
+	p := e.startTUI(120, 40)
+	p.waitFor("anthropic/claude-sonnet-4.6")
+	p.typeText("give me a big answer")
+	p.keys("Enter")
+	p.waitFor("Big answer")
+	for i := 1; i <= 5; i++ {
+		p.typeText("x" + strconv.Itoa(i))
+		time.Sleep(250 * time.Millisecond)
+	}
+	p.waitFor("THE-END")
+	rows := p.waitBottom("x1x2x3x4x5", "anthropic/claude-sonnet-4.6")
+	if !strings.Contains(strings.Join(rows, "\n"), "THE-END") {
+		t.Errorf("the end of the answer is not above the editor:\n%s", strings.Join(rows, "\n"))
+	}
+	p.keys("C-u") // clear the editor
+	p.waitBottom("", "anthropic/claude-sonnet-4.6")
+
+	_ = exec.Command("tmux", "-S", p.socket, "resize-window", "-x", "100", "-y", "14").Run()
+	p.waitBottom("", "anthropic/claude-sonnet-4.6")
+	p.typeText("/help")
+	p.keys("Enter")
+	p.waitFor("input quits")
+	p.typeText("abc")
+	p.waitBottom("abc", "anthropic/claude-sonnet-4.6")
+
+	p.keys("C-l")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		rows := p.visible()
+		if len(rows) == 2 && strings.HasPrefix(rows[0], "› abc") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Ctrl-L did not clear the screen and redraw the editor and status bar at its top:\n%s", strings.Join(rows, "\n"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.waitBottom("abc", "anthropic/claude-sonnet-4.6")
 }

@@ -54,12 +54,11 @@ func isCommand(text string) bool {
 func (m *Model) command(line string) tea.Cmd {
 	fields := strings.Fields(line)
 	name, arg := strings.ToLower(fields[0]), strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), fields[0]))
-	echo := m.printLines(m.styles.dim.Render(line))
 	switch name {
 	case "/quit", "/exit", "/q":
 		return m.quit()
 	case "/help":
-		return tea.Sequence(echo, m.printLines(m.helpText()))
+		return m.printLines(m.styles.dim.Render(line), m.helpText())
 	case "/verbose":
 		m.verbose = !m.verbose
 		return m.printLines(m.styles.dim.Render(fmt.Sprintf("verbose: %v", m.verbose)))
@@ -72,9 +71,13 @@ func (m *Model) command(line string) tea.Cmd {
 		}
 		return m.printLines(m.styles.warn.Render("yolo " + state))
 	}
+	if !knownCommand(name) {
+		return m.printError(unknownCommand(name))
+	}
 	if m.turn != nil || m.compressing || m.sess.Busy() {
 		return m.printError(session.ErrBusy)
 	}
+	echo := m.printLines(m.styles.dim.Render(line)) // queued before what the command prints
 	var out tea.Cmd
 	switch name {
 	case "/new", "/reset":
@@ -108,6 +111,16 @@ func (m *Model) command(line string) tea.Cmd {
 		return m.printError(unknownCommand(name))
 	}
 	return tea.Sequence(echo, out)
+}
+
+// knownCommand reports whether name is one of commands.
+func knownCommand(name string) bool {
+	for _, c := range commands {
+		if c.name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // unknownCommand names the nearest command.

@@ -17,6 +17,7 @@ import (
 
 	"charm.land/bubbles/v2/textarea"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/session"
@@ -91,6 +92,13 @@ type Model struct {
 	styles      styles
 	pastes      map[string]string // placeholder → pasted text (large pastes)
 	md          *markdown         // markdown renderer, built on first use
+	// outbox holds the rows waiting to be printed above the live region
+	// (printer.go); printing is set while a chunk of them is in flight.
+	outbox   []string
+	printing bool
+	ready    bool // the first frame was drawn: prints may start
+	// greeted is set once the banner was printed (at the first size).
+	greeted bool
 }
 
 // usageTotals are the session's token counts since the TUI started.
@@ -192,22 +200,31 @@ func tick() tea.Cmd {
 	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tickMsg(t) })
 }
 
-// Init prints the banner and the resumed session's recap, starts the
-// event pump, the clock and the notices, and sends Initial. The prints
-// are in sequence, then the event pump; the clock and the notices run
-// beside them (a pump blocks until something comes: in the sequence it
-// held back what followed it).
+// Init starts the event pump, the clock and the notices. The banner, the
+// resumed session's recap and Initial wait for the terminal's size
+// (greet), so the banner is wrapped at its width.
 func (m *Model) Init() tea.Cmd {
+	return tea.Batch(waitEvent(m.ctx, m.sub), tick(), m.input.Focus(), m.waitNotice(), waitFirstFrame())
+}
+
+// greet prints the banner and the resumed session's recap, then sends
+// Initial; it runs once, at the first size (or the first tick, when no
+// size comes).
+func (m *Model) greet() tea.Cmd {
+	if m.greeted {
+		return nil
+	}
+	m.greeted = true
 	head := m.banner()
 	if recap := m.recap(); recap != "" {
-		head += "\n" + recap // one print: two left blank rows between them
+		head += "\n" + recap
 	}
-	prints := []tea.Cmd{tea.Println(head)}
+	cmds := []tea.Cmd{m.print(head)}
 	if m.opts.Initial != "" {
 		m.preloaded = true
-		prints = append(prints, m.send(m.opts.Initial))
+		cmds = append(cmds, m.send(m.opts.Initial))
 	}
-	return tea.Batch(tea.Sequence(append(prints, waitEvent(m.ctx, m.sub))...), tick(), m.input.Focus(), m.waitNotice())
+	return tea.Batch(cmds...)
 }
 
 // Update handles one message.
@@ -216,7 +233,13 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.input.SetWidth(max(msg.Width-2, 10))
-		return m, nil
+		return m, m.greet()
+	case printMsg:
+		return m, m.nextPrint()
+	case readyMsg:
+		return m, m.onReady()
+	case printedMsg:
+		return m, m.onPrinted()
 	case eventMsg:
 		if msg.sub != m.sub {
 			return m, nil // a subscription of a session left with /new
@@ -236,7 +259,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case compressedMsg:
 		return m, m.onCompressed(msg)
 	case tickMsg:
-		return m, tick()
+		return m, tea.Batch(tick(), m.greet())
 	case redrawMsg:
 		if m.turn != nil {
 			m.turn.redrawSoon = false
@@ -277,6 +300,11 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 		}
 	case "ctrl+o":
 		return m.expandReasoning()
+	case "ctrl+l":
+		// Clear the screen, then repaint the live region at its top: a
+		// raw clear alone leaves the renderer diffing against rows that
+		// are gone.
+		return tea.Sequence(tea.Raw(ansi.CursorHomePosition+ansi.EraseEntireScreen), tea.ClearScreen)
 	case "enter":
 		if m.complete.active() {
 			m.acceptCompletion()
@@ -338,12 +366,13 @@ func (m *Model) onCtrlC() tea.Cmd {
 	return nil
 }
 
+// quit quits once what is queued for printing is printed.
 func (m *Model) quit() tea.Cmd {
 	m.quitting = true
 	if m.turn != nil {
 		m.sess.Cancel()
 	}
-	return tea.Quit
+	return kickPrinter
 }
 
 // submit sends the editor's text, or runs it as a slash command.

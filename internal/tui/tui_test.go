@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -585,7 +584,6 @@ func TestStreamedBlocksSetApart(t *testing.T) {
 	m := New(context.Background(), w.options(t))
 	t.Cleanup(m.close)
 	m.width, m.height = 80, 24
-	var lines []string
 	for _, ev := range []session.Event{
 		{Kind: session.TurnStart, TurnID: "t"},
 		{Kind: session.TextDelta, TurnID: "t", Text: "First paragraph.\n\n```sh\necho hi\n"},
@@ -595,9 +593,9 @@ func TestStreamedBlocksSetApart(t *testing.T) {
 		{Kind: session.TextDelta, TurnID: "t", Text: "After the tool.\n\nAnd more."},
 		{Kind: session.ToolStart, TurnID: "t", Tool: "terminal", Args: `{"command":"true"}`},
 	} {
-		lines = append(lines, printed(m.onEvent(ev))...)
+		m.onEvent(ev)
 	}
-	got := ansi.Strip(strings.Join(lines, "\n"))
+	got := ansi.Strip(strings.Join(m.outbox, "\n"))
 	want := "First paragraph.\n\n╭ sh\n│ echo hi\n\n• one\n• two\n\nLast\n✓ terminal"
 	if !strings.HasPrefix(got, want) {
 		t.Errorf("printed:\n%s\nwant it to start with:\n%s", got, want)
@@ -605,29 +603,6 @@ func TestStreamedBlocksSetApart(t *testing.T) {
 	if !strings.HasSuffix(got, "\nAfter the tool.\n\nAnd more.") || strings.Contains(got, "\n\nAfter") {
 		t.Errorf("the answer after the tool line is not printed right after it:\n%s", got)
 	}
-}
-
-// printed runs cmd and the commands it batches or sequences, and returns
-// the text each tea.Println among them prints.
-func printed(cmd tea.Cmd) []string {
-	if cmd == nil {
-		return nil
-	}
-	v := reflect.ValueOf(cmd())
-	var out []string
-	switch v.Kind() {
-	case reflect.Slice: // tea.BatchMsg and the sequence message: []tea.Cmd
-		for i := range v.Len() {
-			if c, ok := v.Index(i).Interface().(tea.Cmd); ok {
-				out = append(out, printed(c)...)
-			}
-		}
-	case reflect.Struct:
-		if f := v.FieldByName("messageBody"); f.IsValid() {
-			out = append(out, f.String())
-		}
-	}
-	return out
 }
 
 // TestListCommandsFitAndHint: /tools wraps its list at the terminal's

@@ -69,7 +69,7 @@ func (m *Model) send(text string) tea.Cmd {
 	if _, _, err := m.sess.Send(m.ctx, text, session.SendOptions{}); err != nil {
 		return m.printError(err)
 	}
-	return tea.Println(m.styles.user.Render("› ") + firstLines(text, 6))
+	return m.print(m.styles.user.Render("› ") + firstLines(text, 6))
 }
 
 // onEvent applies one session event.
@@ -230,7 +230,7 @@ func (m *Model) flushParagraphs(final bool) tea.Cmd {
 		out = "\n" + out
 	}
 	t.printed = true
-	return tea.Println(out)
+	return m.print(out)
 }
 
 // paragraphCut is the end of the last blank line outside a code block in
@@ -310,7 +310,7 @@ func (m *Model) printLines(lines ...string) tea.Cmd {
 	if len(lines) == 0 {
 		return nil
 	}
-	return tea.Println(strings.Join(lines, "\n"))
+	return m.print(strings.Join(lines, "\n"))
 }
 
 // printError prints err for the person.

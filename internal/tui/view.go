@@ -58,8 +58,8 @@ func (m *Model) banner() string {
 }
 
 // View draws the live region: the running turn, the approval, the
-// completion menu or picker, the editor and the status bar. The running
-// turn gets the rows the others leave.
+// completion menu or picker, the editor and the status bar, in at most
+// liveMax rows. The running turn gets the rows the others leave.
 func (m *Model) View() tea.View {
 	if m.quitting {
 		return tea.NewView("")
@@ -78,12 +78,15 @@ func (m *Model) View() tea.View {
 	}
 	bottom = append(bottom, m.editorView(), m.statusBar())
 	fixed := lipgloss.JoinVertical(lipgloss.Left, bottom...)
-	room := m.height - lipgloss.Height(fixed)
+	room := m.liveMax() - lipgloss.Height(fixed)
 	live := m.liveView(room)
 	content := fixed
 	if live != "" {
 		content = live + "\n" + fixed
 	}
+	// Never taller than liveMax, whatever a tiny terminal leaves for the
+	// approval or the picker: prints fit above it (printer.go).
+	content = lastLines(content, m.liveMax())
 	v := tea.NewView(content)
 	v.WindowTitle = "hermes · " + m.rt.Model()
 	return v

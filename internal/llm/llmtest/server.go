@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hermes-go/hermes/internal/llm"
 )
@@ -74,6 +75,9 @@ type Turn struct {
 	// CutAfterFrames > 0 sends that many SSE frames, then closes the
 	// connection abruptly (a connection lost mid-answer).
 	CutAfterFrames int `json:"cut_after_frames,omitempty"`
+	// FrameEvery > 0 paces the stream: each SSE frame after the first is
+	// sent that long after the previous one (a model that writes slowly).
+	FrameEvery time.Duration `json:"frame_every,omitempty"`
 }
 
 // Request is one request the server received.
@@ -338,6 +342,13 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			return
+		}
+		if turn.FrameEvery > 0 && i > 0 {
+			select {
+			case <-time.After(turn.FrameEvery):
+			case <-r.Context().Done():
+				return
+			}
 		}
 		_, _ = io.WriteString(w, f)
 		if flusher != nil {
