@@ -2,9 +2,12 @@ package tui
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 )
@@ -76,4 +79,28 @@ func TestHelpInShortPanePrintsFit(t *testing.T) {
 	send(tm, "/help")
 	out.wait(t, "input quits")
 	requirePrintsFit(t, out.buf.String(), 14)
+}
+
+// TestBannerWrappedAtWidth: at 60 columns the banner is wrapped between
+// words at the terminal's width (it was printed before the width was
+// known, and the terminal cut it mid-word).
+func TestBannerWrappedAtWidth(t *testing.T) {
+	w := newWorld(t)
+	_, out := start(t, w.options(t), 60, 20)
+	out.wait(t, "Ctrl-D quits")
+	s := out.String()
+	banner := s[strings.Index(s, "Hermes Agent"):]
+	banner = banner[:strings.Index(banner, "Ctrl-D quits")+len("Ctrl-D quits")]
+	for _, l := range strings.Split(banner, "\n") {
+		l = strings.TrimRight(l, " \r")
+		if ansi.StringWidth(l) >= 60 {
+			t.Errorf("a banner line is %d columns wide in a 60-column terminal: %q", ansi.StringWidth(l), l)
+		}
+	}
+	words := strings.Fields(banner)
+	for _, want := range []string{"session", w.sess.ID(), "Alt-Enter/Ctrl-J", "interrupts"} {
+		if !slices.Contains(words, want) {
+			t.Errorf("the banner lacks the whole word %q (cut at the edge?):\n%s", want, banner)
+		}
+	}
 }

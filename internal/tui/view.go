@@ -46,15 +46,18 @@ func (m *Model) markdown(md string) string {
 // wrap wraps s at width w (ANSI aware).
 func wrap(s string, w int) string { return ansi.Wrap(s, max(w, 10), " ") }
 
-// banner is the first line printed.
+// banner is the first lines printed, wrapped between words at the
+// terminal's width (greet prints it once the width is known).
 func (m *Model) banner() string {
 	model := m.rt.Model()
 	if model == "" {
 		model = "(model from the recording)"
 	}
-	return fmt.Sprintf("%s %s · %s via %s · session %s\n%s",
-		m.styles.user.Render("Hermes Agent"), "v"+strings.TrimPrefix(m.opts.Version, "v"), model, m.rt.ProviderName(), m.sess.ID(),
-		m.styles.dim.Render("Enter sends · Alt-Enter/Ctrl-J newline · /help · Ctrl-C interrupts · Ctrl-D quits"))
+	w := m.width - 1
+	head := fmt.Sprintf("%s %s · %s via %s · session %s",
+		m.styles.user.Render("Hermes Agent"), "v"+strings.TrimPrefix(m.opts.Version, "v"), model, m.rt.ProviderName(), m.sess.ID())
+	keys := "Enter sends · Alt-Enter/Ctrl-J newline · /help · Ctrl-C interrupts · Ctrl-D quits"
+	return wrap(head, w) + "\n" + m.styles.dim.Render(wrap(keys, w))
 }
 
 // View draws the live region: the running turn, the approval, the
