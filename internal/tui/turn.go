@@ -332,7 +332,11 @@ func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
 // recapExchanges bounds the recap of a resumed session (user messages).
 const recapExchanges = 3
 
-// recap summarises the last exchanges of a resumed session.
+// recapLines bounds the rendered lines shown of each recalled message.
+const recapLines = 3
+
+// recap summarises the last exchanges of a resumed session: each message
+// rendered as markdown, folded to its first recapLines lines.
 func (m *Model) recap() string {
 	if m.sess.Busy() {
 		return ""
@@ -346,9 +350,9 @@ func (m *Model) recap() string {
 		switch {
 		case msg.Role == "user" && text != "":
 			users++
-			parts = append(parts, m.styles.user.Render("› ")+preview(text, m.width-4))
+			parts = append(parts, m.recalled(m.styles.user.Render("› "), text))
 		case msg.Role == "assistant" && text != "":
-			parts = append(parts, "  "+preview(text, m.width-4))
+			parts = append(parts, m.recalled("  ", text))
 		}
 	}
 	if len(parts) == 0 {
@@ -361,18 +365,55 @@ func (m *Model) recap() string {
 	return head + "\n" + strings.Join(parts, "\n")
 }
 
-// preview returns s on one line, cut to n runes.
-func preview(s string, n int) string {
-	// Tool output, a tool server's descriptions and stored titles are not
-	// the TUI's: their escape sequences (an OSC 52 clipboard write, a
-	// screen clear) and other control characters are removed.
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) && !unicode.IsSpace(r) {
+// recalled is one message of the recap: text (stored, so its escape
+// sequences are removed) rendered as markdown two columns in, its blank
+// lines dropped, folded to recapLines lines; the first line starts with
+// mark.
+func (m *Model) recalled(mark, text string) string {
+	if m.md == nil {
+		m.md = newMarkdown()
+	}
+	var lines []string
+	for _, l := range strings.Split(m.md.render(printable(text), max(m.width-4, 20)), "\n") {
+		if strings.TrimSpace(ansi.Strip(l)) != "" {
+			lines = append(lines, l)
+		}
+	}
+	shown := lines[:min(len(lines), recapLines)]
+	for i := range shown {
+		if i == 0 {
+			shown[i] = mark + shown[i]
+		} else {
+			shown[i] = "  " + shown[i]
+		}
+	}
+	if rest := len(lines) - len(shown); rest > 0 {
+		shown = append(shown, m.styles.dim.Render(fmt.Sprintf("  … %s", plural(rest, "more line"))))
+	}
+	return strings.Join(shown, "\n")
+}
+
+// printable removes s's escape sequences and control characters but for
+// newlines and tabs: tool output, a tool server's descriptions and stored
+// text are not the TUI's, and an escape sequence in them (an OSC 52
+// clipboard write, a screen clear) must not reach the terminal.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t':
+			return r
+		case unicode.IsSpace(r) && unicode.IsControl(r): // \r, \v, \f
+			return ' '
+		case unicode.IsControl(r):
 			return -1
 		}
 		return r
 	}, ansi.Strip(s))
-	s = strings.Join(strings.Fields(s), " ")
+}
+
+// preview returns s on one line, cut to n runes.
+func preview(s string, n int) string {
+	s = strings.Join(strings.Fields(printable(s)), " ")
 	if n < 8 {
 		n = 8
 	}

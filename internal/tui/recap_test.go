@@ -1,0 +1,46 @@
+package tui
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/hermes-go/hermes/internal/llm/llmtest"
+	"github.com/hermes-go/hermes/internal/session"
+)
+
+// exchange sends text in s and waits for the turn to end.
+func exchange(t *testing.T, s *session.Session, text string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, _, err := s.Send(ctx, text, session.SendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRecapRendersMarkdown: the recap of a resumed session shows its
+// messages rendered as markdown (bold without asterisks, a code block
+// behind its gutter), folded to their first lines (it showed the raw
+// "**42**" and "```python def …").
+func TestRecapRendersMarkdown(t *testing.T) {
+	answer := "The answer is **42**.\n\n```python\ndef answer():\n    return 42\n\nprint(answer())\n```\n"
+	w := newWorld(t, llmtest.Turn{Text: answer})
+	exchange(t, w.sess, "what is **6×7**?")
+	_, out := start(t, w.options(t), 80, 24)
+	out.wait(t, "── resumed")
+	out.wait(t, "more line")
+	s := out.String()
+	for _, want := range []string{"› what is 6×7?", "  The answer is 42.", "╭ python", "│ def answer():", "  … 3 more lines"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the recap lacks %q:\n%s", want, s)
+		}
+	}
+	for _, raw := range []string{"**", "```", "return 42"} {
+		if strings.Contains(s, raw) {
+			t.Errorf("the recap shows %q (raw markdown, or not folded):\n%s", raw, s)
+		}
+	}
+}
