@@ -166,10 +166,26 @@ func (m *Model) switchSession(s *session.Session) tea.Cmd {
 	if old != s {
 		old.Close()
 	}
-	m.usage = usageTotals{}
+	m.loadUsage()
 	m.preloaded = true
 	m.updateContextUsed()
 	return waitEvent(m.ctx, m.sub)
+}
+
+// loadUsage reads the open session's token counts from the store (none
+// for a session not stored yet).
+func (m *Model) loadUsage() {
+	m.usage = usageTotals{}
+	id := m.sess.ID()
+	if m.rt.Recorder().Pending(id) {
+		return
+	}
+	s, err := m.rt.Store().Session(m.ctx, id)
+	if err != nil {
+		return // a new session: nothing used yet
+	}
+	m.usage = usageTotals{input: s.Usage.InputTokens, output: s.Usage.OutputTokens,
+		cached: s.Usage.CacheReadTokens, calls: s.APICallCount}
 }
 
 func (m *Model) titleCommand(title string) tea.Cmd {

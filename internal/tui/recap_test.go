@@ -44,3 +44,25 @@ func TestRecapRendersMarkdown(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeLoadsTokenCounts: after /resume the status bar shows the
+// resumed session's ↑/↓ token counts, as /usage does (it dropped them).
+func TestResumeLoadsTokenCounts(t *testing.T) {
+	w := newWorld(t, llmtest.Turn{Text: "earlier", Usage: llmUsage(1200, 34)})
+	exchange(t, w.sess, "an earlier question")
+	old := w.sess.ID()
+	fresh, err := w.rt.Open(context.Background(), session.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.sess = fresh
+	tm, out := start(t, w.options(t), 120, 24)
+	if f := waitFrame(t, tm, "fake-model │"); strings.Contains(f, "↑") {
+		t.Fatalf("a new session shows token counts:\n%s", f)
+	}
+	send(tm, "/resume "+old)
+	out.wait(t, "resumed session "+old)
+	waitFrame(t, tm, "↑1.2k ↓34")
+	send(tm, "/usage")
+	out.wait(t, "input 1200 · output 34")
+}

@@ -101,7 +101,7 @@ type Model struct {
 	greeted bool
 }
 
-// usageTotals are the session's token counts since the TUI started.
+// usageTotals are the open session's token counts (stored ones included).
 type usageTotals struct {
 	input, output, cached, calls int
 }
@@ -118,6 +118,7 @@ func New(ctx context.Context, o Options) *Model {
 	m.input = newEditor()
 	m.subscribe()
 	m.updateContextUsed()
+	m.loadUsage()
 	return m
 }
 
