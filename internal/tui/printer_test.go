@@ -59,11 +59,12 @@ func requirePrintsFit(t *testing.T, raw string, height int) {
 // is printed, in order.
 func TestBigAnswerPrintsFit(t *testing.T) {
 	text := "# Big answer\n\n" + bigParagraph(105<<10) + "THE-END\n"
-	w := newWorld(t, llmtest.Turn{Text: text, ChunkSize: 4096})
+	w := newWorld(t, llmtest.Turn{Text: text, ChunkSize: 4096, Usage: llmUsage(1000, 27000)})
 	tm, out := start(t, w.options(t), 120, 40)
 	send(tm, "big")
-	out.wait(t, "THE-END")
-	waitFrame(t, tm, "Ask anything")
+	waitFrame(t, tm, "↓27.0k") // the turn has ended
+	send(tm, "/usage") // printed after the answer: once it shows, the answer is printed
+	out.wait(t, "api calls")
 	requirePrintsFit(t, out.buf.String(), 40)
 	s := out.String()
 	if i, j := strings.Index(s, "# Big answer"), strings.Index(s, "THE-END"); i < 0 || j < i {
