@@ -63,7 +63,7 @@ func TestBigAnswerPrintsFit(t *testing.T) {
 	tm, out := start(t, w.options(t), 120, 40)
 	send(tm, "big")
 	waitFrame(t, tm, "↓27.0k") // the turn has ended
-	send(tm, "/usage") // printed after the answer: once it shows, the answer is printed
+	send(tm, "/usage")         // printed after the answer: once it shows, the answer is printed
 	out.wait(t, "api calls")
 	requirePrintsFit(t, out.buf.String(), 40)
 	s := out.String()
