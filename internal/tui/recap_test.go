@@ -66,3 +66,24 @@ func TestResumeLoadsTokenCounts(t *testing.T) {
 	send(tm, "/usage")
 	out.wait(t, "input 1200 · output 34")
 }
+
+// TestToolOutputKeepsSpaces: a tool's output lines keep their runs of
+// spaces and tabs (the columns of `ls -la` lost their alignment); the
+// one-line preview of the command may squeeze them.
+func TestToolOutputKeepsSpaces(t *testing.T) {
+	w := newWorld(t,
+		llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "terminal", Args: `{"command":"printf 'total    4\\ndrwxr-xr-x  2 root\\tx\\n'"}`}}},
+		llmtest.Turn{Text: "listed"},
+	)
+	o := w.options(t)
+	o.Verbose = true
+	tm, out := start(t, o, 100, 24)
+	send(tm, "list")
+	out.wait(t, "listed")
+	s := out.String()
+	for _, want := range []string{"│ total    4", "│ drwxr-xr-x  2 root      x"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the tool output lacks %q:\n%s", want, s)
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/hermes-go/hermes/internal/session"
 )
 
@@ -106,12 +108,32 @@ func (m *Model) toolOutcome(ev session.Event, took time.Duration) string {
 	var b strings.Builder
 	b.WriteString(head)
 	for _, l := range shown {
-		b.WriteString("\n" + m.styles.dim.Render("  │ "+preview(l, m.width-6)))
+		b.WriteString("\n" + m.styles.dim.Render("  │ "+outputLine(l, m.width-6)))
 	}
 	if rest := len(lines) - len(shown); rest > 0 {
 		b.WriteString("\n" + m.styles.dim.Render(fmt.Sprintf("  └ … %s folded (/verbose shows more)", plural(rest, "more line"))))
 	}
 	return b.String()
+}
+
+// outputLine is one line of a tool's output as shown under its call:
+// escape sequences and control characters removed, tabs expanded to
+// 8-column stops, runs of spaces kept (columns of `ls -la` stay aligned),
+// cut to n columns.
+func outputLine(l string, n int) string {
+	var b strings.Builder
+	col := 0
+	for _, r := range printable(l) {
+		if r == '\t' {
+			pad := 8 - col%8
+			b.WriteString(strings.Repeat(" ", pad))
+			col += pad
+			continue
+		}
+		b.WriteRune(r)
+		col++
+	}
+	return ansi.Truncate(strings.TrimRight(b.String(), " "), max(n, 8), "…")
 }
 
 func lenFacts(f []string) int { return len(strings.Join(f, " · ")) }
