@@ -161,6 +161,7 @@ func TestTUIEndToEnd(t *testing.T) {
 
 	p.keys("C-d")
 	p.waitFor("HERMES-EXITED 0")
+	p.waitFor("Resume this session with: hermes --resume ")
 	if _, err := os.Stat(filepath.Join(e.workspace, "slept")); err == nil {
 		t.Errorf("the interrupted command ran to the end")
 	}

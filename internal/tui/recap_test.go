@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 	"github.com/hermes-go/hermes/internal/session"
 )
@@ -85,5 +87,33 @@ func TestToolOutputKeepsSpaces(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("the tool output lacks %q:\n%s", want, s)
 		}
+	}
+}
+
+// TestExitPrintsResumeHint: leaving a session with messages prints how
+// to resume it (as Hermes does); leaving an empty one prints nothing.
+func TestExitPrintsResumeHint(t *testing.T) {
+	w := newWorld(t, llmtest.Turn{Text: "earlier"})
+	exchange(t, w.sess, "a question")
+	hint := "Resume this session with: hermes --resume " + w.sess.ID() + "\n"
+	var out strings.Builder
+	if err := Run(context.Background(), w.options(t), strings.NewReader("\x04"), &out, tea.WithWindowSize(80, 24)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(out.String(), hint) {
+		t.Errorf("leaving did not print %q:\n%q", hint, out.String())
+	}
+
+	empty, err := w.rt.Open(context.Background(), session.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.sess = empty
+	out.Reset()
+	if err := Run(context.Background(), w.options(t), strings.NewReader("\x04"), &out, tea.WithWindowSize(80, 24)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "Resume this session") {
+		t.Errorf("leaving an empty session printed a resume hint:\n%q", out.String())
 	}
 }

@@ -12,6 +12,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -122,14 +123,19 @@ func New(ctx context.Context, o Options) *Model {
 	return m
 }
 
-// Run runs the TUI on in/out until the person quits or ctx ends.
+// Run runs the TUI on in/out until the person quits or ctx ends; then,
+// when the open session has messages, it prints how to resume it.
 func Run(ctx context.Context, o Options, in io.Reader, out io.Writer, extra ...tea.ProgramOption) error {
 	m := New(ctx, o)
 	defer m.close()
 	opts := append([]tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out)}, extra...)
 	_, err := tea.NewProgram(m, opts...).Run()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
-		return nil
+		err = nil
+	}
+	if err == nil && len(m.sess.History()) > 0 {
+		// As Hermes does: how to come back to the conversation.
+		_, err = fmt.Fprintf(out, "Resume this session with: hermes --resume %s\n", m.sess.ID())
 	}
 	return err
 }
