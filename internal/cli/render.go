@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/hermes-go/hermes/internal/session"
+	"github.com/hermes-go/hermes/internal/termsafe"
 )
 
 // renderer prints agent progress for a person. In quiet mode (-Q, -z) only
@@ -18,7 +19,7 @@ type renderer struct {
 	verbose   bool
 	// safe, when set (stdout is a terminal), neutralises control
 	// sequences in the model's text; nil writes the text as is.
-	safe *termSafe
+	safe *termsafe.Stream
 
 	mu       sync.Mutex
 	streamed bool // some answer text was streamed in this model call
@@ -39,7 +40,7 @@ func (r *renderer) event(ev session.Event) {
 		}
 		text := ev.Text
 		if r.safe != nil {
-			text = r.safe.Filter(text)
+			text = r.safe.Clean(text)
 		}
 		fmt.Fprint(r.out, text)
 		r.streamed = true
@@ -88,7 +89,7 @@ func (r *renderer) finish(text string) {
 	defer r.mu.Unlock()
 	if r.quiet || !r.streamed {
 		if r.safe != nil {
-			text = (&termSafe{}).Filter(text)
+			text = termsafe.Clean(text)
 		}
 		if text != "" {
 			fmt.Fprintln(r.out, strings.TrimRight(text, "\n"))
@@ -98,7 +99,7 @@ func (r *renderer) finish(text string) {
 	}
 	r.streamed = false
 	if r.safe != nil {
-		*r.safe = termSafe{}
+		*r.safe = termsafe.Stream{}
 	}
 }
 
