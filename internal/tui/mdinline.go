@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/hermes-go/hermes/internal/termsafe"
 )
 
 // The inline half of the markdown parser: code spans, backslash escapes,
@@ -118,6 +120,11 @@ func (p *inlineParser) step(i int) int {
 	case c == '&':
 		if semi := strings.IndexByte(s[i:min(len(s), i+33)], ';'); semi > 1 {
 			if un := html.UnescapeString(s[i : i+semi+1]); un != s[i:i+semi+1] {
+				if termsafe.Clean(un) != un {
+					// &#27; and other control characters would reach
+					// the terminal: shown as U+FFFD, as &#0; is.
+					un = "\uFFFD"
+				}
 				p.buf.WriteString(un)
 				return i + semi + 1
 			}

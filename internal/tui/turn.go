@@ -12,6 +12,7 @@ import (
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/approval"
 	"github.com/hermes-go/hermes/internal/session"
+	"github.com/hermes-go/hermes/internal/termsafe"
 )
 
 // liveTurn is the running turn's not yet printed output: the answer text
@@ -33,6 +34,9 @@ type liveTurn struct {
 	renderedW, renderedN int
 	renderedAt           time.Time // wall clock of the cached rendering
 	redrawSoon           bool      // a redrawMsg is scheduled
+	// textSafe and thinkSafe remove control sequences from the streamed
+	// answer and reasoning (a sequence may span two deltas).
+	textSafe, thinkSafe termsafe.Stream
 }
 
 // runningTool is a tool call between its ToolStart and ToolEnd.
@@ -66,8 +70,28 @@ func (m *Model) send(text string) tea.Cmd {
 	return tea.Println(m.styles.user.Render("› ") + firstLines(text, 6))
 }
 
+// cleanEvent removes terminal control sequences from what the model or a
+// tool wrote in ev (the streamed deltas are cleaned by the turn's
+// streams); an approval's command and path show theirs as escapes, so
+// the person approves what will run.
+func cleanEvent(ev session.Event) session.Event {
+	ev.Tool, ev.Args = termsafe.Clean(ev.Tool), termsafe.Clean(ev.Args)
+	if ev.Kind != session.TextDelta && ev.Kind != session.ReasoningDelta {
+		ev.Text = termsafe.Clean(ev.Text)
+	}
+	if ev.Approval != nil {
+		p := *ev.Approval
+		p.Command, p.Path = termsafe.Visible(p.Command), termsafe.Visible(p.Path)
+		p.Tool, p.Action = termsafe.Clean(p.Tool), termsafe.Clean(p.Action)
+		p.Danger, p.Reason = termsafe.Clean(p.Danger), termsafe.Clean(p.Reason)
+		ev.Approval = &p
+	}
+	return ev
+}
+
 // onEvent applies one session event.
 func (m *Model) onEvent(ev session.Event) tea.Cmd {
+	ev = cleanEvent(ev)
 	switch ev.Kind {
 	case session.TurnStart:
 		m.turn = &liveTurn{id: ev.TurnID, started: m.now()}
@@ -94,10 +118,10 @@ func (m *Model) onEvent(ev session.Event) tea.Cmd {
 		if t.thinking.Len() == 0 {
 			t.thinkAt = m.now()
 		}
-		t.thinking.WriteString(ev.Text)
+		t.thinking.WriteString(t.thinkSafe.Clean(ev.Text))
 	case session.TextDelta:
 		out := m.flushThinking()
-		t.text += ev.Text
+		t.text += t.textSafe.Clean(ev.Text)
 		var redraw tea.Cmd
 		if !t.redrawSoon {
 			// The live paragraph is re-rendered at most every
@@ -304,12 +328,12 @@ func (m *Model) printLines(lines ...string) tea.Cmd {
 
 // printError prints err for the person.
 func (m *Model) printError(err error) tea.Cmd {
-	return m.printLines(m.styles.err.Render("hermes: ") + err.Error())
+	return m.printLines(m.styles.err.Render("hermes: ") + termsafe.Clean(err.Error()))
 }
 
 // firstLines returns the first n lines of s, marking what was left out.
 func firstLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(termsafe.Clean(s), "\n"), "\n")
 	if len(lines) <= n {
 		return strings.Join(lines, "\n")
 	}
@@ -350,9 +374,10 @@ func (m *Model) recap() string {
 	return head + "\n" + strings.Join(parts, "\n")
 }
 
-// preview returns s on one line, cut to n runes.
+// preview returns s on one line, cut to n runes, without control
+// sequences.
 func preview(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(termsafe.Clean(s)), " ")
 	if n < 8 {
 		n = 8
 	}

@@ -8,6 +8,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/hermes-go/hermes/internal/termsafe"
 )
 
 // styles are the TUI's colours.
@@ -83,7 +85,7 @@ func (m *Model) View() tea.View {
 		content = live + "\n" + fixed
 	}
 	v := tea.NewView(content)
-	v.WindowTitle = "hermes · " + m.rt.Model()
+	v.WindowTitle = "hermes · " + termsafe.Clean(m.rt.Model())
 	return v
 }
 
@@ -191,7 +193,7 @@ func (m *Model) statusBar() string {
 		text     string
 		priority int // lower = kept longer
 	}
-	segs := []seg{{m.rt.Model(), 0}, {ctxSeg, 1}}
+	segs := []seg{{termsafe.Clean(m.rt.Model()), 0}, {ctxSeg, 1}}
 	if m.usage.calls > 0 || m.usage.input > 0 {
 		segs = append(segs, seg{fmt.Sprintf("↑%s ↓%s", tokens(m.usage.input), tokens(m.usage.output)), 3})
 	}
