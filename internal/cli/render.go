@@ -52,26 +52,26 @@ func (r *renderer) event(ev session.Event) {
 			return
 		}
 		r.endLine()
-		fmt.Fprintf(r.diag, "  ⚙ %s %s\n", ev.Tool, preview(ev.Args, 120))
+		fmt.Fprintf(r.diag, "  ⚙ %s %s\n", termsafe.Clean(ev.Tool), preview(ev.Args, 120))
 	case session.ToolEnd:
 		switch {
 		case r.quiet && !r.verbose:
 		case ev.IsError:
 			// Tool errors often start with the tool's name already.
 			msg := strings.TrimPrefix(ev.Text, ev.Tool+": ")
-			fmt.Fprintf(r.diag, "  ✗ %s: %s\n", ev.Tool, preview(msg, 200))
+			fmt.Fprintf(r.diag, "  ✗ %s: %s\n", termsafe.Clean(ev.Tool), preview(msg, 200))
 		case r.verbose:
-			fmt.Fprintf(r.diag, "  ✓ %s: %s\n", ev.Tool, preview(ev.Text, 200))
+			fmt.Fprintf(r.diag, "  ✓ %s: %s\n", termsafe.Clean(ev.Tool), preview(ev.Text, 200))
 		}
 	case session.Retry:
 		if r.quiet {
 			return
 		}
 		r.endLine()
-		fmt.Fprintf(r.diag, "hermes: %s\n", ev.Text)
+		fmt.Fprintf(r.diag, "hermes: %s\n", termsafe.Clean(ev.Text))
 	case session.Notice:
 		r.endLine()
-		fmt.Fprintf(r.diag, "hermes: %s\n", ev.Text)
+		fmt.Fprintf(r.diag, "hermes: %s\n", termsafe.Clean(ev.Text))
 	}
 }
 
@@ -103,9 +103,11 @@ func (r *renderer) finish(text string) {
 	}
 }
 
-// preview returns s on one line, cut to n runes.
+// preview returns s on one line, cut to n runes, without control
+// sequences (tool names, arguments and output come from the model and
+// from files).
 func preview(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(termsafe.Clean(s)), " ")
 	if r := []rune(s); len(r) > n {
 		return string(r[:n]) + "…"
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/approval"
 	"github.com/hermes-go/hermes/internal/session"
+	"github.com/hermes-go/hermes/internal/termsafe"
 )
 
 // repl is the plain line-based interactive chat: it streams answers, shows
@@ -39,12 +40,7 @@ func (a *App) repl(ctx context.Context, rt *chatRuntime, initial string) error {
 	}()
 
 	ask := func(ev session.Event) approval.Answer {
-		p := ev.Approval
-		what := p.Command
-		if what == "" {
-			what = strings.TrimSpace(p.Tool + " " + p.Action + " " + p.Path)
-		}
-		fmt.Fprintf(a.Stderr, "\n⚠ %s\n  %s\n  approve? [o]nce [s]ession [a]lways [d]eny: ", p.Danger, what)
+		fmt.Fprint(a.Stderr, approvalQuestion(ev.Approval))
 		select {
 		case l := <-lines:
 			return approval.ParseAnswer(strings.TrimSpace(l))
@@ -192,4 +188,15 @@ func (a *App) slashCommand(ctx context.Context, rt *chatRuntime, line string) (b
 		return false, fmt.Errorf("unknown command %s (try /help)", fields[0])
 	}
 	return false, nil
+}
+
+// approvalQuestion is the line REPL's approval prompt for p. The
+// command's control characters are shown as escapes: a carriage return
+// or a line erase must not hide what will run.
+func approvalQuestion(p *approval.Prompt) string {
+	what := p.Command
+	if what == "" {
+		what = strings.TrimSpace(p.Tool + " " + p.Action + " " + p.Path)
+	}
+	return fmt.Sprintf("\n⚠ %s\n  %s\n  approve? [o]nce [s]ession [a]lways [d]eny: ", termsafe.Clean(p.Danger), termsafe.Visible(what))
 }
