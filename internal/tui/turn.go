@@ -50,6 +50,9 @@ type approvalPrompt struct {
 	id   string
 	p    approval.Prompt
 	done <-chan struct{}
+	// printed is set when the whole command was printed above (it is
+	// taller than the approval box can show).
+	printed bool
 }
 
 // approvalDoneMsg says the approval id was answered elsewhere or timed out.
@@ -101,7 +104,15 @@ func (m *Model) onEvent(ev session.Event) tea.Cmd {
 	case session.ApprovalRequest:
 		m.approval = &approvalPrompt{id: ev.Approval.ID, p: *ev.Approval, done: ev.ApprovalDone}
 		done, id := ev.ApprovalDone, ev.Approval.ID
-		return func() tea.Msg { <-done; return approvalDoneMsg{id: id} }
+		wait := func() tea.Msg { <-done; return approvalDoneMsg{id: id} }
+		what := approvalSubject(m.approval.p)
+		if strings.Count(wrap(what, max(m.width-4, 20)), "\n")+1 > m.height/2 {
+			// Too tall for the approval box: the whole command goes to
+			// the scrollback, where the person can read all of it.
+			m.approval.printed = true
+			return tea.Batch(m.printLines(m.styles.warn.Render("command to approve:"), what), wait)
+		}
+		return wait
 	case session.Notice, session.Retry:
 		return m.printLines(m.styles.warn.Render("hermes: ") + ev.Text)
 	case session.Final:
