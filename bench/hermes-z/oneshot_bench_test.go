@@ -5,6 +5,8 @@
 // and the children's peak resident set size (getrusage ru_maxrss).
 //
 // Run: go test ./bench/hermes-z -run '^$' -bench . -benchtime 30x
+// With HERMES_BENCH_BIN=/path/to/hermes it times that binary instead of
+// building one (to compare builds: `go build -trimpath -ldflags "-s -w"`).
 // Plain `go test` runs no benchmark (TestMain still builds hermes, ~1 s warm).
 package hermesz_test
 
@@ -24,10 +26,15 @@ import (
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 )
 
-// hermesBin is the binary built by TestMain.
+// hermesBin is the binary built by TestMain, or HERMES_BENCH_BIN when set
+// (a prebuilt binary, e.g. to compare two builds in the same run).
 var hermesBin string
 
 func TestMain(m *testing.M) {
+	if bin := os.Getenv("HERMES_BENCH_BIN"); bin != "" {
+		hermesBin = bin
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "hermes-bench-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -19,6 +19,10 @@ func main() {
 	args := os.Args[1:]
 	if filepath.Base(os.Args[0]) == cli.ACPEntry {
 		args = append([]string{"acp"}, args...)
+	} else if cli.OnlyVersion(args) { // nothing else built for `--version`
+		exe, _ := os.Executable()
+		cli.PrintVersion(os.Stdout, exe)
+		os.Exit(0)
 	}
 	ctx, stop := cli.SignalContext()
 	code := cli.NewApp().Run(ctx, args)

@@ -66,7 +66,7 @@ func (s *Server) askCommand(ctx context.Context, as *acpSession, tc *toolCalls, 
 	resp, err := s.conn.RequestPermission(rctx, sdk.RequestPermissionRequest{
 		SessionId: sdk.SessionId(as.s.ID()), Options: commandOptions,
 		ToolCall: sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(call), Kind: sdk.Ptr(sdk.ToolKindExecute), Status: sdk.Ptr(sdk.ToolCallStatusPending),
-			Content:  []sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(what + "\n\nNeeds approval: " + p.Danger))},
+			Content:  []sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(what + "\n\n" + approvalWhy(p.Danger)))},
 			RawInput: map[string]any{"command": p.Command, "reason": p.Reason, "rule": p.Rule}},
 	})
 	if err != nil {
@@ -191,4 +191,14 @@ func (s *Server) askEdit(ctx context.Context, as *acpSession, toolName, abs, old
 		return false
 	}
 	return selected(resp) == optOnce
+}
+
+// approvalWhy is the line of a permission request saying why a command
+// needs approval: the approval service's reason already starts with
+// "needs approval: ", which is shown once.
+func approvalWhy(danger string) string {
+	if rest, ok := strings.CutPrefix(danger, "needs approval: "); ok {
+		danger = rest
+	}
+	return "Needs approval: " + danger
 }

@@ -78,3 +78,27 @@ func TestPermissionDisconnectDenies(t *testing.T) {
 		t.Errorf("the command ran after the client left: %v", err)
 	}
 }
+
+// The permission request of a dangerous command says "Needs approval"
+// once (it read "Needs approval: needs approval: recursive rm of keep").
+func TestPermissionReasonNotDoubled(t *testing.T) {
+	w := newWorld(t,
+		llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "terminal", Args: args(map[string]any{"command": "rm -r keep"})}}},
+		llmtest.Turn{Text: "ok"},
+	)
+	if err := os.MkdirAll(filepath.Join(w.work, "keep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := w.connect(sdk.ClientCapabilities{})
+	id := c.newSession(t, w.work)
+	c.prompt(t, id, "delete keep")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.permissions) != 1 || len(c.permissions[0].ToolCall.Content) == 0 || c.permissions[0].ToolCall.Content[0].Content == nil {
+		t.Fatalf("permission requests %+v", c.permissions)
+	}
+	text := c.permissions[0].ToolCall.Content[0].Content.Content.Text.Text
+	if n := strings.Count(strings.ToLower(text), "needs approval"); n != 1 || !strings.Contains(text, "Needs approval: recursive rm of keep") {
+		t.Errorf("permission text %q says \"needs approval\" %d times", text, n)
+	}
+}

@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -34,6 +35,11 @@ func (s *Server) runtime(ctx context.Context, cwd string) (rt *session.Runtime, 
 		return nil, nil, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("cwd %q must be an absolute path", cwd)})
 	}
 	cwd = filepath.Clean(cwd)
+	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
+		// The editor's workspace, not terminal.cwd: the runtime's own
+		// message would send the person to config.yaml.
+		return nil, nil, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("cwd %q is not a directory on the agent's machine; open a folder that exists", cwd)})
+	}
 	if e := s.useRuntime(cwd); e != nil {
 		return e.rt, s.releaser(e), nil
 	}

@@ -2,6 +2,9 @@ package acp
 
 import (
 	"context"
+	"errors"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -41,5 +44,22 @@ func TestRuntimesBounded(t *testing.T) {
 	}
 	if got := agentText(c.snapshot()); got != "still here" {
 		t.Errorf("the open session answered %q", got)
+	}
+}
+
+// A session in a workspace that does not exist is refused naming the
+// editor's cwd, not terminal.cwd of config.yaml (the message sent the
+// person to `hermes config set terminal.cwd`).
+func TestNewSessionMissingCwd(t *testing.T) {
+	w := newWorld(t, llmtest.Turn{Text: "unused"})
+	c := w.connect(sdk.ClientCapabilities{})
+	missing := filepath.Join(w.work, "gone")
+	_, err := c.conn.NewSession(context.Background(), sdk.NewSessionRequest{Cwd: missing, McpServers: []sdk.McpServer{}})
+	if err == nil || !strings.Contains(err.Error(), "is not a directory") || strings.Contains(err.Error(), "terminal.cwd") {
+		t.Fatalf("session/new in %s: %v", missing, err)
+	}
+	var re *sdk.RequestError
+	if !errors.As(err, &re) || re.Code != -32602 {
+		t.Errorf("error %v is not invalid params", err)
 	}
 }

@@ -56,7 +56,10 @@ type Options struct {
 	// ParseTextToolCalls recovers <tool_call> markup from text answers (nil = off).
 	ParseTextToolCalls TextToolCallParser
 	// Redact, when set, is applied to every tool result before it is stored
-	// or sent to the model (it removes the agent's own secrets).
+	// or sent to the model (it removes the agent's own secrets), and to the
+	// text and tool-call arguments of every stored message and tool event
+	// (a model can write a secret it was shown or told). Reasoning is kept
+	// as is: providers sign it.
 	Redact func(string) string
 	// Compactor is consulted before each model call (nil = never compact).
 	Compactor Compactor
@@ -167,9 +170,13 @@ func (a *Agent) SetModel(name string) {
 }
 
 func (a *Agent) emit(ev Event) {
-	if a.opts.OnEvent != nil {
-		a.opts.OnEvent(ev)
+	if a.opts.OnEvent == nil {
+		return
 	}
+	if a.opts.Redact != nil && ev.Call.Arguments != "" {
+		ev.Call.Arguments = a.opts.Redact(ev.Call.Arguments)
+	}
+	a.opts.OnEvent(ev)
 }
 
 func (a *Agent) notice(format string, args ...any) {
@@ -182,12 +189,32 @@ func (a *Agent) record(ctx context.Context, s *Session, m llm.Message) error {
 	return a.persist(ctx, s.ID, m)
 }
 
+// redactMessage returns m with Redact applied to its text and its tool
+// calls' arguments (copied: the in-memory history keeps what the model
+// wrote, so the rest of the turn is unchanged).
+func (a *Agent) redactMessage(m llm.Message) llm.Message {
+	if a.opts.Redact == nil {
+		return m
+	}
+	m.Content = a.opts.Redact(m.Content)
+	if len(m.ToolCalls) > 0 {
+		calls := make([]llm.ToolCall, len(m.ToolCalls))
+		for i, tc := range m.ToolCalls {
+			tc.Arguments = a.opts.Redact(tc.Arguments)
+			calls[i] = tc
+		}
+		m.ToolCalls = calls
+	}
+	return m
+}
+
 // persist stores m in the session's record without touching the in-memory
 // history. It is safe to call from tool goroutines.
 func (a *Agent) persist(ctx context.Context, sessionID string, m llm.Message) error {
 	if a.opts.Recorder == nil {
 		return nil
 	}
+	m = a.redactMessage(m)
 	// Persist even when ctx is cancelled: an interrupted turn must still
 	// leave a valid history behind.
 	if _, err := a.opts.Recorder.AppendMessage(context.WithoutCancel(ctx), sessionID, m); err != nil {

@@ -44,6 +44,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Action is the outcome of a check.
@@ -444,8 +446,15 @@ func (s *Service) Resolve(id string, a Answer) bool {
 
 var errApprovalTimeout = errors.New("approvals.timeout passed")
 
-// headlessReason is what the model reads when nobody can approve.
-const headlessReason = "; nobody can approve it in this run, so it was not run. Rerun with --yolo or use terminal.backend: box, or do the task another way"
+// headlessReason is what the model reads when nobody can approve. The
+// box is offered only where it would skip the approval: not for an
+// uncontained action (an MCP server over HTTP or on the host).
+func headlessReason(req Request) string {
+	if req.Uncontained {
+		return "; nobody can approve it in this run, so it was not run. Rerun with --yolo, or do the task another way"
+	}
+	return "; nobody can approve it in this run, so it was not run. Rerun with --yolo or use terminal.backend: box, or do the task another way"
+}
 
 // checkRequest classifies a command request with Check's rules, and any
 // other tool's action as needing approval unless approvals are off (yolo,
@@ -518,7 +527,7 @@ func (s *Service) Request(ctx context.Context, req Request) (Decision, error) {
 	}
 	s.mu.Unlock()
 	if len(prompters) == 0 {
-		return Decision{Reason: v.Reason + headlessReason, Verdict: v}, nil
+		return Decision{Reason: v.Reason + headlessReason(req), Verdict: v}, nil
 	}
 
 	ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.Timeout, errApprovalTimeout)
@@ -585,7 +594,7 @@ func (s *Service) Request(ctx context.Context, req Request) (Decision, error) {
 				absent++
 			}
 			if absent == len(prompters) {
-				return Decision{Reason: v.Reason + headlessReason, Verdict: v}, nil
+				return Decision{Reason: v.Reason + headlessReason(req), Verdict: v}, nil
 			}
 			if len(errs) == len(prompters) {
 				return Decision{Verdict: v, Reason: v.Reason + "; the approval prompt failed (" + errors.Join(errs...).Error() + "), so it was denied"}, nil
@@ -627,4 +636,54 @@ func (s *Service) apply(sessionID string, v Verdict, a Answer) Decision {
 		}
 	}
 	return d
+}
+
+// What is the line a person reads to decide: the command, or the tool,
+// action and target of another request, with terminal controls made
+// visible (see Printable). The command and the target come from the model
+// and a tool server's names: an escape sequence in them (erase line,
+// cursor up, hidden or black-on-black text) could otherwise show a
+// harmless command in place of the one that runs.
+func (p Prompt) What() string {
+	if p.Command != "" {
+		return Printable(p.Command)
+	}
+	return Printable(strings.TrimSpace(p.Tool + " " + p.Action + " " + p.Path))
+}
+
+// Printable shows s with what a terminal would interpret escaped as Go
+// escapes (\x1b, \r, \u202e): C0 controls other than newline and tab,
+// DEL, C1 controls, bidi controls, line and paragraph separators, and
+// invalid UTF-8.
+func Printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if unprintable(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case unprintable(r):
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func unprintable(r rune) bool {
+	if r == '\n' || r == '\t' {
+		return false
+	}
+	return r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029'
 }

@@ -205,3 +205,16 @@ func TestParseAnswer(t *testing.T) {
 		}
 	}
 }
+
+// Headless, an uncontained action (an MCP server over HTTP or on the
+// host) is not told to use the box: the box would still not run it.
+func TestRequestHeadlessUncontainedNoBoxHint(t *testing.T) {
+	s := New(Config{})
+	d, err := s.Request(context.Background(), Request{SessionID: "s", Tool: "mcp__remote__search", Action: "call search on untrusted MCP server remote", Uncontained: true})
+	if err != nil || d.Allowed {
+		t.Fatalf("got %+v %v", d, err)
+	}
+	if !strings.Contains(d.Reason, "--yolo") || strings.Contains(d.Reason, "terminal.backend: box") {
+		t.Errorf("reason %q", d.Reason)
+	}
+}

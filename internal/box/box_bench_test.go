@@ -60,12 +60,14 @@ func createAndRun(b *testing.B, m *Manager, task string) (time.Duration, StartPh
 	if err != nil {
 		b.Fatal(err)
 	}
+	opened := time.Now()
 	if res, err := env.Exec(ctx, backend.ExecRequest{Command: "true"}); err != nil || res.ExitCode != 0 {
 		b.Fatal(err, res)
 	}
 	d := time.Since(t0)
 	box, _ := m.Box(ctx, task)
 	ph := box.StartPhases()
+	ph.Total = opened.Sub(t0) // reported as open-ms: Manager.Open, start included
 	m.Remove(task)
 	return d, ph
 }
@@ -106,7 +108,7 @@ func benchCreateVsBwrap(b *testing.B, persistent, prestart bool) {
 		d, ph := createAndRun(b, m, fmt.Sprintf("bench-%d", i))
 		boxes = append(boxes, d)
 		for name, v := range map[string]time.Duration{"prepare": ph.Prepare, "disk": ph.Disk, "spawn": ph.Spawn,
-			"boot": ph.Boot, "root": ph.Root, "restrict": ph.Restrict, "attach": ph.Attach, "mount": ph.Mount} {
+			"boot": ph.Boot, "root": ph.Root, "restrict": ph.Restrict, "attach": ph.Attach, "mount": ph.Mount, "open": ph.Total} {
 			phases[name] = append(phases[name], v)
 		}
 		bwraps = append(bwraps, runBwrap(b, bwrap))

@@ -202,6 +202,45 @@ func containsUnder(paths []string, dir string) bool {
 	return false
 }
 
+// pruneHidden returns hide without repeats and without the paths under a
+// directory of empty (shown empty in the box: nothing of the host below
+// it is visible, so covering it again only costs the init a lookup),
+// except those under the workspace, which the box sees through its own
+// mount whatever the layer shows. Order is kept.
+func pruneHidden(hide, empty []string, workspace string) []string {
+	seen := make(map[string]bool, len(hide))
+	out := make([]string, 0, len(hide))
+	for _, p := range hide {
+		p = filepath.Clean(p)
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		if underAny(p, empty) && (workspace == "" || !underAny(p, []string{workspace}) && !underAny(workspace, []string{p})) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// realDirs returns the paths of dirs that are directories reached through
+// no symlink on the host: emptyInUpper skips the others, so they may not
+// show empty in the box and cannot vouch for what is under them.
+func realDirs(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if st, err := os.Lstat(d); err != nil || !st.IsDir() {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(d); err != nil || real != filepath.Clean(d) {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
 // underAny reports whether p is one of dirs or inside one.
 func underAny(p string, dirs []string) bool {
 	for _, d := range dirs {
@@ -219,6 +258,55 @@ func opaqueXattr(userNS bool) string {
 		return "user.overlay.opaque"
 	}
 	return "trusted.overlay.opaque"
+}
+
+// opaqueCacheName is the file in a persistent layer's root, beside upper
+// and out of the box's sight, that records which host directories its
+// upper already shows empty (emptyAllInUpper).
+const opaqueCacheName = "opaque-markers"
+
+// emptyAllInUpper makes every host directory of empty appear empty in the
+// overlay whose upper is layerDir/upper (emptyInUpper). With cache (a
+// persistent layer), a start that finds the same list recorded for the
+// same upper directory (inode and birth time, so a restored or replaced
+// upper never matches) skips the work: about 200 system calls, most of
+// them journaled ext4 updates, on every start of the box. What the box
+// does meanwhile cannot uncover a host directory: the overlay keeps the
+// opaque xattr out of its reach, and a directory it removes and makes
+// again is opaque too.
+func emptyAllInUpper(layerDir string, empty []string, userNS, cache bool) error {
+	upper := filepath.Join(layerDir, "upper")
+	cachePath := filepath.Join(layerDir, opaqueCacheName)
+	key := ""
+	if cache {
+		key = opaqueCacheKey(upper, empty, userNS)
+		if b, err := os.ReadFile(cachePath); key != "" && err == nil && string(b) == key {
+			return nil
+		}
+	}
+	for _, p := range empty {
+		if err := emptyInUpper(upper, p, userNS); err != nil {
+			return err
+		}
+	}
+	if key != "" {
+		os.WriteFile(cachePath, []byte(key), 0o600) // best effort: without it the next start does the work again
+	}
+	return nil
+}
+
+// opaqueCacheKey identifies the upper directory, the list of empty
+// directories and which of them are real directories on the host now
+// (realDirs: emptyInUpper skips the others, so one that is missing or a
+// symlink at one start and a directory at the next must be done again),
+// or is "" when the file system does not report birth times.
+func opaqueCacheKey(upper string, empty []string, userNS bool) string {
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, upper, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO|unix.STATX_BTIME, &st); err != nil || st.Mask&unix.STATX_BTIME == 0 {
+		return ""
+	}
+	return fmt.Sprintf("v2 ino=%d btime=%d.%09d userns=%t\n%s\nreal:\n%s\n", st.Ino, st.Btime.Sec, st.Btime.Nsec, userNS,
+		strings.Join(empty, "\n"), strings.Join(realDirs(empty), "\n"))
 }
 
 // emptyInUpper makes host directory p (of lower root "/") appear empty in

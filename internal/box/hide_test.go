@@ -4,8 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // fakeUserHome makes a home directory on the host's root file system (not
@@ -126,5 +130,149 @@ func TestPrivateHostPathsOnlyInHostMode(t *testing.T) {
 	empty, hide = m.privateHostPaths([]string{"/var/lib/images/debian"})
 	if len(empty) != 0 || len(hide) != 1 || hide[0] != "/srv/hermes-home" {
 		t.Errorf("an image base should only hide HERMES_HOME: empty %q hide %q", empty, hide)
+	}
+}
+
+// TestPruneHiddenKeepsWhatTheWorkspaceShows: covering a host file under a
+// directory the box sees empty is dropped (and repeats), but not when
+// the workspace mount shows it (hermes run from ~: ~/.ssh is in sight).
+func TestPruneHiddenKeepsWhatTheWorkspaceShows(t *testing.T) {
+	empty := []string{"/root", "/home", "/var/log"}
+	hide := []string{"/srv/hermes-home", "/root/.ssh", "/etc/shadow", "/root/.ssh", "/home/alice/.aws", "/var/lib/shells.state", "/etc/shadow"}
+	got := pruneHidden(hide, empty, "/srv/project")
+	if want := []string{"/srv/hermes-home", "/etc/shadow", "/var/lib/shells.state"}; !slices.Equal(got, want) {
+		t.Errorf("pruneHidden = %q, want %q", got, want)
+	}
+	got = pruneHidden(append(hide, "/root/.hermes"), empty, "/root")
+	if want := []string{"/srv/hermes-home", "/root/.ssh", "/etc/shadow", "/var/lib/shells.state", "/root/.hermes"}; !slices.Equal(got, want) {
+		t.Errorf("pruneHidden with the workspace at /root = %q, want %q", got, want)
+	}
+}
+
+// TestEmptyAllInUpperRedoesForANewUpper: a persistent layer records the
+// directories its upper shows empty; a replaced upper (a snapshot
+// restore) or a changed list gets its opaque markers again.
+func TestEmptyAllInUpperRedoesForANewUpper(t *testing.T) {
+	layer := t.TempDir()
+	hostA, hostB := t.TempDir(), t.TempDir()
+	upper := filepath.Join(layer, "upper")
+	if err := os.Mkdir(upper, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if opaqueCacheKey(upper, nil, true) == "" {
+		t.Skip("the file system of TMPDIR reports no birth times")
+	}
+	opaque := func(p string) bool {
+		buf := make([]byte, 8)
+		n, err := unix.Lgetxattr(filepath.Join(upper, p), opaqueXattr(true), buf)
+		return err == nil && string(buf[:n]) == "y"
+	}
+	if err := emptyAllInUpper(layer, []string{hostA}, true, true); err != nil {
+		t.Fatal(err)
+	}
+	if !opaque(hostA) {
+		t.Fatalf("%s is not opaque in the upper", hostA)
+	}
+	if err := emptyAllInUpper(layer, []string{hostA, hostB}, true, true); err != nil {
+		t.Fatal(err)
+	}
+	if !opaque(hostB) {
+		t.Errorf("a directory added to the list was not made opaque")
+	}
+	// A restore replaces the upper with another directory.
+	if err := os.Rename(upper, upper+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(upper, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := emptyAllInUpper(layer, []string{hostA, hostB}, true, true); err != nil {
+		t.Fatal(err)
+	}
+	if !opaque(hostA) || !opaque(hostB) {
+		t.Errorf("the replaced upper did not get its opaque markers")
+	}
+}
+
+// TestRealDirsSkipsSymlinks: a host "directory" that is a symlink (or
+// lies under one) is not made empty in the box, so what is under it must
+// still be covered.
+func TestRealDirsSkipsSymlinks(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	snapMust(t, os.MkdirAll(filepath.Join(real, "sub"), 0o755))
+	snapMust(t, os.Symlink(real, filepath.Join(dir, "link")))
+	got := realDirs([]string{real, filepath.Join(dir, "link"), filepath.Join(dir, "link", "sub"), filepath.Join(dir, "missing")})
+	if len(got) != 1 || got[0] != real {
+		t.Errorf("realDirs = %q, want only %s", got, real)
+	}
+}
+
+// TestEmptyAllInUpperRedoesWhenAHostDirAppears: a directory of the list
+// that is missing on the host at one start (a home not made yet, a
+// symlink the host later replaces by a directory) gets no opaque marker;
+// when it is a real directory at the next start, the record must not
+// vouch for it, or the box would see everything in it (and what is
+// under it is no longer covered either, pruneHidden).
+func TestEmptyAllInUpperRedoesWhenAHostDirAppears(t *testing.T) {
+	layer := t.TempDir()
+	upper := filepath.Join(layer, "upper")
+	snapMust(t, os.Mkdir(upper, 0o755))
+	if opaqueCacheKey(upper, nil, true) == "" {
+		t.Skip("the file system of TMPDIR reports no birth times")
+	}
+	hostRoot := t.TempDir()
+	later := filepath.Join(hostRoot, "later") // missing at the first start
+	linked := filepath.Join(hostRoot, "linked")
+	snapMust(t, os.Mkdir(filepath.Join(hostRoot, "target"), 0o755))
+	snapMust(t, os.Symlink(filepath.Join(hostRoot, "target"), linked)) // a symlink at the first start
+	empty := []string{later, linked}
+	snapMust(t, emptyAllInUpper(layer, empty, true, true))
+
+	snapMust(t, os.MkdirAll(filepath.Join(later, ".aws"), 0o700))
+	snapMust(t, os.Remove(linked))
+	snapMust(t, os.MkdirAll(filepath.Join(linked, ".ssh"), 0o700))
+	if got := realDirs(empty); len(got) != 2 {
+		t.Fatalf("realDirs = %q, want both (now real directories)", got)
+	}
+	snapMust(t, emptyAllInUpper(layer, empty, true, true))
+	for _, p := range empty {
+		buf := make([]byte, 8)
+		n, err := unix.Lgetxattr(filepath.Join(upper, p), opaqueXattr(true), buf)
+		if err != nil || string(buf[:n]) != "y" {
+			t.Errorf("%s became a real host directory after the first start, but is not opaque in the upper (%v): the box sees its contents", p, err)
+		}
+	}
+}
+
+// TestEscapeHomeMadeAfterFirstStart: a persistent box first started while
+// the user's home did not exist yet; the host then makes it, with cloud
+// credentials in it. At the next start the box must see that home empty,
+// as a fresh box would, not through the record of its first start.
+func TestEscapeHomeMadeAfterFirstStart(t *testing.T) {
+	needBoxes(t)
+	// A path under /opt, which host mode shows, so that making it does not
+	// change the list of top-level directories the box shows empty.
+	home, err := os.MkdirTemp("/opt", "hermes-test-later-home-")
+	if err != nil {
+		t.Skipf("cannot make a directory in /opt: %v", err)
+	}
+	snapMust(t, os.Remove(home))
+	t.Cleanup(func() { os.RemoveAll(home) })
+	m := persistentTestManager(t, func(o *Options) { o.UserHome = home })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := m.Open(ctx, "later-home"); err != nil {
+		t.Fatal(err)
+	}
+	snapMust(t, m.Stop("later-home"))
+
+	snapMust(t, os.MkdirAll(filepath.Join(home, ".aws"), 0o700))
+	snapMust(t, os.WriteFile(filepath.Join(home, ".aws", "credentials"), []byte("aws_secret_access_key = host-only-marker"), 0o600))
+	snapMust(t, os.WriteFile(filepath.Join(home, "notes.txt"), []byte("host-only-marker"), 0o600))
+	e := openPlanted(t, m, "later-home")
+	res := e.run(t, "cat "+home+"/.aws/credentials "+home+"/notes.txt 2>&1; echo; ls -A "+home+" 2>/dev/null")
+	if out := string(res.Output); strings.Contains(out, "host-only-marker") || strings.Contains(out, "\n.aws\n") {
+		t.Fatalf("the restarted box sees a home the host made after its first start: %s", out)
 	}
 }

@@ -9,19 +9,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hermes-go/hermes/internal/atomicfile"
 	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/hermes-go/hermes/internal/atomicfile"
+	"github.com/hermes-go/hermes/internal/lazyregexp"
 )
 
 // DefaultDebianMirror is used when the machine's apt sources name no
@@ -318,12 +319,12 @@ func imageMirrorFromOneLine(data []byte, suite string) string {
 }
 
 // imageDeb822StanzaBreak separates deb822 stanzas (blank lines).
-var imageDeb822StanzaBreak = regexp.MustCompile(`\n[ \t]*\n`)
+var imageDeb822StanzaBreak = lazyregexp.New(`\n[ \t]*\n`)
 
 // imageMirrorFromDeb822 scans deb822 stanzas with Types, URIs, Suites and
 // an optional Enabled field.
 func imageMirrorFromDeb822(data []byte, suite string) string {
-	for _, stanza := range imageDeb822StanzaBreak.Split(string(data), -1) {
+	for _, stanza := range imageDeb822StanzaBreak().Split(string(data), -1) {
 		fields := map[string]string{}
 		var last string
 		for _, line := range strings.Split(stanza, "\n") {

@@ -67,6 +67,12 @@ func InitMain() int {
 		return 1
 	}
 	prewarmThreads(initSpareThreads)
+	// Tell the host this init has booted: a prestarted one is then
+	// known to be ready for a box (spawnedInit.booted).
+	if _, err := ctrl.Write([]byte{initBootedByte}); err != nil {
+		fmt.Fprintln(os.Stderr, "hermes box-init: control socket:", err)
+		return 2
+	}
 	fc := newFrameConn(ctrl)
 	var req request
 	if err := fc.dec.Decode(&req); err != nil || req.Op != opSetup || req.Setup == nil {
@@ -198,10 +204,8 @@ func setupRoot(s *initSpec, conns *net.UnixConn) error {
 			return fmt.Errorf("writable layer: %w", err)
 		}
 	}
-	for _, p := range s.Empty {
-		if err := emptyInUpper(filepath.Join(s.LayerDir, "upper"), p, s.UserNS); err != nil {
-			return err
-		}
+	if err := emptyAllInUpper(s.LayerDir, s.Empty, s.UserNS, s.LayerImage != ""); err != nil {
+		return err
 	}
 	dirs, closeDirs, err := overlayDirs(append([]string{filepath.Join(s.LayerDir, "upper"), filepath.Join(s.LayerDir, "work")}, s.Lower...))
 	if err != nil {

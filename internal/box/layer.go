@@ -118,13 +118,9 @@ func (m *Manager) WithUpper(taskID string, create bool, fn func(upperDir string)
 	return fn(upper)
 }
 
-// ResetUpper empties upperDir (and its sibling overlay work dir) so that a
-// snapshot can be restored into it.
-func ResetUpper(upperDir string) error {
-	for _, d := range []string{upperDir, filepath.Join(filepath.Dir(upperDir), "work")} {
-		if err := os.RemoveAll(d); err != nil {
-			return err
-		}
-	}
-	return nil
+// ResetWork empties the overlay work dir beside upperDir (the sibling
+// "work"), which overlayfs requires to be empty of stale state when the
+// upper layer was replaced.
+func ResetWork(upperDir string) error {
+	return os.RemoveAll(filepath.Join(filepath.Dir(upperDir), "work"))
 }

@@ -77,6 +77,7 @@ func (m *Manager) refillSpare() {
 					disk = ""
 				} else {
 					mnt, _ = mountLayerDetached(disk) // nil: the init mounts it
+					m.prepareSpareLayer(mnt)
 				}
 			}
 		}
@@ -143,4 +144,27 @@ func (m *Manager) takeSpareDisk(path string) (bool, *layerMount) {
 		return false, nil
 	}
 	return true, lm
+}
+
+// prepareSpareLayer lays out a prestarted layer's file system ahead of
+// the box start: its overlay directories, and the host directories the
+// box shows empty made opaque in its upper and recorded
+// (emptyAllInUpper), which the init then finds done. Best effort: the
+// init does whatever is missing.
+func (m *Manager) prepareSpareLayer(mnt *layerMount) {
+	if mnt == nil {
+		return
+	}
+	lower, err := m.resolveBase()
+	if err != nil {
+		return
+	}
+	empty, _ := m.privateHostPaths(lower)
+	layerDir := fdPath(mnt.fd) // the detached mount, reached through its descriptor
+	for _, d := range []string{"upper", "work", "ws-upper", "ws-work"} {
+		if err := os.MkdirAll(filepath.Join(layerDir, d), 0o755); err != nil {
+			return
+		}
+	}
+	emptyAllInUpper(layerDir, empty, false, true)
 }

@@ -6,9 +6,10 @@ import (
 	"slices"
 	"unsafe"
 
-	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/hermes-go/hermes/internal/syscalls"
 )
 
 // The box's seccomp filter is a default-deny allowlist, as runc's and
@@ -22,7 +23,8 @@ import (
 // profile. clone3 and openat2, which libc replaces by older calls when
 // they are missing, fail with ENOSYS. Every rule is a short block that
 // returns or falls through to the next, so no jump is ever longer than
-// BPF's 255 instructions. The name-to-number tables are go-seccomp-bpf's.
+// BPF's 255 instructions. The name-to-number tables are internal/syscalls'
+// (golang.org/x/sys's numbers).
 
 // deniedSyscalls fail with EPERM inside the box: mounting (old and new
 // mount API), namespace changes, tracing other processes, kernel keyrings,
@@ -196,28 +198,28 @@ const (
 
 // seccompProgram assembles the box's filter for the running architecture.
 func seccompProgram() ([]bpf.Instruction, error) {
-	info, err := arch.GetInfo("")
+	info, err := syscalls.Native()
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: %w", err)
 	}
 	loadNr := bpf.LoadAbsolute{Off: seccompNrOffset, Size: 4}
 	prog := []bpf.Instruction{
 		bpf.LoadAbsolute{Off: seccompArchOffset, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(info.ID), SkipTrue: 1},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: info.AuditArch, SkipTrue: 1},
 		bpf.RetConstant{Val: seccompErrno(unix.EPERM)},
 		loadNr,
 	}
-	if info.ID == arch.X86_64.ID {
+	if info.X32Mask != 0 {
 		prog = append(prog,
-			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: uint32(arch.X32.SeccompMask), SkipFalse: 1},
+			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: info.X32Mask, SkipFalse: 1},
 			bpf.RetConstant{Val: seccompErrno(unix.ENOSYS)})
 	}
-	for _, r := range seccompRules(info.SyscallNames) {
+	for _, r := range seccompRules(info.Numbers) {
 		prog = append(prog, r.block(loadNr)...)
 	}
 	var nrs []int
 	for _, name := range allowedSyscalls {
-		if nr, ok := info.SyscallNames[name]; ok {
+		if nr, ok := info.Numbers[name]; ok {
 			nrs = append(nrs, nr)
 		}
 	}

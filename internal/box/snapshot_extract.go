@@ -57,9 +57,14 @@ func snapshotSanitize(hdr *tar.Header) error {
 }
 
 // snapshotInlineFileLimit is the largest regular file handed to an
-// extraction worker with its contents in memory (4 MiB); bigger files are
+// extraction worker with its contents in memory (16 MiB); bigger files are
 // streamed by the reading goroutine.
 const snapshotInlineFileLimit = 4 << 20
+
+// snapshotInlineBudget bounds the file contents queued for the workers
+// and not yet written (64 MiB); the reading goroutine waits for the
+// workers past it.
+const snapshotInlineBudget = 64 << 20
 
 // snapshotDirFDLimit caps the directory descriptors an extraction keeps
 // open; past it the cache is emptied once the workers are idle.
@@ -92,6 +97,7 @@ type snapshotExtractor struct {
 	leaves     map[string]bool // names handed to workers
 	errMu      sync.Mutex
 	err        error
+	bufs       snapshotBufferPool
 }
 
 // snapshotLeafJob is one leaf entry for a worker; data holds a regular
@@ -121,6 +127,7 @@ func snapshotExtractTree(r io.Reader, root string, policy snapshotExtractPolicy)
 		buf:    make([]byte, snapshotCopyBufferSize),
 		dirFDs: map[string]int{},
 		leaves: map[string]bool{},
+		bufs:   newSnapshotBufferPool(snapshotInlineBudget),
 	}
 	var st unix.Stat_t
 	if unix.Fstat(rootFD, &st) == nil && st.Mode&unix.S_ISGID == 0 {
@@ -173,12 +180,13 @@ func (x *snapshotExtractor) readAll(tr *tar.Reader) error {
 func (x *snapshotExtractor) work(queue <-chan snapshotLeafJob) {
 	defer x.workers.Done()
 	for job := range queue {
-		if x.firstErr() != nil {
-			x.pending.Done()
-			continue
+		if x.firstErr() == nil {
+			if err := x.createLeaf(job); err != nil {
+				x.fail(err)
+			}
 		}
-		if err := x.createLeaf(job); err != nil {
-			x.fail(err)
+		if job.data != nil {
+			x.bufs.put(job.data)
 		}
 		x.pending.Done()
 	}
@@ -288,8 +296,12 @@ func (x *snapshotExtractor) extract(hdr *tar.Header, body io.Reader) error {
 			x.settle(name)
 			return x.writeFile(job, body)
 		}
-		job.data = make([]byte, hdr.Size)
+		if hdr.Size == 0 {
+			break
+		}
+		job.data = x.bufs.get(int(hdr.Size))
 		if _, err := io.ReadFull(body, job.data); err != nil {
+			x.bufs.put(job.data)
 			return fmt.Errorf("read archive entry %q: %w", hdr.Name, err)
 		}
 	case tar.TypeLink:
@@ -438,7 +450,7 @@ func (x *snapshotExtractor) writeFile(job snapshotLeafJob, body io.Reader) error
 	} else if len(job.data) > 0 {
 		_, err = f.Write(job.data)
 	}
-	if err == nil && x.chown && !(x.ownerKnown && hdr.Uid == x.euid && hdr.Gid == x.egid) {
+	if err == nil && x.needsChown(hdr) {
 		err = f.Chown(hdr.Uid, hdr.Gid)
 	}
 	// After chown, which clears setuid/setgid bits; skipped when open(2)
@@ -460,6 +472,13 @@ func (x *snapshotExtractor) writeFile(job snapshotLeafJob, body io.Reader) error
 		return fmt.Errorf("write %s/%s: %w", x.root, job.name, err)
 	}
 	return nil
+}
+
+// needsChown reports whether an inode this extraction created must be
+// given hdr's owner: only as root, and not when it already has it (new
+// inodes get the euid/egid when no directory is setgid, see ownerKnown).
+func (x *snapshotExtractor) needsChown(hdr *tar.Header) bool {
+	return x.chown && !(x.ownerKnown && hdr.Uid == x.euid && hdr.Gid == x.egid)
 }
 
 // makeLink creates the hardlink hdr.Name to hdr.Linkname, both resolved
@@ -491,7 +510,7 @@ func (x *snapshotExtractor) makeLink(hdr *tar.Header) error {
 // applyMeta sets owner, xattrs, mode (when chmod) and times of a
 // non-regular entry without following it.
 func (x *snapshotExtractor) applyMeta(parent int, name, base string, hdr *tar.Header, chmod bool) error {
-	if x.chown {
+	if x.needsChown(hdr) {
 		if err := unix.Fchownat(parent, base, hdr.Uid, hdr.Gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return fmt.Errorf("chown %s/%s: %w", x.root, name, err)
 		}
@@ -528,7 +547,9 @@ func (x *snapshotExtractor) finishDirs() error {
 }
 
 func (x *snapshotExtractor) finishDir(fd int, hdr *tar.Header) error {
-	if x.chown {
+	// The root existed before; every other directory was made by this
+	// extraction and is owned by its euid/egid.
+	if x.chown && (hdr.Name == "." || x.needsChown(hdr)) {
 		if err := unix.Fchown(fd, hdr.Uid, hdr.Gid); err != nil {
 			return err
 		}

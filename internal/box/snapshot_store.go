@@ -7,16 +7,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hermes-go/hermes/internal/atomicfile"
 	"hash"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hermes-go/hermes/internal/atomicfile"
+	"github.com/hermes-go/hermes/internal/lazyregexp"
 )
 
 // ErrSnapshotNotFound is wrapped by SnapshotStore methods when no snapshot
@@ -29,7 +30,7 @@ var ErrRestoreTargetNotEmpty = errors.New("restore target is not empty")
 
 // snapshotIDPattern matches ids made by SnapshotStore.Create:
 // snap_<UTC yyyymmdd>_<hhmmss>_<6 hex digits>.
-var snapshotIDPattern = regexp.MustCompile(`^snap_[0-9]{8}_[0-9]{6}_[0-9a-f]{6}$`)
+var snapshotIDPattern = lazyregexp.New(`^snap_[0-9]{8}_[0-9]{6}_[0-9a-f]{6}$`)
 
 // SnapshotManifest describes one stored snapshot; it is saved as
 // <id>.json beside the archive <id>.tar.zst.
@@ -137,7 +138,7 @@ func (s *SnapshotStore) Create(taskID, upperDir string, origin SnapshotOrigin) (
 // Get returns the manifest of snapshot id; unknown ids wrap
 // ErrSnapshotNotFound.
 func (s *SnapshotStore) Get(id string) (SnapshotManifest, error) {
-	if !snapshotIDPattern.MatchString(id) {
+	if !snapshotIDPattern().MatchString(id) {
 		return SnapshotManifest{}, fmt.Errorf("%w: %q is not a snapshot id (expected snap_YYYYMMDD_HHMMSS_xxxxxx; `hermes box snapshots` lists them)", ErrSnapshotNotFound, id)
 	}
 	data, err := os.ReadFile(s.manifestPath(id))
@@ -167,7 +168,7 @@ func (s *SnapshotStore) List() ([]SnapshotManifest, error) {
 	var out []SnapshotManifest
 	for _, e := range entries {
 		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || !snapshotIDPattern.MatchString(id) {
+		if !ok || !snapshotIDPattern().MatchString(id) {
 			continue
 		}
 		m, err := s.Get(id)
@@ -189,7 +190,7 @@ func (s *SnapshotStore) List() ([]SnapshotManifest, error) {
 // a listed snapshot without its archive. A damaged manifest is removed
 // too; an id with neither file wraps ErrSnapshotNotFound.
 func (s *SnapshotStore) Remove(id string) error {
-	if !snapshotIDPattern.MatchString(id) {
+	if !snapshotIDPattern().MatchString(id) {
 		return fmt.Errorf("%w: %q is not a snapshot id", ErrSnapshotNotFound, id)
 	}
 	found := false
@@ -223,7 +224,7 @@ func (s *SnapshotStore) RestoreInto(id, upperDir string) (SnapshotManifest, erro
 	}
 	defer f.Close()
 	sum := sha256.New()
-	err = RestoreUpper(io.TeeReader(f, sum), upperDir)
+	err = restoreUpper(io.TeeReader(f, sum), upperDir, false) // the sha256 covers the archive
 	if err == nil {
 		err = snapshotCheckDigest(f, sum, m.SHA256)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -291,6 +292,7 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		return nil, err
 	}
 	empty, hide := m.privateHostPaths(lower)
+	hide = pruneHidden(hide, realDirs(empty), workspace)
 	if m.opts.Layers != nil {
 		lower = append(m.opts.Layers(task), lower...)
 	}
@@ -362,6 +364,10 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	}
 	ph.Prepare = time.Since(began) - ph.Spawn
 	readyWait := time.Now()
+	// The boot byte comes before any frame: read it before b.fc decodes.
+	if err := init.waitBooted(ctx); err != nil {
+		return nil, fmt.Errorf("box %s: %w", task, err)
+	}
 	if err := b.fc.send(request{Op: opSetup, Setup: &spec}); err != nil {
 		return nil, fmt.Errorf("box %s: send setup: %w", task, err)
 	}
@@ -440,6 +446,53 @@ type spawnedInit struct {
 	conns   net.Conn // host end of the connection socket
 	log     string   // its stdout and stderr
 	spawn   time.Duration
+	booted  chan struct{} // closed when the init said it booted, or its control socket failed
+	bootErr error         // why it did not boot; read after booted is closed
+}
+
+// initBootedByte is what an init writes on its control socket once its
+// runtime and package init are done, before it reads the setup frame.
+const initBootedByte = 'B'
+
+// readBooted waits for the init's boot byte on the control socket (before
+// any frame is decoded from it) and closes i.booted.
+func (i *spawnedInit) readBooted() {
+	defer close(i.booted)
+	var b [1]byte
+	if _, err := io.ReadFull(i.ctrl, b[:]); err != nil {
+		i.bootErr = fmt.Errorf("box init exited while booting: %w", err)
+	} else if b[0] != initBootedByte {
+		i.bootErr = fmt.Errorf("box init sent %q instead of its boot byte", b[0])
+	}
+}
+
+// isBooted reports whether the init has booted (without waiting).
+func (i *spawnedInit) isBooted() bool {
+	select {
+	case <-i.booted:
+		return i.bootErr == nil
+	default:
+		return false
+	}
+}
+
+// waitBooted waits until the init has booted, ctx ends or startTimeout
+// passes.
+func (i *spawnedInit) waitBooted(ctx context.Context) error {
+	timer := time.NewTimer(startTimeout)
+	defer timer.Stop()
+	select {
+	case <-i.booted:
+		if i.bootErr != nil {
+			log, _ := os.ReadFile(i.log)
+			return fmt.Errorf("%w %s", i.bootErr, strings.TrimSpace(string(log)))
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return fmt.Errorf("the init did not boot within %s", startTimeout)
+	}
 }
 
 // kill ends the init (and removes the group it came in, if any).
@@ -495,7 +548,9 @@ func (m *Manager) spawnInit(logPath string, userNS bool) (*spawnedInit, error) {
 		hostConns.Close()
 		return nil, fmt.Errorf("start init %s: %w", m.opts.Executable, err)
 	}
-	return &spawnedInit{cmd: cmd, ctrl: hostCtrl, conns: hostConns, log: logPath, spawn: spawn}, nil
+	init := &spawnedInit{cmd: cmd, ctrl: hostCtrl, conns: hostConns, log: logPath, spawn: spawn, booted: make(chan struct{})}
+	go init.readBooted()
+	return init, nil
 }
 
 func sessEnv(s *egress.BoxSession) map[string]string {

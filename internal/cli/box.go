@@ -404,11 +404,12 @@ func (a *App) restoreSnapshot(id, task string) error {
 		return err
 	}
 	return m.WithUpper(task, true, func(upper string) error {
-		if err := box.ResetUpper(upper); err != nil {
+		// The old layer stays until the restored one is complete on
+		// disk; then the overlay's work dir is emptied.
+		if _, err := store.ReplaceUpper(id, upper); err != nil {
 			return err
 		}
-		_, err := store.RestoreInto(id, upper)
-		return err
+		return box.ResetWork(upper)
 	})
 }
 

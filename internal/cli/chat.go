@@ -89,10 +89,22 @@ func (a *App) newChatCmd() *cobra.Command {
 	return cmd
 }
 
-func (a *App) printVersion() {
-	fmt.Fprintf(a.Stdout, "Hermes Agent v%s (%s)\n", strings.TrimPrefix(Version, "v"), releaseDateLabel(ReleaseDate))
-	fmt.Fprintf(a.Stdout, "Install directory: %s\n", a.Executable)
-	fmt.Fprintf(a.Stdout, "Go: %s\n", runtime.Version())
+func (a *App) printVersion() { PrintVersion(a.Stdout, a.Executable) }
+
+// OnlyVersion reports whether args ask for nothing but the version
+// (`--version`, `-V` or `version`), so that main can answer them before
+// building the command tree or touching the terminal, config or store.
+func OnlyVersion(args []string) bool {
+	return len(args) == 1 && (args[0] == "--version" || args[0] == "-V" || args[0] == "version")
+}
+
+// PrintVersion writes what `hermes --version` prints: the version and
+// release date, the install directory (executable, the running binary's
+// path) and the Go version it was built with.
+func PrintVersion(w io.Writer, executable string) {
+	fmt.Fprintf(w, "Hermes Agent v%s (%s)\n", strings.TrimPrefix(Version, "v"), releaseDateLabel(ReleaseDate))
+	fmt.Fprintf(w, "Install directory: %s\n", executable)
+	fmt.Fprintf(w, "Go: %s\n", runtime.Version())
 }
 
 // releaseDateLabel writes a release date the way Hermes Agent's --version

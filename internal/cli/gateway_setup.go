@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/lazyregexp"
 )
 
 // gatewaySetting is one HERMES_HOME/.env variable `hermes gateway setup`
@@ -27,8 +27,8 @@ type gatewaySetting struct {
 }
 
 var (
-	telegramToken = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]{20,}$`)
-	userIDs       = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
+	telegramToken = lazyregexp.New(`^[0-9]+:[A-Za-z0-9_-]{20,}$`)
+	userIDs       = lazyregexp.New(`^[A-Za-z0-9_]+$`)
 )
 
 func gatewaySettings() []gatewaySetting {
@@ -51,7 +51,7 @@ func gatewaySettings() []gatewaySetting {
 }
 
 func checkTelegramToken(v string) (string, error) {
-	if !telegramToken.MatchString(v) {
+	if !telegramToken().MatchString(v) {
 		return "", errors.New("TELEGRAM_BOT_TOKEN does not look like a bot token (digits:secret, from @BotFather)")
 	}
 	return v, nil
@@ -76,7 +76,7 @@ func checkUserList(v string, numeric bool) (string, error) {
 		if f == "" {
 			continue
 		}
-		if _, err := strconv.ParseUint(f, 10, 64); numeric && err != nil || !userIDs.MatchString(f) {
+		if _, err := strconv.ParseUint(f, 10, 64); numeric && err != nil || !userIDs().MatchString(f) {
 			return "", fmt.Errorf("%q is not a user id (comma-separated ids, e.g. 123456789,987654321)", f)
 		}
 		ids = append(ids, f)

@@ -56,3 +56,23 @@ func TestApprovalQuestionShowsControls(t *testing.T) {
 		t.Fatalf("asked %q", q)
 	}
 }
+
+// A tool's error or output shown on stderr cannot drive the terminal: an
+// MCP server's error text with an OSC 52 clipboard write or a screen
+// clear reached it as is.
+func TestToolTextEscapesNeutralised(t *testing.T) {
+	var diag bytes.Buffer
+	r := &renderer{out: &bytes.Buffer{}, diag: &diag, verbose: true}
+	r.event(session.Event{Kind: session.ToolStart, Tool: "mcp__evil__x", Args: "{\"a\":\"\x1b[2J\"}"})
+	r.event(session.Event{Kind: session.ToolEnd, Tool: "mcp__evil__x", Text: "boom\x1b]52;c;aGVsbG8=\x07 \x1b[2Jgone", IsError: true})
+	r.event(session.Event{Kind: session.ToolEnd, Tool: "mcp__evil__x", Text: "ok\x1b]0;title\x07\r done"})
+	got := diag.String()
+	for _, c := range []string{"\x1b", "\x07", "\r"} {
+		if strings.Contains(got, c) {
+			t.Errorf("stderr holds %q: %q", c, got)
+		}
+	}
+	if !strings.Contains(got, "boom gone") || !strings.Contains(got, "ok done") {
+		t.Errorf("the text itself is lost: %q", got)
+	}
+}

@@ -13,7 +13,6 @@ import (
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/approval"
 	"github.com/hermes-go/hermes/internal/session"
-	"github.com/hermes-go/hermes/internal/termsafe"
 )
 
 // repl is the plain line-based interactive chat: it streams answers, shows
@@ -191,12 +190,8 @@ func (a *App) slashCommand(ctx context.Context, rt *chatRuntime, line string) (b
 }
 
 // approvalQuestion is the line REPL's approval prompt for p. The
-// command's control characters are shown as escapes: a carriage return
-// or a line erase must not hide what will run.
+// command's control characters are shown as escapes (approval.Printable):
+// a carriage return or a line erase must not hide what will run.
 func approvalQuestion(p *approval.Prompt) string {
-	what := p.Command
-	if what == "" {
-		what = strings.TrimSpace(p.Tool + " " + p.Action + " " + p.Path)
-	}
-	return fmt.Sprintf("\n⚠ %s\n  %s\n  approve? [o]nce [s]ession [a]lways [d]eny: ", termsafe.Clean(p.Danger), termsafe.Visible(what))
+	return fmt.Sprintf("\n⚠ %s\n  %s\n  approve? [o]nce [s]ession [a]lways [d]eny: ", approval.Printable(p.Danger), p.What())
 }

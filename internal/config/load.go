@@ -321,6 +321,9 @@ func (d *decoder) walk(n *yaml.Node, prefix string) {
 
 // leaf expands ${VAR} references in v and assigns it to f.
 func (d *decoder) leaf(f field, v *yaml.Node) {
+	if f.key == "mcp_servers" {
+		d.checkMCPKeys(v)
+	}
 	d.expand(v, f.key)
 	if err := d.l.assign(f, v); err != nil {
 		d.errorf(v, f.key, "%v", err)

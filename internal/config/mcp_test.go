@@ -143,3 +143,43 @@ func TestMaskedHidesMCPEnvAndHeaders(t *testing.T) {
 		t.Fatal("Masked changed the loaded config")
 	}
 }
+
+// A misspelled key of an mcp_servers entry is an error naming it and the
+// fix (it was dropped silently: `turst: untrusted` gave the server full
+// trust, `tools.exlude` offered every tool); a Hermes key this build does
+// not act on and an unknown key are warnings.
+func TestLoadMCPServersUnknownKeys(t *testing.T) {
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, "config.yaml"), `mcp_servers:
+  gh:
+    command: npx
+    turst: untrusted
+    tools:
+      exlude: ["*"]
+`)
+	_, err := Load(home, LoadOptions{Getenv: mapEnv(nil)})
+	if err == nil {
+		t.Fatal("a misspelled trust key loaded")
+	}
+	for _, want := range []string{`mcp_servers.gh.turst`, `did you mean "mcp_servers.gh.trust"`, `mcp_servers.gh.tools.exlude`, `"mcp_servers.gh.tools.exclude"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	writeFile(t, filepath.Join(home, "config.yaml"), `mcp_servers:
+  remote:
+    url: https://mcp.example.com/sse
+    transport: sse
+    auth: oauth
+    colour: blue
+`)
+	l, err := Load(home, LoadOptions{Getenv: mapEnv(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(l.Warnings, "\n")
+	if len(l.Warnings) != 2 || !strings.Contains(got, "mcp_servers.remote.auth: a Hermes Agent setting this build does not support") ||
+		!strings.Contains(got, "mcp_servers.remote.colour: unknown key") {
+		t.Fatalf("warnings %q", l.Warnings)
+	}
+}

@@ -8,13 +8,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/google/renameio/v2"
 	"golang.org/x/sys/unix"
+
+	"github.com/hermes-go/hermes/internal/lazyregexp"
 )
 
 // Job is one scheduled job as stored in HERMES_HOME/cron/jobs.json (field
@@ -253,7 +254,7 @@ func find(jobs []Job, ref string) (int, error) {
 }
 
 // deliverTarget matches "<platform>:<chat_id>[:<thread_id>]".
-var deliverTarget = regexp.MustCompile(`^[a-z][a-z0-9_]*:[^:\s]+(:[^:\s]+)?$`)
+var deliverTarget = lazyregexp.New(`^[a-z][a-z0-9_]*:[^:\s]+(:[^:\s]+)?$`)
 
 func (j Job) validate() error {
 	if strings.TrimSpace(j.Prompt) == "" {
@@ -264,7 +265,7 @@ func (j Job) validate() error {
 	}
 	switch {
 	case j.Deliver == "local", j.Deliver == "origin":
-	case deliverTarget.MatchString(j.Deliver):
+	case deliverTarget().MatchString(j.Deliver):
 	default:
 		return fmt.Errorf("deliver %q: use local, origin or <platform>:<chat_id> (e.g. telegram:123456)", j.Deliver)
 	}

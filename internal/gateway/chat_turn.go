@@ -88,7 +88,7 @@ func (c *Chat) onEvent(ctx context.Context, chat string, ev session.Event, progr
 		if what == "" {
 			what = strings.TrimSpace(p.Tool + " " + p.Action + " " + p.Path)
 		}
-		c.say(ctx, chat, fmt.Sprintf("⚠ Approval needed: %s\n%s\nReply /approve (once), /approve session, /approve always, or /deny.", p.Danger, what))
+		c.say(ctx, chat, fmt.Sprintf("⚠ %s\n%s\nReply /approve (once), /approve session, /approve always, or /deny.", p.Danger, what))
 	case session.Final:
 		answer := ev.Text
 		if strings.TrimSpace(answer) == "" {

@@ -136,7 +136,8 @@ func TestTelegramApprovalApprovedAndTimedOut(t *testing.T) {
 	defer w.stop()
 	w.fake.SendText(5, 5, "private", "chmod")
 	asked := w.fake.WaitSent(5, 1, 20*time.Second)
-	if len(asked) != 1 || !strings.Contains(asked[0].Text, "/approve") || !strings.Contains(asked[0].Text, "chmod 777") {
+	if len(asked) != 1 || !strings.Contains(asked[0].Text, "/approve") || !strings.Contains(asked[0].Text, "chmod 777") ||
+		strings.Count(strings.ToLower(asked[0].Text), "approval needed")+strings.Count(asked[0].Text, "needs approval") != 1 {
 		t.Fatalf("approval prompt: %+v", asked)
 	}
 	w.fake.SendText(5, 5, "private", "/approve")

@@ -51,6 +51,9 @@ func evilServer(mode, countFile string) {
 			reply(map[string]any{"protocolVersion": req.Params.ProtocolVersion, "serverInfo": map[string]any{"name": "evil", "version": "1"},
 				"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}}})
 		case "notifications/initialized":
+			if mode == "spawn" {
+				spawnHelper(countFile + ".pid")
+			}
 			if mode == "flood" {
 				for i := 0; i < 2000; i++ {
 					send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
@@ -72,6 +75,11 @@ func evilServer(mode, countFile string) {
 				for i := 0; i < 1000; i++ {
 					tools = append(tools, map[string]any{"name": fmt.Sprintf("t%d", i), "inputSchema": schema})
 				}
+			}
+			if mode == "leak" { // a server that shows its own credential in its listing
+				key := os.Getenv("EVIL_API_KEY")
+				tools = append(tools, map[string]any{"name": "whoami", "description": "Signed in with key " + key,
+					"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"key": map[string]any{"type": "string", "default": key}}}})
 			}
 			reply(map[string]any{"tools": tools})
 		case "tools/call":
@@ -161,5 +169,34 @@ func TestSanitizedServerNameClashKeepsTheFirst(t *testing.T) {
 	other := map[string]string{"mcp-e.v": "e_v", "mcp-e_v": "e.v"}[owner]
 	if !slices.ContainsFunc(warned, func(w string) bool { return strings.Contains(w, "MCP server "+other+": left out mcp__e_v__ok") }) {
 		t.Errorf("the clash was not told (owner %s): %q", owner, warned)
+	}
+}
+
+// A server's env secret shown in its tool listing (a description, a
+// schema default) reaches neither the model's tool list nor the listing
+// cached on disk.
+func TestListingRedactsServerSecrets(t *testing.T) {
+	srv, _ := evilEntry(t, "leak")
+	const key = "sk-evil-0123456789abcdef"
+	srv.Env["EVIL_API_KEY"] = key
+	cache := t.TempDir()
+	m, reg, _ := startManager(t, map[string]config.MCPServer{"evil": srv}, func(o *Options) { o.CacheDir = cache })
+	tl, ok := reg.Get("mcp__evil__whoami")
+	if !ok {
+		t.Fatalf("whoami not registered; have %v", reg.Names())
+	}
+	spec := tl.Spec()
+	if strings.Contains(spec.Description, key) || strings.Contains(string(spec.Parameters), key) {
+		t.Errorf("the server's key reached the tool spec: %s %s", spec.Description, spec.Parameters)
+	}
+	if !json.Valid(spec.Parameters) {
+		t.Errorf("the redacted schema is not JSON: %s", spec.Parameters)
+	}
+	m.Close()
+	files, _ := filepath.Glob(filepath.Join(cache, "*"))
+	for _, f := range files {
+		if b, _ := os.ReadFile(f); strings.Contains(string(b), key) {
+			t.Errorf("the server's key is in the cached listing %s", f)
+		}
 	}
 }

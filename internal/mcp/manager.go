@@ -309,4 +309,6 @@ func (m *Manager) redact(s *server, text string) string {
 	return m.opts.Redact(text)
 }
 
-func (m *Manager) warn(msg string) { m.opts.Warn(msg) }
+// warn tells the person; a server's text in msg (its stderr, its error)
+// has its terminal controls shown as text.
+func (m *Manager) warn(msg string) { m.opts.Warn(approval.Printable(msg)) }

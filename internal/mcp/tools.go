@@ -63,7 +63,16 @@ func newRemoteTool(srv *server, t *sdk.Tool) *remoteTool {
 	if r := []rune(desc); len(r) > maxDescriptionChars {
 		desc = string(r[:maxDescriptionChars]) + "…"
 	}
-	desc = fmt.Sprintf("[MCP server %s] %s", srv.name, desc)
+	// A listing is server output like a result: the server's own env
+	// and header secrets (and the process's) are removed before it reaches
+	// the model, the provider and the cache on disk.
+	desc = fmt.Sprintf("[MCP server %s] %s", srv.name, srv.m.redact(srv, desc))
+	if red := srv.m.redact(srv, string(params)); red != string(params) {
+		params = json.RawMessage(red)
+		if !json.Valid(params) { // a secret's form spanned JSON syntax
+			params = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+	}
 	return &remoteTool{srv: srv, name: t.Name, spec: llm.ToolSpec{Name: ToolName(srv.name, t.Name), Description: desc, Parameters: params}}
 }
 

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -55,13 +57,47 @@ func serverEnv(environ []string, extra map[string]string) []string {
 }
 
 // hostTransport starts a stdio server as a host process; the end of its
-// stderr is kept in stderr (for start errors).
+// stderr is kept in stderr (for start errors). The server leads its own
+// process group: the terminal's Ctrl-C (which cancels a turn) does not
+// kill it, and the processes it started (a browser, a language server)
+// are killed with it when its connection closes.
 func hostTransport(c config.MCPServer, dir string, environ []string, stderr *tail) sdk.Transport {
 	cmd := exec.Command(c.Command, c.Args...)
 	cmd.Env = serverEnv(environ, c.Env)
 	cmd.Dir = dir
 	cmd.Stderr = stderr
-	return &sdk.CommandTransport{Command: cmd, TerminateDuration: terminateAfter}
+	// Out of the terminal's group it no longer gets the SIGHUP of a closed
+	// terminal: it gets SIGKILL when hermes dies (as local commands do).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// A helper that escaped the group and keeps stderr open must not
+	// hold Wait (and the connection's Close) forever.
+	cmd.WaitDelay = terminateAfter
+	return groupTransport{&sdk.CommandTransport{Command: cmd, TerminateDuration: terminateAfter}}
+}
+
+// groupTransport is a CommandTransport whose connection, once closed
+// (stdin closed, the server exited or was killed), kills what is left of
+// the server's process group.
+type groupTransport struct{ *sdk.CommandTransport }
+
+// Connect starts the server.
+func (t groupTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	conn, err := t.CommandTransport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &groupConn{Connection: conn, pgid: t.Command.Process.Pid}, nil
+}
+
+type groupConn struct {
+	sdk.Connection
+	pgid int
+}
+
+func (c *groupConn) Close() error {
+	err := c.Connection.Close()
+	_ = syscall.Kill(-c.pgid, syscall.SIGKILL)
+	return err
 }
 
 // terminateAfter is how long a host server may take to exit after its
@@ -186,18 +222,65 @@ func (p *procWriter) Close() error {
 	return nil
 }
 
-// headerTransport adds fixed headers to every request.
+// headerTransport adds fixed headers to every request to the configured
+// server's host: they are its credentials, and a redirect (or an SSE
+// endpoint event) naming another host does not get them.
 type headerTransport struct {
 	base    http.RoundTripper
+	host    *url.URL // the configured url:
 	headers map[string]string
 }
 
 func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	for k, v := range h.headers {
-		r.Header.Set(k, v)
+	if h.ownHost(r.URL) {
+		for k, v := range h.headers {
+			r.Header.Set(k, v)
+		}
 	}
-	return h.base.RoundTrip(r)
+	resp, err := h.base.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	// The SDK reads a JSON answer whole (io.ReadAll): bound it as the
+	// stdio transport bounds a line. An event stream is long-lived; the
+	// SDK bounds each of its events.
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body = &boundedBody{ReadCloser: resp.Body, left: maxHTTPAnswer}
+	}
+	return resp, nil
+}
+
+// ownHost reports whether u is on the configured server's host and port,
+// or the same host name over https (an upgrade).
+func (h headerTransport) ownHost(u *url.URL) bool {
+	if h.host == nil {
+		return false
+	}
+	return strings.EqualFold(u.Host, h.host.Host) ||
+		u.Scheme == "https" && strings.EqualFold(u.Hostname(), h.host.Hostname())
+}
+
+// maxHTTPAnswer is the largest JSON answer read from an HTTP server, in
+// bytes (the SDK's bound on a stdio message).
+const maxHTTPAnswer = sdk.DefaultMaxLineLength
+
+// boundedBody fails a read past left bytes.
+type boundedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("the answer is over %d MiB: not read", maxHTTPAnswer>>20)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // httpClient returns the client of an HTTP server entry: its headers on
@@ -206,7 +289,8 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func httpClient(c config.MCPServer, headerTimeout time.Duration) *http.Client {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.ResponseHeaderTimeout = headerTimeout
-	return &http.Client{Transport: headerTransport{base: base, headers: c.Headers}}
+	host, _ := url.Parse(c.URL)
+	return &http.Client{Transport: headerTransport{base: base, host: host, headers: c.Headers}}
 }
 
 // detached connects its transport with a context that outlives the

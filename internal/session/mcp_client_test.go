@@ -86,3 +86,47 @@ func TestClientMCPServerSecretRedacted(t *testing.T) {
 		}
 	}
 }
+
+// A secret the model writes into a tool call (it was told or shown one)
+// is redacted in the tool events people see (CLI progress, editors,
+// chats) and in the stored session; the call itself still runs with it.
+func TestSecretInToolArgumentsRedacted(t *testing.T) {
+	const secretValue = "tok-args-8d1e5b3f0c2a4967"
+	srv := llmtest.NewServer(t)
+	srv.SetResponder(scripted(llmtest.Call{Name: "read_file", Args: `{"path":"` + secretValue + `.txt"}`}))
+	rt := newTestRuntime(t, srv, nil)
+	if err := os.WriteFile(filepath.Join(rt.cwd, secretValue+".txt"), []byte("found\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rt.redact.Add(secretValue)
+	s, err := rt.Open(context.Background(), OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := s.Subscribe(SubscribeOptions{})
+	defer sub.Close()
+	turn, _, _ := s.Send(context.Background(), "read it", SendOptions{})
+	starts := 0
+	for _, ev := range collect(t, sub, turn.ID) {
+		if ev.Kind == ToolStart || ev.Kind == ToolEnd {
+			starts++
+			if strings.Contains(ev.Args, secretValue) || strings.Contains(ev.Text, secretValue) {
+				t.Errorf("%v event shows the secret: %q %q", ev.Kind, ev.Args, ev.Text)
+			}
+			if ev.Kind == ToolEnd && (ev.IsError || !strings.Contains(ev.Text, "found")) {
+				t.Errorf("the call did not run with the real path: %+v", ev)
+			}
+		}
+	}
+	if starts == 0 {
+		t.Fatal("no tool events")
+	}
+	s.Close()
+	rt.Close()
+	for _, name := range []string{store.FileName, store.FileName + "-wal"} {
+		b, _ := os.ReadFile(filepath.Join(rt.opts.Home, name))
+		if strings.Contains(string(b), secretValue) {
+			t.Fatalf("the secret is in %s", name)
+		}
+	}
+}

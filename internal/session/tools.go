@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/cron"
 	"github.com/hermes-go/hermes/internal/memory"
 	"github.com/hermes-go/hermes/internal/skills"
@@ -48,10 +49,34 @@ func (rt *Runtime) buildTools() error {
 		o.Warn(fmt.Sprintf("warning: toolset %s is not available in this build", strings.Join(unavailable, ", ")))
 	}
 	rt.tools = all.Filter(toolsets)
-	if len(rt.tools.Names()) == 0 {
+	if !mcpSelected(toolsets, c.MCPServers, o.Warn) && len(rt.tools.Names()) == 0 {
 		o.Warn("warning: no tools are enabled for this run")
 	}
 	return nil
+}
+
+// mcpSelected reports whether toolsets select tools of an enabled server
+// of mcp_servers (`mcp`, `mcp-<server>`: they join when the servers
+// connect), and warns about an `mcp-<server>` naming no enabled server.
+func mcpSelected(toolsets []string, servers map[string]config.MCPServer, warn func(string)) bool {
+	selected := false
+	for _, ts := range toolsets {
+		ts = strings.TrimSpace(ts)
+		name, ok := strings.CutPrefix(ts, "mcp-")
+		srv, found := servers[name]
+		switch {
+		case ts == "mcp":
+			selected = selected || len(servers) > 0
+		case !ok:
+		case !found:
+			warn(fmt.Sprintf("warning: toolset %s names no server of mcp_servers in config.yaml (see `hermes mcp list`)", ts))
+		case !srv.IsEnabled():
+			warn(fmt.Sprintf("warning: toolset %s: mcp_servers.%s has enabled: false", ts, name))
+		default:
+			selected = true
+		}
+	}
+	return selected
 }
 
 // toolDeps are what the built-in tools are built with.

@@ -131,7 +131,7 @@ func (s *Store) StoredMessages(ctx context.Context, sessionID string, withArchiv
 		q += " AND active = 1"
 	}
 	q += " ORDER BY seq, active, id"
-	rows, err := s.db.QueryContext(ctx, q, sessionID)
+	rows, err := s.stmts.query(ctx, s.db, q, sessionID)
 	if err != nil {
 		return nil, err
 	}

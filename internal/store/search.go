@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,7 +17,8 @@ import (
 type Sort string
 
 // Search orders. Relevance is FTS5's bm25 rank among the newest 1,000
-// matches (so that common words stay fast); substring and CJK matches,
+// matches, over the query's phrases that are not in a large share of the
+// messages (so that common words stay fast; see rank.go); substring and CJK matches,
 // where bm25 over trigrams means little, come newest first. Newest and
 // oldest follow message order.
 const (
@@ -85,6 +87,22 @@ func (e *QueryError) Error() string {
 
 const snippetTokens = 16
 
+// SearchTimeout bounds one Search: SQLite is interrupted when it passes,
+// so a pathological query (a two-letter prefix over a million messages)
+// cannot hold the caller for seconds.
+const SearchTimeout = 3 * time.Second
+
+// SlowQueryError reports a search stopped after SearchTimeout.
+type SlowQueryError struct {
+	Query string
+	After time.Duration
+}
+
+func (e *SlowQueryError) Error() string {
+	return fmt.Sprintf("search query %q took longer than %s and was stopped; use rarer words, a longer prefix* or an \"exact phrase\"",
+		e.Query, e.After)
+}
+
 // Search finds messages matching o.Query in all sessions (or one),
 // archived messages included. Words go through the FTS5 word index first;
 // when it finds nothing, or the query holds CJK text, the trigram index
@@ -92,7 +110,8 @@ const snippetTokens = 16
 // shorter than three characters, which trigrams cannot match, fall back to
 // a scan of message text, newest first. Words holding punctuation
 // (payments-api, config.yaml) are matched as phrases. Malformed FTS5
-// syntax returns a *QueryError.
+// syntax returns a *QueryError, a search stopped after SearchTimeout a
+// *SlowQueryError.
 func (s *Store) Search(ctx context.Context, o SearchOptions) ([]Hit, error) {
 	q := strings.TrimSpace(o.Query)
 	if q == "" {
@@ -119,12 +138,30 @@ func (s *Store) Search(ctx context.Context, o SearchOptions) ([]Hit, error) {
 	}
 	o.Roles = roles
 
+	timeout := SearchTimeout
+	if s.searchTimeout != 0 {
+		timeout = s.searchTimeout
+	}
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	hits, err := s.search(sctx, q, o)
+	if err != nil && ctx.Err() == nil && errors.Is(sctx.Err(), context.DeadlineExceeded) {
+		return nil, &SlowQueryError{Query: q, After: timeout}
+	}
+	return hits, err
+}
+
+// search is Search after its options are checked.
+func (s *Store) search(ctx context.Context, q string, o SearchOptions) ([]Hit, error) {
 	match := quoteBarewords(q)
 	if !hasCJK(q) {
 		hits, err := s.searchIndex(ctx, "messages_fts", q, match, o)
 		if err != nil || len(hits) > 0 {
 			return hits, err
 		}
+	}
+	if s.phraseCannotMatch(ctx, q) {
+		return nil, nil
 	}
 	hits, err := s.searchIndex(ctx, "messages_trigram", q, match, o)
 	if err != nil || len(hits) > 0 {
@@ -136,9 +173,9 @@ func (s *Store) Search(ctx context.Context, o SearchOptions) ([]Hit, error) {
 	return nil, nil
 }
 
-// relevanceWindow bounds relevance ranking: bm25 scores the most recent
-// relevanceWindow matches, so a word found in half a million messages costs
-// the same as one found in a few thousand.
+// relevanceWindow bounds relevance ranking: bm25 scores at most the
+// relevanceWindow newest matches (see rank.go), so a word found in half a
+// million messages costs the same as one found in a few thousand.
 const relevanceWindow = 1000
 
 func (s *Store) searchIndex(ctx context.Context, table, query, match string, o SearchOptions) ([]Hit, error) {
@@ -229,44 +266,52 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 	return hits, nil
 }
 
-// rankedIDs returns the ids of the best limit matches by bm25 among the
-// newest relevanceWindow matches, best first.
-func (s *Store) rankedIDs(ctx context.Context, table, match, where string, wargs []any, limit int) ([]int64, error) {
-	join := ""
-	if where != "" { // filters need the message row; skip the lookup without them
-		join = " JOIN messages AS m ON m.id = " + table + ".rowid"
+// phraseCannotMatch reports whether q, one quoted phrase of three or more
+// words, cannot match as a substring either. Such a match holds the middle
+// words whole, followed by a word starting with the last word (whose
+// stemmed form starts with at least its first three letters), so when the
+// word index has no message with that phrase, the trigram index has none.
+// The trigram search of a long phrase walks a list per three characters,
+// which for common ones took a quarter of a second to find nothing.
+func (s *Store) phraseCannotMatch(ctx context.Context, q string) bool {
+	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' || strings.Count(q, `"`) != 2 {
+		return false
 	}
-	sqlText := `SELECT id FROM (
-		SELECT ` + table + `.rowid AS id, ` + table + `.rank AS score
-		FROM ` + table + join + `
-		WHERE ` + table + ` MATCH ?` + where + `
-		ORDER BY ` + table + `.rowid DESC LIMIT ?)
-		ORDER BY score, id DESC LIMIT ?`
-	args := append(append([]any{match}, wargs...), relevanceWindow, limit)
-	rows, err := s.stmts.query(ctx, s.db, sqlText, args...)
-	if err != nil {
-		return nil, err
+	words := strings.Fields(q[1 : len(q)-1])
+	if len(words) < 3 {
+		return false
 	}
-	defer rows.Close()
-	ids := []int64{}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
+	last := []rune(words[len(words)-1])
+	if len(last) > 3 {
+		last = last[:3]
 	}
-	return ids, rows.Err()
+	phrase := strings.Join(append(words[1:len(words)-1:len(words)-1], string(last)), " ")
+	found, err := s.int64s(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? LIMIT 1`, `"`+phrase+`"*`)
+	return err == nil && len(found) == 0 // on error the trigram search reports it
 }
 
+// scanWindow bounds the literal scan to the newest scanWindow messages
+// (by id): a scan of a million messages for a query that matches nothing
+// took a third of a second.
+const scanWindow = 50000
+
 // searchScan matches q as a literal substring of message content, newest
-// first, for queries too short for the trigram index.
+// first, among the newest scanWindow messages (all of a session's when
+// o.SessionID is set), for queries too short for the trigram index.
 func (s *Store) searchScan(ctx context.Context, q string, o SearchOptions) ([]Hit, error) {
 	sqlText := `SELECT m.id, m.session_id, coalesce(s.title, ''), m.seq, m.role, coalesce(m.tool_name, ''),
 		m.created_at, m.active, m.content
 		FROM messages AS m JOIN sessions AS s ON s.id = m.session_id
-		WHERE m.content LIKE '%' || ? || '%' ESCAPE '\'`
-	args := []any{escapeLike(q)}
+		WHERE m.id > coalesce((SELECT max(id) FROM messages), 0) - ?
+		AND m.content LIKE '%' || ? || '%' ESCAPE '\'`
+	window := int64(scanWindow)
+	if s.scanLimit != 0 {
+		window = s.scanLimit
+	}
+	if o.SessionID != "" {
+		window = 1 << 62 // one session's messages are found through its index
+	}
+	args := []any{window, escapeLike(q)}
 	where, wargs := filterClause(o)
 	sqlText += where
 	args = append(args, wargs...)

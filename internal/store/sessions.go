@@ -191,7 +191,7 @@ func (s *Store) Resolve(ctx context.Context, ref string) (Session, error) {
 	if x, err := s.Session(ctx, ref); err == nil || !errors.Is(err, ErrNotFound) {
 		return x, err
 	}
-	row := s.db.QueryRowContext(ctx, "SELECT "+sessionColumns+" FROM sessions AS s WHERE s.title = ?", ref)
+	row := s.stmts.queryRow(ctx, s.db, "SELECT "+sessionColumns+" FROM sessions AS s WHERE s.title = ?", ref)
 	if x, err := scanSession(row); err == nil || !errors.Is(err, sql.ErrNoRows) {
 		return x, err
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"sync"
 )
 
@@ -18,6 +19,12 @@ const maxCachedStmts = 128
 type stmtCache struct {
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
+	// later holds the texts first met inside a transaction, to prepare
+	// once it has ended (prepareLater). Preparing them on the spot made
+	// database/sql open a second connection (its pragmas and a second
+	// parse of the schema: most of a short run's SQLite time) while the
+	// transaction held the first, then prepare them again on the first.
+	later []string
 }
 
 // stmt returns the cached prepared statement for sqlText, preparing it on
@@ -61,16 +68,36 @@ func (c *stmtCache) queryRow(ctx context.Context, db *sql.DB, sqlText string, ar
 	return st.QueryRowContext(ctx, args...)
 }
 
-// inTx returns sqlText's cached statement bound to tx, or nil when the
-// cache is full (the caller then runs the text on tx). database/sql reuses
-// the statement already prepared on tx's connection, so a write connection
-// parses each statement once.
-func (c *stmtCache) inTx(ctx context.Context, db *sql.DB, tx *sql.Tx, sqlText string) (*sql.Stmt, error) {
-	st, err := c.stmt(ctx, db, sqlText)
-	if err != nil || st == nil {
-		return nil, err
+// inTx returns sqlText's cached statement bound to tx, or nil when it is
+// not cached yet or the cache is full (the caller then runs the text on
+// tx). A text seen for the first time is queued for prepareLater, which
+// caches it once the transaction has given its connection back.
+// database/sql reuses the statement already prepared on tx's connection,
+// so a write connection parses each statement once.
+func (c *stmtCache) inTx(ctx context.Context, tx *sql.Tx, sqlText string) *sql.Stmt {
+	c.mu.Lock()
+	st, ok := c.stmts[sqlText]
+	if !ok && len(c.stmts)+len(c.later) < maxCachedStmts && !slices.Contains(c.later, sqlText) {
+		c.later = append(c.later, sqlText)
 	}
-	return tx.StmtContext(ctx, st), nil
+	c.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return tx.StmtContext(ctx, st)
+}
+
+// prepareLater caches the statements inTx queued, on a free pooled
+// connection (call it after a transaction has ended). A text that fails
+// to prepare is dropped: its next use runs it uncached.
+func (c *stmtCache) prepareLater(ctx context.Context, db *sql.DB) {
+	c.mu.Lock()
+	later := c.later
+	c.later = nil
+	c.mu.Unlock()
+	for _, sqlText := range later {
+		_, _ = c.stmt(ctx, db, sqlText)
+	}
 }
 
 // close closes every cached statement.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -56,5 +57,25 @@ func TestSearchReusesStatements(t *testing.T) {
 		if _, err := st.Search(ctx, SearchOptions{Query: "nosuchcolumn:x"}); !errors.As(err, &qe) {
 			t.Fatalf("bad query: got %v, want *QueryError", err)
 		}
+	}
+}
+
+// A run that only writes (create a session, append its messages: what
+// `hermes -z` does) works on one SQLite connection. Preparing a statement
+// for the cache inside a transaction used to open a second connection,
+// paying its pragmas and a second parse of the schema on every start.
+func TestWritesUseOneConnection(t *testing.T) {
+	st := openTestStore(t, filepath.Join(t.TempDir(), "state.db"))
+	st.stopCheckpoints() // the background checkpoint may take a connection of its own
+	s := mustCreate(t, st, NewSession{Model: "m"})
+	for range 2 {
+		mustAppend(t, st, s.ID, conversation()...)
+	}
+	if n := st.db.Stats().OpenConnections; n != 1 {
+		t.Errorf("open connections after create and appends: %d, want 1", n)
+	}
+	msgs, err := st.Messages(context.Background(), s.ID)
+	if err != nil || len(msgs) != 2*len(conversation()) {
+		t.Fatalf("messages: %d, %v", len(msgs), err)
 	}
 }

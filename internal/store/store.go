@@ -81,6 +81,10 @@ type Store struct {
 	// stopCheckpoints ends the background checkpoints.
 	commits         atomic.Int64
 	stopCheckpoints func()
+	// rankFloor, scanLimit and searchTimeout override commonFloor,
+	// scanWindow and SearchTimeout when not zero (tests use small stores).
+	rankFloor, scanLimit int64
+	searchTimeout        time.Duration
 }
 
 // Option configures Open.

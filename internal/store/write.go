@@ -60,6 +60,9 @@ func (s *Store) inTxHeld(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err != nil {
 		return err
 	}
+	// The statements fn met for the first time are prepared once tx has
+	// given its connection back (stmtcache.go).
+	defer s.stmts.prepareLater(context.WithoutCancel(ctx), s.db)
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
 		return err
@@ -90,23 +93,18 @@ func (s *Store) exec(ctx context.Context, sqlText string, args ...any) (sql.Resu
 
 // txExec runs sqlText on tx through the statement cache.
 func (s *Store) txExec(ctx context.Context, tx *sql.Tx, sqlText string, args ...any) (sql.Result, error) {
-	st, err := s.stmts.inTx(ctx, s.db, tx, sqlText)
-	if err != nil {
-		return nil, err
+	if st := s.stmts.inTx(ctx, tx, sqlText); st != nil {
+		return st.ExecContext(ctx, args...)
 	}
-	if st == nil {
-		return tx.ExecContext(ctx, sqlText, args...)
-	}
-	return st.ExecContext(ctx, args...)
+	return tx.ExecContext(ctx, sqlText, args...)
 }
 
 // txQueryRow runs sqlText on tx through the statement cache.
 func (s *Store) txQueryRow(ctx context.Context, tx *sql.Tx, sqlText string, args ...any) *sql.Row {
-	st, err := s.stmts.inTx(ctx, s.db, tx, sqlText)
-	if err != nil || st == nil {
-		return tx.QueryRowContext(ctx, sqlText, args...)
+	if st := s.stmts.inTx(ctx, tx, sqlText); st != nil {
+		return st.QueryRowContext(ctx, args...)
 	}
-	return st.QueryRowContext(ctx, args...)
+	return tx.QueryRowContext(ctx, sqlText, args...)
 }
 
 // AppendMessage adds m at the end of a session's conversation and returns

@@ -140,8 +140,9 @@ func parseRoleFilter(raw json.RawMessage) ([]string, error) {
 func (t *sessionSearch) search(ctx context.Context, a sessionSearchArgs, sessionID string, sort store.Sort, roles []string) Result {
 	hits, err := t.st.Search(ctx, store.SearchOptions{Query: a.Query, Limit: a.Limit, SessionID: sessionID, Sort: sort, Roles: roles})
 	var qe *store.QueryError
-	if errors.As(err, &qe) {
-		return Errorf("%v", qe)
+	var se *store.SlowQueryError
+	if errors.As(err, &qe) || errors.As(err, &se) {
+		return Errorf("%v", err)
 	}
 	if err != nil {
 		return Errorf("session search failed: %v", err)

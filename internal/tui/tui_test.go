@@ -239,6 +239,50 @@ func TestGoldenApproval(t *testing.T) {
 	out.wait(t, "approval: deny") // the answer is shown
 }
 
+// An escape sequence in a command shows in the approval as text: "ESC[2K
+// CR" (erase the line) or hidden text would otherwise show a harmless
+// command in place of the dangerous one.
+func TestApprovalShowsEscapes(t *testing.T) {
+	w := newWorld(t,
+		llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "terminal", Args: `{"command":"rm -rf build-output \u001b[8mecho hi"}`}}},
+		llmtest.Turn{Text: "ok, not removed"},
+	)
+	tm, out := start(t, w.options(t), 100, 20)
+	tm.Type("clean")
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
+	waitFrame(t, tm, `rm -rf build-output \x1b[8mecho hi`)
+	tm.Type("d")
+	out.wait(t, "ok, not removed")
+}
+
+// A tool's output printed in the transcript cannot drive the terminal: an
+// OSC 52 sequence in it (a file the model cat'ed, an MCP server's result)
+// wrote to the clipboard, and cursor moves could rewrite what was shown.
+func TestToolOutputEscapesNeutralised(t *testing.T) {
+	w := newWorld(t,
+		llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "read_file", Args: `{"path":"notes.txt"}`}}},
+		llmtest.Turn{Text: "printed"},
+	)
+	if err := os.WriteFile(filepath.Join(w.cwd, "notes.txt"), []byte("a\x1b]52;c;aGVsbG8=\x07b\x1b[2Jc\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := w.options(t)
+	o.Yolo = true
+	tm, out := start(t, o, 100, 20)
+	tm.Type("go")
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
+	out.wait(t, "printed")
+	raw := out.buf.String()
+	for _, seq := range []string{"\x1b]52", "\x1b[2J"} {
+		if strings.Contains(raw, seq) {
+			t.Errorf("the tool output's %q reached the terminal", seq)
+		}
+	}
+	if !strings.Contains(out.String(), "abc") {
+		t.Errorf("the tool output's text is not shown:\n%s", out.String())
+	}
+}
+
 // TestGoldenStatusBar60 and 120: the status bar keeps the model, the
 // context bar and YOLO at 60 columns and adds tokens and time at 120.
 func TestGoldenStatusBar60(t *testing.T)  { statusBarFrame(t, 60) }

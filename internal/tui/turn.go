@@ -75,19 +75,12 @@ func (m *Model) send(text string) tea.Cmd {
 
 // cleanEvent removes terminal control sequences from what the model or a
 // tool wrote in ev (the streamed deltas are cleaned by the turn's
-// streams); an approval's command and path show theirs as escapes, so
-// the person approves what will run.
+// streams). An approval is shown with approval.Printable: its command's
+// control characters as escapes, so the person approves what will run.
 func cleanEvent(ev session.Event) session.Event {
 	ev.Tool, ev.Args = termsafe.Clean(ev.Tool), termsafe.Clean(ev.Args)
 	if ev.Kind != session.TextDelta && ev.Kind != session.ReasoningDelta {
 		ev.Text = termsafe.Clean(ev.Text)
-	}
-	if ev.Approval != nil {
-		p := *ev.Approval
-		p.Command, p.Path = termsafe.Visible(p.Command), termsafe.Visible(p.Path)
-		p.Tool, p.Action = termsafe.Clean(p.Tool), termsafe.Clean(p.Action)
-		p.Danger, p.Reason = termsafe.Clean(p.Danger), termsafe.Clean(p.Reason)
-		ev.Approval = &p
 	}
 	return ev
 }
@@ -105,7 +98,7 @@ func (m *Model) onEvent(ev session.Event) tea.Cmd {
 		m.approval = &approvalPrompt{id: ev.Approval.ID, p: *ev.Approval, done: ev.ApprovalDone}
 		done, id := ev.ApprovalDone, ev.Approval.ID
 		wait := func() tea.Msg { <-done; return approvalDoneMsg{id: id} }
-		what := approvalSubject(m.approval.p)
+		what := m.approval.p.What()
 		if strings.Count(wrap(what, max(m.width-4, 20)), "\n")+1 > m.height/2 {
 			// Too tall for the approval box: the whole command goes to
 			// the scrollback, where the person can read all of it.
@@ -326,7 +319,7 @@ func (m *Model) onApprovalKey(key string) tea.Cmd {
 	p := m.approval
 	m.approval = nil
 	m.sess.Approve(p.id, a)
-	return m.printLines(m.styles.dim.Render(fmt.Sprintf("approval: %s — %s", a, firstLines(p.p.Command, 1))))
+	return m.printLines(m.styles.dim.Render(fmt.Sprintf("approval: %s — %s", a, firstLines(p.p.What(), 1))))
 }
 
 // printLines prints lines to the scrollback.

@@ -157,13 +157,13 @@ func (m *Model) streamView(rows int) string {
 func (m *Model) approvalView(rows int) string {
 	p := m.approval.p
 	w := max(m.width-4, 20)
-	head := []string{m.styles.warn.Render(firstLines(wrap("⚠ "+p.Danger, w), 2))}
+	head := []string{m.styles.warn.Render(firstLines(wrap("⚠ "+approval.Printable(p.Danger), w), 2))}
 	if p.Reason != "" {
-		head = append(head, m.styles.dim.Render(firstLines(wrap("reason: "+p.Reason, w), 2)))
+		head = append(head, m.styles.dim.Render(firstLines(wrap("reason: "+approval.Printable(p.Reason), w), 2)))
 	}
 	answers := "approve? " + m.styles.user.Render("[o]") + "nce " + m.styles.user.Render("[s]") + "ession " +
 		m.styles.user.Render("[a]") + "lways " + m.styles.err.Render("[d]") + "eny"
-	lines := strings.Split(wrap(approvalSubject(p), w), "\n")
+	lines := strings.Split(wrap(p.What(), w), "\n")
 	room := max(rows-2-lipgloss.Height(strings.Join(head, "\n"))-1, 3) // 2 border rows, 1 answer row
 	if len(lines) > room {
 		first := room / 2
@@ -176,15 +176,6 @@ func (m *Model) approvalView(rows int) string {
 	}
 	body := strings.Join(head, "\n") + "\n" + strings.Join(lines, "\n") + "\n" + answers
 	return m.styles.approval.Width(m.width).Render(body)
-}
-
-// approvalSubject is what an approval is about: its command, else the
-// tool, action and path.
-func approvalSubject(p approval.Prompt) string {
-	if p.Command != "" {
-		return p.Command
-	}
-	return strings.TrimSpace(p.Tool + " " + p.Action + " " + p.Path)
 }
 
 // editorView is the input editor.

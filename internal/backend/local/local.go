@@ -194,7 +194,6 @@ func (b *Backend) Open(ctx context.Context, taskID string) (backend.Environment,
 	if e, ok := b.envs[taskID]; ok {
 		return e, nil
 	}
-	b.sup.start() // in the background, before the first command needs it
 	kept, _ := ScrubEnv(b.environ(), b.passthrough)
 	if taskID != "" {
 		kept = append(kept, "HERMES_SESSION_ID="+taskID)
@@ -349,6 +348,12 @@ func (e *Environment) startCmd(cmd *exec.Cmd) (release func(), err error) {
 	g := e.guard
 	if g == nil {
 		g = newGuard(SandboxOff, 0, "", nil)
+	}
+	// The supervisor starts with the first command (in the background,
+	// while the guard starts it), not with the environment: a turn whose
+	// tools run no command pays for no /bin/sh.
+	if e.sup != nil {
+		e.sup.start()
 	}
 	rel, err := g.start(cmd)
 	if err != nil {

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/hermes-go/hermes/internal/syscalls"
 )
 
 // setIDModeCalls are the calls that take a file mode, with the index of
@@ -29,7 +30,7 @@ var setIDModeCalls = []struct {
 // cannot read) with ENOSYS so libc falls back to openat, and every other
 // call is allowed.
 func setIDFilter() ([]bpf.Instruction, error) {
-	info, err := arch.GetInfo("")
+	info, err := syscalls.Native()
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: %w", err)
 	}
@@ -37,19 +38,19 @@ func setIDFilter() ([]bpf.Instruction, error) {
 	loadNr := bpf.LoadAbsolute{Off: 0, Size: 4}
 	prog := []bpf.Instruction{
 		bpf.LoadAbsolute{Off: 4, Size: 4}, // seccomp_data.arch
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(info.ID), SkipTrue: 1},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: info.AuditArch, SkipTrue: 1},
 		errno(unix.EPERM),
 		loadNr,
 	}
-	if info.ID == arch.X86_64.ID {
-		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: uint32(arch.X32.SeccompMask), SkipFalse: 1}, errno(unix.ENOSYS))
+	if info.X32Mask != 0 {
+		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: info.X32Mask, SkipFalse: 1}, errno(unix.ENOSYS))
 	}
 	modeWord := uint32(0) // low word of a 64-bit argument in seccomp_data
 	if binary.NativeEndian.Uint16([]byte{0, 1}) == 1 {
 		modeWord = 4
 	}
 	for _, c := range setIDModeCalls {
-		nr, ok := info.SyscallNames[c.name]
+		nr, ok := info.Numbers[c.name]
 		if !ok {
 			continue
 		}
@@ -60,7 +61,7 @@ func setIDFilter() ([]bpf.Instruction, error) {
 			errno(unix.EPERM),
 			loadNr)
 	}
-	if nr, ok := info.SyscallNames["openat2"]; ok {
+	if nr, ok := info.Numbers["openat2"]; ok {
 		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(nr), SkipFalse: 1}, errno(unix.ENOSYS))
 	}
 	return append(prog, bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW}), nil

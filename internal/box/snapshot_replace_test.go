@@ -1,0 +1,172 @@
+package box
+
+import (
+	"bytes"
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// snapReplaceFixture stores a snapshot of a one-file upper ("new" holding
+// "restored") and returns the store and its id.
+func snapReplaceFixture(t *testing.T) (*SnapshotStore, SnapshotManifest) {
+	t.Helper()
+	store := snapTestStore(t, time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), []byte{1, 2, 3})
+	src := filepath.Join(t.TempDir(), "upper")
+	snapWrite(t, filepath.Join(src, "dir", "new"), "restored", 0o644)
+	m, err := store.Create("t", src, SnapshotOrigin{})
+	snapMust(t, err)
+	return store, m
+}
+
+func snapNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	snapMust(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// TestSnapshotReplaceUpperSwapsTree: restoring over a box's layer leaves
+// exactly the snapshot's files (none of the old ones) and no temporary
+// directory beside it; a missing upper is created.
+func TestSnapshotReplaceUpperSwapsTree(t *testing.T) {
+	store, m := snapReplaceFixture(t)
+	layer := t.TempDir()
+	upper := filepath.Join(layer, "upper")
+	snapWrite(t, filepath.Join(upper, "old", "file"), "old", 0o644)
+	snapWrite(t, filepath.Join(upper, "dir", "stale"), "old", 0o644)
+
+	if _, err := store.ReplaceUpper(m.ID, upper); err != nil {
+		t.Fatal(err)
+	}
+	if got := snapNames(t, upper); !slices.Equal(got, []string{"dir"}) {
+		t.Errorf("upper holds %v after the restore, want [dir]", got)
+	}
+	if got := snapNames(t, filepath.Join(upper, "dir")); !slices.Equal(got, []string{"new"}) {
+		t.Errorf("upper/dir holds %v, want [new]", got)
+	}
+	if got := snapNames(t, layer); !slices.Equal(got, []string{"upper"}) {
+		t.Errorf("layer dir holds %v, want only upper", got)
+	}
+
+	fresh := filepath.Join(t.TempDir(), "none", "upper")
+	if _, err := store.ReplaceUpper(m.ID, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(fresh, "dir", "new")); string(data) != "restored" {
+		t.Errorf("restore into a missing upper: dir/new = %q", data)
+	}
+}
+
+// TestSnapshotReplaceUpperKeepsOldTreeOnCorruptArchive: a restore that
+// fails (here the archive's digest) must not have touched the layer it
+// was to replace, and removes its partial tree.
+func TestSnapshotReplaceUpperKeepsOldTreeOnCorruptArchive(t *testing.T) {
+	store, m := snapReplaceFixture(t)
+	data, err := os.ReadFile(store.ArchivePath(m.ID))
+	snapMust(t, err)
+	data[len(data)-5] ^= 0xff
+	snapMust(t, os.WriteFile(store.ArchivePath(m.ID), data, 0o600))
+
+	layer := t.TempDir()
+	upper := filepath.Join(layer, "upper")
+	snapWrite(t, filepath.Join(upper, "keep"), "old", 0o644)
+	if _, err := store.ReplaceUpper(m.ID, upper); err == nil {
+		t.Fatal("ReplaceUpper of a corrupted archive succeeded")
+	}
+	if data, _ := os.ReadFile(filepath.Join(upper, "keep")); string(data) != "old" {
+		t.Errorf("the old layer was changed by a failed restore: keep = %q", data)
+	}
+	if got := snapNames(t, layer); !slices.Equal(got, []string{"upper"}) {
+		t.Errorf("failed restore left %v in the layer dir, want only upper", got)
+	}
+}
+
+// TestSnapshotReplaceUpperRemovesInterruptedRestore: a temporary tree a
+// crashed restore left beside the upper is removed by the next one.
+func TestSnapshotReplaceUpperRemovesInterruptedRestore(t *testing.T) {
+	store, m := snapReplaceFixture(t)
+	layer := t.TempDir()
+	upper := filepath.Join(layer, "upper")
+	snapWrite(t, filepath.Join(upper+snapshotReplaceSuffix+"abcdef", "half"), "partial", 0o644)
+	if _, err := store.ReplaceUpper(m.ID, upper); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range snapNames(t, layer) {
+		if strings.Contains(name, snapshotReplaceSuffix) {
+			t.Errorf("interrupted restore's %s is still there", name)
+		}
+	}
+}
+
+// TestSnapshotReplaceUpperWithoutRoomForBoth: a box using more than half
+// its disk must still be restorable (here to the snapshot of its own
+// layer): when the old tree and the extracted one do not fit together,
+// the old one goes first, as restores did before they extracted beside it.
+func TestSnapshotReplaceUpperWithoutRoomForBoth(t *testing.T) {
+	snapRequireRoot(t)
+	layer := t.TempDir()
+	snapMust(t, unix.Mount("tmpfs", layer, "tmpfs", 0, "size=8m"))
+	t.Cleanup(func() { unix.Unmount(layer, unix.MNT_DETACH) })
+	upper := filepath.Join(layer, "upper")
+	big := make([]byte, 5<<20)
+	rand.Read(big)
+	snapMust(t, os.MkdirAll(upper, 0o755))
+	snapMust(t, os.WriteFile(filepath.Join(upper, "big"), big, 0o644))
+	store := snapTestStore(t, time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), []byte{1, 2, 3})
+	m, err := store.Create("t", upper, SnapshotOrigin{})
+	snapMust(t, err)
+	snapMust(t, os.WriteFile(filepath.Join(upper, "later"), []byte("after the snapshot"), 0o644))
+
+	if _, err := store.ReplaceUpper(m.ID, upper); err != nil {
+		t.Fatalf("restore into a layer with room for one copy: %v", err)
+	}
+	if got := snapNames(t, upper); !slices.Equal(got, []string{"big"}) {
+		t.Errorf("upper holds %v after the restore, want [big]", got)
+	}
+	if data, _ := os.ReadFile(filepath.Join(upper, "big")); !bytes.Equal(data, big) {
+		t.Errorf("big differs after the restore (%d bytes)", len(data))
+	}
+	if got := snapNames(t, layer); !slices.Equal(got, []string{"upper"}) {
+		t.Errorf("layer dir holds %v, want only upper", got)
+	}
+}
+
+// TestSnapshotReplaceUpperCorruptArchiveWithoutRoomKeepsOldTree: running
+// out of room makes a restore remove the old tree and extract again, but
+// not for an archive whose digest is wrong (it would fail after the old
+// layer is gone).
+func TestSnapshotReplaceUpperCorruptArchiveWithoutRoomKeepsOldTree(t *testing.T) {
+	snapRequireRoot(t)
+	layer := t.TempDir()
+	snapMust(t, unix.Mount("tmpfs", layer, "tmpfs", 0, "size=8m"))
+	t.Cleanup(func() { unix.Unmount(layer, unix.MNT_DETACH) })
+	upper := filepath.Join(layer, "upper")
+	big := make([]byte, 5<<20)
+	rand.Read(big)
+	snapWrite(t, filepath.Join(upper, "big"), string(big), 0o644)
+	store := snapTestStore(t, time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), []byte{1, 2, 3})
+	m, err := store.Create("t", upper, SnapshotOrigin{})
+	snapMust(t, err)
+	data, err := os.ReadFile(store.ArchivePath(m.ID))
+	snapMust(t, err)
+	data[len(data)-5] ^= 0xff // past the file's contents: the extraction runs out of room first
+	snapMust(t, os.WriteFile(store.ArchivePath(m.ID), data, 0o600))
+
+	if _, err := store.ReplaceUpper(m.ID, upper); err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Fatalf("ReplaceUpper of a corrupted archive without room: %v, want the digest error", err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(upper, "big")); !bytes.Equal(data, big) {
+		t.Errorf("the old layer was removed for a corrupted archive (big has %d bytes)", len(data))
+	}
+}
