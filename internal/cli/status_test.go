@@ -42,7 +42,7 @@ func TestStatusSummary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := st.SetTitle(ctx, s.ID, fmt.Sprintf("task %d", i)); err != nil {
+		if err := st.SetTitle(ctx, s.ID, fmt.Sprintf("task %d\x1b]52;c;QUJD\x07", i)); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, s.ID)
@@ -56,6 +56,9 @@ func TestStatusSummary(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, "\x1b") {
+		t.Errorf("a session title's escape sequence reached the output: %q", out)
 	}
 	if i := strings.Index(out, ids[6]); i < 0 || i > strings.Index(out, ids[2]) {
 		t.Errorf("want the newest session (%s) first:\n%s", ids[6], out)
