@@ -49,3 +49,21 @@ func TestACPOfflineExampleFromREADME(t *testing.T) {
 		}
 	}
 }
+
+// Hermes' `hermes acp` boot flags: --version prints what hermes --version
+// prints; --check starts a session runtime here and says ready, or names
+// what is missing, without serving the protocol.
+func TestACPVersionAndCheckFlags(t *testing.T) {
+	e := newE2E(t)
+	if res := e.run("acp", "--version"); res.code != 0 || !strings.HasPrefix(res.stdout, "Hermes Agent v") {
+		t.Fatalf("acp --version: %s", res)
+	}
+	if res := e.run("acp", "--check", "--provider", "openrouter", "-m", "some/model"); res.code != 0 ||
+		!strings.Contains(res.stdout, "ready (provider openrouter, model some/model") {
+		t.Fatalf("acp --check: %s", res)
+	}
+	e.env = nil // no OPENROUTER_API_KEY
+	if res := e.run("acp", "--check", "--provider", "openrouter", "-m", "some/model"); res.code == 0 || !strings.Contains(res.stderr, "OPENROUTER_API_KEY") {
+		t.Fatalf("acp --check without a key: %s", res)
+	}
+}

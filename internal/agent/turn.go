@@ -283,6 +283,9 @@ func cancelled(r tool.Result) tool.Result {
 // fix (unknown tool, malformed JSON) come back as error results.
 func (a *Agent) runTool(ctx context.Context, sessionID string, tc llm.ToolCall) (r tool.Result) {
 	t, ok := a.opts.Tools.Get(tc.Name)
+	if why, down := a.opts.Tools.Unavailable(tc.Name); !ok && down {
+		return tool.Errorf("%s is unavailable: %s", tc.Name, why)
+	}
 	if !ok {
 		return tool.Errorf("unknown tool %q; available tools: %s", tc.Name, strings.Join(a.opts.Tools.Names(), ", "))
 	}

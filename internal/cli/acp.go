@@ -22,6 +22,7 @@ const ACPEntry = "hermes-acp"
 
 func (a *App) newACPCmd() *cobra.Command {
 	o := &chatOptions{}
+	var version, check, setup bool
 	cmd := &cobra.Command{
 		Use:   "acp",
 		Short: "serve the Agent Client Protocol on stdio (for editors: Zed, JetBrains, VS Code)",
@@ -29,9 +30,24 @@ func (a *App) newACPCmd() *cobra.Command {
 			"answered first). stdout carries only the protocol; logs go to stderr and HERMES_HOME/logs/acp.log.\n" +
 			"Sessions are stored with source acp. --provider replay --replay FILE plays a scripted model (offline).",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.runACP(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case version:
+				exe, _ := os.Executable()
+				PrintVersion(a.Stdout, exe)
+				return nil
+			case check:
+				return a.checkACP(cmd.Context(), o)
+			case setup:
+				return a.runModel(&modelOptions{})
+			}
+			return a.runACP(cmd.Context(), o)
+		},
 	}
 	f := cmd.Flags()
+	f.BoolVar(&version, "version", false, "print the version and exit (as hermes --version)")
+	f.BoolVar(&check, "check", false, "check that sessions can start here (config, provider credential) and exit")
+	f.BoolVar(&setup, "setup", false, "choose provider and model (hermes model), then exit: the editors' setup action")
 	f.StringVarP(&o.model, "model", "m", "", "model id (model.default)")
 	f.StringVar(&o.provider, "provider", "", "provider: openrouter, openai, anthropic, custom, replay")
 	f.StringVar(&o.baseURL, "base-url", "", "override the provider's base URL")
@@ -60,6 +76,23 @@ func (a *App) runACP(ctx context.Context, o *chatOptions) error {
 	})
 	logger.Info("hermes acp started", "version", Version)
 	return srv.Serve(ctx, a.Stdin, protocol)
+}
+
+// checkACP starts and stops the runtime an editor's session in the current
+// directory would get, as Hermes' `hermes acp --check` does: a config,
+// provider or credential problem is the error, with its fix.
+func (a *App) checkACP(ctx context.Context, o *chatOptions) error {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	rt, err := a.acpRuntime(ctx, o, cwd, nil)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	fmt.Fprintf(a.Stdout, "hermes acp: ready (provider %s, model %s, HERMES_HOME %s)\n", rt.ProviderName(), rt.Model(), a.Home())
+	return nil
 }
 
 // acpRuntime starts the session runtime of one workspace: the user's

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -123,6 +125,12 @@ func (a *App) mcpAdd(name string, command []string, o mcpAddOptions) error {
 		return err
 	}
 	fmt.Fprintf(a.Stdout, "Added MCP server %s to %s. Check it with `hermes mcp test %s`.\n", name, config.ConfigPath(a.Home()), name)
+	if srv.Command != "" {
+		if _, err := exec.LookPath(srv.Command); err != nil {
+			fmt.Fprintf(a.Stderr, "hermes: warning: mcp_servers.%s.command %q is not found on this host (%v); install it or fix the entry with `hermes mcp add %s -- COMMAND ARGS...` (in a box it must exist inside the box)\n",
+				name, srv.Command, errors.Unwrap(err), name)
+		}
+	}
 	return nil
 }
 
@@ -215,7 +223,12 @@ func (a *App) mcpTest(ctx context.Context, name string) error {
 		return &ExitError{Code: 1, Err: fmt.Errorf("MCP server %s was skipped: fix the entry in %s", name, config.ConfigPath(a.Home()))}
 	}
 	if !st[0].Up {
-		return &ExitError{Code: 1, Err: fmt.Errorf("MCP server %s failed: %s", name, st[0].Err)}
+		what := "url " + srv.URL
+		if srv.Stdio() {
+			what = "command " + strings.Join(append([]string{srv.Command}, srv.Args...), " ")
+		}
+		return &ExitError{Code: 1, Err: fmt.Errorf("MCP server %s failed: %s\n(mcp_servers.%s: %s; fix it in %s or with `hermes mcp add %s ...`)",
+			name, st[0].Err, name, redact.Redact(what), config.ConfigPath(a.Home()), name)}
 	}
 	fmt.Fprintf(a.Stdout, "MCP server %s: connected in %s, %d tools\n", name, time.Since(start).Round(time.Millisecond), len(st[0].Tools))
 	if srv.Stdio() && !srv.Host && cfg.Config.Terminal.Backend == "box" {

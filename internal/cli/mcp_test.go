@@ -44,4 +44,12 @@ func TestMCPAddListTestRemove(t *testing.T) {
 	if rc := ta.run("mcp", "add", "none"); rc != 1 || !strings.Contains(ta.stderr.String(), "--url") {
 		t.Fatalf("add without a target: %d %s", rc, ta.stderr)
 	}
+	// A command that is not there is saved with a warning naming the key;
+	// its test names the entry to fix.
+	if rc := ta.run("mcp", "add", "bad", "--", "/nonexistent/mcp-x", "--flag"); rc != 0 || !strings.Contains(ta.stderr.String(), `mcp_servers.bad.command "/nonexistent/mcp-x" is not found`) {
+		t.Fatalf("add of a missing command: %d %s", rc, ta.stderr)
+	}
+	if rc := ta.run("mcp", "test", "bad"); rc != 1 || !strings.Contains(ta.stderr.String(), "mcp_servers.bad: command /nonexistent/mcp-x --flag") {
+		t.Fatalf("test of a missing command: %d %s", rc, ta.stderr)
+	}
 }

@@ -197,6 +197,12 @@ func explainArgErrors(root *cobra.Command) {
 		explainArgErrors(c)
 		if c.HasSubCommands() {
 			c.Args = unknownCommand
+			if c.Run == nil && c.RunE == nil {
+				// cobra checks the arguments of runnable commands only: a
+				// group without a run printed its help for a mistyped
+				// subcommand and exited 0.
+				c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+			}
 			continue
 		}
 		if c.Args == nil {

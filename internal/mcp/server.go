@@ -228,6 +228,9 @@ func (s *server) connected(cs *sdk.ClientSession, tools []tool.Tool, err error) 
 		}
 		if cached {
 			s.m.publish(s)
+		} else if s.m.opts.Tools != nil { // a model that knows the tools (a resumed session) is told why
+			s.m.opts.Tools.SetUnavailable(toolPrefix(s.name), fmt.Sprintf("MCP server %s could not be started (%s); hermes retries it when the next turn starts",
+				s.name, s.m.redact(s, err.Error())))
 		}
 		return
 	}
@@ -238,6 +241,9 @@ func (s *server) connected(cs *sdk.ClientSession, tools []tool.Tool, err error) 
 	}
 	s.cs, s.failures, s.lastErr, s.reported, s.untold = cs, 0, nil, false, false
 	s.tools = tools
+	if s.m.opts.Tools != nil {
+		s.m.opts.Tools.SetUnavailable(toolPrefix(s.name), "")
+	}
 	stale := s.stale
 	s.mu.Unlock()
 	s.m.publish(s)

@@ -152,6 +152,14 @@ func TestFailingServerDoesNotStopOthers(t *testing.T) {
 	if res := call(t, reg, "mcp__everything__get_sum", `{"a":2,"b":3}`); res.IsError || !strings.Contains(res.Content, "5") {
 		t.Fatalf("get-sum: %+v", res)
 	}
+	// A model that knows the broken server's tools (a resumed session) is
+	// told why one is missing, not only that it is unknown.
+	if why, ok := reg.Unavailable("mcp__broken__search"); !ok || !strings.Contains(why, "MCP server broken could not be started") || !strings.Contains(why, "/nonexistent/mcp-server") {
+		t.Fatalf("Unavailable(mcp__broken__search) = %q, %v", why, ok)
+	}
+	if _, ok := reg.Unavailable("mcp__everything__nosuch"); ok {
+		t.Fatal("a running server's unknown tool reported as unavailable")
+	}
 	// Two more turns start after the backoff: two more failed starts,
 	// still one line on stderr.
 	for i := 0; i < 2; i++ {

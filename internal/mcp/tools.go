@@ -41,6 +41,9 @@ func ToolName(server, tool string) string {
 	return n[:maxToolName-9] + "_" + hex.EncodeToString(sum[:4])
 }
 
+// toolPrefix is how every ToolName of server starts (before a long name's cut).
+func toolPrefix(server string) string { return "mcp__" + sanitize(server) + "__" }
+
 // Toolset is the toolset of a server's tools (Hermes: mcp-<server>).
 func Toolset(server string) string { return "mcp-" + server }
 

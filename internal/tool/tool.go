@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -81,6 +82,9 @@ func Decode(args json.RawMessage, v any) error {
 type Registry struct {
 	mu    sync.RWMutex
 	tools map[string]Tool
+	// down maps a tool-name prefix ("mcp__<server>__") to why the tools
+	// under it are missing (an MCP server that could not start).
+	down map[string]string
 }
 
 // NewRegistry returns a registry holding tools; a later tool with the same
@@ -105,11 +109,39 @@ func (r *Registry) Add(t Tool) {
 func (r *Registry) Clone() *Registry {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := &Registry{tools: make(map[string]Tool, len(r.tools))}
+	out := &Registry{tools: make(map[string]Tool, len(r.tools)), down: maps.Clone(r.down)}
 	for n, t := range r.tools {
 		out.tools[n] = t
 	}
 	return out
+}
+
+// SetUnavailable records why the tools named prefix* are missing (reason
+// "" forgets it); Unavailable reports it for a call of such a tool.
+func (r *Registry) SetUnavailable(prefix, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if reason == "" {
+		delete(r.down, prefix)
+		return
+	}
+	if r.down == nil {
+		r.down = map[string]string{}
+	}
+	r.down[prefix] = reason
+}
+
+// Unavailable returns why the unregistered tool name is missing, when a
+// SetUnavailable prefix covers it.
+func (r *Registry) Unavailable(name string) (string, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for prefix, reason := range r.down {
+		if strings.HasPrefix(name, prefix) {
+			return reason, true
+		}
+	}
+	return "", false
 }
 
 // SetToolset replaces every tool of toolset with tools (all of which
@@ -196,6 +228,7 @@ func (r *Registry) Filter(toolsets []string) *Registry {
 	out := NewRegistry()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	out.down = maps.Clone(r.down)
 	for _, t := range r.tools {
 		if want[t.Toolset()] || want[t.Spec().Name] {
 			out.Add(t)

@@ -100,7 +100,7 @@ func (m *Model) command(line string) tea.Cmd {
 	case "/usage":
 		out = m.usageCommand()
 	case "/tools":
-		out = m.printLines("tools: " + termsafe.Clean(strings.Join(m.rt.Tools().Names(), ", ")))
+		out = m.printLines(wrap("tools: "+termsafe.Clean(strings.Join(m.rt.Tools().Names(), ", ")), m.width))
 	case "/skills":
 		out = m.skillsCommand()
 	case "/memory":
@@ -203,9 +203,9 @@ func (m *Model) skillsCommand() tea.Cmd {
 	}
 	list, _ := lib.List("")
 	if len(list) == 0 {
-		return m.printLines("no skills installed (hermes skills install NAME)")
+		return m.printLines(wrap("no skills installed: the agent creates them as it works, or run `hermes skills create NAME --description TEXT`", m.width))
 	}
-	lines := []string{fmt.Sprintf("%d skills:", len(list))}
+	lines := []string{plural(len(list), "skill") + ":"}
 	for _, s := range list {
 		lines = append(lines, fmt.Sprintf("  %s %s", m.styles.tool.Render(s.Name), m.styles.dim.Render(preview(s.Description, m.width-len(s.Name)-6))))
 	}

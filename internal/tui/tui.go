@@ -193,17 +193,22 @@ func tick() tea.Cmd {
 	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tickMsg(t) })
 }
 
-// Init prints the banner, starts the event pump and sends Initial.
+// Init prints the banner and the resumed session's recap, starts the
+// event pump, the clock and the notices, and sends Initial. The prints
+// are in sequence, then the event pump; the clock and the notices run
+// beside them (a pump blocks until something comes: in the sequence it
+// held back what followed it).
 func (m *Model) Init() tea.Cmd {
-	cmds := []tea.Cmd{tea.Println(m.banner()), waitEvent(m.ctx, m.sub), tick(), m.input.Focus(), m.waitNotice()}
+	head := m.banner()
 	if recap := m.recap(); recap != "" {
-		cmds = append(cmds, tea.Println(recap))
+		head += "\n" + recap // one print: two left blank rows between them
 	}
+	prints := []tea.Cmd{tea.Println(head)}
 	if m.opts.Initial != "" {
 		m.preloaded = true
-		cmds = append(cmds, m.send(m.opts.Initial))
+		prints = append(prints, m.send(m.opts.Initial))
 	}
-	return tea.Sequence(cmds...)
+	return tea.Batch(tea.Sequence(append(prints, waitEvent(m.ctx, m.sub))...), tick(), m.input.Focus(), m.waitNotice())
 }
 
 // Update handles one message.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -539,5 +540,135 @@ func TestStatusBarBoxState(t *testing.T) {
 	f := waitFrame(t, tm, "⚠ YOLO")
 	if !strings.Contains(f, "fake-model") || strings.Contains(f, "box ready") {
 		t.Errorf("narrow status bar:\n%s", f)
+	}
+}
+
+// TestRecapOnStartAndClockTicks: started on a resumed session (`hermes
+// -c`, `--resume`), the TUI prints the recap of its last exchanges and
+// its elapsed clock runs, before any event of the session arrives (the
+// recap and the clock once waited behind the event pump and never came).
+func TestRecapOnStartAndClockTicks(t *testing.T) {
+	w := newWorld(t, llmtest.Turn{Text: "the earlier answer"})
+	ctx := context.Background()
+	if _, _, err := w.sess.Send(ctx, "an earlier question", session.SendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.sess.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	o := w.options(t)
+	var clock atomic.Int64
+	o.Now = func() time.Time { return fixedNow.Add(time.Duration(clock.Add(1)) * time.Second) }
+	tm, out := start(t, o, 80, 24)
+	out.wait(t, "resumed "+w.sess.ID()+" · last 1 exchange ──")
+	out.wait(t, "› an earlier question")
+	out.wait(t, "the earlier answer")
+	// Every call of the clock is a second later: a tick redraws the status
+	// bar with a later time than the first frame's.
+	first := waitFrame(t, tm, "│ 00:")
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if f := waitFrame(t, tm, "│ 00:"); f != first {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("the elapsed clock never advanced:\n%s", first)
+}
+
+// TestStreamedBlocksSetApart: the blocks of a streamed answer, printed
+// one by one as they end, keep the blank line between them that the
+// markdown renderer puts between blocks (they were printed flush); a
+// block after a tool call's line follows it directly.
+func TestStreamedBlocksSetApart(t *testing.T) {
+	w := newWorld(t)
+	m := New(context.Background(), w.options(t))
+	t.Cleanup(m.close)
+	m.width, m.height = 80, 24
+	var lines []string
+	for _, ev := range []session.Event{
+		{Kind: session.TurnStart, TurnID: "t"},
+		{Kind: session.TextDelta, TurnID: "t", Text: "First paragraph.\n\n```sh\necho hi\n"},
+		{Kind: session.TextDelta, TurnID: "t", Text: "```\n- one\n- two\n\nLast"},
+		{Kind: session.ToolStart, TurnID: "t", Tool: "terminal", Args: `{"command":"true"}`},
+		{Kind: session.ToolEnd, TurnID: "t", Tool: "terminal"},
+		{Kind: session.TextDelta, TurnID: "t", Text: "After the tool.\n\nAnd more."},
+		{Kind: session.ToolStart, TurnID: "t", Tool: "terminal", Args: `{"command":"true"}`},
+	} {
+		lines = append(lines, printed(m.onEvent(ev))...)
+	}
+	got := ansi.Strip(strings.Join(lines, "\n"))
+	want := "First paragraph.\n\n╭ sh\n│ echo hi\n\n• one\n• two\n\nLast\n✓ terminal"
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("printed:\n%s\nwant it to start with:\n%s", got, want)
+	}
+	if !strings.HasSuffix(got, "\nAfter the tool.\n\nAnd more.") || strings.Contains(got, "\n\nAfter") {
+		t.Errorf("the answer after the tool line is not printed right after it:\n%s", got)
+	}
+}
+
+// printed runs cmd and the commands it batches or sequences, and returns
+// the text each tea.Println among them prints.
+func printed(cmd tea.Cmd) []string {
+	if cmd == nil {
+		return nil
+	}
+	v := reflect.ValueOf(cmd())
+	var out []string
+	switch v.Kind() {
+	case reflect.Slice: // tea.BatchMsg and the sequence message: []tea.Cmd
+		for i := range v.Len() {
+			if c, ok := v.Index(i).Interface().(tea.Cmd); ok {
+				out = append(out, printed(c)...)
+			}
+		}
+	case reflect.Struct:
+		if f := v.FieldByName("messageBody"); f.IsValid() {
+			out = append(out, f.String())
+		}
+	}
+	return out
+}
+
+// TestListCommandsFitAndHint: /tools wraps its list at the terminal's
+// width between names (a long line was cut mid-name by the terminal),
+// /skills with none names a command that exists, and a one-line
+// reasoning says "1 line".
+func TestListCommandsFitAndHint(t *testing.T) {
+	w := newWorld(t, llmtest.Turn{Reasoning: "just one line", Text: "the answer"})
+	tm, out := start(t, w.options(t), 60, 24)
+	send(tm, "/tools")
+	out.wait(t, "write_file")
+	send(tm, "/skills")
+	out.wait(t, "no skills installed")
+	send(tm, "why")
+	out.wait(t, "the answer")
+	s := out.String()
+	if !strings.Contains(strings.Join(strings.Fields(s), " "), "hermes skills create NAME") || strings.Contains(s, "hermes skills install") {
+		t.Errorf("/skills does not name `hermes skills create`:\n%s", s)
+	}
+	if !strings.Contains(s, "· 1 line (Ctrl-O shows it)") {
+		t.Errorf("a one-line reasoning is not said to be 1 line:\n%s", s)
+	}
+	var tools []string // the lines of the list, between the live region's repaints
+	block := s[strings.Index(s, "tools: "):]
+	for _, l := range strings.Split(block[:strings.Index(block, "/skills")], "\n") {
+		l = strings.TrimRight(l, " \r")
+		if strings.Contains(l, "_") && !strings.Contains(l, "│") && !strings.HasPrefix(l, "›") {
+			tools = append(tools, l)
+		}
+	}
+	if len(tools) < 2 {
+		t.Fatalf("/tools printed no wrapped list:\n%s", s)
+	}
+	for _, l := range tools {
+		if ansi.StringWidth(l) > 60 {
+			t.Errorf("a /tools line is wider than the 60-column terminal: %q", l)
+		}
+	}
+	for _, name := range w.rt.Tools().Names() {
+		if !regexp.MustCompile(`(?m)(^|[ :,])` + name + `(,|$)`).MatchString(strings.Join(tools, "\n")) {
+			t.Errorf("tool %s is cut across lines:\n%s", name, strings.Join(tools, "\n"))
+		}
 	}
 }

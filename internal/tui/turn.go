@@ -37,6 +37,10 @@ type liveTurn struct {
 	// textSafe and thinkSafe remove control sequences from the streamed
 	// answer and reasoning (a sequence may span two deltas).
 	textSafe, thinkSafe termsafe.Stream
+	// printed is set when a block of the answer was printed since the
+	// turn or its last tool call began: the next one is set apart from it
+	// by a blank line, as the markdown renderer sets blocks apart.
+	printed bool
 }
 
 // runningTool is a tool call between its ToolStart and ToolEnd.
@@ -136,6 +140,7 @@ func (m *Model) onEvent(ev session.Event) tea.Cmd {
 		return tea.Batch(tea.Sequence(out, m.flushParagraphs(false)), redraw)
 	case session.ToolStart:
 		out := tea.Sequence(m.flushThinking(), m.flushParagraphs(true))
+		t.printed = false
 		t.tool = &runningTool{name: ev.Tool, args: ev.Args, started: m.now()}
 		return out
 	case session.ToolEnd:
@@ -210,7 +215,7 @@ func (m *Model) flushThinking() tea.Cmd {
 		return m.printLines(m.styles.dim.Render("▾ reasoning ("+took.String()+")"), m.styles.dim.Render(wrap(text, m.width-2)))
 	}
 	n := strings.Count(text, "\n") + 1
-	return m.printLines(m.styles.dim.Render(fmt.Sprintf("▸ reasoning · %s · %d lines (Ctrl-O shows it)", took, n)))
+	return m.printLines(m.styles.dim.Render(fmt.Sprintf("▸ reasoning · %s · %s (Ctrl-O shows it)", took, plural(n, "line"))))
 }
 
 // expandReasoning prints the last turn's reasoning (Ctrl-O).
@@ -243,11 +248,15 @@ func (m *Model) flushParagraphs(final bool) tea.Cmd {
 		md += "\n" + closingFence(t.fence) + "\n" // close it for rendering
 	}
 	t.rendered, t.renderedN = "", 0
-	out := m.markdown(md)
+	out := strings.TrimRight(m.markdown(md), "\n")
 	if strings.TrimSpace(out) == "" {
 		return nil
 	}
-	return tea.Println(strings.TrimRight(out, "\n"))
+	if t.printed {
+		out = "\n" + out
+	}
+	t.printed = true
+	return tea.Println(out)
 }
 
 // paragraphCut is the end of the last blank line outside a code block in
@@ -374,7 +383,7 @@ func (m *Model) recap() string {
 	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
 		parts[i], parts[j] = parts[j], parts[i]
 	}
-	head := m.styles.dim.Render(fmt.Sprintf("── resumed %s · last %d exchanges ──", m.sess.ID(), users))
+	head := m.styles.dim.Render(fmt.Sprintf("── resumed %s · last %s ──", m.sess.ID(), plural(users, "exchange")))
 	return head + "\n" + strings.Join(parts, "\n")
 }
 
