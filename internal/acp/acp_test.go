@@ -69,8 +69,8 @@ func TestPromptToolsAndPermissions(t *testing.T) {
 	if execStart == nil || !strings.Contains(execStart.Title, "rm -r build") {
 		t.Fatalf("no execute tool_call with the command; updates: %s", kindsOf(ups))
 	}
-	if !strings.Contains(execOutput, "removed") {
-		t.Errorf("terminal output not in the tool_call_update: %q", execOutput)
+	if !strings.Contains(execOutput, "removed") || strings.Contains(execOutput, `"exit_code"`) {
+		t.Errorf("terminal output not in the tool_call_update as text (not the model's JSON): %q", execOutput)
 	}
 	if editStart == nil || len(editStart.Content) == 0 || editStart.Content[0].Diff == nil {
 		t.Fatalf("no edit tool_call with diff content: %+v", editStart)

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -67,7 +68,7 @@ func (t *toolCalls) end(id, name, rawArgs, result string, isError bool) []sdk.Se
 	var content []sdk.ToolCallContent
 	switch name {
 	case "terminal":
-		content = []sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock("$ " + a.Command + "\n" + result))}
+		content = []sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock("$ " + a.Command + "\n" + terminalText(result)))}
 	case "patch", "write_file":
 		content = t.startContent(name, a)
 		if isError {
@@ -165,6 +166,42 @@ func describe(name string, a toolArgs) (sdk.ToolKind, string) {
 		return sdk.ToolKindRead, clip(strings.TrimSpace(name + " " + a.Name))
 	}
 	return sdk.ToolKindOther, name
+}
+
+// terminalText is a terminal result as an editor shows it: the output,
+// then the exit status or error when the command failed; a result that is
+// not the terminal tool's JSON is shown as it is.
+func terminalText(result string) string {
+	var r struct {
+		Output   *string `json:"output"`
+		ExitCode int     `json:"exit_code"`
+		Signal   string  `json:"signal"`
+		Error    string  `json:"error"`
+		Note     string  `json:"note"`
+	}
+	if json.Unmarshal([]byte(result), &r) != nil || r.Output == nil {
+		return result
+	}
+	text := *r.Output
+	var tail []string
+	switch {
+	case r.Signal != "":
+		tail = append(tail, "[killed by "+r.Signal+"]")
+	case r.ExitCode != 0:
+		tail = append(tail, fmt.Sprintf("[exit code %d]", r.ExitCode))
+	}
+	for _, t := range []string{r.Error, r.Note} {
+		if t != "" {
+			tail = append(tail, "["+t+"]")
+		}
+	}
+	if len(tail) > 0 {
+		if text != "" && !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		text += strings.Join(tail, "\n")
+	}
+	return text
 }
 
 func clip(s string) string {

@@ -60,3 +60,18 @@ func FuzzRequestID(f *testing.F) {
 		}
 	})
 }
+
+// An editor sees a terminal call's output as text with its failure, not
+// the JSON the model reads.
+func TestTerminalText(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"output":"a\nb\n","exit_code":0}`, "a\nb\n"},
+		{`{"output":"oops","exit_code":2}`, "oops\n[exit code 2]"},
+		{`{"output":"","exit_code":-1,"signal":"SIGKILL","error":"timed out after 5s"}`, "[killed by SIGKILL]\n[timed out after 5s]"},
+		{`command denied by the user`, `command denied by the user`},
+	} {
+		if got := terminalText(c.in); got != c.want {
+			t.Errorf("terminalText(%s) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/internal/agent"
+	"github.com/hermes-go/hermes/internal/termsafe"
 )
 
 // chatOptions are the flags of `hermes chat` (and of bare `hermes`).
@@ -154,7 +155,7 @@ func (a *App) runChat(ctx context.Context, o *chatOptions) (err error) {
 	quiet := o.quiet || o.oneshotPrompt != ""
 	r := &renderer{out: a.Stdout, diag: a.Stderr, quiet: quiet, verbose: o.verbose}
 	if a.StdoutTerminal {
-		r.safe = &termSafe{}
+		r.safe = &termsafe.Stream{}
 	}
 
 	var (

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/hermes-go/hermes/internal/session"
+	"github.com/hermes-go/hermes/internal/termsafe"
 )
 
 // renderer prints agent progress for a person. In quiet mode (-Q, -z) only
@@ -18,7 +19,7 @@ type renderer struct {
 	verbose   bool
 	// safe, when set (stdout is a terminal), neutralises control
 	// sequences in the model's text; nil writes the text as is.
-	safe *termSafe
+	safe *termsafe.Stream
 
 	mu       sync.Mutex
 	streamed bool // some answer text was streamed in this model call
@@ -39,7 +40,7 @@ func (r *renderer) event(ev session.Event) {
 		}
 		text := ev.Text
 		if r.safe != nil {
-			text = r.safe.Filter(text)
+			text = r.safe.Clean(text)
 		}
 		fmt.Fprint(r.out, text)
 		r.streamed = true
@@ -51,26 +52,26 @@ func (r *renderer) event(ev session.Event) {
 			return
 		}
 		r.endLine()
-		fmt.Fprintf(r.diag, "  ⚙ %s %s\n", ev.Tool, preview(ev.Args, 120))
+		fmt.Fprintf(r.diag, "  ⚙ %s %s\n", termsafe.Clean(ev.Tool), preview(ev.Args, 120))
 	case session.ToolEnd:
 		switch {
 		case r.quiet && !r.verbose:
 		case ev.IsError:
 			// Tool errors often start with the tool's name already.
 			msg := strings.TrimPrefix(ev.Text, ev.Tool+": ")
-			fmt.Fprintf(r.diag, "  ✗ %s: %s\n", ev.Tool, preview(msg, 200))
+			fmt.Fprintf(r.diag, "  ✗ %s: %s\n", termsafe.Clean(ev.Tool), preview(msg, 200))
 		case r.verbose:
-			fmt.Fprintf(r.diag, "  ✓ %s: %s\n", ev.Tool, preview(ev.Text, 200))
+			fmt.Fprintf(r.diag, "  ✓ %s: %s\n", termsafe.Clean(ev.Tool), preview(ev.Text, 200))
 		}
 	case session.Retry:
 		if r.quiet {
 			return
 		}
 		r.endLine()
-		fmt.Fprintf(r.diag, "hermes: %s\n", ev.Text)
+		fmt.Fprintf(r.diag, "hermes: %s\n", termsafe.Clean(ev.Text))
 	case session.Notice:
 		r.endLine()
-		fmt.Fprintf(r.diag, "hermes: %s\n", ev.Text)
+		fmt.Fprintf(r.diag, "hermes: %s\n", termsafe.Clean(ev.Text))
 	}
 }
 
@@ -88,7 +89,7 @@ func (r *renderer) finish(text string) {
 	defer r.mu.Unlock()
 	if r.quiet || !r.streamed {
 		if r.safe != nil {
-			text = (&termSafe{}).Filter(text)
+			text = termsafe.Clean(text)
 		}
 		if text != "" {
 			fmt.Fprintln(r.out, strings.TrimRight(text, "\n"))
@@ -98,16 +99,15 @@ func (r *renderer) finish(text string) {
 	}
 	r.streamed = false
 	if r.safe != nil {
-		*r.safe = termSafe{}
+		*r.safe = termsafe.Stream{}
 	}
 }
 
-// preview returns s on one line, cut to n runes.
+// preview returns s on one line, cut to n runes, without control
+// sequences (tool names, arguments and output come from the model and
+// from files).
 func preview(s string, n int) string {
-	// Tool text (a server's error, a file's bytes) is not hermes': its
-	// escape sequences and control characters are removed (termSafe).
-	s = (&termSafe{}).Filter(s)
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(termsafe.Clean(s)), " ")
 	if r := []rune(s); len(r) > n {
 		return string(r[:n]) + "…"
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-go/hermes/internal/approval"
 	"github.com/hermes-go/hermes/internal/session"
 )
 
@@ -32,6 +33,27 @@ func TestRetryShownUnlessQuiet(t *testing.T) {
 		if got := diag.String(); got != want {
 			t.Fatalf("quiet=%v: shown %q, want %q", quiet, got, want)
 		}
+	}
+}
+
+// Control sequences in a tool call's name, arguments or output (written
+// by the model or read from a file) do not reach the terminal.
+func TestToolLinesWithoutControlSequences(t *testing.T) {
+	var diag bytes.Buffer
+	r := &renderer{out: &bytes.Buffer{}, diag: &diag, verbose: true}
+	r.event(session.Event{Kind: session.ToolStart, Tool: "read\x1b]0;evil\x07_file", Args: "{\"path\":\"a\x1b[2J\"}"})
+	r.event(session.Event{Kind: session.ToolEnd, Tool: "read_file", Text: "x\x1b]52;c;QUJD\x07y\rEVIL"})
+	if got := diag.String(); strings.ContainsAny(got, "\x1b\r\a") || !strings.Contains(got, "xyEVIL") {
+		t.Fatalf("shown %q", got)
+	}
+}
+
+// The approval prompt shows the command's carriage return and line erase
+// as escapes, so they cannot hide the dangerous part.
+func TestApprovalQuestionShowsControls(t *testing.T) {
+	q := approvalQuestion(&approval.Prompt{Danger: "recursive delete", Command: "rm -rf ~ #\x1b[2K\rls -la"})
+	if !strings.Contains(q, `rm -rf ~ #\x1b[2K\rls -la`) || strings.ContainsAny(q, "\x1b\r") {
+		t.Fatalf("asked %q", q)
 	}
 }
 

@@ -39,8 +39,7 @@ func (a *App) repl(ctx context.Context, rt *chatRuntime, initial string) error {
 	}()
 
 	ask := func(ev session.Event) approval.Answer {
-		p := ev.Approval
-		fmt.Fprintf(a.Stderr, "\n⚠ %s\n  %s\n  approve? [o]nce [s]ession [a]lways [d]eny: ", approval.Printable(p.Danger), p.What())
+		fmt.Fprint(a.Stderr, approvalQuestion(ev.Approval))
 		select {
 		case l := <-lines:
 			return approval.ParseAnswer(strings.TrimSpace(l))
@@ -188,4 +187,11 @@ func (a *App) slashCommand(ctx context.Context, rt *chatRuntime, line string) (b
 		return false, fmt.Errorf("unknown command %s (try /help)", fields[0])
 	}
 	return false, nil
+}
+
+// approvalQuestion is the line REPL's approval prompt for p. The
+// command's control characters are shown as escapes (approval.Printable):
+// a carriage return or a line erase must not hide what will run.
+func approvalQuestion(p *approval.Prompt) string {
+	return fmt.Sprintf("\n⚠ %s\n  %s\n  approve? [o]nce [s]ession [a]lways [d]eny: ", approval.Printable(p.Danger), p.What())
 }

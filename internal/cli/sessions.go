@@ -16,6 +16,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/llm"
 	"github.com/hermes-go/hermes/internal/store"
+	"github.com/hermes-go/hermes/internal/termsafe"
 )
 
 // newSessionsCmd is `hermes sessions` ("cli-commands.md" sessions):
@@ -95,6 +96,7 @@ func (a *App) newSessionsListCmd() *cobra.Command {
 					if label == "" {
 						label = sessionClip(s.Preview, 60)
 					}
+					label = termsafe.Clean(label) // from a chat or the model
 					fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", s.ID, a.sessionTime(s.UpdatedAt), s.Source, s.MessageCount, label)
 				}
 				return w.Flush()

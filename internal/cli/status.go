@@ -12,6 +12,7 @@ import (
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/llm/providers"
 	"github.com/hermes-go/hermes/internal/store"
+	"github.com/hermes-go/hermes/internal/termsafe"
 )
 
 // statusSessions is how many recent sessions `hermes status` lists.
@@ -102,6 +103,9 @@ func (a *App) printRecentSessions(cmd *cobra.Command) error {
 			if label == "" {
 				label = s.Preview
 			}
+			// A title or first prompt can come from a chat or the model:
+			// its control sequences must not drive the terminal.
+			label = termsafe.Clean(label)
 			if len([]rune(label)) > 50 {
 				label = string([]rune(label)[:49]) + "…"
 			}

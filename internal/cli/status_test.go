@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-go/hermes/internal/llm"
 	"github.com/hermes-go/hermes/internal/store"
 )
 
@@ -62,5 +63,33 @@ func TestStatusSummary(t *testing.T) {
 	}
 	if strings.Contains(out, "task 1") || strings.Count(out, "  task ") != 5 {
 		t.Errorf("want exactly the 5 most recent sessions:\n%s", out)
+	}
+}
+
+// An untitled session is listed by its first prompt, which may come from
+// a chat: its escape sequences (an OSC 52 clipboard write) are removed.
+func TestStatusFirstPromptWithoutEscapes(t *testing.T) {
+	ta := newTestApp(t, map[string]string{"OPENROUTER_API_KEY": "sk-or-test"}, "", false)
+	st, err := store.Open(filepath.Join(ta.home, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := st.CreateSession(ctx, store.NewSession{Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AppendMessage(ctx, s.ID, llm.Message{Role: "user", Content: "hi\x1b]52;c;QUJD\x07 there"}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	for _, args := range [][]string{{"status"}, {"sessions", "list"}} {
+		ta.stdout.Reset()
+		if code := ta.run(args...); code != 0 {
+			t.Fatalf("%v: %d %s", args, code, ta.stderr)
+		}
+		if out := ta.stdout.String(); strings.Contains(out, "\x1b") || !strings.Contains(out, "hi there") {
+			t.Errorf("%v: %q", args, out)
+		}
 	}
 }

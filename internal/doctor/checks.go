@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	_ "modernc.org/sqlite" // the pure-Go "sqlite" driver, as internal/store uses
 
@@ -89,6 +90,15 @@ func modeResult(e *Env, name, path string, mode, bad, want os.FileMode) Result {
 	r := Result{Status: Fail, Name: name, Detail: fmt.Sprintf("%s is mode %04o; others can read or change it", path, mode),
 		Fix: fmt.Sprintf("chmod %04o %s (or hermes doctor --fix)", want, path)}
 	if e.Fix {
+		// --fix changes only what is the person's own: .env may be a
+		// symlink (a dotfiles manager's, or one to /etc/passwd).
+		if st, err := os.Stat(path); err == nil {
+			if uid := st.Sys().(*syscall.Stat_t).Uid; int(uid) != os.Geteuid() {
+				r.Detail += fmt.Sprintf("; not changed: it belongs to uid %d, not you", uid)
+				r.Fix = fmt.Sprintf("check what %s is (a symlink?) and fix it by hand", path)
+				return r
+			}
+		}
 		if err := os.Chmod(path, want); err != nil {
 			r.Detail += ": " + err.Error()
 			return r

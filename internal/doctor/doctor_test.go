@@ -201,3 +201,30 @@ func TestFixCreatesHome(t *testing.T) {
 		t.Fatalf("--fix: %+v, %v %v", got, st, err)
 	}
 }
+
+// --fix does not chmod a file of another user that .env points to (a
+// symlink to /etc/passwd was made 0600, root running doctor --fix).
+func TestFixLeavesOthersFilesAlone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a file to another user")
+	}
+	home, other := t.TempDir(), filepath.Join(t.TempDir(), "passwd")
+	if err := os.WriteFile(other, []byte("root:x:0:0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(other, 12345, 12345); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, filepath.Join(home, ".env")); err != nil {
+		t.Fatal(err)
+	}
+	e := &Env{Home: home, Fix: true}
+	got := find(t, Run(context.Background(), e, Checks()), ".env permissions")
+	st, err := os.Stat(other)
+	if err != nil || st.Mode().Perm() != 0o644 || got.Fixed || got.Status != Fail || !strings.Contains(got.Detail, "uid 12345") {
+		t.Fatalf("--fix: %+v; the other user's file is %v", got, st.Mode())
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/hermes-go/hermes/internal/memory"
 	"github.com/hermes-go/hermes/internal/session"
 	"github.com/hermes-go/hermes/internal/store"
+	"github.com/hermes-go/hermes/internal/termsafe"
 )
 
 // command is one slash command.
@@ -102,7 +103,7 @@ func (m *Model) command(line string) tea.Cmd {
 	case "/usage":
 		out = m.usageCommand()
 	case "/tools":
-		out = m.printLines(wrap("tools: "+strings.Join(m.rt.Tools().Names(), ", "), m.width))
+		out = m.printLines(wrap("tools: "+termsafe.Clean(strings.Join(m.rt.Tools().Names(), ", ")), m.width))
 	case "/skills":
 		out = m.skillsCommand()
 	case "/memory":
@@ -321,7 +322,7 @@ func (m *Model) modelCommand(name string) tea.Cmd {
 		return m.switchModel(name)
 	}
 	if m.opts.Models == nil {
-		return m.printLines("model: " + m.rt.Model() + " (give /model NAME to switch)")
+		return m.printLines("model: " + termsafe.Clean(m.rt.Model()) + " (give /model NAME to switch)")
 	}
 	ctx, list := m.ctx, m.opts.Models
 	return tea.Sequence(m.printLines(m.styles.dim.Render("fetching the model list…")), func() tea.Msg {
@@ -377,7 +378,7 @@ func (m *Model) onSwitched(msg switchedMsg) tea.Cmd {
 	m.rt, m.sess = msg.rt, msg.sess
 	m.subscribe()
 	m.updateContextUsed()
-	return tea.Batch(m.printLines(fmt.Sprintf("model: %s via %s", m.rt.Model(), m.rt.ProviderName())), waitEvent(m.ctx, m.sub))
+	return tea.Batch(m.printLines(termsafe.Clean(fmt.Sprintf("model: %s via %s", m.rt.Model(), m.rt.ProviderName()))), waitEvent(m.ctx, m.sub))
 }
 
 // compressedMsg reports the end of /compress.

@@ -57,11 +57,19 @@ const (
 // parseMarkdown parses src into blocks.
 func parseMarkdown(src string) []*mdNode {
 	src = strings.ReplaceAll(src, "\r\n", "\n")
-	return parseBlocks(strings.Split(src, "\n"))
+	return parseBlocks(strings.Split(src, "\n"), 0)
 }
 
-// parseBlocks parses lines (a document or a container's content).
-func parseBlocks(lines []string) []*mdNode {
+// maxNesting bounds how deep block quotes and lists nest; deeper
+// markers are paragraph text. Each level copies its lines and narrows
+// the rendering, so ">>>>…" ten thousand deep took seconds (minutes at
+// 100 KB) on the TUI's only goroutine.
+const maxNesting = 16
+
+// parseBlocks parses lines (a document or a container's content) at
+// depth containers deep.
+func parseBlocks(lines []string, depth int) []*mdNode {
+	nest := depth < maxNesting
 	var out []*mdNode
 	for i := 0; i < len(lines); {
 		l := lines[i]
@@ -79,10 +87,10 @@ func parseBlocks(lines []string) []*mdNode {
 			n, i = &mdNode{kind: mdHeading, level: atxLevel(l), text: atxText(l)}, i+1
 		case isRule(l):
 			n, i = &mdNode{kind: mdRule}, i+1
-		case isQuote(l):
-			n, i = quote(lines, i)
-		case listMarkerAt(l).width > 0:
-			n, i = list(lines, i)
+		case nest && isQuote(l):
+			n, i = quote(lines, i, depth)
+		case nest && listMarkerAt(l).width > 0:
+			n, i = list(lines, i, depth)
 		case isTableStart(lines, i):
 			n, i = table(lines, i)
 		case isHTMLStart(l):
@@ -263,8 +271,9 @@ func isQuote(l string) bool {
 
 // quote is a block quote: lines starting with >, and lazy continuation
 // lines of its last paragraph.
-func quote(lines []string, i int) (*mdNode, int) {
+func quote(lines []string, i, depth int) (*mdNode, int) {
 	var inner []string
+	var fences fenceState
 	j := i
 	for ; j < len(lines); j++ {
 		l := lines[j]
@@ -274,14 +283,16 @@ func quote(lines []string, i int) (*mdNode, int) {
 				t = t[1:]
 			}
 			inner = append(inner, t)
+			fences.add(t)
 			continue
 		}
-		if isBlank(l) || isBlank(inner[len(inner)-1]) || interrupts(l) || openFenceIn(inner) {
+		if isBlank(l) || isBlank(inner[len(inner)-1]) || interrupts(l) || fences.inside() {
 			break
 		}
 		inner = append(inner, l)
+		fences.add(l)
 	}
-	return &mdNode{kind: mdQuote, children: parseBlocks(inner)}, j
+	return &mdNode{kind: mdQuote, children: parseBlocks(inner, depth+1)}, j
 }
 
 // listMarker is a list item's marker at the start of a line.
@@ -334,7 +345,7 @@ func listMarkerAt(l string) listMarker {
 }
 
 // list parses consecutive items with the same kind of marker.
-func list(lines []string, i int) (*mdNode, int) {
+func list(lines []string, i, depth int) (*mdNode, int) {
 	first := listMarkerAt(lines[i])
 	n := &mdNode{kind: mdList, ordered: first.ordered, start: first.start, marker: first.char, tight: true}
 	for i < len(lines) {
@@ -343,21 +354,23 @@ func list(lines []string, i int) (*mdNode, int) {
 			break
 		}
 		item := []string{m.content}
+		var fences fenceState
+		fences.add(m.content)
 		j := i + 1
+	lines:
 		for ; j < len(lines); j++ {
 			l := lines[j]
 			switch {
 			case isBlank(l):
 				item = append(item, "")
-				continue
 			case indentCols(l) >= m.width:
 				item = append(item, stripIndent(l, m.width))
-				continue
-			case !isBlank(item[len(item)-1]) && !interrupts(l) && listMarkerAt(l).width == 0 && !openFenceIn(item):
+			case !isBlank(item[len(item)-1]) && !interrupts(l) && listMarkerAt(l).width == 0 && !fences.inside():
 				item = append(item, strings.TrimLeft(l, " \t")) // lazy continuation
-				continue
+			default:
+				break lines
 			}
-			break
+			fences.add(item[len(item)-1])
 		}
 		trailing := 0
 		for len(item) > 1 && item[len(item)-1] == "" {
@@ -366,7 +379,7 @@ func list(lines []string, i int) (*mdNode, int) {
 		if looseItem(item) {
 			n.tight = false
 		}
-		n.children = append(n.children, &mdNode{kind: mdItem, children: parseBlocks(item)})
+		n.children = append(n.children, &mdNode{kind: mdItem, children: parseBlocks(item, depth+1)})
 		i = j
 		if trailing > 0 {
 			if next := listAt(lines, i); next.width == 0 || next.ordered != first.ordered || next.char != first.char {
@@ -408,20 +421,22 @@ func looseItem(item []string) bool {
 	return false
 }
 
-// openFenceIn is whether lines end inside a fenced code block.
-func openFenceIn(lines []string) bool {
-	open := fence{}
-	for _, l := range lines {
-		if open.n > 0 {
-			if open.closes(l) {
-				open = fence{}
-			}
-		} else if f := fenceAt(l); f.n > 0 {
-			open = f
+// fenceState follows whether the lines added so far end inside a fenced
+// code block (asked once per line: rescanning them all made a long lazy
+// quote or list item quadratic).
+type fenceState struct{ open fence }
+
+func (s *fenceState) add(l string) {
+	if s.open.n > 0 {
+		if s.open.closes(l) {
+			s.open = fence{}
 		}
+	} else if f := fenceAt(l); f.n > 0 {
+		s.open = f
 	}
-	return open.n > 0
 }
+
+func (s *fenceState) inside() bool { return s.open.n > 0 }
 
 // isHTMLStart is whether l starts an HTML block: a tag or comment.
 func isHTMLStart(l string) bool {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/hermes-go/hermes/internal/termsafe"
 )
 
 // The inline half of the markdown parser: code spans, backslash escapes,
@@ -54,9 +56,31 @@ func parseInline(s string) []*inl {
 type inlineParser struct {
 	s   string
 	out []*inl
-	buf strings.Builder
+	buf textBuf
 	// closers[i] is the ] matching the [ at i, or -1; computed at the first [.
 	closers []int
+}
+
+// textBuf is the text not yet in a node. Unlike a strings.Builder it
+// drops trailing spaces in place: copying it at each line end made a
+// paragraph of many lines quadratic.
+type textBuf struct{ b []byte }
+
+func (t *textBuf) WriteByte(c byte) error            { t.b = append(t.b, c); return nil }
+func (t *textBuf) WriteString(s string) (int, error) { t.b = append(t.b, s...); return len(s), nil }
+func (t *textBuf) Len() int                          { return len(t.b) }
+func (t *textBuf) String() string                    { return string(t.b) }
+func (t *textBuf) Reset()                            { t.b = t.b[:0] }
+
+// trimSpaces drops the trailing spaces and returns how many there were.
+func (t *textBuf) trimSpaces() int {
+	n := len(t.b)
+	for n > 0 && t.b[n-1] == ' ' {
+		n--
+	}
+	k := len(t.b) - n
+	t.b = t.b[:n]
+	return k
 }
 
 func (p *inlineParser) flush() {
@@ -118,16 +142,17 @@ func (p *inlineParser) step(i int) int {
 	case c == '&':
 		if semi := strings.IndexByte(s[i:min(len(s), i+33)], ';'); semi > 1 {
 			if un := html.UnescapeString(s[i : i+semi+1]); un != s[i:i+semi+1] {
+				if termsafe.Clean(un) != un {
+					// &#27; and other control characters would reach
+					// the terminal: shown as U+FFFD, as &#0; is.
+					un = "\uFFFD"
+				}
 				p.buf.WriteString(un)
 				return i + semi + 1
 			}
 		}
 	case c == '\n':
-		t := p.buf.String()
-		trimmed := strings.TrimRight(t, " ")
-		p.buf.Reset()
-		p.buf.WriteString(trimmed)
-		if len(t)-len(trimmed) >= 2 {
+		if p.buf.trimSpaces() >= 2 {
 			p.node(&inl{kind: inlBreak})
 		} else {
 			p.buf.WriteByte(' ')
@@ -347,17 +372,20 @@ func linkAt(s string, i, j int) (label, dest string, end int, ok bool) {
 // angleAt parses <scheme:uri>, <user@host> (autolinks) or an HTML tag at
 // the start of s: its length and kind (0 when none).
 func angleAt(s string) (int, inlKind) {
-	end := strings.IndexByte(s, '>')
-	if end < 2 {
+	// Neither an autolink nor a tag holds a '<': stopping at the next
+	// one keeps a run of "<a<a<a…" without '>' linear (searching for
+	// the '>' from every '<' was quadratic).
+	end := strings.IndexAny(s[1:], "<>") + 1
+	if end < 2 || s[end] != '>' {
 		return 0, 0
 	}
 	in := s[1:end]
-	if strings.ContainsAny(in, " \t\n<") {
+	if strings.ContainsAny(in, " \t\n") {
 		c := in[0]
 		if c == '/' && len(in) > 1 {
 			c = in[1]
 		}
-		if (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '!') && !strings.Contains(in, "<") {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '!' {
 			return end + 1, inlHTML
 		}
 		return 0, 0

@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/hermes-go/hermes/internal/session"
+	"github.com/hermes-go/hermes/internal/termsafe"
 )
 
 // foldedLines is how many output lines a finished tool call shows
@@ -117,13 +118,13 @@ func (m *Model) toolOutcome(ev session.Event, took time.Duration) string {
 }
 
 // outputLine is one line of a tool's output as shown under its call:
-// escape sequences and control characters removed, tabs expanded to
+// control sequences and characters removed (termsafe), tabs expanded to
 // 8-column stops, runs of spaces kept (columns of `ls -la` stay aligned),
 // cut to n columns.
 func outputLine(l string, n int) string {
 	var b strings.Builder
 	col := 0
-	for _, r := range printable(l) {
+	for _, r := range termsafe.Clean(l) {
 		if r == '\t' {
 			pad := 8 - col%8
 			b.WriteString(strings.Repeat(" ", pad))

@@ -22,6 +22,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/session"
+	"github.com/hermes-go/hermes/internal/termsafe"
 )
 
 // Options configure the TUI.
@@ -273,7 +274,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	case noticeMsg:
-		return m, tea.Batch(m.printLines(m.styles.warn.Render(string(msg))), m.waitNotice())
+		return m, tea.Batch(m.printLines(m.styles.warn.Render(termsafe.Clean(string(msg)))), m.waitNotice())
 	case tea.PasteMsg:
 		if m.approval == nil && m.picker == nil {
 			m.paste(msg.Content)

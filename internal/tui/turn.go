@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -14,6 +13,7 @@ import (
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/approval"
 	"github.com/hermes-go/hermes/internal/session"
+	"github.com/hermes-go/hermes/internal/termsafe"
 )
 
 // liveTurn is the running turn's not yet printed output: the answer text
@@ -35,6 +35,9 @@ type liveTurn struct {
 	renderedW, renderedN int
 	renderedAt           time.Time // wall clock of the cached rendering
 	redrawSoon           bool      // a redrawMsg is scheduled
+	// textSafe and thinkSafe remove control sequences from the streamed
+	// answer and reasoning (a sequence may span two deltas).
+	textSafe, thinkSafe termsafe.Stream
 	// printed is set when a block of the answer was printed since the
 	// turn or its last tool call began: the next one is set apart from it
 	// by a blank line, as the markdown renderer sets blocks apart.
@@ -52,6 +55,9 @@ type approvalPrompt struct {
 	id   string
 	p    approval.Prompt
 	done <-chan struct{}
+	// printed is set when the whole command was printed above (it is
+	// taller than the approval box can show).
+	printed bool
 }
 
 // approvalDoneMsg says the approval id was answered elsewhere or timed out.
@@ -72,8 +78,21 @@ func (m *Model) send(text string) tea.Cmd {
 	return m.print(m.styles.user.Render("› ") + firstLines(text, 6))
 }
 
+// cleanEvent removes terminal control sequences from what the model or a
+// tool wrote in ev (the streamed deltas are cleaned by the turn's
+// streams). An approval is shown with approval.Printable: its command's
+// control characters as escapes, so the person approves what will run.
+func cleanEvent(ev session.Event) session.Event {
+	ev.Tool, ev.Args = termsafe.Clean(ev.Tool), termsafe.Clean(ev.Args)
+	if ev.Kind != session.TextDelta && ev.Kind != session.ReasoningDelta {
+		ev.Text = termsafe.Clean(ev.Text)
+	}
+	return ev
+}
+
 // onEvent applies one session event.
 func (m *Model) onEvent(ev session.Event) tea.Cmd {
+	ev = cleanEvent(ev)
 	switch ev.Kind {
 	case session.TurnStart:
 		m.turn = &liveTurn{id: ev.TurnID, started: m.now()}
@@ -83,7 +102,15 @@ func (m *Model) onEvent(ev session.Event) tea.Cmd {
 	case session.ApprovalRequest:
 		m.approval = &approvalPrompt{id: ev.Approval.ID, p: *ev.Approval, done: ev.ApprovalDone}
 		done, id := ev.ApprovalDone, ev.Approval.ID
-		return func() tea.Msg { <-done; return approvalDoneMsg{id: id} }
+		wait := func() tea.Msg { <-done; return approvalDoneMsg{id: id} }
+		what := m.approval.p.What()
+		if strings.Count(wrap(what, max(m.width-4, 20)), "\n")+1 > m.height/2 {
+			// Too tall for the approval box: the whole command goes to
+			// the scrollback, where the person can read all of it.
+			m.approval.printed = true
+			return tea.Batch(m.printLines(m.styles.warn.Render("command to approve:"), what), wait)
+		}
+		return wait
 	case session.Notice, session.Retry:
 		return m.printLines(m.styles.warn.Render("hermes: ") + ev.Text)
 	case session.Final:
@@ -100,10 +127,10 @@ func (m *Model) onEvent(ev session.Event) tea.Cmd {
 		if t.thinking.Len() == 0 {
 			t.thinkAt = m.now()
 		}
-		t.thinking.WriteString(ev.Text)
+		t.thinking.WriteString(t.thinkSafe.Clean(ev.Text))
 	case session.TextDelta:
 		out := m.flushThinking()
-		t.text += ev.Text
+		t.text += t.textSafe.Clean(ev.Text)
 		var redraw tea.Cmd
 		if !t.redrawSoon {
 			// The live paragraph is re-rendered at most every
@@ -302,7 +329,7 @@ func (m *Model) onApprovalKey(key string) tea.Cmd {
 	p := m.approval
 	m.approval = nil
 	m.sess.Approve(p.id, a)
-	return m.printLines(m.styles.dim.Render(fmt.Sprintf("approval: %s — %s", a, firstLines(p.p.Command, 1))))
+	return m.printLines(m.styles.dim.Render(fmt.Sprintf("approval: %s — %s", a, firstLines(p.p.What(), 1))))
 }
 
 // printLines prints lines to the scrollback.
@@ -315,12 +342,12 @@ func (m *Model) printLines(lines ...string) tea.Cmd {
 
 // printError prints err for the person.
 func (m *Model) printError(err error) tea.Cmd {
-	return m.printLines(m.styles.err.Render("hermes: ") + err.Error())
+	return m.printLines(m.styles.err.Render("hermes: ") + termsafe.Clean(err.Error()))
 }
 
 // firstLines returns the first n lines of s, marking what was left out.
 func firstLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(termsafe.Clean(s), "\n"), "\n")
 	if len(lines) <= n {
 		return strings.Join(lines, "\n")
 	}
@@ -365,8 +392,8 @@ func (m *Model) recap() string {
 	return head + "\n" + strings.Join(parts, "\n")
 }
 
-// recalled is one message of the recap: text (stored, so its escape
-// sequences are removed) rendered as markdown two columns in, its blank
+// recalled is one message of the recap: text (stored, so its control
+// sequences are removed: termsafe) rendered as markdown two columns in, its blank
 // lines dropped, folded to recapLines lines; the first line starts with
 // mark.
 func (m *Model) recalled(mark, text string) string {
@@ -374,7 +401,7 @@ func (m *Model) recalled(mark, text string) string {
 		m.md = newMarkdown()
 	}
 	var lines []string
-	for _, l := range strings.Split(m.md.render(printable(text), max(m.width-4, 20)), "\n") {
+	for _, l := range strings.Split(m.md.render(termsafe.Clean(text), max(m.width-4, 20)), "\n") {
 		if strings.TrimSpace(ansi.Strip(l)) != "" {
 			lines = append(lines, l)
 		}
@@ -393,27 +420,10 @@ func (m *Model) recalled(mark, text string) string {
 	return strings.Join(shown, "\n")
 }
 
-// printable removes s's escape sequences and control characters but for
-// newlines and tabs: tool output, a tool server's descriptions and stored
-// text are not the TUI's, and an escape sequence in them (an OSC 52
-// clipboard write, a screen clear) must not reach the terminal.
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n' || r == '\t':
-			return r
-		case unicode.IsSpace(r) && unicode.IsControl(r): // \r, \v, \f
-			return ' '
-		case unicode.IsControl(r):
-			return -1
-		}
-		return r
-	}, ansi.Strip(s))
-}
-
-// preview returns s on one line, cut to n runes.
+// preview returns s on one line, cut to n runes, without control
+// sequences.
 func preview(s string, n int) string {
-	s = strings.Join(strings.Fields(printable(s)), " ")
+	s = strings.Join(strings.Fields(termsafe.Clean(s)), " ")
 	if n < 8 {
 		n = 8
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/hermes-go/hermes/internal/approval"
+	"github.com/hermes-go/hermes/internal/termsafe"
 )
 
 // styles are the TUI's colours.
@@ -68,9 +69,6 @@ func (m *Model) View() tea.View {
 		return tea.NewView("")
 	}
 	var bottom []string
-	if m.approval != nil {
-		bottom = append(bottom, m.approvalView())
-	}
 	if m.picker != nil {
 		bottom = append(bottom, m.picker.view(m))
 	} else if m.complete.active() {
@@ -80,6 +78,12 @@ func (m *Model) View() tea.View {
 		bottom = append(bottom, m.styles.warn.Render(m.hint))
 	}
 	bottom = append(bottom, m.editorView(), m.statusBar())
+	if m.approval != nil {
+		// The approval gets the rows the editor and status bar leave of
+		// liveMax, so its danger line and answers are never cut off.
+		rows := m.liveMax() - lipgloss.Height(lipgloss.JoinVertical(lipgloss.Left, bottom...))
+		bottom = append([]string{m.approvalView(rows)}, bottom...)
+	}
 	fixed := lipgloss.JoinVertical(lipgloss.Left, bottom...)
 	room := m.liveMax() - lipgloss.Height(fixed)
 	live := m.liveView(room)
@@ -91,7 +95,7 @@ func (m *Model) View() tea.View {
 	// approval or the picker: prints fit above it (printer.go).
 	content = lastLines(content, m.liveMax())
 	v := tea.NewView(content)
-	v.WindowTitle = "hermes · " + m.rt.Model()
+	v.WindowTitle = "hermes · " + termsafe.Clean(m.rt.Model())
 	return v
 }
 
@@ -152,17 +156,31 @@ func (m *Model) streamView(rows int) string {
 	return out
 }
 
-// approvalView is the pending approval: what it would do, the full
-// command and the answers.
-func (m *Model) approvalView() string {
+// approvalView is the pending approval in at most rows lines: what it
+// would do, the command and the answers. A command taller than the room
+// left shows its first and last lines around a count of the others (the
+// whole command was printed above when it came: approvalPrinted).
+func (m *Model) approvalView(rows int) string {
 	p := m.approval.p
 	w := max(m.width-4, 20)
-	body := m.styles.warn.Render("⚠ "+approval.Printable(p.Danger)) + "\n" + wrap(p.What(), w)
+	head := []string{m.styles.warn.Render(firstLines(wrap("⚠ "+approval.Printable(p.Danger), w), 2))}
 	if p.Reason != "" {
-		body += "\n" + m.styles.dim.Render(wrap("reason: "+approval.Printable(p.Reason), w))
+		head = append(head, m.styles.dim.Render(firstLines(wrap("reason: "+approval.Printable(p.Reason), w), 2)))
 	}
-	body += "\n" + "approve? " + m.styles.user.Render("[o]") + "nce " + m.styles.user.Render("[s]") + "ession " +
+	answers := "approve? " + m.styles.user.Render("[o]") + "nce " + m.styles.user.Render("[s]") + "ession " +
 		m.styles.user.Render("[a]") + "lways " + m.styles.err.Render("[d]") + "eny"
+	lines := strings.Split(wrap(p.What(), w), "\n")
+	room := max(rows-2-lipgloss.Height(strings.Join(head, "\n"))-1, 3) // 2 border rows, 1 answer row
+	if len(lines) > room {
+		first := room / 2
+		last := room - 1 - first
+		note := fmt.Sprintf("… %d more lines …", len(lines)-first-last)
+		if m.approval.printed {
+			note = fmt.Sprintf("… %d more lines (the whole command is printed above) …", len(lines)-first-last)
+		}
+		lines = append(append(lines[:first:first], m.styles.dim.Render(note)), lines[len(lines)-last:]...)
+	}
+	body := strings.Join(head, "\n") + "\n" + strings.Join(lines, "\n") + "\n" + answers
 	return m.styles.approval.Width(m.width).Render(body)
 }
 
@@ -195,7 +213,7 @@ func (m *Model) statusBar() string {
 		text     string
 		priority int // lower = kept longer
 	}
-	segs := []seg{{m.rt.Model(), 0}, {ctxSeg, 1}}
+	segs := []seg{{termsafe.Clean(m.rt.Model()), 0}, {ctxSeg, 1}}
 	if m.usage.calls > 0 || m.usage.input > 0 {
 		segs = append(segs, seg{fmt.Sprintf("↑%s ↓%s", tokens(m.usage.input), tokens(m.usage.output)), 3})
 	}

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // ContextLength asks an OpenAI-compatible endpoint's GET /models for the
@@ -84,11 +86,24 @@ func ListModels(ctx context.Context, o Options, timeout time.Duration) ([]string
 	}
 	ids := make([]string, 0, len(list))
 	for _, m := range list {
-		if m.ID != "" {
+		if plausibleModelID(m.ID) {
 			ids = append(ids, m.ID)
 		}
 	}
 	return ids, nil
+}
+
+// maxModelID bounds a listed model id's length in bytes.
+const maxModelID = 256
+
+// plausibleModelID is whether id can be a model id: not empty, at most
+// maxModelID bytes, without spaces or control characters. The list comes
+// from the endpoint: an id with escape sequences would reach the
+// person's terminal in the pickers, then config.yaml.
+func plausibleModelID(id string) bool {
+	return id != "" && len(id) <= maxModelID && !strings.ContainsFunc(id, func(r rune) bool {
+		return unicode.IsControl(r) || unicode.IsSpace(r) || r == utf8.RuneError
+	})
 }
 
 // fetchModels reads GET BASE/models of the provider name; it returns the

