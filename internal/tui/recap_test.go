@@ -81,7 +81,7 @@ func TestToolOutputKeepsSpaces(t *testing.T) {
 	o.Verbose = true
 	tm, out := start(t, o, 100, 24)
 	send(tm, "list")
-	out.wait(t, "listed")
+	out.waitAll(t, "listed", "│ total    4", "│ drwxr-xr-x  2 root      x")
 	s := out.String()
 	for _, want := range []string{"│ total    4", "│ drwxr-xr-x  2 root      x"} {
 		if !strings.Contains(s, want) {

@@ -39,7 +39,7 @@ func TestHostileTextNeverReachesTheTerminal(t *testing.T) {
 	tm, out := start(t, o, 80, 24)
 	tm.Type("hi")
 	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
-	out.wait(t, "bye")
+	out.waitAll(t, "bye", "Done.", "EVIL", "here", "quietly", "line one")
 	raw := out.buf.String()
 	for _, bad := range hostileSeqs {
 		if strings.Contains(raw, bad) {

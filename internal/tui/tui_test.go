@@ -155,6 +155,36 @@ func (o *output) wait(t *testing.T, want string) {
 	}, teatest.WithDuration(15*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
 }
 
+// waitAll waits until the program has written each of wants: a turn's
+// answer can be in the live region while blocks printed above it are
+// still queued (printer.go), so a test waits for what it checks.
+func (o *output) waitAll(t *testing.T, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		o.wait(t, want)
+	}
+}
+
+// waitIdle waits until no turn is running (the status bar has no
+// "working"): an answer shows in the live region before its turn ends.
+func waitIdle(t *testing.T, tm *teatest.TestModel) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		ch := make(snapshotMsg, 1)
+		tm.Send(ch)
+		select {
+		case v := <-ch:
+			if !strings.Contains(ansi.Strip(v), "working") {
+				return
+			}
+		case <-time.After(time.Second):
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the turn did not end")
+}
+
 func (o *output) String() string { return ansi.Strip(o.buf.String()) }
 
 // normalise strips colours and trailing spaces. Context figures depend
@@ -509,6 +539,7 @@ func TestCompressCommand(t *testing.T) {
 	for i, q := range []string{"q1", "q2", "q3"} {
 		send(tm, q)
 		out.wait(t, fmt.Sprintf("a%d", i+1))
+		waitIdle(t, tm)
 	}
 	send(tm, "/compress")
 	out.wait(t, "context compressed")
@@ -617,7 +648,7 @@ func TestListCommandsFitAndHint(t *testing.T) {
 	send(tm, "/skills")
 	out.wait(t, "no skills installed")
 	send(tm, "why")
-	out.wait(t, "the answer")
+	out.waitAll(t, "the answer", "· 1 line (Ctrl-O shows it)")
 	s := out.String()
 	if !strings.Contains(strings.Join(strings.Fields(s), " "), "hermes skills create NAME") || strings.Contains(s, "hermes skills install") {
 		t.Errorf("/skills does not name `hermes skills create`:\n%s", s)
