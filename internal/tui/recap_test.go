@@ -2,10 +2,12 @@ package tui
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 	"github.com/hermes-go/hermes/internal/session"
@@ -115,5 +117,32 @@ func TestExitPrintsResumeHint(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "Resume this session") {
 		t.Errorf("leaving an empty session printed a resume hint:\n%q", out.String())
+	}
+}
+
+// TestParallelToolCallsTimedEach: calls of one model answer that run at
+// once (both start, then both end) each show their own time and line
+// (the second showed 2562047h47m: the TUI tracked one running call).
+func TestParallelToolCallsTimedEach(t *testing.T) {
+	w := newWorld(t)
+	m := New(context.Background(), w.options(t))
+	t.Cleanup(m.close)
+	m.width, m.height = 100, 24
+	m.onEvent(session.Event{Kind: session.TurnStart, TurnID: "t"})
+	for _, id := range []string{"a", "b"} {
+		m.onEvent(session.Event{Kind: session.ToolStart, TurnID: "t", CallID: id, Tool: "read_file", Args: `{"path":"` + id + `.txt"}`})
+	}
+	if v := ansi.Strip(m.liveView(10)); !strings.Contains(v, "a.txt") || !strings.Contains(v, "b.txt") {
+		t.Errorf("the live region does not show both running calls:\n%s", v)
+	}
+	for _, id := range []string{"a", "b"} {
+		m.onEvent(session.Event{Kind: session.ToolEnd, TurnID: "t", CallID: id, Tool: "read_file", Args: `{"path":"` + id + `.txt"}`, Text: "x"})
+	}
+	got := ansi.Strip(strings.Join(m.outbox, "\n"))
+	if strings.Count(got, "read_file") != 2 || regexp.MustCompile(`\d{3,}h`).MatchString(got) {
+		t.Errorf("outcome lines:\n%s", got)
+	}
+	if v := ansi.Strip(m.liveView(10)); strings.Contains(v, "a.txt") || strings.Contains(v, "b.txt") {
+		t.Errorf("ended calls still shown as running:\n%s", v)
 	}
 }

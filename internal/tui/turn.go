@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,8 +31,8 @@ type liveTurn struct {
 	fence                string
 	thinking             strings.Builder
 	thinkAt              time.Time
-	tool                 *runningTool
-	rendered             string // cached markdown of text at renderedW
+	tools                []*runningTool // in start order; parallel calls run at once
+	rendered             string         // cached markdown of text at renderedW
 	renderedW, renderedN int
 	renderedAt           time.Time // wall clock of the cached rendering
 	redrawSoon           bool      // a redrawMsg is scheduled
@@ -46,8 +47,8 @@ type liveTurn struct {
 
 // runningTool is a tool call between its ToolStart and ToolEnd.
 type runningTool struct {
-	name, args string
-	started    time.Time
+	callID, name, args string
+	started            time.Time
 }
 
 // approvalPrompt is an approval request waiting for the person.
@@ -142,14 +143,17 @@ func (m *Model) onEvent(ev session.Event) tea.Cmd {
 	case session.ToolStart:
 		out := tea.Sequence(m.flushThinking(), m.flushParagraphs(true))
 		t.printed = false
-		t.tool = &runningTool{name: ev.Tool, args: ev.Args, started: m.now()}
+		t.tools = append(t.tools, &runningTool{callID: ev.CallID, name: ev.Tool, args: ev.Args, started: m.now()})
 		return out
 	case session.ToolEnd:
-		var started time.Time
-		if t.tool != nil {
-			started = t.tool.started
-		}
-		t.tool = nil
+		started := m.now() // a call that never started (cancelled first) took no time
+		t.tools = slices.DeleteFunc(t.tools, func(r *runningTool) bool {
+			if r.callID == ev.CallID {
+				started = r.started
+				return true
+			}
+			return false
+		})
 		return m.printLines(m.toolOutcome(ev, m.now().Sub(started)))
 	}
 	return nil

@@ -113,8 +113,8 @@ func (m *Model) liveView(rows int) string {
 	if t.text != "" {
 		parts = append(parts, m.streamView(rows))
 	}
-	if t.tool != nil {
-		parts = append(parts, m.runningToolLine(t.tool))
+	for _, r := range t.tools {
+		parts = append(parts, m.runningToolLine(r))
 	}
 	if len(parts) == 0 {
 		el := m.now().Sub(t.started).Round(time.Second)
