@@ -102,13 +102,30 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	s.in = newInput()
 	defer close(s.in.quit)
 	s.out = &hookWriter{w: out, in: s.in}
-	s.conn = sdk.NewAgentSideConnection(s, s.out, s.in.read(in))
+	// The SDK starts reading at once; SetLogger and s.conn are unguarded
+	// fields its reader and our handlers use, so nothing is read before
+	// both are set (the race detector saw a quick disconnect log through
+	// the logger while SetLogger wrote it).
+	gate := &gatedReader{r: s.in.read(in), open: make(chan struct{})}
+	s.conn = sdk.NewAgentSideConnection(s, s.out, gate)
 	s.conn.SetLogger(s.opts.Logger)
+	close(gate.open)
 	select {
 	case <-s.conn.Done():
 	case <-ctx.Done():
 	}
 	return s.Close()
+}
+
+// gatedReader reads from r once open is closed.
+type gatedReader struct {
+	r    io.Reader
+	open chan struct{}
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	<-g.open
+	return g.r.Read(p)
 }
 
 // Close closes the sessions and runtimes (running turns are cancelled;
