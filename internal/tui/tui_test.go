@@ -301,7 +301,7 @@ func TestToolOutputEscapesNeutralised(t *testing.T) {
 	tm, out := start(t, o, 100, 20)
 	tm.Type("go")
 	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
-	out.wait(t, "printed")
+	out.waitAll(t, "printed", "abc")
 	raw := out.buf.String()
 	for _, seq := range []string{"\x1b]52", "\x1b[2J"} {
 		if strings.Contains(raw, seq) {
