@@ -196,7 +196,9 @@ func (a *Agent) redactMessage(m llm.Message) llm.Message {
 	if a.opts.Redact == nil {
 		return m
 	}
-	m.Content = a.opts.Redact(m.Content)
+	if m.Role != llm.RoleTool { // tool results were redacted when they came back (runTools)
+		m.Content = a.opts.Redact(m.Content)
+	}
 	if len(m.ToolCalls) > 0 {
 		calls := make([]llm.ToolCall, len(m.ToolCalls))
 		for i, tc := range m.ToolCalls {

