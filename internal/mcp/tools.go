@@ -33,7 +33,7 @@ func sanitize(s string) string {
 // (Hermes' naming). A name longer than 64 characters is cut and ends with
 // a hash of the full name, so it stays unique.
 func ToolName(server, tool string) string {
-	n := "mcp__" + sanitize(server) + "__" + sanitize(tool)
+	n := toolPrefix(server) + sanitize(tool)
 	if len(n) <= maxToolName {
 		return n
 	}
