@@ -33,6 +33,20 @@ chmod +x "$work/hermes"
 hermes=$work/hermes
 printf 'package main\n\nfunc main() {}\n' >"$work/empty.go"
 (cd "$work" && GO111MODULE=off CGO_ENABLED=0 go build -o empty empty.go)
+# The dependency floor: a program that only imports (blank) every package
+# from outside this module that ./cmd/hermes links, at the versions go.mod
+# pins, so it runs exactly their package inits and nothing of ours. Built
+# through an overlay, as if it were a command of this module.
+{
+	printf 'package main\n\nimport (\n'
+	go list -deps -f '{{if and .Module (ne .Module.Path "github.com/hermes-go/hermes")}}{{.ImportPath}}{{end}}' ./cmd/hermes |
+		grep -v -e '/internal/' -e '/internal$' -e '^vendor/' | sed 's/.*/\t_ "&"/'
+	printf ')\n\nfunc main() { println("floor") }\n'
+} >"$work/floor.go"
+printf '{"Replace": {"%s/cmd/hermes-dependency-floor/main.go": "%s"}}\n' "$PWD" "$work/floor.go" >"$work/overlay.json"
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -overlay "$work/overlay.json" -o "$work/floor.built" ./cmd/hermes-dependency-floor
+dd if="$work/floor.built" of="$work/floor" bs=1M oflag=direct status=none 2>/dev/null || cp "$work/floor.built" "$work/floor"
+chmod +x "$work/floor"
 
 # median_ms CMD...: median wall time of RUNS runs, in ms.
 median_ms() {
@@ -63,9 +77,13 @@ row "measure" "hermes" "floor / peer" "ratio"
 v_rss=$(peak_kb "$hermes" --version)
 e_rss=$(peak_kb "$work/empty")
 row "--version peak RSS (MiB)" "$(awk -v k="$v_rss" 'BEGIN{printf "%.1f", k/1024}')" "$(awk -v k="$e_rss" 'BEGIN{printf "%.1f", k/1024}') (empty Go program)" "$(ratio "$v_rss" "$e_rss")"
+f_rss=$(peak_kb "$work/floor")
+row "--version peak RSS vs dependency floor" "$(awk -v k="$v_rss" 'BEGIN{printf "%.1f", k/1024}')" "$(awk -v k="$f_rss" 'BEGIN{printf "%.1f", k/1024}') (imports only)" "$(ratio "$v_rss" "$f_rss")"
 v_ms=$(median_ms "$hermes" --version)
 t_ms=$(median_ms true)
+f_ms=$(median_ms "$work/floor")
 row "--version wall (ms, median)" "$v_ms" "$t_ms (true)" "$(ratio "$v_ms" "$t_ms")"
+row "--version wall vs dependency floor" "$v_ms" "$f_ms (imports only)" "$(ratio "$v_ms" "$f_ms")"
 if [ -n "${CODEX_BIN:-}" ]; then
 	c_rss=$(peak_kb "$CODEX_BIN" --version)
 	row "--version peak RSS vs codex (MiB)" "$(awk -v k="$v_rss" 'BEGIN{printf "%.1f", k/1024}')" "$(awk -v k="$c_rss" 'BEGIN{printf "%.1f", k/1024}') (codex)" "$(ratio "$v_rss" "$c_rss")"
