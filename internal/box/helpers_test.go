@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hermes-go/hermes/internal/backend"
 	"github.com/hermes-go/hermes/internal/config"
 )
@@ -121,3 +123,28 @@ func managerGroups(m *Manager) []string {
 func trimmed(res backend.ExecResult) string { return strings.TrimSpace(string(res.Output)) }
 
 func backendReq(command string) backend.ExecRequest { return backend.ExecRequest{Command: command} }
+
+// must fails the test on a non-nil err.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// requireRoot skips the test unless it runs as root; why says what needs it.
+func requireRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: " + why)
+	}
+}
+
+// writeTestFile writes content to path with exactly mode (setuid bits
+// included), creating parent directories.
+func writeTestFile(t testing.TB, path, content string, mode os.FileMode) {
+	t.Helper()
+	must(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	must(t, os.WriteFile(path, []byte(content), mode))
+	must(t, unix.Chmod(path, uint32(mode))) // raw bits: 0o4000 is setuid
+}

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hermes-go/hermes/internal/atomicfile"
 	"io"
 	"io/fs"
 	"os"
@@ -19,6 +18,9 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/hermes-go/hermes/internal/atomicfile"
+	"github.com/hermes-go/hermes/internal/box/snapshot"
 )
 
 // HostImage is the terminal.box_image value (and default) that uses the
@@ -202,7 +204,7 @@ func imageExtractTarball(src, rootfs string) error {
 		os.RemoveAll(tmp)
 		return err
 	}
-	if err := snapshotExtractTree(r, tmp, snapshotExtractPolicy{}); err != nil {
+	if err := snapshot.ExtractTree(r, tmp, snapshot.ExtractPolicy{}); err != nil {
 		os.RemoveAll(tmp)
 		return fmt.Errorf("terminal.box_image %s: extract: %w", src, err)
 	}

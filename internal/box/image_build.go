@@ -22,6 +22,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/hermes-go/hermes/internal/atomicfile"
+	"github.com/hermes-go/hermes/internal/box/snapshot"
 	"github.com/hermes-go/hermes/internal/lazyregexp"
 )
 
@@ -225,17 +226,11 @@ func imagePack(root, dst string) (string, int64, error) {
 	}
 	defer f.Close()
 	sum := sha256.New()
-	counter := &snapshotByteCounter{w: io.MultiWriter(f, sum)}
-	enc, err := zstd.NewWriter(counter, zstd.WithEncoderLevel(zstd.SpeedDefault))
+	enc, err := zstd.NewWriter(io.MultiWriter(f, sum), zstd.WithEncoderLevel(zstd.SpeedDefault))
 	if err != nil {
 		return "", 0, err
 	}
-	a := newSnapshotArchiver(enc, false)
-	if err := a.addTree(root); err != nil {
-		enc.Close()
-		return "", 0, fmt.Errorf("pack %s: %w", root, err)
-	}
-	if err := a.tw.Close(); err != nil {
+	if err := snapshot.PackTree(root, enc); err != nil {
 		enc.Close()
 		return "", 0, err
 	}
@@ -245,7 +240,11 @@ func imagePack(root, dst string) (string, int64, error) {
 	if err := f.Sync(); err != nil {
 		return "", 0, err
 	}
-	return hex.EncodeToString(sum.Sum(nil)), counter.n, nil
+	size, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(sum.Sum(nil)), size, nil
 }
 
 // imageRecordBuiltTarball stores the digest record of a freshly built

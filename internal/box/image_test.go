@@ -16,9 +16,17 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
+// imageEntry is one entry of a test tarball: a file (typ tar.TypeReg with
+// body), a link (link), a directory or a device node (major, minor).
+type imageEntry struct {
+	name, link, body string
+	typ              byte
+	major, minor     int64
+}
+
 // imageTestTarball writes a small root filesystem tarball to path,
 // compressed with compress ("gzip", "zstd" or "" for none).
-func imageTestTarball(t *testing.T, path, compress string, entries ...snapEntry) {
+func imageTestTarball(t *testing.T, path, compress string, entries ...imageEntry) {
 	t.Helper()
 	var buf bytes.Buffer
 	var w io.WriteCloser
@@ -27,7 +35,7 @@ func imageTestTarball(t *testing.T, path, compress string, entries ...snapEntry)
 		w = gzip.NewWriter(&buf)
 	case "zstd":
 		enc, err := zstd.NewWriter(&buf)
-		snapMust(t, err)
+		must(t, err)
 		w = enc
 	default:
 		w = imageNopCloser{&buf}
@@ -38,15 +46,15 @@ func imageTestTarball(t *testing.T, path, compress string, entries ...snapEntry)
 		if e.typ == tar.TypeReg {
 			hdr.Size = int64(len(e.body))
 		}
-		snapMust(t, tw.WriteHeader(hdr))
+		must(t, tw.WriteHeader(hdr))
 		if hdr.Size > 0 {
 			_, err := tw.Write([]byte(e.body))
-			snapMust(t, err)
+			must(t, err)
 		}
 	}
-	snapMust(t, tw.Close())
-	snapMust(t, w.Close())
-	snapMust(t, os.WriteFile(path, buf.Bytes(), 0o644))
+	must(t, tw.Close())
+	must(t, w.Close())
+	must(t, os.WriteFile(path, buf.Bytes(), 0o644))
 }
 
 type imageNopCloser struct{ io.Writer }
@@ -55,8 +63,8 @@ func (imageNopCloser) Close() error { return nil }
 
 // imageTestRootfsEntries is a tiny Debian-like tree: merged /usr, a
 // shell, a hardlink and a device node that must not be extracted.
-func imageTestRootfsEntries() []snapEntry {
-	return []snapEntry{
+func imageTestRootfsEntries() []imageEntry {
+	return []imageEntry{
 		{name: "./", typ: tar.TypeDir},
 		{name: "./usr/", typ: tar.TypeDir},
 		{name: "./usr/bin/", typ: tar.TypeDir},
@@ -72,7 +80,7 @@ func imageTestRootfsEntries() []snapEntry {
 
 func imageFileSHA256(t *testing.T, path string) string {
 	data, err := os.ReadFile(path)
-	snapMust(t, err)
+	must(t, err)
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
 }
@@ -89,13 +97,13 @@ func TestResolveImageHost(t *testing.T) {
 func TestResolveImageDirectory(t *testing.T) {
 	dir := t.TempDir()
 	rootfs := filepath.Join(dir, "rootfs")
-	snapMust(t, os.MkdirAll(filepath.Join(rootfs, "usr", "bin"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(rootfs, "usr", "bin"), 0o755))
 	got, err := ResolveImage(t.TempDir(), rootfs)
 	if err != nil || got != rootfs {
 		t.Errorf("ResolveImage(rootfs dir) = %q, %v; want %q", got, err, rootfs)
 	}
 	notRoot := filepath.Join(dir, "project")
-	snapMust(t, os.MkdirAll(filepath.Join(notRoot, "src"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(notRoot, "src"), 0o755))
 	if _, err := ResolveImage(t.TempDir(), notRoot); err == nil || !strings.Contains(err.Error(), "not a root filesystem") {
 		t.Errorf("ResolveImage(non-rootfs dir): err %v, want 'not a root filesystem'", err)
 	}
@@ -115,7 +123,7 @@ func TestResolveImageTarballExtractsOnce(t *testing.T) {
 			tarball := filepath.Join(t.TempDir(), "image.tar")
 			imageTestTarball(t, tarball, compress, imageTestRootfsEntries()...)
 			root, err := ResolveImage(home, tarball)
-			snapMust(t, err)
+			must(t, err)
 			if want := filepath.Join(home, "boxes", "images", imageFileSHA256(t, tarball)); root != want {
 				t.Fatalf("ResolveImage = %q, want %q", root, want)
 			}
@@ -131,9 +139,9 @@ func TestResolveImageTarballExtractsOnce(t *testing.T) {
 				t.Error("device node dev/null was extracted into the image")
 			}
 			marker := filepath.Join(root, "etc", "marker")
-			snapMust(t, os.WriteFile(marker, nil, 0o644))
+			must(t, os.WriteFile(marker, nil, 0o644))
 			again, err := ResolveImage(home, tarball)
-			snapMust(t, err)
+			must(t, err)
 			if again != root {
 				t.Errorf("second ResolveImage = %q, want %q", again, root)
 			}
@@ -149,11 +157,11 @@ func TestResolveImageTarballChangedContentGetsNewDigest(t *testing.T) {
 	tarball := filepath.Join(t.TempDir(), "image.tar.zst")
 	imageTestTarball(t, tarball, "zstd", imageTestRootfsEntries()...)
 	first, err := ResolveImage(home, tarball)
-	snapMust(t, err)
-	entries := append(imageTestRootfsEntries(), snapEntry{name: "./etc/hostname", typ: tar.TypeReg, body: "v2\n"})
+	must(t, err)
+	entries := append(imageTestRootfsEntries(), imageEntry{name: "./etc/hostname", typ: tar.TypeReg, body: "v2\n"})
 	imageTestTarball(t, tarball, "zstd", entries...)
 	second, err := ResolveImage(home, tarball)
-	snapMust(t, err)
+	must(t, err)
 	if second == first {
 		t.Fatalf("rewritten tarball resolved to the old cache dir %s", first)
 	}
@@ -163,7 +171,7 @@ func TestResolveImageTarballChangedContentGetsNewDigest(t *testing.T) {
 }
 
 func TestResolveImageTarballRejectsBadArchives(t *testing.T) {
-	cases := map[string][]snapEntry{
+	cases := map[string][]imageEntry{
 		"not a rootfs (one top-level dir)": {
 			{name: "rootfs/", typ: tar.TypeDir},
 			{name: "rootfs/usr/", typ: tar.TypeDir},
@@ -201,8 +209,8 @@ func TestResolveImageTarballRejectsBadArchives(t *testing.T) {
 
 func TestDebianMirrorFromAptSources(t *testing.T) {
 	apt := t.TempDir()
-	snapWrite(t, filepath.Join(apt, "sources.list"), "# nothing here\ndeb http://security.debian.org/debian-security bookworm-security main\n", 0o644)
-	snapWrite(t, filepath.Join(apt, "sources.list.d", "debian.sources"), `Types: deb
+	writeTestFile(t, filepath.Join(apt, "sources.list"), "# nothing here\ndeb http://security.debian.org/debian-security bookworm-security main\n", 0o644)
+	writeTestFile(t, filepath.Join(apt, "sources.list.d", "debian.sources"), `Types: deb
 URIs: http://deb.example.org/debian-security
 Suites: bookworm-security
 Components: main
@@ -216,7 +224,7 @@ Components: main
 	if got := DebianMirror(apt, "bookworm"); got != "http://mirror.example.org/debian" {
 		t.Errorf("DebianMirror(deb822) = %q", got)
 	}
-	snapWrite(t, filepath.Join(apt, "sources.list"), "deb [arch=amd64 signed-by=/k.gpg] https://one-line.example/debian bookworm main\n", 0o644)
+	writeTestFile(t, filepath.Join(apt, "sources.list"), "deb [arch=amd64 signed-by=/k.gpg] https://one-line.example/debian bookworm main\n", 0o644)
 	if got := DebianMirror(apt, "bookworm"); got != "https://one-line.example/debian" {
 		t.Errorf("DebianMirror(one-line with options) = %q", got)
 	}
@@ -229,11 +237,11 @@ Components: main
 // stand-in debootstrap that makes a tiny tree, checking the arguments,
 // the cached tarball, the manifest and resolution by name.
 func TestBuildImageWithFakeDebootstrap(t *testing.T) {
-	snapRequireRoot(t)
+	requireRoot(t, "image tests chroot and chown")
 	dir := t.TempDir()
 	argsFile := filepath.Join(dir, "args")
 	fake := filepath.Join(dir, "debootstrap")
-	snapWrite(t, fake, `#!/bin/sh
+	writeTestFile(t, fake, `#!/bin/sh
 echo "$@" > `+argsFile+`
 target="$3"
 mkdir -p "$target/usr/bin" "$target/etc" "$target/dev"
@@ -243,11 +251,11 @@ mknod "$target/dev/null" c 1 3
 echo "I: Base system installed successfully."
 `, 0o755)
 	apt := filepath.Join(dir, "apt")
-	snapWrite(t, filepath.Join(apt, "sources.list"), "deb http://mirror.test/debian bookworm main\n", 0o644)
+	writeTestFile(t, filepath.Join(apt, "sources.list"), "deb http://mirror.test/debian bookworm main\n", 0o644)
 	home := filepath.Join(dir, "home")
 	var log bytes.Buffer
 	m, err := BuildImage(context.Background(), home, BuildImageOptions{Debootstrap: fake, AptDir: apt, Log: &log})
-	snapMust(t, err)
+	must(t, err)
 	args, _ := os.ReadFile(argsFile)
 	if !strings.HasPrefix(string(args), "--variant=minbase bookworm ") || !strings.HasSuffix(strings.TrimSpace(string(args)), " http://mirror.test/debian") {
 		t.Errorf("debootstrap args = %q", args)
@@ -259,7 +267,7 @@ echo "I: Base system installed successfully."
 		t.Errorf("manifest %+v does not match tarball", m)
 	}
 	root, err := ResolveImage(home, "debian-bookworm-minbase")
-	snapMust(t, err)
+	must(t, err)
 	if root != m.Rootfs {
 		t.Errorf("ResolveImage(name) = %q, want %q", root, m.Rootfs)
 	}
@@ -280,13 +288,13 @@ func TestBuildImageDebootstrap(t *testing.T) {
 	if os.Getenv("HERMES_TEST_DEBOOTSTRAP") != "1" {
 		t.Skip("set HERMES_TEST_DEBOOTSTRAP=1 to run debootstrap against the Debian mirror (~60 s)")
 	}
-	snapRequireRoot(t)
+	requireRoot(t, "image tests chroot and chown")
 	home := t.TempDir()
 	m, err := BuildImage(context.Background(), home, BuildImageOptions{Log: imageTestLog{t}})
-	snapMust(t, err)
+	must(t, err)
 	t.Logf("built %s: %d bytes, sha256 %s, mirror %s", m.Name, m.Size, m.Digest, m.Mirror)
 	root, err := ResolveImage(home, m.Name)
-	snapMust(t, err)
+	must(t, err)
 	if data, err := os.ReadFile(filepath.Join(root, "etc", "debian_version")); err != nil || !strings.HasPrefix(string(data), "12") {
 		t.Errorf("etc/debian_version = %q, %v; want 12.x", data, err)
 	}
