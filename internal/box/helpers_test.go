@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/hermes-go/hermes/internal/backend"
 	"github.com/hermes-go/hermes/internal/config"
 )
@@ -130,21 +128,4 @@ func must(t testing.TB, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// requireRoot skips the test unless it runs as root; why says what needs it.
-func requireRoot(t testing.TB, why string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: " + why)
-	}
-}
-
-// writeTestFile writes content to path with exactly mode (setuid bits
-// included), creating parent directories.
-func writeTestFile(t testing.TB, path, content string, mode os.FileMode) {
-	t.Helper()
-	must(t, os.MkdirAll(filepath.Dir(path), 0o755))
-	must(t, os.WriteFile(path, []byte(content), mode))
-	must(t, unix.Chmod(path, uint32(mode))) // raw bits: 0o4000 is setuid
 }

@@ -1,4 +1,4 @@
-package box
+package image
 
 import (
 	"archive/tar"
@@ -87,9 +87,9 @@ func imageFileSHA256(t *testing.T, path string) string {
 
 func TestResolveImageHost(t *testing.T) {
 	for _, spec := range []string{"", "host", " host "} {
-		got, err := ResolveImage(t.TempDir(), spec)
+		got, err := Resolve(t.TempDir(), spec)
 		if err != nil || got != "/" {
-			t.Errorf("ResolveImage(%q) = %q, %v; want /", spec, got, err)
+			t.Errorf("Resolve(%q) = %q, %v; want /", spec, got, err)
 		}
 	}
 }
@@ -98,18 +98,18 @@ func TestResolveImageDirectory(t *testing.T) {
 	dir := t.TempDir()
 	rootfs := filepath.Join(dir, "rootfs")
 	must(t, os.MkdirAll(filepath.Join(rootfs, "usr", "bin"), 0o755))
-	got, err := ResolveImage(t.TempDir(), rootfs)
+	got, err := Resolve(t.TempDir(), rootfs)
 	if err != nil || got != rootfs {
-		t.Errorf("ResolveImage(rootfs dir) = %q, %v; want %q", got, err, rootfs)
+		t.Errorf("Resolve(rootfs dir) = %q, %v; want %q", got, err, rootfs)
 	}
 	notRoot := filepath.Join(dir, "project")
 	must(t, os.MkdirAll(filepath.Join(notRoot, "src"), 0o755))
-	if _, err := ResolveImage(t.TempDir(), notRoot); err == nil || !strings.Contains(err.Error(), "not a root filesystem") {
-		t.Errorf("ResolveImage(non-rootfs dir): err %v, want 'not a root filesystem'", err)
+	if _, err := Resolve(t.TempDir(), notRoot); err == nil || !strings.Contains(err.Error(), "not a root filesystem") {
+		t.Errorf("Resolve(non-rootfs dir): err %v, want 'not a root filesystem'", err)
 	}
-	_, err = ResolveImage(t.TempDir(), filepath.Join(dir, "missing.tar.gz"))
+	_, err = Resolve(t.TempDir(), filepath.Join(dir, "missing.tar.gz"))
 	if err == nil || !strings.Contains(err.Error(), "hermes box image build") || !strings.Contains(err.Error(), "missing.tar.gz") {
-		t.Errorf("ResolveImage(missing): err %v, want the path and the build hint", err)
+		t.Errorf("Resolve(missing): err %v, want the path and the build hint", err)
 	}
 }
 
@@ -122,10 +122,10 @@ func TestResolveImageTarballExtractsOnce(t *testing.T) {
 			home := t.TempDir()
 			tarball := filepath.Join(t.TempDir(), "image.tar")
 			imageTestTarball(t, tarball, compress, imageTestRootfsEntries()...)
-			root, err := ResolveImage(home, tarball)
+			root, err := Resolve(home, tarball)
 			must(t, err)
 			if want := filepath.Join(home, "boxes", "images", imageFileSHA256(t, tarball)); root != want {
-				t.Fatalf("ResolveImage = %q, want %q", root, want)
+				t.Fatalf("Resolve = %q, want %q", root, want)
 			}
 			if data, _ := os.ReadFile(filepath.Join(root, "bin", "sh")); string(data) != "#!fake shell\n" {
 				t.Errorf("bin/sh through the bin symlink = %q", data)
@@ -140,13 +140,13 @@ func TestResolveImageTarballExtractsOnce(t *testing.T) {
 			}
 			marker := filepath.Join(root, "etc", "marker")
 			must(t, os.WriteFile(marker, nil, 0o644))
-			again, err := ResolveImage(home, tarball)
+			again, err := Resolve(home, tarball)
 			must(t, err)
 			if again != root {
-				t.Errorf("second ResolveImage = %q, want %q", again, root)
+				t.Errorf("second Resolve = %q, want %q", again, root)
 			}
 			if _, err := os.Stat(marker); err != nil {
-				t.Errorf("second ResolveImage extracted again (marker gone): %v", err)
+				t.Errorf("second Resolve extracted again (marker gone): %v", err)
 			}
 		})
 	}
@@ -156,11 +156,11 @@ func TestResolveImageTarballChangedContentGetsNewDigest(t *testing.T) {
 	home := t.TempDir()
 	tarball := filepath.Join(t.TempDir(), "image.tar.zst")
 	imageTestTarball(t, tarball, "zstd", imageTestRootfsEntries()...)
-	first, err := ResolveImage(home, tarball)
+	first, err := Resolve(home, tarball)
 	must(t, err)
 	entries := append(imageTestRootfsEntries(), imageEntry{name: "./etc/hostname", typ: tar.TypeReg, body: "v2\n"})
 	imageTestTarball(t, tarball, "zstd", entries...)
-	second, err := ResolveImage(home, tarball)
+	second, err := Resolve(home, tarball)
 	must(t, err)
 	if second == first {
 		t.Fatalf("rewritten tarball resolved to the old cache dir %s", first)
@@ -191,8 +191,8 @@ func TestResolveImageTarballRejectsBadArchives(t *testing.T) {
 			home := t.TempDir()
 			tarball := filepath.Join(t.TempDir(), "bad.tar.gz")
 			imageTestTarball(t, tarball, "gzip", entries...)
-			if _, err := ResolveImage(home, tarball); err == nil || !strings.Contains(err.Error(), tarball) {
-				t.Fatalf("ResolveImage: err %v, want an error naming %s", err, tarball)
+			if _, err := Resolve(home, tarball); err == nil || !strings.Contains(err.Error(), tarball) {
+				t.Fatalf("Resolve: err %v, want an error naming %s", err, tarball)
 			}
 			left, _ := filepath.Glob(filepath.Join(home, "boxes", "images", "*"))
 			for _, p := range left {
@@ -237,7 +237,9 @@ Components: main
 // stand-in debootstrap that makes a tiny tree, checking the arguments,
 // the cached tarball, the manifest and resolution by name.
 func TestBuildImageWithFakeDebootstrap(t *testing.T) {
-	requireRoot(t, "image tests chroot and chown")
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the build chroots and chowns")
+	}
 	dir := t.TempDir()
 	argsFile := filepath.Join(dir, "args")
 	fake := filepath.Join(dir, "debootstrap")
@@ -254,7 +256,7 @@ echo "I: Base system installed successfully."
 	writeTestFile(t, filepath.Join(apt, "sources.list"), "deb http://mirror.test/debian bookworm main\n", 0o644)
 	home := filepath.Join(dir, "home")
 	var log bytes.Buffer
-	m, err := BuildImage(context.Background(), home, BuildImageOptions{Debootstrap: fake, AptDir: apt, Log: &log})
+	m, err := Build(context.Background(), home, BuildOptions{Debootstrap: fake, AptDir: apt, Log: &log})
 	must(t, err)
 	args, _ := os.ReadFile(argsFile)
 	if !strings.HasPrefix(string(args), "--variant=minbase bookworm ") || !strings.HasSuffix(strings.TrimSpace(string(args)), " http://mirror.test/debian") {
@@ -266,10 +268,10 @@ echo "I: Base system installed successfully."
 	if m.Name != "debian-bookworm-minbase" || m.Digest != imageFileSHA256(t, m.Tarball) {
 		t.Errorf("manifest %+v does not match tarball", m)
 	}
-	root, err := ResolveImage(home, "debian-bookworm-minbase")
+	root, err := Resolve(home, "debian-bookworm-minbase")
 	must(t, err)
 	if root != m.Rootfs {
-		t.Errorf("ResolveImage(name) = %q, want %q", root, m.Rootfs)
+		t.Errorf("Resolve(name) = %q, want %q", root, m.Rootfs)
 	}
 	if data, _ := os.ReadFile(filepath.Join(root, "etc", "os-release")); string(data) != "ID=debian\n" {
 		t.Errorf("built rootfs etc/os-release = %q", data)
@@ -277,8 +279,8 @@ echo "I: Base system installed successfully."
 	if _, err := os.Lstat(filepath.Join(root, "dev", "null")); err == nil {
 		t.Error("device node kept in the built image")
 	}
-	if byTarball, err := ResolveImage(home, m.Tarball); err != nil || byTarball != m.Rootfs {
-		t.Errorf("ResolveImage(built tarball) = %q, %v; want %q", byTarball, err, m.Rootfs)
+	if byTarball, err := Resolve(home, m.Tarball); err != nil || byTarball != m.Rootfs {
+		t.Errorf("Resolve(built tarball) = %q, %v; want %q", byTarball, err, m.Rootfs)
 	}
 }
 
@@ -288,12 +290,14 @@ func TestBuildImageDebootstrap(t *testing.T) {
 	if os.Getenv("HERMES_TEST_DEBOOTSTRAP") != "1" {
 		t.Skip("set HERMES_TEST_DEBOOTSTRAP=1 to run debootstrap against the Debian mirror (~60 s)")
 	}
-	requireRoot(t, "image tests chroot and chown")
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the build chroots and chowns")
+	}
 	home := t.TempDir()
-	m, err := BuildImage(context.Background(), home, BuildImageOptions{Log: imageTestLog{t}})
+	m, err := Build(context.Background(), home, BuildOptions{Log: imageTestLog{t}})
 	must(t, err)
 	t.Logf("built %s: %d bytes, sha256 %s, mirror %s", m.Name, m.Size, m.Digest, m.Mirror)
-	root, err := ResolveImage(home, m.Name)
+	root, err := Resolve(home, m.Name)
 	must(t, err)
 	if data, err := os.ReadFile(filepath.Join(root, "etc", "debian_version")); err != nil || !strings.HasPrefix(string(data), "12") {
 		t.Errorf("etc/debian_version = %q, %v; want 12.x", data, err)
@@ -306,4 +310,34 @@ type imageTestLog struct{ t *testing.T }
 func (w imageTestLog) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// TestImageNames checks which names Build accepts: they name files in the
+// image cache, so nothing that could leave it or hide as a dot file passes.
+func TestImageNames(t *testing.T) {
+	for _, ok := range []string{"debian-12.minbase", "a", "9", strings.Repeat("a", 64)} {
+		if !isName(ok) {
+			t.Errorf("isName(%q) = false, want accepted", ok)
+		}
+	}
+	for _, bad := range []string{"", "Debian", strings.Repeat("a", 65), ".x", "-x", "_x", "a/b", "..", "a b"} {
+		if isName(bad) {
+			t.Errorf("isName(%q) = true, want rejected", bad)
+		}
+	}
+}
+
+// must fails the test on a non-nil err.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeTestFile writes content to path with mode, creating parents.
+func writeTestFile(t testing.TB, path, content string, mode os.FileMode) {
+	t.Helper()
+	must(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	must(t, os.WriteFile(path, []byte(content), mode))
 }
