@@ -30,6 +30,9 @@ import (
 // attach socket, or a stale one, which Attach removes).
 var ErrNotRunning = errors.New("box not running")
 
+// errProtocol is a box started by a hermes of another attach protocol.
+var errProtocol = errors.New("the box was started by another version of hermes")
+
 // AttachSocketPath is where the init of the box of task listens for
 // attaching processes.
 func AttachSocketPath(home, task string) string {
@@ -56,13 +59,16 @@ func Attach(ctx context.Context, home, task string) (*Box, error) {
 	// The answer is read even when the hello cannot be sent: an init that
 	// refuses a peer answers and hangs up without reading.
 	var r response
-	sendErr := fc.send(request{Op: opAttach})
+	sendErr := fc.send(request{Op: opAttach, Version: attachProtocol})
 	err = fc.dec.Decode(&r)
 	switch {
 	case err == nil && r.Kind == kindError:
 		err = errors.New(r.Err)
 	case err == nil && (r.Kind != kindReady || r.Attach == nil):
 		err = fmt.Errorf("unexpected answer %q", r.Kind)
+	case err == nil && r.Attach.Protocol != attachProtocol:
+		err = fmt.Errorf("%w: it speaks attach protocol %d, this hermes %d; run the command with the hermes binary that started the box, or stop that box first",
+			errProtocol, r.Attach.Protocol, attachProtocol)
 	case err != nil && sendErr != nil:
 		err = sendErr
 	}

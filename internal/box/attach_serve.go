@@ -157,12 +157,18 @@ func (s *initServer) serveAttached(c *net.UnixConn) {
 		s.dialAttached(c, hello.Port)
 		return
 	case opAttach:
+		if hello.Version != attachProtocol {
+			fc.send(response{ID: hello.ID, Kind: kindError, Err: fmt.Sprintf(
+				"the box was started by another version of hermes: it speaks attach protocol %d, this hermes %d; run the command with the hermes binary that started the box, or stop that box first",
+				attachProtocol, hello.Version)})
+			return
+		}
 	default:
 		fc.send(response{ID: hello.ID, Kind: kindError, Err: fmt.Sprintf("first frame %q: want attach or dial", hello.Op)})
 		return
 	}
 	conn := &initConn{fc: fc, attached: true, byID: map[uint64]*initProc{}}
-	info := &attachInfo{Task: s.spec.Task, Env: s.spec.Env, Workdir: s.spec.Workspace, Cgroup: s.spec.Cgroup}
+	info := &attachInfo{Task: s.spec.Task, Env: s.spec.Env, Workdir: s.spec.Workspace, Cgroup: s.spec.Cgroup, Protocol: attachProtocol}
 	if err := fc.send(response{ID: hello.ID, Kind: kindReady, PID: 1, Shell: s.shell(), Attach: info}); err != nil {
 		return
 	}

@@ -56,8 +56,9 @@ type initProc struct {
 	pid      int
 	conn     *initConn
 	stdin    *os.File
-	stdinQ   chan []byte // nil entry = close stdin
-	tty      *os.File    // the pseudo-terminal's master (execSpec.TTY), or nil
+	stdinQ   chan []byte   // nil entry = close stdin; room for stdinWindow frames and the close
+	ended    chan struct{} // closed by finish: nobody feeds the command's stdin any more
+	tty      *os.File      // the pseudo-terminal's master (execSpec.TTY), or nil
 	status   chan unix.WaitStatus
 	timedOut bool
 }
@@ -116,7 +117,13 @@ func (s *initServer) handle(c *initConn, req request) {
 			}
 			select {
 			case p.stdinQ <- data:
-			default: // queue full: the command is not reading; drop rather than stall the box
+			default:
+				// More than stdinWindow frames unacknowledged: the sender
+				// broke the flow control (stdinWindow), and its stream
+				// cannot be kept whole. Killing the command says so
+				// rather than feeding it a stream with a hole.
+				io.WriteString(os.Stderr, "hermes box-init: stdin frame beyond the window: command killed\n")
+				killTree(p.pid)
 			}
 		}
 	case opKill:
@@ -341,7 +348,10 @@ func (s *initServer) start(c *initConn, id uint64, e *execSpec) error {
 	}
 	attr := &syscall.ProcAttr{Dir: e.Dir, Env: e.Env, Files: []uintptr{uintptr(cio.child[0]), uintptr(cio.child[1]), uintptr(cio.child[2])},
 		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: e.TTY}}
-	p := &initProc{id: id, conn: c, stdin: cio.stdinW, tty: cio.tty, status: make(chan unix.WaitStatus, 1)}
+	p := &initProc{id: id, conn: c, stdin: cio.stdinW, tty: cio.tty, status: make(chan unix.WaitStatus, 1), ended: make(chan struct{})}
+	if cio.stdinW != nil {
+		p.stdinQ = make(chan []byte, stdinWindow+1)
+	}
 	s.mu.Lock()
 	pid, err := syscall.ForkExec(argv0, e.Argv, attr)
 	cio.closeChild()
@@ -359,8 +369,7 @@ func (s *initServer) start(c *initConn, id uint64, e *execSpec) error {
 	default:
 	}
 	if cio.stdinW != nil {
-		p.stdinQ = make(chan []byte, 256)
-		go feedStdin(cio.stdinW, p.stdinQ)
+		go p.feedStdin(cio.stdinW)
 	}
 	c.fc.send(response{ID: id, Kind: kindStarted, PID: p.pid})
 	var timer *time.Timer
@@ -406,15 +415,29 @@ type errNotInPath struct{}
 func (errNotInPath) Error() string        { return "executable file not found in $PATH" }
 func (errNotInPath) Is(target error) bool { return target == fs.ErrNotExist }
 
-func feedStdin(w *os.File, q chan []byte) {
+// feedStdin writes the stdin frames of p to the command's stdin, w, in
+// order, and acknowledges each once written (or, after the command closed
+// its stdin, discarded), which gives the sender room for one more frame
+// (stdinWindow). It closes w at the close frame, or when the command has
+// ended.
+func (p *initProc) feedStdin(w *os.File) {
 	defer w.Close()
-	for data := range q {
+	broken := false
+	for {
+		var data []byte
+		select {
+		case data = <-p.stdinQ:
+		case <-p.ended:
+			return
+		}
 		if data == nil {
 			return
 		}
-		if _, err := w.Write(data); err != nil {
-			return
+		if !broken {
+			_, err := w.Write(data)
+			broken = err != nil
 		}
+		p.conn.fc.send(response{ID: p.id, Kind: kindStdinAck})
 	}
 }
 
@@ -473,12 +496,7 @@ func (s *initServer) finish(p *initProc, out, errOut *os.File, timer *time.Timer
 	delete(p.conn.byID, p.id)
 	timedOut := p.timedOut
 	s.mu.Unlock()
-	if p.stdinQ != nil {
-		select {
-		case p.stdinQ <- nil:
-		default:
-		}
-	}
+	close(p.ended)
 	ex := exitInfo{Code: ws.ExitStatus(), TimedOut: timedOut}
 	if ws.Signaled() {
 		ex.Code = -1

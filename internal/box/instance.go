@@ -337,6 +337,7 @@ func (b *Box) startArgv(ctx context.Context, argv []string, req backend.ExecRequ
 func (b *Box) startSpec(ctx context.Context, spec *execSpec, p *boxProcess, stdin io.Reader) (*boxProcess, error) {
 	b.touch(1)
 	p.done, p.started, p.began, p.argv0 = make(chan struct{}), make(chan struct{}), time.Now(), spec.Argv[0]
+	p.credit = make(chan struct{}, stdinWindow)
 	p.oomBefore = b.oomKnown.Load()
 	id, err := b.call(request{Op: opExec, Exec: spec}, p.handle)
 	if err != nil {
@@ -371,6 +372,9 @@ type boxProcess struct {
 	oomBefore int64
 	started   chan struct{}
 	done      chan struct{}
+	// credit holds a token per stdin frame sent and not yet acknowledged
+	// by the init (stdinWindow); a sender blocks while it is full.
+	credit chan struct{}
 
 	mu       sync.Mutex
 	pid      int
@@ -387,6 +391,11 @@ func (p *boxProcess) handle(r response) {
 		p.pid = r.PID
 		p.mu.Unlock()
 		close(p.started)
+	case kindStdinAck:
+		select {
+		case <-p.credit:
+		default:
+		}
 	case kindOutput:
 		p.mu.Lock()
 		if room := maxCapturedOutput - p.buf.Len(); room > 0 && !p.discard {
@@ -454,19 +463,42 @@ func (b *Box) noteOOMKills() int64 {
 }
 
 func (p *boxProcess) feed(r io.Reader) {
-	buf := make([]byte, outputChunk)
+	buf := make([]byte, stdinChunk)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
-			if p.box.fc.send(request{ID: p.id, Op: opStdin, Data: append([]byte(nil), buf[:n]...)}) != nil {
+			if _, werr := p.Write(buf[:n]); werr != nil {
 				return
 			}
 		}
 		if err != nil {
-			p.box.fc.send(request{ID: p.id, Op: opCloseStdin})
+			p.CloseStdin()
 			return
 		}
 	}
+}
+
+// stdinChunk is the largest stdin frame sent to the init.
+const stdinChunk = 32 << 10
+
+// sendStdin sends data as stdin frames of at most stdinChunk bytes, each
+// once the init has acknowledged all but stdinWindow-1 of those before it
+// (so a command that reads slowly, or late, gets every byte, and the
+// connection's other traffic is never held up behind it).
+func (p *boxProcess) sendStdin(data []byte) error {
+	for len(data) > 0 {
+		n := min(len(data), stdinChunk)
+		select {
+		case p.credit <- struct{}{}:
+		case <-p.done:
+			return os.ErrClosed
+		}
+		if err := p.box.fc.send(request{ID: p.id, Op: opStdin, Data: append([]byte(nil), data[:n]...)}); err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
 }
 
 // PID is the process id inside the box.
@@ -480,7 +512,7 @@ func (p *boxProcess) Write(data []byte) (int, error) {
 	if p.Done() {
 		return 0, os.ErrClosed
 	}
-	if err := p.box.fc.send(request{ID: p.id, Op: opStdin, Data: append([]byte(nil), data...)}); err != nil {
+	if err := p.sendStdin(data); err != nil {
 		return 0, err
 	}
 	return len(data), nil

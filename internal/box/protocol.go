@@ -53,7 +53,24 @@ const (
 	kindExit    = "exit"
 	kindOK      = "ok"
 	kindError   = "error"
+	// kindStdinAck acknowledges one stdin frame of a command: the init
+	// wrote it to the command's stdin (or dropped it, the command having
+	// closed its stdin), so the sender may send one more (stdinWindow).
+	kindStdinAck = "stdinack"
 )
+
+// stdinWindow is how many stdin frames of one command a sender may have
+// sent and not yet seen acknowledged (kindStdinAck). The init queues that
+// many per command (and the close frame), so the request loop never waits
+// on a command that reads slowly, and no stdin byte is dropped.
+const stdinWindow = 64
+
+// attachProtocol is the version of the frames on an attach connection.
+// An attaching process sends it in its hello (request.Version) and the
+// init answers with its own (attachInfo.Protocol); a mismatch is refused
+// with a message, never half-spoken. Version 1 added stdin flow control
+// (kindStdinAck); inits before it send no version (0).
+const attachProtocol = 1
 
 // Error kinds carried in responses, mapped back to fs errors on the host.
 const (
@@ -77,6 +94,8 @@ type request struct {
 	Signal int
 	// Rows and Cols are the window size of opResize.
 	Rows, Cols uint16
+	// Version is the attach protocol of an opAttach hello (attachProtocol).
+	Version int
 }
 
 // execSpec is a command to run inside the box.
@@ -139,6 +158,8 @@ type attachInfo struct {
 	Env     []string // the base environment of commands (initSpec.Env)
 	Workdir string
 	Cgroup  string // the box's cgroup, below the hierarchies' roots (initSpec.Cgroup)
+	// Protocol is the init's attachProtocol (0 from inits before it).
+	Protocol int
 }
 
 // initPhases are the durations of the init's own start phases.

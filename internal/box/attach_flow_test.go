@@ -1,0 +1,100 @@
+package box
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes-go/hermes/internal/backend"
+)
+
+// bigStdin is more stdin than the init could ever queue (the old init
+// dropped frames past 256 of 32 KiB, the close frame included, and the
+// command then waited for EOF forever), with its sha256 in hex.
+func bigStdin() ([]byte, string) {
+	data := make([]byte, 21<<20+123)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	sum := sha256.Sum256(data)
+	return data, hex.EncodeToString(sum[:])
+}
+
+// lateReader reads its stdin only after a while, so that everything sent
+// before then waits in the box's init; it prints the byte count and hash.
+const lateReader = `sleep 2; tee /tmp/stdin.bin | sha256sum | cut -d' ' -f1; wc -c < /tmp/stdin.bin; rm /tmp/stdin.bin`
+
+func TestStdinReachesLateReaderWhole(t *testing.T) {
+	e := startTestBox(t, nil)
+	data, sum := bigStdin()
+	want := sum + "\n" + strconv.Itoa(len(data))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	res, err := e.env.Exec(ctx, backend.ExecRequest{Command: lateReader, Stdin: bytes.NewReader(data), Timeout: time.Minute})
+	if err != nil || res.TimedOut || trimmed(res) != want {
+		t.Fatalf("Exec with stdin: %v, timed out %v, output %q; want %q", err, res.TimedOut, trimmed(res), want)
+	}
+
+	// A background process fed with Write, then CloseStdin.
+	p, err := e.env.Start(ctx, backend.ExecRequest{Command: lateReader, Timeout: time.Minute})
+	must(t, err)
+	for rest := data; len(rest) > 0; rest = rest[min(len(rest), 1<<20):] {
+		if _, err := p.Write(rest[:min(len(rest), 1<<20)]); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+	}
+	must(t, p.CloseStdin())
+	res, err = p.Wait(ctx)
+	if err != nil || res.TimedOut || trimmed(res) != want {
+		t.Fatalf("Start, Write, CloseStdin: %v, timed out %v, output %q; want %q", err, res.TimedOut, trimmed(res), want)
+	}
+
+	// An attached process's command.
+	var out, errb bytes.Buffer
+	c := e.attachClient("sh", "-c", lateReader)
+	c.Stdin, c.Stdout, c.Stderr = bytes.NewReader(data), &out, &errb
+	if err := c.Run(); err != nil || strings.TrimSpace(out.String()) != want {
+		t.Fatalf("attached: %v, output %q, stderr %s; want %q", err, out.String(), errb.String(), want)
+	}
+}
+
+// A command that never reads its stdin holds up only its own sender: the
+// box's other commands and file operations go on.
+func TestStdinOfStalledCommandDoesNotBlockOthers(t *testing.T) {
+	e := startTestBox(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := e.env.Start(ctx, backend.ExecRequest{Command: "sleep 1000"})
+	must(t, err)
+	defer p.Kill()
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := p.Write(make([]byte, 16<<20))
+		wrote <- err
+	}()
+	for range 3 {
+		if res := e.run(t, "echo still-here"); trimmed(res) != "still-here" {
+			t.Fatalf("other command: %q", trimmed(res))
+		}
+	}
+	if _, err := e.env.ReadFile(ctx, "/etc/hostname"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-wrote:
+		t.Fatalf("16 MiB written to a command that does not read: %v; want the writer held back", err)
+	default:
+	}
+	must(t, p.Kill())
+	if err := <-wrote; err == nil {
+		t.Error("Write to a killed command succeeded")
+	}
+}
