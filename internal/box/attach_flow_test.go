@@ -98,3 +98,20 @@ func TestStdinOfStalledCommandDoesNotBlockOthers(t *testing.T) {
 		t.Error("Write to a killed command succeeded")
 	}
 }
+
+// Every command starts with an empty capability bounding set, the
+// attached ones too (they were forked from another thread of the init,
+// whose bounding set was the full one).
+func TestAttachedCommandHasEmptyBoundingSet(t *testing.T) {
+	e := startTestBox(t, nil)
+	const want = "CapBnd:\t0000000000000000"
+	if got := trimmed(e.run(t, "grep CapBnd /proc/self/status")); got != want {
+		t.Errorf("owner's command: %q, want %q", got, want)
+	}
+	for range 3 { // whichever thread serves the connection
+		out, err := e.attachClient("grep", "CapBnd", "/proc/self/status").CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != want {
+			t.Fatalf("attached command: %v %q, want %q", err, out, want)
+		}
+	}
+}

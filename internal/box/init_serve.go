@@ -39,6 +39,10 @@ type initServer struct {
 	mu    sync.Mutex
 	procs map[int]*initProc // by pid
 	kick  chan struct{}
+	// locked runs functions on the init's locked thread, the one whose
+	// capability bounding set was emptied (dropBoundingSet): commands of
+	// attached connections are forked there too.
+	locked chan func()
 }
 
 // initConn is one connection that sends requests: the owner's control
@@ -71,23 +75,52 @@ func newInitServer(fc *frameConn, conns *net.UnixConn, spec *initSpec) (*initSer
 		return nil, fmt.Errorf("open /dev/null: %w", err)
 	}
 	s := &initServer{main: &initConn{fc: fc, byID: map[uint64]*initProc{}}, conns: conns, spec: spec, devNull: null,
-		procs: map[int]*initProc{}, kick: make(chan struct{}, 1)}
+		procs: map[int]*initProc{}, kick: make(chan struct{}, 1), locked: make(chan func())}
 	s.buffers.New = func() any { b := make([]byte, outputChunk); return &b }
 	return s, nil
 }
 
 // serve handles requests until the control socket closes, then kills
-// every process of the box (returning from PID 1 ends the namespace).
+// every process of the box (returning from PID 1 ends the namespace). It
+// runs on the init's locked thread (InitMain), where every command is
+// forked: the owner's requests are handled here, and attached
+// connections send their forks here (onLockedThread).
 func (s *initServer) serve() {
 	go s.reap()
-	for {
-		var req request
-		if err := s.main.fc.dec.Decode(&req); err != nil {
-			unix.Kill(-1, unix.SIGKILL)
-			return
+	reqs := make(chan request)
+	go func() {
+		defer close(reqs)
+		for {
+			var req request
+			if err := s.main.fc.dec.Decode(&req); err != nil {
+				return
+			}
+			reqs <- req
 		}
-		s.handle(s.main, req)
+	}()
+	for {
+		select {
+		case req, ok := <-reqs:
+			if !ok {
+				unix.Kill(-1, unix.SIGKILL)
+				return
+			}
+			s.handle(s.main, req)
+		case f := <-s.locked:
+			f()
+		}
 	}
+}
+
+// onLockedThread runs f on the init's locked thread (serve's loop) and
+// returns when it is done. f must not wait for a connection's peer.
+func (s *initServer) onLockedThread(f func()) {
+	done := make(chan struct{})
+	s.locked <- func() {
+		defer close(done)
+		f()
+	}
+	<-done
 }
 
 // lookup returns the running command of request id on c, or nil.
@@ -352,18 +385,28 @@ func (s *initServer) start(c *initConn, id uint64, e *execSpec) error {
 	if cio.stdinW != nil {
 		p.stdinQ = make(chan []byte, stdinWindow+1)
 	}
-	s.mu.Lock()
-	pid, err := syscall.ForkExec(argv0, e.Argv, attr)
+	fork := func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		var pid int
+		pid, err = syscall.ForkExec(argv0, e.Argv, attr)
+		if err == nil {
+			p.pid = pid
+			s.procs[p.pid] = p
+			c.byID[id] = p
+		}
+	}
+	if c.attached {
+		// Not the locked thread: its bounding set is the full one.
+		s.onLockedThread(fork)
+	} else {
+		fork()
+	}
 	cio.closeChild()
 	if err != nil {
-		s.mu.Unlock()
 		cio.closeAll()
 		return &os.PathError{Op: "fork/exec", Path: e.Argv[0], Err: err}
 	}
-	p.pid = pid
-	s.procs[p.pid] = p
-	c.byID[id] = p
-	s.mu.Unlock()
 	select {
 	case s.kick <- struct{}{}:
 	default:
