@@ -30,6 +30,33 @@ import (
 // attach socket, or a stale one, which Attach removes).
 var ErrNotRunning = errors.New("box not running")
 
+// ResolveWorkspace is the workspace of a box started with terminal.cwd
+// cwd ("" or "." = the current directory): absolute, symlinks resolved.
+func ResolveWorkspace(cwd string) string {
+	if cwd == "" || cwd == "." {
+		cwd, _ = os.Getwd()
+	}
+	if abs, err := filepath.Abs(cwd); err == nil {
+		cwd = abs
+	}
+	if real, err := filepath.EvalSymlinks(cwd); err == nil {
+		cwd = real
+	}
+	return cwd
+}
+
+// CheckWorkspace refuses to use the attached box b for a caller whose own
+// workspace, ws (ResolveWorkspace), is another directory: its commands
+// would run, and write, in the box's workspace instead. The error names
+// both and the fix.
+func (b *Box) CheckWorkspace(ws string) error {
+	if !b.Attached() || ws == b.workdir {
+		return nil
+	}
+	return fmt.Errorf("box %s runs (in another hermes process) with workspace %s, but this command's workspace is %s (the current directory, or terminal.cwd): run it from %s, or use another task id for %s",
+		b.task, b.workdir, ws, b.workdir, ws)
+}
+
 // errProtocol is a box started by a hermes of another attach protocol.
 var errProtocol = errors.New("the box was started by another version of hermes")
 

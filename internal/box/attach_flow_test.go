@@ -115,3 +115,21 @@ func TestAttachedCommandHasEmptyBoundingSet(t *testing.T) {
 		}
 	}
 }
+
+// Regression: a process whose workspace is another directory attached to
+// the box and ran its commands in the box's workspace (rm in projB
+// deleted projA's files). It is refused, with both paths named.
+func TestAttachRefusesOtherWorkspace(t *testing.T) {
+	e := startTestBox(t, nil)
+	other := t.TempDir()
+	m2, err := NewManager(Options{CgroupRoot: testCgroupRoot(), Terminal: testTerminal(other), Home: e.home})
+	must(t, err)
+	defer m2.Close()
+	_, err = m2.Box(context.Background(), "test-task")
+	if err == nil || !strings.Contains(err.Error(), e.workspace) || !strings.Contains(err.Error(), other) {
+		t.Fatalf("attach from workspace %s to the box of %s: %v; want a refusal naming both", other, e.workspace, err)
+	}
+	if res := e.run(t, "pwd"); trimmed(res) != e.workspace {
+		t.Fatalf("the owner's box after the refusal: %q", trimmed(res))
+	}
+}

@@ -221,7 +221,7 @@ func TestAttachOwnerStopEndsAttachedCommand(t *testing.T) {
 
 func TestManagerAttachesToBoxOfAnotherManager(t *testing.T) {
 	e := startTestBox(t, nil)
-	m2, err := NewManager(Options{CgroupRoot: testCgroupRoot(), Terminal: testTerminal(t.TempDir()), Home: e.home})
+	m2, err := NewManager(Options{CgroupRoot: testCgroupRoot(), Terminal: testTerminal(e.workspace), Home: e.home})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -296,8 +296,15 @@ func (m *Manager) attachOrStart(ctx context.Context, taskID string) (*Box, error
 	deadline := time.Now().Add(attachWait)
 	for {
 		b, err := Attach(ctx, m.opts.Home, taskID)
-		if err == nil || !errors.Is(err, ErrNotRunning) {
-			return b, err
+		if err == nil {
+			if err := b.CheckWorkspace(m.workspace()); err != nil {
+				b.Close()
+				return nil, err
+			}
+			return b, nil
+		}
+		if !errors.Is(err, ErrNotRunning) {
+			return nil, err
 		}
 		b, err = m.startBox(ctx, taskID)
 		if err == nil || !errors.Is(err, ErrInUse) || time.Now().After(deadline) {

@@ -59,19 +59,7 @@ func userNamespacesAllowed() bool {
 
 // workspace is the absolute workspace path (terminal.cwd, default the
 // current directory).
-func (m *Manager) workspace() string {
-	cwd := m.opts.Terminal.Cwd
-	if cwd == "" || cwd == "." {
-		cwd, _ = os.Getwd()
-	}
-	if abs, err := filepath.Abs(cwd); err == nil {
-		cwd = abs
-	}
-	if real, err := filepath.EvalSymlinks(cwd); err == nil {
-		cwd = real
-	}
-	return cwd
-}
+func (m *Manager) workspace() string { return ResolveWorkspace(m.opts.Terminal.Cwd) }
 
 // checkWorkspace refuses workspaces a box must not mount read-write:
 // the host's "/" (the whole host), and a directory that contains

@@ -115,24 +115,31 @@ func parsePublish(s string) (host string, boxPort int, err error) {
 
 // withBox opens the box of task and calls fn. When another hermes process
 // runs the box, withBox attaches to it (box.Attach: the owner's limits,
-// workspace and environment apply, and the box keeps running afterwards).
+// workspace and environment apply, and the box keeps running afterwards),
+// unless fn runs commands (runs) and the box's workspace is not the one
+// this command would use (Box.CheckWorkspace).
 // Otherwise it starts the box with the configured terminal section and
 // stops it afterwards (its persistent layer is kept). With persistent
 // boxes (terminal.container_persistent, the default) a task without a box
 // is an error unless create is set (--new): a typo must not silently
 // create a persistent box.
-func (a *App) withBox(ctx context.Context, task string, create bool, publish []string, fn func(b *box.Box) error) error {
+func (a *App) withBox(ctx context.Context, task string, create, runs bool, publish []string, fn func(b *box.Box) error) error {
+	t, err := a.boxTerminalConfig()
+	if err != nil {
+		return err
+	}
 	if b, err := box.Attach(ctx, a.Home(), task); err == nil {
 		defer b.Close()
+		if runs {
+			if err := b.CheckWorkspace(box.ResolveWorkspace(t.Cwd)); err != nil {
+				return err
+			}
+		}
 		if err := a.publishPorts(b, publish); err != nil {
 			return err
 		}
 		return fn(b)
 	} else if !errors.Is(err, box.ErrNotRunning) {
-		return err
-	}
-	t, err := a.boxTerminalConfig()
-	if err != nil {
 		return err
 	}
 	if enabled(t.ContainerPersistent) && !create {
@@ -195,7 +202,7 @@ workspace and environment; otherwise the box starts for this command and
 stops after it.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withBox(cmd.Context(), args[0], create, publish, func(b *box.Box) error {
+			return a.withBox(cmd.Context(), args[0], create, true, publish, func(b *box.Box) error {
 				c := box.Command{Argv: args[1:], Stdout: a.Stdout, Stderr: a.Stderr, Timeout: timeout}
 				if interactive {
 					c.Stdin = a.Stdin
@@ -243,7 +250,7 @@ follow, and Ctrl-C reaches the job running in the box. Otherwise the shell
 reads commands from standard input.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withBox(cmd.Context(), args[0], create, publish, func(b *box.Box) error {
+			return a.withBox(cmd.Context(), args[0], create, true, publish, func(b *box.Box) error {
 				return a.boxShell(cmd.Context(), b)
 			})
 		},
@@ -268,7 +275,7 @@ server and forward its port in one go:
   hermes box exec -p 8080:3000 TASK -- npm start`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withBox(cmd.Context(), args[0], false, args[1:], func(b *box.Box) error {
+			return a.withBox(cmd.Context(), args[0], false, false, args[1:], func(b *box.Box) error {
 				<-cmd.Context().Done()
 				return nil
 			})

@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startOwner runs `hermes box exec -i --new TASK -- sh -c 'echo up; read
+// x'` in the background until its returned func is called (which waits
+// for it and returns its exit code and stderr).
+func (c *boxCLI) startOwner(t *testing.T, task string) func() (int, string) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	var out, errb lockedBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- c.runIO(pr, &out, &errb, "box", "exec", "-i", "--new", task, "--", "sh", "-c", "echo up; read x")
+	}()
+	for i := 0; !strings.Contains(out.String(), "up"); i++ {
+		if i == 600 {
+			pw.Close()
+			t.Fatalf("owner did not start: %q %q", out.String(), errb.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop := func() (int, string) {
+		pw.Write([]byte("\n"))
+		pw.Close()
+		select {
+		case n := <-code:
+			return n, errb.String()
+		case <-time.After(time.Minute):
+			t.Fatal("owner did not end")
+			return -1, ""
+		}
+	}
+	t.Cleanup(func() { pw.Close() })
+	return stop
+}
+
+// Regression: box exec from another workspace attached to the running
+// box and ran in the box's workspace (an rm there deleted the other
+// project's file). It is refused, naming both workspaces.
+func TestBoxCLIExecRefusesOtherWorkspace(t *testing.T) {
+	c := newBoxCLI(t)
+	marker := filepath.Join(c.ws, "marker")
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(marker, []byte("x"), 0o644))
+	stop := c.startOwner(t, "wsx")
+	cfg := filepath.Join(c.home, "config.yaml")
+	b, err := os.ReadFile(cfg)
+	must(err)
+	other := t.TempDir()
+	must(os.WriteFile(cfg, []byte(strings.Replace(string(b), "cwd: "+c.ws, "cwd: "+other, 1)), 0o600))
+	for _, args := range [][]string{{"box", "exec", "wsx", "--", "rm", "-v", "marker"}, {"box", "shell", "wsx"}} {
+		_, errs, code := c.run(t, "rm -v marker\n", args...)
+		if code == 0 || !strings.Contains(errs, c.ws) || !strings.Contains(errs, other) {
+			t.Errorf("%v from workspace %s: code %d, stderr %q; want a refusal naming both workspaces", args, other, code, errs)
+		}
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the box's workspace lost its file: %v", err)
+	}
+	if code, errs := stop(); code != 0 {
+		t.Fatalf("owner: %d %s", code, errs)
+	}
+}
