@@ -133,3 +133,42 @@ func TestAttachRefusesOtherWorkspace(t *testing.T) {
 		t.Fatalf("the owner's box after the refusal: %q", trimmed(res))
 	}
 }
+
+// Regression: attached commands died with the box when its owner stopped
+// it (hermes box exec ending while another box exec ran in its box), and
+// when the owner's idle timer fired (attached use did not count).
+func TestOwnerWaitsForAttachedCommands(t *testing.T) {
+	e := startTestBox(t, func(o *Options) { o.Terminal.LifetimeSeconds = 1 })
+	c := e.attachClient("sh", "-c", "echo started; sleep 3; echo done")
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	must(t, c.Start())
+	for i := 0; !strings.Contains(out.String(), "started"); i++ {
+		if i == 400 {
+			c.Process.Kill()
+			t.Fatalf("attached command did not start: %q", errb.String())
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	// Idle for the owner longer than its lifetime: only the attached
+	// command uses the box.
+	time.Sleep(2 * time.Second)
+	b, err := e.m.Box(context.Background(), "test-task")
+	must(t, err)
+	var waited []int
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	must(t, b.WaitAttached(ctx, func(n int) { waited = append(waited, n) }))
+	if len(waited) != 1 || waited[0] != 1 {
+		t.Errorf("WaitAttached reported %v, want one attached command", waited)
+	}
+	// No new attached command once the owner is stopping.
+	msg, err := e.attachClient("true").CombinedOutput()
+	if err == nil || !strings.Contains(string(msg), "stopping") {
+		t.Errorf("attach while the owner stops the box: %v %q, want a refusal", err, msg)
+	}
+	must(t, e.m.Stop("test-task"))
+	if err := c.Wait(); err != nil || !strings.Contains(out.String(), "done") {
+		t.Fatalf("attached command: %v, out %q, stderr %q; want it to run to its end", err, out.String(), errb.String())
+	}
+}

@@ -168,6 +168,16 @@ func (s *initServer) serveAttached(c *net.UnixConn) {
 		return
 	}
 	conn := &initConn{fc: fc, attached: true, byID: map[uint64]*initProc{}}
+	s.mu.Lock()
+	draining := s.draining
+	if !draining {
+		s.attached[conn] = true
+	}
+	s.mu.Unlock()
+	if draining {
+		fc.send(response{ID: hello.ID, Kind: kindError, Err: errDraining.Error()})
+		return
+	}
 	info := &attachInfo{Task: s.spec.Task, Env: s.spec.Env, Workdir: s.spec.Workspace, Cgroup: s.spec.Cgroup, Protocol: attachProtocol}
 	if err := fc.send(response{ID: hello.ID, Kind: kindReady, PID: 1, Shell: s.shell(), Attach: info}); err != nil {
 		return
@@ -186,10 +196,41 @@ func (s *initServer) serveAttached(c *net.UnixConn) {
 	}
 }
 
+// errDraining refuses attached connections and commands once the owner is
+// stopping the box.
+var errDraining = errors.New("the box is stopping (the hermes process that runs it has ended): run the command again to start it afresh")
+
+// reportAttached tells the owner how many commands attached connections
+// run (kindAttached). Reports are sent in the order their counts are
+// taken, so the last one the owner sees is current.
+func (s *initServer) reportAttached() {
+	s.reportMu.Lock()
+	defer s.reportMu.Unlock()
+	s.mu.Lock()
+	n := 0
+	for c := range s.attached {
+		n += len(c.byID)
+	}
+	s.mu.Unlock()
+	s.main.fc.send(response{Kind: kindAttached, PID: n})
+}
+
+// drain serves the owner's opDrain: from now on no attached connection
+// or command is accepted; the count of attached commands still running
+// is reported, then the request answered.
+func (s *initServer) drain(id uint64) {
+	s.mu.Lock()
+	s.draining = true
+	s.mu.Unlock()
+	s.reportAttached()
+	s.main.fc.send(response{ID: id, Kind: kindOK})
+}
+
 // dropConn kills what an attached connection started that still runs:
 // its process ended or hung up.
 func (s *initServer) dropConn(c *initConn) {
 	s.mu.Lock()
+	delete(s.attached, c)
 	var pids []int
 	for _, p := range c.byID {
 		pids = append(pids, p.pid)

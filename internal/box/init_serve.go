@@ -43,6 +43,12 @@ type initServer struct {
 	// capability bounding set was emptied (dropBoundingSet): commands of
 	// attached connections are forked there too.
 	locked chan func()
+	// attached are the open attached connections, and draining is set
+	// once the owner is stopping the box (opDrain): no new attached
+	// connection or command then (guarded by mu; attach_serve.go).
+	attached map[*initConn]bool
+	draining bool
+	reportMu sync.Mutex // orders attached-use reports (reportAttached)
 }
 
 // initConn is one connection that sends requests: the owner's control
@@ -75,7 +81,8 @@ func newInitServer(fc *frameConn, conns *net.UnixConn, spec *initSpec) (*initSer
 		return nil, fmt.Errorf("open /dev/null: %w", err)
 	}
 	s := &initServer{main: &initConn{fc: fc, byID: map[uint64]*initProc{}}, conns: conns, spec: spec, devNull: null,
-		procs: map[int]*initProc{}, kick: make(chan struct{}, 1), locked: make(chan func())}
+		procs: map[int]*initProc{}, kick: make(chan struct{}, 1), locked: make(chan func()),
+		attached: map[*initConn]bool{}}
 	s.buffers.New = func() any { b := make([]byte, outputChunk); return &b }
 	return s, nil
 }
@@ -182,7 +189,14 @@ func (s *initServer) handle(c *initConn, req request) {
 		}
 		go s.dial(req)
 	case opReadFile, opWriteFile, opStat, opReadDir:
+		if c.attached {
+			go s.reportAttached() // a use of the box, for the owner's idle timer
+		}
 		go s.fileOp(c, req)
+	case opDrain:
+		if !c.attached {
+			go s.drain(req.ID)
+		}
 	default:
 		c.fc.send(response{ID: req.ID, Kind: kindError, Err: fmt.Sprintf("unknown operation %q", req.Op)})
 	}
@@ -388,6 +402,10 @@ func (s *initServer) start(c *initConn, id uint64, e *execSpec) error {
 	fork := func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		if c.attached && s.draining {
+			err = errDraining
+			return
+		}
 		var pid int
 		pid, err = syscall.ForkExec(argv0, e.Argv, attr)
 		if err == nil {
@@ -399,6 +417,7 @@ func (s *initServer) start(c *initConn, id uint64, e *execSpec) error {
 	if c.attached {
 		// Not the locked thread: its bounding set is the full one.
 		s.onLockedThread(fork)
+		defer s.reportAttached()
 	} else {
 		fork()
 	}
@@ -539,6 +558,9 @@ func (s *initServer) finish(p *initProc, out, errOut *os.File, timer *time.Timer
 	delete(p.conn.byID, p.id)
 	timedOut := p.timedOut
 	s.mu.Unlock()
+	if p.conn.attached {
+		defer s.reportAttached()
+	}
 	close(p.ended)
 	ex := exitInfo{Code: ws.ExitStatus(), TimedOut: timedOut}
 	if ws.Signaled() {

@@ -73,6 +73,11 @@ type Box struct {
 	busy      int
 	lastUsed  time.Time
 	now       func() time.Time
+	// attachedRunning is the number of commands attached processes run
+	// in the box (kindAttached; owner only); attachedChanged is closed
+	// and replaced when it changes.
+	attachedRunning int
+	attachedChanged chan struct{}
 }
 
 // Task is the task id of the box.
@@ -150,6 +155,10 @@ func (b *Box) run() {
 		var r response
 		if err := b.fc.dec.Decode(&r); err != nil {
 			return
+		}
+		if r.ID == 0 && r.Kind == kindAttached {
+			b.noteAttached(r.PID)
+			continue
 		}
 		b.mu.Lock()
 		h := b.handlers[r.ID]
@@ -241,11 +250,69 @@ func (b *Box) touch(delta int) {
 	b.mu.Unlock()
 }
 
-// idleSince reports when the box was last used, and whether it is busy.
+// idleSince reports when the box was last used, and whether it is busy
+// (attached processes' commands included).
 func (b *Box) idleSince() (time.Time, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.lastUsed, b.busy > 0
+	return b.lastUsed, b.busy > 0 || b.attachedRunning > 0
+}
+
+// noteAttached records a kindAttached report: n attached commands run,
+// and the box was used now.
+func (b *Box) noteAttached(n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lastUsed = b.now()
+	if n != b.attachedRunning {
+		b.attachedRunning = n
+		if b.attachedChanged != nil {
+			close(b.attachedChanged)
+			b.attachedChanged = nil
+		}
+	}
+}
+
+// WaitAttached prepares the owner's box for stopping: from now on the init
+// accepts no attached connection or command, and WaitAttached waits until
+// the commands attached processes run have ended, ctx ends or the box
+// dies. waiting is called once, with their number, when there are any.
+// On an attached Box it returns at once.
+func (b *Box) WaitAttached(ctx context.Context, waiting func(n int)) error {
+	if b.Attached() {
+		return nil
+	}
+	r, err := b.roundTrip(ctx, request{Op: opDrain})
+	if err != nil {
+		return err
+	}
+	if r.Kind == kindError {
+		return fmt.Errorf("box %s: %s", b.task, r.Err)
+	}
+	told := false
+	for {
+		b.mu.Lock()
+		n := b.attachedRunning
+		if b.attachedChanged == nil {
+			b.attachedChanged = make(chan struct{})
+		}
+		ch := b.attachedChanged
+		b.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		if !told && waiting != nil {
+			waiting(n)
+			told = true
+		}
+		select {
+		case <-ch:
+		case <-b.died:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 func (b *Box) abs(p string) string {

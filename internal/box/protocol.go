@@ -42,7 +42,11 @@ const (
 	opDial       = "dial"
 	opAttach     = "attach" // first frame of an attached connection (attach.go)
 	opSignal     = "signal" // send Signal to a command's process group
-	opResize     = "resize" // set the window size of a command's terminal
+	// opDrain (owner only): the owner is stopping the box; the init takes
+	// no new attached connection or command, reports the attached
+	// commands still running (kindAttached), then answers ok.
+	opDrain  = "drain"
+	opResize = "resize" // set the window size of a command's terminal
 )
 
 // Response kinds.
@@ -57,6 +61,11 @@ const (
 	// wrote it to the command's stdin (or dropped it, the command having
 	// closed its stdin), so the sender may send one more (stdinWindow).
 	kindStdinAck = "stdinack"
+	// kindAttached (id 0, to the owner): the number of commands attached
+	// processes run (in PID), sent when it changes or an attached process
+	// uses the box, so the owner counts it as use (its idle timer) and
+	// can wait for them before stopping the box (Box.WaitAttached).
+	kindAttached = "attached"
 )
 
 // stdinWindow is how many stdin frames of one command a sender may have

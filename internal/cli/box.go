@@ -119,7 +119,8 @@ func parsePublish(s string) (host string, boxPort int, err error) {
 // unless fn runs commands (runs) and the box's workspace is not the one
 // this command would use (Box.CheckWorkspace).
 // Otherwise it starts the box with the configured terminal section and
-// stops it afterwards (its persistent layer is kept). With persistent
+// stops it afterwards (its persistent layer is kept), once the commands
+// other processes attached to it run have ended (Box.WaitAttached). With persistent
 // boxes (terminal.container_persistent, the default) a task without a box
 // is an error unless create is set (--new): a typo must not silently
 // create a persistent box.
@@ -163,7 +164,13 @@ func (a *App) withBox(ctx context.Context, task string, create, runs bool, publi
 	if err := a.publishPorts(b, publish); err != nil {
 		return err
 	}
-	return fn(b)
+	err = fn(b)
+	// Commands other hermes processes started in this box would die with
+	// it: wait for them (a signal to hermes stops waiting).
+	b.WaitAttached(ctx, func(n int) {
+		fmt.Fprintf(a.Stderr, "hermes: waiting for %d command(s) other hermes processes run in box %s before stopping it (interrupt to stop it now)\n", n, task)
+	})
+	return err
 }
 
 // publishPorts forwards each HOSTPORT:BOXPORT of publish to b.
@@ -198,8 +205,10 @@ gateway run drains), then kills its tree.
 
 When another hermes process runs the box (an agent session, a box shell, a
 box exec still running), the command runs in that box, with its limits,
-workspace and environment; otherwise the box starts for this command and
-stops after it.`,
+workspace and environment (refused when this command's workspace, the
+current directory or terminal.cwd, is another one); otherwise the box starts
+for this command and stops after it, and after the commands other hermes
+processes started in it meanwhile.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withBox(cmd.Context(), args[0], create, true, publish, func(b *box.Box) error {
