@@ -73,3 +73,28 @@ func TestBoxCLIExecRefusesOtherWorkspace(t *testing.T) {
 		t.Fatalf("owner: %d %s", code, errs)
 	}
 }
+
+// Regression: a box exec attached to the box of another box exec died
+// ("box stopped") when that one ended first. The owner now waits for it,
+// and says so.
+func TestBoxCLIOwnerWaitsForAttachedExec(t *testing.T) {
+	c := newBoxCLI(t)
+	var out, errb lockedBuffer
+	owner := make(chan int, 1)
+	go func() {
+		owner <- c.runIO(strings.NewReader(""), &out, &errb, "box", "exec", "--new", "r1", "--", "sh", "-c", "echo up; sleep 1")
+	}()
+	for i := 0; !strings.Contains(out.String(), "up"); i++ {
+		if i == 600 {
+			t.Fatalf("owner did not start: %q %q", out.String(), errb.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	got, errs, code := c.run(t, "", "box", "exec", "r1", "--", "sh", "-c", "sleep 3; echo done")
+	if code != 0 || got != "done\n" {
+		t.Fatalf("attached exec: code %d, out %q, stderr %q; want it to run to its end", code, got, errs)
+	}
+	if code := <-owner; code != 0 || !strings.Contains(errb.String(), "waiting for 1 command") {
+		t.Fatalf("owner: code %d, stderr %q; want it to say it waits for the attached command", code, errb.String())
+	}
+}
