@@ -5,7 +5,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"math/rand/v2"
+	"net"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -170,5 +173,95 @@ func TestOwnerWaitsForAttachedCommands(t *testing.T) {
 	must(t, e.m.Stop("test-task"))
 	if err := c.Wait(); err != nil || !strings.Contains(out.String(), "done") {
 		t.Fatalf("attached command: %v, out %q, stderr %q; want it to run to its end", err, out.String(), errb.String())
+	}
+}
+
+// rawAttach opens an attached connection to the box of e and says hello.
+func rawAttach(t *testing.T, e *testBoxEnv) (*net.UnixConn, *frameConn, response) {
+	t.Helper()
+	c, err := dialAttachSocket(AttachSocketPath(e.home, "test-task"))
+	must(t, err)
+	fc := newFrameConn(c)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	var r response
+	if err := fc.send(request{Op: opAttach, Version: attachProtocol}); err == nil {
+		fc.dec.Decode(&r)
+	}
+	c.SetDeadline(time.Time{})
+	return c, fc, r
+}
+
+// Regression: connections that said hello and then idled held every slot
+// of the attach socket forever, and the next attach failed with
+// "connection reset by peer". Idle ones are now closed, and one too many
+// is told why.
+func TestAttachSocketFullAndIdle(t *testing.T) {
+	e := startTestBox(t, func(o *Options) { o.AttachIdleTimeout = 2 * time.Second })
+	var conns []*net.UnixConn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range maxAttached {
+		c, _, r := rawAttach(t, e)
+		conns = append(conns, c)
+		if r.Kind != kindReady {
+			t.Fatalf("attach %d: %q %s", len(conns), r.Kind, r.Err)
+		}
+	}
+	_, err := Attach(context.Background(), e.home, "test-task")
+	if err == nil || !strings.Contains(err.Error(), "64 attached connections") {
+		t.Fatalf("attach to a full socket: %v; want it to say the box has 64 attached connections", err)
+	}
+	// The idle connections are closed by the init.
+	for _, c := range conns {
+		c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("idle attached connection: %v, want it closed by the box", err)
+		}
+	}
+	b, err := Attach(context.Background(), e.home, "test-task")
+	must(t, err)
+	defer b.Close()
+	// One with a command running is kept past the idle timeout.
+	p, err := b.Start(context.Background(), backend.ExecRequest{Command: "sleep 3; echo done"})
+	must(t, err)
+	res, err := p.Wait(context.Background())
+	if err != nil || trimmed(res) != "done" {
+		t.Fatalf("attached command outliving the idle timeout: %v %q", err, trimmed(res))
+	}
+}
+
+// Frames on an attached connection are at most maxAttachFrame (2 MiB, it
+// was 64); a WriteFile of more goes in parts and arrives whole.
+func TestAttachFrameCapAndBigWriteFile(t *testing.T) {
+	e := startTestBox(t, nil)
+	c, fc, r := rawAttach(t, e)
+	defer c.Close()
+	if r.Kind != kindReady {
+		t.Fatalf("hello: %q %s", r.Kind, r.Err)
+	}
+	fc.send(request{ID: 1, Op: opWriteFile, Path: "/tmp/big", Data: make([]byte, 3<<20)})
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if err := fc.dec.Decode(&r); err == nil {
+		t.Fatalf("a 3 MiB frame was answered (%q %s); want the connection closed", r.Kind, r.Err)
+	}
+
+	data, sum := bigStdin()
+	b, err := Attach(context.Background(), e.home, "test-task")
+	must(t, err)
+	defer b.Close()
+	ctx := context.Background()
+	must(t, b.WriteFile(ctx, "/tmp/big", data[:5<<20+7], 0o600))
+	must(t, b.WriteFile(ctx, "/tmp/big", data, 0o600)) // over a bigger one: whole, not appended
+	got, err := e.env.ReadFile(ctx, "/tmp/big")
+	must(t, err)
+	h := sha256.Sum256(got)
+	if hex.EncodeToString(h[:]) != sum {
+		t.Fatalf("WriteFile of %d bytes through an attached connection: read back %d bytes, another hash", len(data), len(got))
+	}
+	if left := trimmed(e.run(t, "ls -a /tmp | grep -c tmp || true")); left != "0" {
+		t.Errorf("%s temp files left in /tmp", left)
 	}
 }

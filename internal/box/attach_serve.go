@@ -26,15 +26,33 @@ import (
 // attachInfo, then the connection carries the same request and response
 // frames as the owner's control socket, minus setup and dial) or opDial
 // (answered by one message carrying the connected socket, see dialAttached).
-// Frames are at most maxAttachFrame bytes; the first must come within
-// attachHelloTimeout. Commands started over a connection are killed when
-// it closes (the attaching process ended). Commands run exactly as the
+// Frames are at most maxAttachFrame bytes (a WriteFile's data comes in
+// parts of attachWriteChunk); the first must come within
+// attachHelloTimeout, and a connection with no command running is closed
+// after attachIdleTimeout without a frame (the client attaches again when
+// it needs the box). At most maxAttached connections are open at once;
+// one more is answered with an error saying so. Commands started over a
+// connection are killed when it closes (the attaching process ended). Commands run exactly as the
 // owner's do: forked by the init, in the box's namespaces and cgroup,
 // under its Landlock, seccomp and capability restrictions.
 
-// maxAttachFrame bounds one frame from an attached process (a WriteFile's
-// data included).
-const maxAttachFrame = 64 << 20
+// maxAttachFrame bounds one frame from an attached process: stdin parts
+// (stdinChunk), signals, resizes, file operations with at most
+// attachWriteChunk of data, and commands, whose argv and environment the
+// kernel bounds to 2 MiB anyway (ARG_MAX with the default stack limit).
+const maxAttachFrame = 2 << 20
+
+// attachWriteChunk is the largest part of a WriteFile's data in one frame
+// of an attached connection (request.Offset and More).
+const attachWriteChunk = 1 << 20
+
+// attachIdleTimeout closes an attached connection that has no command
+// running and sends nothing for that long.
+const attachIdleTimeout = time.Minute
+
+// maxUploads bounds the WriteFiles in parts one attached connection has
+// under way.
+const maxUploads = 16
 
 // maxAttached bounds the attached connections open at once.
 const maxAttached = 64
@@ -94,6 +112,7 @@ func listenAttach(path string) (*net.UnixListener, error) {
 // acceptAttached serves attached connections until ln fails for good.
 func (s *initServer) acceptAttached(ln *net.UnixListener) {
 	slots := make(chan struct{}, maxAttached)
+	refusals := make(chan struct{}, 8)
 	for {
 		c, err := ln.AcceptUnix()
 		if err != nil {
@@ -106,7 +125,15 @@ func (s *initServer) acceptAttached(ln *net.UnixListener) {
 		select {
 		case slots <- struct{}{}:
 		default:
-			c.Close() // too many at once
+			select {
+			case refusals <- struct{}{}:
+				go func() {
+					defer func() { <-refusals }()
+					s.refuseFull(c)
+				}()
+			default:
+				c.Close() // refusing too many already
+			}
 			continue
 		}
 		go func() {
@@ -114,6 +141,24 @@ func (s *initServer) acceptAttached(ln *net.UnixListener) {
 			s.serveAttached(c)
 		}()
 	}
+}
+
+// refuseFull answers a connection beyond maxAttached with an error, in
+// the form its first frame expects, and closes it.
+func (s *initServer) refuseFull(c *net.UnixConn) {
+	defer c.Close()
+	msg := fmt.Sprintf("box %s has %d attached connections (other hermes processes using it), the most it takes: try again when one has ended", s.spec.Task, maxAttached)
+	c.SetDeadline(time.Now().Add(time.Second))
+	fc := &frameConn{enc: gob.NewEncoder(c), dec: gob.NewDecoder(newFrameLimiter(c, maxAttachFrame)), c: c}
+	var hello request
+	if err := fc.dec.Decode(&hello); err != nil {
+		return
+	}
+	if hello.Op == opDial {
+		c.Write([]byte(msg))
+		return
+	}
+	fc.send(response{ID: hello.ID, Kind: kindError, Err: msg})
 }
 
 // peerUID returns the uid of the process at the other end of c, as seen
@@ -167,7 +212,7 @@ func (s *initServer) serveAttached(c *net.UnixConn) {
 		fc.send(response{ID: hello.ID, Kind: kindError, Err: fmt.Sprintf("first frame %q: want attach or dial", hello.Op)})
 		return
 	}
-	conn := &initConn{fc: fc, attached: true, byID: map[uint64]*initProc{}}
+	conn := &initConn{fc: fc, attached: true, nc: c, byID: map[uint64]*initProc{}}
 	s.mu.Lock()
 	draining := s.draining
 	if !draining {
@@ -184,6 +229,7 @@ func (s *initServer) serveAttached(c *net.UnixConn) {
 	}
 	defer s.dropConn(conn)
 	for {
+		s.armIdle(conn)
 		var req request
 		if err := fc.dec.Decode(&req); err != nil {
 			return
@@ -194,6 +240,108 @@ func (s *initServer) serveAttached(c *net.UnixConn) {
 		}
 		s.handle(conn, req)
 	}
+}
+
+// armIdle sets the read deadline of attached connection c: none while
+// one of its commands runs, else attachIdleTimeout from now.
+func (s *initServer) armIdle(c *initConn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idle := s.spec.AttachIdle
+	if idle <= 0 {
+		idle = attachIdleTimeout
+	}
+	if len(c.byID) > 0 {
+		c.nc.SetReadDeadline(time.Time{})
+	} else {
+		c.nc.SetReadDeadline(time.Now().Add(idle))
+	}
+}
+
+// writeAttached serves an attached connection's WriteFile, whose data
+// comes in parts: each at its Offset, More on all but the last. The parts
+// go to a temp file beside req.Path, renamed over it after the last
+// (writeFileAtomic for data in one part). An Offset of 0 starts afresh.
+func (s *initServer) writeAttached(c *initConn, req request) error {
+	up := c.uploads[req.Path]
+	if up != nil && req.Offset == 0 {
+		up.abort()
+		delete(c.uploads, req.Path)
+		up = nil
+	}
+	if up == nil && !req.More && req.Offset == 0 {
+		return writeFileAtomic(req.Path, req.Data, os.FileMode(req.Perm))
+	}
+	if up == nil {
+		if req.Offset != 0 {
+			return fmt.Errorf("write %s: part at offset %d of a write not under way", req.Path, req.Offset)
+		}
+		if len(c.uploads) >= maxUploads {
+			return fmt.Errorf("write %s: %d writes in parts under way already", req.Path, maxUploads)
+		}
+		if err := os.MkdirAll(filepath.Dir(req.Path), 0o755); err != nil {
+			return err
+		}
+		f, err := os.CreateTemp(filepath.Dir(req.Path), "."+filepath.Base(req.Path)+".tmp*")
+		if err != nil {
+			return err
+		}
+		up = &upload{f: f}
+		if c.uploads == nil {
+			c.uploads = map[string]*upload{}
+		}
+		c.uploads[req.Path] = up
+	}
+	err := up.write(req.Offset, req.Data)
+	if err == nil && !req.More {
+		delete(c.uploads, req.Path)
+		return up.commit(req.Path, os.FileMode(req.Perm))
+	}
+	if err != nil {
+		up.abort()
+		delete(c.uploads, req.Path)
+	}
+	return err
+}
+
+// upload is a WriteFile in parts under way (writeAttached).
+type upload struct {
+	f *os.File
+	n int64 // bytes written
+}
+
+func (u *upload) write(off int64, data []byte) error {
+	if off != u.n {
+		return fmt.Errorf("write %s: part at offset %d, want %d", u.f.Name(), off, u.n)
+	}
+	n, err := u.f.Write(data)
+	u.n += int64(n)
+	return err
+}
+
+func (u *upload) abort() {
+	u.f.Close()
+	os.Remove(u.f.Name())
+}
+
+func (u *upload) commit(path string, perm os.FileMode) error {
+	if perm == 0 {
+		perm = 0o644
+	}
+	err := u.f.Sync()
+	if cerr := u.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(u.f.Name(), perm)
+	}
+	if err == nil {
+		err = os.Rename(u.f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(u.f.Name())
+	}
+	return err
 }
 
 // errDraining refuses attached connections and commands once the owner is
@@ -229,6 +377,9 @@ func (s *initServer) drain(id uint64) {
 // dropConn kills what an attached connection started that still runs:
 // its process ended or hung up.
 func (s *initServer) dropConn(c *initConn) {
+	for _, up := range c.uploads {
+		up.abort()
+	}
 	s.mu.Lock()
 	delete(s.attached, c)
 	var pids []int

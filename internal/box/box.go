@@ -81,6 +81,10 @@ type Options struct {
 	// Each box's group under it is named after the owning hermes process,
 	// HERMES_HOME, a random id and the task (cgroup_owner.go).
 	CgroupRoot string
+	// AttachIdleTimeout closes a connection of another hermes process
+	// attached to a box when it has no command running and sends nothing
+	// for that long (0 = a minute; tests use less).
+	AttachIdleTimeout time.Duration
 }
 
 // Manager is the box backend: one box per task id, started on first Open

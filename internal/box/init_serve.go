@@ -58,6 +58,11 @@ type initConn struct {
 	fc       *frameConn
 	attached bool
 	byID     map[uint64]*initProc // guarded by initServer.mu
+	// nc and uploads are an attached connection's socket and its
+	// WriteFiles in parts under way (attach_serve.go), the latter used
+	// by its request loop only.
+	nc      net.Conn
+	uploads map[string]*upload
 }
 
 // initProc is one running command.
@@ -191,6 +196,10 @@ func (s *initServer) handle(c *initConn, req request) {
 	case opReadFile, opWriteFile, opStat, opReadDir:
 		if c.attached {
 			go s.reportAttached() // a use of the box, for the owner's idle timer
+			if req.Op == opWriteFile {
+				s.fileOp(c, req) // in order: its data may come in parts
+				return
+			}
 		}
 		go s.fileOp(c, req)
 	case opDrain:
@@ -560,6 +569,7 @@ func (s *initServer) finish(p *initProc, out, errOut *os.File, timer *time.Timer
 	s.mu.Unlock()
 	if p.conn.attached {
 		defer s.reportAttached()
+		s.armIdle(p.conn)
 	}
 	close(p.ended)
 	ex := exitInfo{Code: ws.ExitStatus(), TimedOut: timedOut}
@@ -660,7 +670,11 @@ func (s *initServer) fileOp(c *initConn, req request) {
 	case opReadFile:
 		resp.Data, err = os.ReadFile(req.Path)
 	case opWriteFile:
-		err = writeFileAtomic(req.Path, req.Data, os.FileMode(req.Perm))
+		if c.attached {
+			err = s.writeAttached(c, req)
+		} else {
+			err = writeFileAtomic(req.Path, req.Data, os.FileMode(req.Perm))
+		}
 	case opStat:
 		var st os.FileInfo
 		if st, err = os.Stat(req.Path); err == nil {

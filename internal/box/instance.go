@@ -668,8 +668,21 @@ func (b *Box) ReadFile(ctx context.Context, path string) ([]byte, error) {
 
 // WriteFile replaces path inside the box atomically, creating parents.
 func (b *Box) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
-	_, err := b.fileCall(ctx, request{Op: opWriteFile, Path: b.abs(path), Data: data, Perm: uint32(perm.Perm())}, "write")
-	return err
+	req := request{Op: opWriteFile, Path: b.abs(path), Data: data, Perm: uint32(perm.Perm())}
+	if !b.Attached() {
+		_, err := b.fileCall(ctx, req, "write")
+		return err
+	}
+	// An attached connection takes frames of at most maxAttachFrame: the
+	// data goes in parts, renamed into place after the last.
+	for {
+		n := min(len(data), attachWriteChunk)
+		req.Data, req.More = data[:n], n < len(data)
+		if _, err := b.fileCall(ctx, req, "write"); err != nil || !req.More {
+			return err
+		}
+		data, req.Offset = data[n:], req.Offset+int64(n)
+	}
 }
 
 func fromWire(w wireFileInfo) backend.FileInfo {

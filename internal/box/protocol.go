@@ -78,7 +78,8 @@ const stdinWindow = 64
 // An attaching process sends it in its hello (request.Version) and the
 // init answers with its own (attachInfo.Protocol); a mismatch is refused
 // with a message, never half-spoken. Version 1 added stdin flow control
-// (kindStdinAck); inits before it send no version (0).
+// (kindStdinAck), WriteFile in parts (request.Offset, More) and frames of
+// at most maxAttachFrame; inits before it send no version (0).
 const attachProtocol = 1
 
 // Error kinds carried in responses, mapped back to fs errors on the host.
@@ -105,6 +106,11 @@ type request struct {
 	Rows, Cols uint16
 	// Version is the attach protocol of an opAttach hello (attachProtocol).
 	Version int
+	// Offset and More split an opWriteFile's data into parts on an
+	// attached connection (attachWriteChunk): Data goes at Offset, and
+	// More is set on every part but the last.
+	Offset int64
+	More   bool
 }
 
 // execSpec is a command to run inside the box.
@@ -205,6 +211,9 @@ type initSpec struct {
 	// init listens on for other hermes processes of the box's owner
 	// (attach.go); "" = none.
 	AttachSocket string
+	// AttachIdle is the idle timeout of attached connections (0 =
+	// attachIdleTimeout).
+	AttachIdle time.Duration
 	// Env is the base environment of commands and Cgroup the box's
 	// cgroup (cgroup.Name), both handed to attached processes.
 	Env    []string

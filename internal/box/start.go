@@ -289,7 +289,7 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		Task: task, Lower: lower, LayerDir: filepath.Join(dir, "layer"), DiskMiB: t.ContainerDisk, TmpMiB: tmpSizeMiB(t),
 		Merged: filepath.Join(dir, "merged"), Workspace: workspace,
 		WorkspaceOverlay: t.BoxWorkspace == "overlay", Empty: empty, Hide: hide, Hostname: Hostname,
-		UserNS: userNS, Landlock: true, AttachSocket: filepath.Join(dir, attachSocketName), Cgroup: cg.Name(),
+		UserNS: userNS, Landlock: true, AttachSocket: filepath.Join(dir, attachSocketName), AttachIdle: m.opts.AttachIdleTimeout, Cgroup: cg.Name(),
 	}
 	os.Remove(spec.AttachSocket) // left by an init that died: this process holds the lock
 	for _, d := range []string{spec.LayerDir, spec.Merged} {
