@@ -20,11 +20,16 @@ import (
 // instead of starting it again. An attached *Box works like the owner's:
 // commands, files and port forwarding, with the owner's limits,
 // workspace and environment (the attaching process's terminal section is
-// not applied). Closing an attached Box only disconnects; commands it
-// started are killed by the init then. When the owner stops the box (or
-// exits), the box and every command in it end, attached ones included:
-// they see ErrBoxStopped, and the next Manager.Box call starts the box
-// afresh.
+// not applied); a process whose own workspace is another directory is
+// refused (Box.CheckWorkspace, Manager.Box). Closing an attached Box only
+// disconnects; commands it started are killed by the init then. The init
+// closes an attached connection idle for a minute (Manager.Box attaches
+// again). Commands of attached processes count as use of the box for its
+// owner's idle timer; an owner that calls Box.WaitAttached before
+// stopping the box (hermes box exec does) lets them end first. Otherwise,
+// when the owner stops the box (or exits), the box and every command in
+// it end, attached ones included: they see ErrBoxStopped, and the next
+// Manager.Box call starts the box afresh.
 
 // ErrNotRunning is returned by Attach when no process runs the box (no
 // attach socket, or a stale one, which Attach removes).

@@ -268,7 +268,12 @@ func (m *Manager) Box(ctx context.Context, taskID string) (*Box, error) {
 		case <-b.died:
 			b.Close() // the init died (e.g. killed): start afresh
 		default:
-			return b, nil
+			if !b.attachIdle(m.attachIdleTimeout()) {
+				return b, nil
+			}
+			// The init is about to close this idle attached connection:
+			// a command sent now could meet its end.
+			b.Close()
 		}
 	}
 	b, err := m.attachOrStart(ctx, taskID)
@@ -286,6 +291,21 @@ func (m *Manager) Box(ctx context.Context, taskID string) (*Box, error) {
 		return nil, errors.New("box: the box backend is closed")
 	}
 	return b, nil
+}
+
+// attachIdleTimeout is Options.AttachIdleTimeout or its default.
+func (m *Manager) attachIdleTimeout() time.Duration {
+	if m.opts.AttachIdleTimeout > 0 {
+		return m.opts.AttachIdleTimeout
+	}
+	return attachIdleTimeout
+}
+
+// attachIdle reports whether b is attached and has been idle for half of
+// timeout, the init's idle timeout of attached connections.
+func (b *Box) attachIdle(timeout time.Duration) bool {
+	last, busy := b.idleSince()
+	return b.Attached() && !busy && b.now().Sub(last) >= timeout/2
 }
 
 // attachWait bounds how long Box waits for a box that another process
