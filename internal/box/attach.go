@@ -32,7 +32,8 @@ import (
 // Manager.Box call starts the box afresh.
 
 // ErrNotRunning is returned by Attach when no process runs the box (no
-// attach socket, or a stale one, which Attach removes).
+// attach socket, or a stale one, which Attach removes), or the process
+// that runs it is stopping it (Box.WaitAttached).
 var ErrNotRunning = errors.New("box not running")
 
 // ResolveWorkspace is the workspace of a box started with terminal.cwd
@@ -94,6 +95,9 @@ func Attach(ctx context.Context, home, task string) (*Box, error) {
 	sendErr := fc.send(request{Op: opAttach, Version: attachProtocol})
 	err = fc.dec.Decode(&r)
 	switch {
+	case err == nil && r.Kind == kindError && r.ErrKind == errKindDraining:
+		c.Close()
+		return nil, fmt.Errorf("box %s: %w (%s)", task, ErrNotRunning, r.Err)
 	case err == nil && r.Kind == kindError:
 		err = errors.New(r.Err)
 	case err == nil && (r.Kind != kindReady || r.Attach == nil):

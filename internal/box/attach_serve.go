@@ -220,7 +220,7 @@ func (s *initServer) serveAttached(c *net.UnixConn) {
 	}
 	s.mu.Unlock()
 	if draining {
-		fc.send(response{ID: hello.ID, Kind: kindError, Err: errDraining.Error()})
+		fc.send(response{ID: hello.ID, Kind: kindError, Err: errDraining.Error(), ErrKind: errKindDraining})
 		return
 	}
 	info := &attachInfo{Task: s.spec.Task, Env: s.spec.Env, Workdir: s.spec.Workspace, Cgroup: s.spec.Cgroup, Protocol: attachProtocol}
@@ -347,6 +347,10 @@ func (u *upload) commit(path string, perm os.FileMode) error {
 // errDraining refuses attached connections and commands once the owner is
 // stopping the box.
 var errDraining = errors.New("the box is stopping (the hermes process that runs it has ended): run the command again to start it afresh")
+
+// errKindDraining marks the refusal of an attach by a box that is
+// stopping: the attaching process may start the box afresh once it has.
+const errKindDraining = "draining"
 
 // reportAttached tells the owner how many commands attached connections
 // run (kindAttached). Reports are sent in the order their counts are
