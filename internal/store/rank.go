@@ -15,8 +15,11 @@ import (
 // "the" is in three quarters of the messages, and counting them took
 // longer than everything else the search did. So a search:
 //
-//  1. takes its candidates from the index: the query's newest
-//     relevanceWindow matches (all of them when there are fewer);
+//  1. takes its candidates from the word index: every match of the query
+//     when it has at most rankCandidates of them, so that the best bm25
+//     match is found however old it is; for a broader query (every phrase
+//     in thousands of messages, where bm25 tells apart little more than
+//     message length) its newest rankCandidates matches;
 //  2. estimates each phrase's message count from the first dfProbe
 //     entries of its match list (exact below that, extrapolated from the
 //     id span they cover above it);
@@ -164,9 +167,10 @@ func (s *Store) docFreq(ctx context.Context, table, phrase string, hi, span int6
 	return n * span / covered, nil
 }
 
-// rankedIDs returns the ids of the best limit matches: the newest
-// relevanceWindow matches of match (after the filters in where), ranked by
-// bm25 over rankExpr, the unranked ones after them newest first.
+// rankedIDs returns the ids of the best limit matches: the matches of
+// match (after the filters in where; the newest rankCandidates of them
+// when there are more), ranked by bm25 over rankExpr, the unranked ones
+// after them newest first.
 func (s *Store) rankedIDs(ctx context.Context, table, match, where string, wargs []any, limit int) ([]int64, error) {
 	join := ""
 	if where != "" { // filters need the message row; skip the lookup without them
@@ -181,11 +185,11 @@ func (s *Store) rankedIDs(ctx context.Context, table, match, where string, wargs
 			SELECT `+table+`.rowid AS id, `+table+`.rank AS score FROM `+table+join+`
 			WHERE `+table+` MATCH ?`+where+` ORDER BY `+table+`.rowid DESC LIMIT ?)
 			ORDER BY score, id DESC LIMIT ?`,
-			append(append([]any{match}, wargs...), relevanceWindow, limit)...)
+			append(append([]any{match}, wargs...), rankCandidates, limit)...)
 	}
 	window, err := s.int64s(ctx, `SELECT `+table+`.rowid FROM `+table+join+`
 		WHERE `+table+` MATCH ?`+where+` ORDER BY `+table+`.rowid DESC LIMIT ?`,
-		append(append([]any{match}, wargs...), relevanceWindow)...)
+		append(append([]any{match}, wargs...), rankCandidates)...)
 	if err != nil || len(window) == 0 {
 		return nil, err
 	}

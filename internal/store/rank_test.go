@@ -222,3 +222,30 @@ func TestSearchLongPhraseSubstring(t *testing.T) {
 		t.Errorf("four-word substring: %+v, want one hit", hits)
 	}
 }
+
+// The best bm25 match is found when it is older than the newest 1,000
+// matches (the old ranking window): a query with fewer than rankCandidates
+// matches ranks all of them.
+func TestSearchRanksMatchesOlderThanNewestThousand(t *testing.T) {
+	st := openTestStore(t, "")
+	at := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	msg := func(text string) ImportedMessage {
+		at = at.Add(time.Minute)
+		return ImportedMessage{Message: llm.Message{Role: llm.RoleUser, Content: text}, CreatedAt: at}
+	}
+	best := "zebra zebra zebra"
+	sessions := []ImportedSession{{StartedAt: at, Messages: []ImportedMessage{msg(best)}}}
+	var newer []ImportedMessage
+	for i := range 1200 {
+		newer = append(newer, msg(fmt.Sprintf("a zebra was seen once in run %d among many other words about "+
+			"deployments, restarts, queues, certificates and the noise of an incident channel", i)))
+	}
+	sessions = append(sessions, ImportedSession{StartedAt: at, Messages: newer})
+	if _, err := st.Import(context.Background(), sessions); err != nil {
+		t.Fatal(err)
+	}
+	hits := search(t, st, SearchOptions{Query: "zebra", Limit: 3})
+	if len(hits) != 3 || !strings.Contains(hits[0].Snippet, "**zebra** **zebra** **zebra**") {
+		t.Fatalf("zebra: hits %+v, want the oldest message %q first", hits, best)
+	}
+}

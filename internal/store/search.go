@@ -16,9 +16,11 @@ import (
 // Sort orders search hits.
 type Sort string
 
-// Search orders. Relevance is FTS5's bm25 rank among the newest 1,000
-// matches, over the query's phrases that are not in a large share of the
-// messages (so that common words stay fast; see rank.go); substring and CJK matches,
+// Search orders. Relevance is FTS5's bm25 rank over all the query's
+// matches when it has at most rankCandidates of them (the newest
+// rankCandidates otherwise), over the query's phrases that are not in a
+// large share of the messages (so that common words stay fast; see
+// rank.go); substring and CJK matches,
 // where bm25 over trigrams means little, come newest first. Newest and
 // oldest follow message order.
 const (
@@ -173,10 +175,14 @@ func (s *Store) search(ctx context.Context, q string, o SearchOptions) ([]Hit, e
 	return nil, nil
 }
 
-// relevanceWindow bounds relevance ranking: bm25 scores at most the
-// relevanceWindow newest matches (see rank.go), so a word found in half a
-// million messages costs the same as one found in a few thousand.
-const relevanceWindow = 1000
+// rankCandidates bounds relevance ranking (rank.go): bm25 scores every
+// match of a query that has at most rankCandidates of them, so the word
+// index's match list is the candidate set and the order is exact over the
+// whole history; a broader query, whose every phrase is in thousands of
+// messages, ranks its newest rankCandidates matches. bm25 costs about
+// 2-3 µs a row here, so the bound keeps a search within tens of
+// milliseconds whatever the store's size.
+const rankCandidates = 4000
 
 func (s *Store) searchIndex(ctx context.Context, table, query, match string, o SearchOptions) ([]Hit, error) {
 	index := "fts"
@@ -189,7 +195,7 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 	}
 	var ids []int64
 	if o.Sort == SortRelevance {
-		// Phase 1 of relevance: rank the newest candidates, keep the best ids.
+		// Phase 1 of relevance: rank the candidates, keep the best ids.
 		var err error
 		ids, err = s.rankedIDs(ctx, table, match, where, wargs, o.Limit)
 		if err != nil {
@@ -218,9 +224,17 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 		JOIN sessions AS s ON s.id = m.session_id
 		WHERE ` + table + ` MATCH ?`
 	args = append(args, match)
-	if ids != nil {
-		// One pass over the id range rather than a lookup per id: each
-		// lookup would evaluate the query again (slow for prefix* queries).
+	var hits []Hit
+	var err error
+	switch {
+	case ids != nil && !strings.Contains(match, "*"):
+		// One lookup per ranked id: FTS5 seeks each phrase's match list
+		// to the row, where a pass over the ids' range would walk the
+		// whole match list again when the best matches span the history.
+		hits, err = s.hitsByID(ctx, sqlText+" AND "+table+".rowid = ?", args, ids, index)
+	case ids != nil:
+		// A prefix* query expands its prefix again on every lookup, so the
+		// ranked ids are fetched in one pass over their range instead.
 		// The unary + keeps the IN list a filter instead of an index probe.
 		lo, hi := slices.Min(ids), slices.Max(ids)
 		sqlText += " AND " + table + ".rowid BETWEEN ? AND ? AND +" + table + ".rowid IN (" +
@@ -229,7 +243,8 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 		for _, id := range ids {
 			args = append(args, id)
 		}
-	} else {
+		hits, err = s.queryHits(ctx, sqlText, args, index)
+	default:
 		sqlText += where
 		args = append(args, wargs...)
 		if o.Sort == SortOldest {
@@ -239,8 +254,8 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 		}
 		sqlText += " LIMIT ?"
 		args = append(args, o.Limit)
+		hits, err = s.queryHits(ctx, sqlText, args, index)
 	}
-	hits, err := s.queryHits(ctx, sqlText, args, index)
 	if err != nil {
 		if isQuerySyntaxError(err) {
 			return nil, &QueryError{Query: query, Reason: sqliteReason(err)}
@@ -352,6 +367,20 @@ func filterClause(o SearchOptions) (string, []any) {
 		}
 	}
 	return b.String(), args
+}
+
+// hitsByID runs sqlText, which ends in "rowid = ?", once per id, in the
+// order of ids.
+func (s *Store) hitsByID(ctx context.Context, sqlText string, args []any, ids []int64, index string) ([]Hit, error) {
+	var hits []Hit
+	for _, id := range ids {
+		h, err := s.queryHits(ctx, sqlText, append(args[:len(args):len(args)], id), index)
+		if err != nil {
+			return nil, err
+		}
+		hits = append(hits, h...)
+	}
+	return hits, nil
 }
 
 func (s *Store) queryHits(ctx context.Context, sqlText string, args []any, index string) ([]Hit, error) {
