@@ -91,10 +91,8 @@ func (s *Store) rankExpr(ctx context.Context, table, match string) (string, erro
 	if !ok {
 		return match, nil
 	}
-	var lo, hi int64
-	// Two subqueries: min and max in one SELECT would scan the table.
-	if err := s.stmts.queryRow(ctx, s.db, "SELECT coalesce((SELECT min(id) FROM messages), 0), coalesce((SELECT max(id) FROM messages), 0)").
-		Scan(&lo, &hi); err != nil {
+	lo, hi, err := s.idSpan(ctx)
+	if err != nil {
 		return "", err
 	}
 	span := hi - lo + 1
@@ -196,12 +194,15 @@ func (s *Store) rankedIDs(ctx context.Context, table, match, where string, wargs
 	var ranked []int64
 	if expr != "" {
 		list, _ := json.Marshal(window)
-		// The rowid range lets FTS5 walk only the window's part of the
-		// match list; the unary + keeps the IN a filter, not a probe per id.
+		// The rowid range lets FTS5 walk only the candidates' part of the
+		// match list; the unary + keeps the IN a filter, not a probe per
+		// id. bm25() rather than rank: FTS5 sorts by rank itself, scoring
+		// every match in the range before the IN filter runs, where
+		// SQLite scores only the rows that pass it.
 		ranked, err = s.int64s(ctx, `SELECT rowid FROM `+table+`
 			WHERE `+table+` MATCH ? AND rowid BETWEEN ? AND ?
 			AND +rowid IN (SELECT value FROM json_each(?))
-			ORDER BY rank, rowid DESC LIMIT ?`,
+			ORDER BY bm25(`+table+`), rowid DESC LIMIT ?`,
 			expr, window[len(window)-1], window[0], string(list), limit)
 		if err != nil {
 			return nil, err

@@ -182,7 +182,7 @@ func (s *Store) search(ctx context.Context, q string, o SearchOptions) ([]Hit, e
 // messages, ranks its newest rankCandidates matches. bm25 costs about
 // 2-3 µs a row here, so the bound keeps a search within tens of
 // milliseconds whatever the store's size.
-const rankCandidates = 4000
+const rankCandidates = 2000
 
 func (s *Store) searchIndex(ctx context.Context, table, query, match string, o SearchOptions) ([]Hit, error) {
 	index := "fts"
@@ -227,15 +227,11 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 	var hits []Hit
 	var err error
 	switch {
-	case ids != nil && !strings.Contains(match, "*"):
-		// One lookup per ranked id: FTS5 seeks each phrase's match list
-		// to the row, where a pass over the ids' range would walk the
-		// whole match list again when the best matches span the history.
+	case ids != nil && s.lookupEach(ctx, match, ids):
 		hits, err = s.hitsByID(ctx, sqlText+" AND "+table+".rowid = ?", args, ids, index)
 	case ids != nil:
-		// A prefix* query expands its prefix again on every lookup, so the
-		// ranked ids are fetched in one pass over their range instead.
-		// The unary + keeps the IN list a filter instead of an index probe.
+		// One pass over the ids' range; the unary + keeps the IN list a
+		// filter instead of an index probe.
 		lo, hi := slices.Min(ids), slices.Max(ids)
 		sqlText += " AND " + table + ".rowid BETWEEN ? AND ? AND +" + table + ".rowid IN (" +
 			strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ") + ")"
@@ -367,6 +363,32 @@ func filterClause(o SearchOptions) (string, []any) {
 		}
 	}
 	return b.String(), args
+}
+
+// lookupEach reports whether the ranked ids of match are better fetched
+// one by one (FTS5 seeks each phrase's match list to the row, 0.2-1 ms a
+// row) than in one pass over their rowid range (a walk of the match list
+// between them, which for the best matches of the whole history is all of
+// it). A prefix* query expands its prefix again on every lookup, and a few
+// ids in the newest twentieth of the history are a short walk.
+func (s *Store) lookupEach(ctx context.Context, match string, ids []int64) bool {
+	if strings.Contains(match, "*") || len(ids) > 10 {
+		return false
+	}
+	first, last, err := s.idSpan(ctx)
+	if err != nil {
+		return false
+	}
+	return (slices.Max(ids)-slices.Min(ids))*20 > last-first+1
+}
+
+// idSpan returns the smallest and largest message id, 0 and 0 when there
+// are no messages.
+func (s *Store) idSpan(ctx context.Context) (first, last int64, err error) {
+	// Two subqueries: min and max in one SELECT would scan the table.
+	err = s.stmts.queryRow(ctx, s.db, "SELECT coalesce((SELECT min(id) FROM messages), 0), coalesce((SELECT max(id) FROM messages), 0)").
+		Scan(&first, &last)
+	return first, last, err
 }
 
 // hitsByID runs sqlText, which ends in "rowid = ?", once per id, in the
