@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -162,8 +163,13 @@ func (s *Store) search(ctx context.Context, q string, o SearchOptions) ([]Hit, e
 			return hits, err
 		}
 	}
-	if s.phraseCannotMatch(ctx, q) {
-		return nil, nil
+	if ids, ok := s.phraseCandidates(ctx, q); ok {
+		if len(ids) == 0 {
+			return nil, nil
+		}
+		if len(ids) <= phraseCheckMax && isASCII(q) {
+			return s.searchPhraseIn(ctx, q[1:len(q)-1], ids, o)
+		}
 	}
 	hits, err := s.searchIndex(ctx, "messages_trigram", q, match, o)
 	if err != nil || len(hits) > 0 {
@@ -277,28 +283,76 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 	return hits, nil
 }
 
-// phraseCannotMatch reports whether q, one quoted phrase of three or more
-// words, cannot match as a substring either. Such a match holds the middle
-// words whole, followed by a word starting with the last word (whose
-// stemmed form starts with at least its first three letters), so when the
-// word index has no message with that phrase, the trigram index has none.
-// The trigram search of a long phrase walks a list per three characters,
-// which for common ones took a quarter of a second to find nothing.
-func (s *Store) phraseCannotMatch(ctx context.Context, q string) bool {
+// phraseCheckMax bounds the messages whose text is checked for a quoted
+// phrase directly (see phraseCandidates) instead of through the trigram
+// index.
+const phraseCheckMax = 500
+
+// phraseCandidates returns, when q is one quoted phrase of three or more
+// words, the ids of the messages that can hold it as a substring (at most
+// phraseCheckMax+1 of them, newest first); ok is false for other queries
+// and on error (the trigram search then reports it). Such a substring
+// holds the middle words whole, followed by a word starting with the last
+// word (whose stemmed form starts with at least its first three letters),
+// so the word index finds every message that can hold it. The trigram
+// search of a long phrase walks a list per three characters, which for
+// common ones took a tenth of a second, also to find nothing.
+func (s *Store) phraseCandidates(ctx context.Context, q string) (ids []int64, ok bool) {
 	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' || strings.Count(q, `"`) != 2 {
-		return false
+		return nil, false
 	}
 	words := strings.Fields(q[1 : len(q)-1])
 	if len(words) < 3 {
-		return false
+		return nil, false
 	}
 	last := []rune(words[len(words)-1])
 	if len(last) > 3 {
 		last = last[:3]
 	}
 	phrase := strings.Join(append(words[1:len(words)-1:len(words)-1], string(last)), " ")
-	found, err := s.int64s(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? LIMIT 1`, `"`+phrase+`"*`)
-	return err == nil && len(found) == 0 // on error the trigram search reports it
+	ids, err := s.int64s(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT ?`,
+		`"`+phrase+`"*`, phraseCheckMax+1)
+	return ids, err == nil
+}
+
+// searchPhraseIn matches phrase as a substring of the indexed text
+// (content, tool names, tool arguments) of the messages ids, newest first
+// (oldest first for SortOldest), with the trigram index's meaning: case is
+// ignored, which LIKE does for ASCII only, so the phrase must be ASCII.
+func (s *Store) searchPhraseIn(ctx context.Context, phrase string, ids []int64, o SearchOptions) ([]Hit, error) {
+	list, _ := json.Marshal(ids)
+	like := "%" + escapeLike(phrase) + "%"
+	sqlText := `SELECT m.id, m.session_id, coalesce(s.title, ''), m.seq, m.role, coalesce(m.tool_name, ''),
+		m.created_at, m.active, m.content
+		FROM messages_search AS v JOIN messages AS m ON m.id = v.id JOIN sessions AS s ON s.id = m.session_id
+		WHERE v.id IN (SELECT value FROM json_each(?))
+		AND (v.content LIKE ? ESCAPE '\' OR v.tool_name LIKE ? ESCAPE '\' OR v.tool_args LIKE ? ESCAPE '\')`
+	args := []any{string(list), like, like, like}
+	where, wargs := filterClause(o)
+	sqlText += where
+	args = append(args, wargs...)
+	if o.Sort == SortOldest {
+		sqlText += " ORDER BY m.id ASC"
+	} else {
+		sqlText += " ORDER BY m.id DESC"
+	}
+	sqlText += " LIMIT ?"
+	args = append(args, o.Limit)
+	hits, err := s.queryHits(ctx, sqlText, args, "trigram")
+	open, close := o.marks()
+	for i := range hits {
+		hits[i].Snippet = capSnippet(excerpt(hits[i].Snippet, []string{phrase}, open, close), open, MaxSnippetChars)
+	}
+	return hits, err
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // scanWindow bounds the literal scan to the newest scanWindow messages
