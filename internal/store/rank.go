@@ -165,11 +165,82 @@ func (s *Store) docFreq(ctx context.Context, table, phrase string, hi, span int6
 	return n * span / covered, nil
 }
 
-// rankedIDs returns the ids of the best limit matches: the matches of
+// roleOverfetch is how many ranked ids per wanted hit a role-filtered
+// search ranks before filtering (see rankedIDs).
+const roleOverfetch = 4
+
+// rankedIDs returns the ids of the best limit matches of match that pass
+// o's filters (see rankedWhere). A role filter alone is applied to the
+// ranked ids rather than during the walk: reading each candidate's message
+// row to learn its role cost more than ranking it (a random page of the
+// messages table per candidate). When too few of the best
+// limit*roleOverfetch pass, the filtered walk runs after all.
+func (s *Store) rankedIDs(ctx context.Context, table, match string, o SearchOptions, limit int) ([]int64, error) {
+	if len(o.Roles) > 0 && o.SessionID == "" {
+		want := limit * roleOverfetch
+		ids, err := s.rankedWhere(ctx, table, match, "", nil, want)
+		if err != nil {
+			return nil, err
+		}
+		kept, err := s.withRoles(ctx, ids, o.Roles)
+		if err != nil {
+			return nil, err
+		}
+		if len(kept) >= limit || len(ids) < want {
+			return kept[:min(limit, len(kept))], nil
+		}
+	}
+	where, wargs := filterClause(o)
+	rwhere, rargs := sessionRange(table, o)
+	return s.rankedWhere(ctx, table, match, where+rwhere, append(wargs, rargs...), limit)
+}
+
+// sessionRange returns a condition on table's rowid that keeps FTS5's walk
+// within the ids of o.SessionID's messages ("" without a session filter):
+// the session filter alone reads the message row of every match in the
+// store.
+func sessionRange(table string, o SearchOptions) (string, []any) {
+	if o.SessionID == "" {
+		return "", nil
+	}
+	return " AND " + table + ".rowid BETWEEN (SELECT min(id) FROM messages WHERE session_id = ?)" +
+		" AND (SELECT max(id) FROM messages WHERE session_id = ?)", []any{o.SessionID, o.SessionID}
+}
+
+// withRoles returns the ids, in their order, of the messages whose role is
+// one of roles.
+func (s *Store) withRoles(ctx context.Context, ids []int64, roles []string) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	list, _ := json.Marshal(ids)
+	args := []any{string(list)}
+	for _, r := range roles {
+		args = append(args, r)
+	}
+	pass, err := s.int64s(ctx, `SELECT id FROM messages WHERE id IN (SELECT value FROM json_each(?)) AND role IN (`+
+		strings.TrimSuffix(strings.Repeat("?, ", len(roles)), ", ")+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	ok := make(map[int64]bool, len(pass))
+	for _, id := range pass {
+		ok[id] = true
+	}
+	kept := ids[:0:0]
+	for _, id := range ids {
+		if ok[id] {
+			kept = append(kept, id)
+		}
+	}
+	return kept, nil
+}
+
+// rankedWhere returns the ids of the best limit matches: the matches of
 // match (after the filters in where; the newest rankCandidates of them
 // when there are more), ranked by bm25 over rankExpr, the unranked ones
 // after them newest first.
-func (s *Store) rankedIDs(ctx context.Context, table, match, where string, wargs []any, limit int) ([]int64, error) {
+func (s *Store) rankedWhere(ctx context.Context, table, match, where string, wargs []any, limit int) ([]int64, error) {
 	join := ""
 	if where != "" { // filters need the message row; skip the lookup without them
 		join = " JOIN messages AS m ON m.id = " + table + ".rowid"

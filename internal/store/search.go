@@ -203,7 +203,7 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 	if o.Sort == SortRelevance {
 		// Phase 1 of relevance: rank the candidates, keep the best ids.
 		var err error
-		ids, err = s.rankedIDs(ctx, table, match, where, wargs, o.Limit)
+		ids, err = s.rankedIDs(ctx, table, match, o, o.Limit)
 		if err != nil {
 			if isQuerySyntaxError(err) {
 				return nil, &QueryError{Query: query, Reason: sqliteReason(err)}
@@ -247,8 +247,9 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 		}
 		hits, err = s.queryHits(ctx, sqlText, args, index)
 	default:
-		sqlText += where
-		args = append(args, wargs...)
+		rwhere, rargs := sessionRange(table, o)
+		sqlText += where + rwhere
+		args = append(append(args, wargs...), rargs...)
 		if o.Sort == SortOldest {
 			sqlText += " ORDER BY " + table + ".rowid ASC"
 		} else {
