@@ -256,9 +256,13 @@ func (s *Store) rankedWhere(ctx context.Context, table, match, where string, war
 			ORDER BY score, id DESC LIMIT ?`,
 			append(append([]any{match}, wargs...), rankCandidates, limit)...)
 	}
+	walk := rankCandidates
+	if expr == "" { // nothing to rank: the newest matches are the answer
+		walk = limit
+	}
 	window, err := s.int64s(ctx, `SELECT `+table+`.rowid FROM `+table+join+`
 		WHERE `+table+` MATCH ?`+where+` ORDER BY `+table+`.rowid DESC LIMIT ?`,
-		append(append([]any{match}, wargs...), rankCandidates)...)
+		append(append([]any{match}, wargs...), walk)...)
 	if err != nil || len(window) == 0 {
 		return nil, err
 	}
