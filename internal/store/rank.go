@@ -142,20 +142,12 @@ func phraseWords(p string) []string {
 // otherwise dfProbe scaled by the share of the id span [hi-span+1, hi]
 // that its newest dfProbe matches cover.
 func (s *Store) docFreq(ctx context.Context, table, phrase string, hi, span int64) (int64, error) {
-	rows, err := s.stmts.query(ctx, s.db, `SELECT rowid FROM `+table+` WHERE `+table+` MATCH ? ORDER BY rowid DESC LIMIT ?`,
-		phrase, dfProbe)
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
+	// Counted in SQL: a row per probed match through the driver cost
+	// more than the probe.
 	var n, last int64
-	for rows.Next() {
-		if err := rows.Scan(&last); err != nil {
-			return 0, err
-		}
-		n++
-	}
-	if err := rows.Err(); err != nil {
+	if err := s.stmts.queryRow(ctx, s.db, `SELECT count(*), coalesce(min(id), 0) FROM (
+		SELECT rowid AS id FROM `+table+` WHERE `+table+` MATCH ? ORDER BY rowid DESC LIMIT ?)`,
+		phrase, dfProbe).Scan(&n, &last); err != nil {
 		return 0, err
 	}
 	if n < dfProbe {
@@ -256,32 +248,34 @@ func (s *Store) rankedWhere(ctx context.Context, table, match, where string, war
 			ORDER BY score, id DESC LIMIT ?`,
 			append(append([]any{match}, wargs...), rankCandidates, limit)...)
 	}
-	walk := rankCandidates
-	if expr == "" { // nothing to rank: the newest matches are the answer
-		walk = limit
-	}
-	window, err := s.int64s(ctx, `SELECT `+table+`.rowid FROM `+table+join+`
-		WHERE `+table+` MATCH ?`+where+` ORDER BY `+table+`.rowid DESC LIMIT ?`,
-		append(append([]any{match}, wargs...), walk)...)
-	if err != nil || len(window) == 0 {
-		return nil, err
-	}
+	windowSQL := `SELECT ` + table + `.rowid FROM ` + table + join + `
+		WHERE ` + table + ` MATCH ?` + where + ` ORDER BY ` + table + `.rowid DESC LIMIT ?`
+	windowArgs := append([]any{match}, wargs...)
 	var ranked []int64
 	if expr != "" {
-		list, _ := json.Marshal(window)
-		// The rowid range lets FTS5 walk only the candidates' part of the
-		// match list; the unary + keeps the IN a filter, not a probe per
-		// id. bm25() rather than rank: FTS5 sorts by rank itself, scoring
-		// every match in the range before the IN filter runs, where
-		// SQLite scores only the rows that pass it.
-		ranked, err = s.int64s(ctx, `SELECT rowid FROM `+table+`
-			WHERE `+table+` MATCH ? AND rowid BETWEEN ? AND ?
-			AND +rowid IN (SELECT value FROM json_each(?))
+		// The candidates stay inside SQLite (a row per candidate through
+		// the driver cost more than ranking it). The rowid range lets FTS5
+		// walk only the candidates' part of the match list; the unary +
+		// keeps the IN a filter, not a probe per id. bm25() rather than
+		// rank: FTS5 sorts by rank itself, scoring every match in the range
+		// before the IN filter runs, where SQLite scores only the rows that
+		// pass it.
+		ranked, err = s.int64s(ctx, `WITH w(id) AS MATERIALIZED (`+windowSQL+`)
+			SELECT rowid FROM `+table+`
+			WHERE `+table+` MATCH ? AND rowid BETWEEN (SELECT min(id) FROM w) AND (SELECT max(id) FROM w)
+			AND +rowid IN (SELECT id FROM w)
 			ORDER BY bm25(`+table+`), rowid DESC LIMIT ?`,
-			expr, window[len(window)-1], window[0], string(list), limit)
-		if err != nil {
-			return nil, err
+			append(append(windowArgs[:len(windowArgs):len(windowArgs)], rankCandidates, expr), limit)...)
+		if err != nil || len(ranked) >= limit {
+			return ranked, err
 		}
+	}
+	// Fewer ranked than wanted (a prefix* query whose stem is rarely a
+	// word of its own, or no phrase worth ranking): the other candidates
+	// follow, newest first.
+	window, err := s.int64s(ctx, windowSQL, append(windowArgs, limit+len(ranked))...)
+	if err != nil {
+		return nil, err
 	}
 	seen := make(map[int64]bool, len(ranked))
 	for _, id := range ranked {
