@@ -259,10 +259,11 @@ func (s *Store) rankedWhere(ctx context.Context, table, match, where string, war
 		// keeps the IN a filter, not a probe per id. bm25() rather than
 		// rank: FTS5 sorts by rank itself, scoring every match in the range
 		// before the IN filter runs, where SQLite scores only the rows that
-		// pass it.
+		// pass it. An empty window is the empty range 1..0 (FTS5 reads a
+		// NULL bound as no bound).
 		ranked, err = s.int64s(ctx, `WITH w(id) AS MATERIALIZED (`+windowSQL+`)
 			SELECT rowid FROM `+table+`
-			WHERE `+table+` MATCH ? AND rowid BETWEEN (SELECT min(id) FROM w) AND (SELECT max(id) FROM w)
+			WHERE `+table+` MATCH ? AND rowid BETWEEN (SELECT coalesce(min(id), 1) FROM w) AND (SELECT coalesce(max(id), 0) FROM w)
 			AND +rowid IN (SELECT id FROM w)
 			ORDER BY bm25(`+table+`), rowid DESC LIMIT ?`,
 			append(append(windowArgs[:len(windowArgs):len(windowArgs)], rankCandidates, expr), limit)...)
