@@ -178,7 +178,7 @@ func (a *App) runChat(ctx context.Context, o *chatOptions) (err error) {
 		}()
 	}
 
-	rt, err = a.newRuntime(ctx, o, r)
+	rt, err = a.newRuntime(ctx, o, r, true)
 	if err != nil {
 		return err
 	}
