@@ -429,13 +429,16 @@ const addUsage = `UPDATE sessions SET
 	reasoning_tokens = reasoning_tokens + ?, api_call_count = api_call_count + ?, updated_at = ?
 	WHERE id = ?`
 
+func usageArgs(id string, u llm.Usage, apiCalls int, now time.Time) []any {
+	return []any{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, apiCalls,
+		millis(now), id}
+}
+
 // AddUsage adds one or more model calls' token usage and apiCalls to the
 // session's totals.
 func (s *Store) AddUsage(ctx context.Context, id string, u llm.Usage, apiCalls int) error {
 	err := s.group(ctx, []string{addUsage}, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := s.txExec(ctx, tx, addUsage,
-			u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, apiCalls,
-			millis(s.now()), id)
+		res, err := s.txExec(ctx, tx, addUsage, usageArgs(id, u, apiCalls, s.now())...)
 		if err != nil {
 			return err
 		}

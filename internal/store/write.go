@@ -132,6 +132,29 @@ func (s *Store) AppendMessage(ctx context.Context, sessionID string, m llm.Messa
 	return seq, nil
 }
 
+// AppendMessageUsage is AppendMessage and AddUsage(u, apiCalls) in one
+// write: a model's answer with the usage of the call that produced it.
+func (s *Store) AppendMessageUsage(ctx context.Context, sessionID string, m llm.Message, u llm.Usage, apiCalls int) (int64, error) {
+	row, err := encodeMessage(m)
+	if err != nil {
+		return 0, err
+	}
+	var seq int64
+	err = s.group(ctx, appendUsageSQL, func(ctx context.Context, tx *sql.Tx) error {
+		now := s.now()
+		var err error
+		if seq, err = s.appendTx(ctx, tx, sessionID, row, len(m.ToolCalls), now); err != nil {
+			return err
+		}
+		_, err = s.txExec(ctx, tx, addUsage, usageArgs(sessionID, u, apiCalls, now)...)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("append message to session %s: %w", sessionID, err)
+	}
+	return seq, nil
+}
+
 // group runs fn in the next group commit and returns once that commit is
 // done (fn's error, or the commit's). sqls lists the statements fn runs
 // through the statement cache. ctx ending while fn still waits withdraws
@@ -231,8 +254,12 @@ const (
 	nextSeq = "SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE session_id = ?"
 )
 
-// appendSQL are the statements of appendTx.
-var appendSQL = []string{bumpMessageCount, nextSeq, insertMessage}
+// appendSQL are the statements of appendTx; appendUsageSQL those of
+// AppendMessageUsage.
+var (
+	appendSQL      = []string{bumpMessageCount, nextSeq, insertMessage}
+	appendUsageSQL = []string{bumpMessageCount, nextSeq, insertMessage, addUsage}
+)
 
 // appendTx adds row at the end of a session's conversation inside tx,
 // updates the session's counters and returns the row's seq.
