@@ -67,22 +67,25 @@ func buildParams(req llm.Request) anthropic.MessageNewParams {
 }
 
 // inputSchema splits a JSON Schema object into the SDK's properties and
-// required fields, keeping any other keywords as extra fields.
+// required fields, keeping any other keywords as extra fields. Values stay
+// raw JSON: decoding every tool's schema into maps and having the SDK
+// encode the maps again (sorting their keys) was most of the cost of
+// building a request, paid on every model call.
 func inputSchema(raw json.RawMessage) anthropic.ToolInputSchemaParam {
-	var schema map[string]any
+	var schema map[string]json.RawMessage
 	_ = json.Unmarshal(raw, &schema)
-	out := anthropic.ToolInputSchemaParam{Properties: map[string]any{}}
+	out := anthropic.ToolInputSchemaParam{Properties: json.RawMessage("{}")}
 	for k, v := range schema {
 		switch k {
 		case "type":
 		case "properties":
 			out.Properties = v
 		case "required":
-			if list, ok := v.([]any); ok {
-				for _, r := range list {
-					if s, ok := r.(string); ok {
-						out.Required = append(out.Required, s)
-					}
+			var list []any
+			_ = json.Unmarshal(v, &list)
+			for _, r := range list {
+				if s, ok := r.(string); ok {
+					out.Required = append(out.Required, s)
 				}
 			}
 		default:
