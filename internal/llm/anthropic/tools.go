@@ -77,13 +77,17 @@ func renderTool(t llm.ToolSpec, last bool) json.RawMessage {
 	if json.Unmarshal(t.Parameters, &schema) != nil || schema == nil {
 		schema = map[string]json.RawMessage{}
 	}
-	schema["type"] = json.RawMessage(`"object"`)
-	if _, ok := schema["properties"]; !ok {
-		schema["properties"] = json.RawMessage(`{}`)
-	}
-	input, err := json.Marshal(schema)
-	if err != nil { // a value that is not JSON after all
-		input = json.RawMessage(`{"type":"object","properties":{}}`)
+	input := t.Parameters
+	if _, ok := schema["properties"]; !ok || string(schema["type"]) != `"object"` {
+		// Rare: encode the fixed-up schema; the usual one goes as written.
+		schema["type"] = json.RawMessage(`"object"`)
+		if !ok {
+			schema["properties"] = json.RawMessage(`{}`)
+		}
+		var err error
+		if input, err = json.Marshal(schema); err != nil {
+			input = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
 	}
 	w := wireTool{Name: t.Name, Description: t.Description, InputSchema: input}
 	if last {
