@@ -130,7 +130,8 @@ func BenchmarkRestore50MB(b *testing.B) {
 			target := filepath.Join(dir, fmt.Sprintf("restore%d", i), "upper")
 			i++
 			start := snapCPUTime()
-			err := replaceUpper(target, func(tmp string) error { return Restore(bytes.NewReader(archive.Bytes()), tmp) })
+			err := replaceUpper(target, func(tmp string) error { return Restore(bytes.NewReader(archive.Bytes()), tmp) },
+				func() (treeSize, error) { return archiveSize(bytes.NewReader(archive.Bytes())) })
 			if err != nil {
 				b.Fatal(err)
 			}
