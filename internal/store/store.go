@@ -128,6 +128,11 @@ func Open(path string, opts ...Option) (*Store, error) {
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "temp_store(MEMORY)")
+	// A 32 MiB page cache per connection (the default is 2 MiB): a search
+	// reads the match lists and, for bm25, a size row per ranked message;
+	// with the small cache these pages were read again from the OS on
+	// every search (a third of a search's time in pread).
+	q.Add("_pragma", "cache_size(-32768)")
 	// Checkpoints run beside the writes (checkpoint.go), not inside the
 	// commit that crosses 1,000 WAL pages, where their fsyncs held every
 	// other writer.

@@ -142,7 +142,8 @@ func snapBenchReplace(b *testing.B, archive []byte, total int64, dir string) {
 		target := filepath.Join(dir, fmt.Sprintf("restore%d", i), "upper")
 		i++
 		start := snapCPUTime()
-		err := replaceUpper(target, func(tmp string) error { return Restore(bytes.NewReader(archive), tmp) })
+		err := replaceUpper(target, func(tmp string) error { return Restore(bytes.NewReader(archive), tmp) },
+			func() (treeSize, error) { return archiveSize(bytes.NewReader(archive)) })
 		if err != nil {
 			b.Fatal(err)
 		}
