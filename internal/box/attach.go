@@ -220,3 +220,60 @@ func (b *Box) dialAttached(ctx context.Context, port int) (net.Conn, error) {
 // Attached reports whether b is a box another process runs, reached
 // through its attach socket.
 func (b *Box) Attached() bool { return b.attachPath != "" }
+
+// noteAttached records a kindAttached report: n attached commands run,
+// and the box was used now.
+func (b *Box) noteAttached(n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lastUsed = b.now()
+	if n != b.attachedRunning {
+		b.attachedRunning = n
+		if b.attachedChanged != nil {
+			close(b.attachedChanged)
+			b.attachedChanged = nil
+		}
+	}
+}
+
+// WaitAttached prepares the owner's box for stopping: from now on the init
+// accepts no attached connection or command, and WaitAttached waits until
+// the commands attached processes run have ended, ctx ends or the box
+// dies. waiting is called once, with their number, when there are any.
+// On an attached Box it returns at once.
+func (b *Box) WaitAttached(ctx context.Context, waiting func(n int)) error {
+	if b.Attached() {
+		return nil
+	}
+	r, err := b.roundTrip(ctx, request{Op: opDrain})
+	if err != nil {
+		return err
+	}
+	if r.Kind == kindError {
+		return fmt.Errorf("box %s: %s", b.task, r.Err)
+	}
+	told := false
+	for {
+		b.mu.Lock()
+		n := b.attachedRunning
+		if b.attachedChanged == nil {
+			b.attachedChanged = make(chan struct{})
+		}
+		ch := b.attachedChanged
+		b.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		if !told && waiting != nil {
+			waiting(n)
+			told = true
+		}
+		select {
+		case <-ch:
+		case <-b.died:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

@@ -258,63 +258,6 @@ func (b *Box) idleSince() (time.Time, bool) {
 	return b.lastUsed, b.busy > 0 || b.attachedRunning > 0
 }
 
-// noteAttached records a kindAttached report: n attached commands run,
-// and the box was used now.
-func (b *Box) noteAttached(n int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.lastUsed = b.now()
-	if n != b.attachedRunning {
-		b.attachedRunning = n
-		if b.attachedChanged != nil {
-			close(b.attachedChanged)
-			b.attachedChanged = nil
-		}
-	}
-}
-
-// WaitAttached prepares the owner's box for stopping: from now on the init
-// accepts no attached connection or command, and WaitAttached waits until
-// the commands attached processes run have ended, ctx ends or the box
-// dies. waiting is called once, with their number, when there are any.
-// On an attached Box it returns at once.
-func (b *Box) WaitAttached(ctx context.Context, waiting func(n int)) error {
-	if b.Attached() {
-		return nil
-	}
-	r, err := b.roundTrip(ctx, request{Op: opDrain})
-	if err != nil {
-		return err
-	}
-	if r.Kind == kindError {
-		return fmt.Errorf("box %s: %s", b.task, r.Err)
-	}
-	told := false
-	for {
-		b.mu.Lock()
-		n := b.attachedRunning
-		if b.attachedChanged == nil {
-			b.attachedChanged = make(chan struct{})
-		}
-		ch := b.attachedChanged
-		b.mu.Unlock()
-		if n == 0 {
-			return nil
-		}
-		if !told && waiting != nil {
-			waiting(n)
-			told = true
-		}
-		select {
-		case <-ch:
-		case <-b.died:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
 func (b *Box) abs(p string) string {
 	if p == "" {
 		return b.workdir
@@ -529,64 +472,11 @@ func (b *Box) noteOOMKills() int64 {
 	}
 }
 
-func (p *boxProcess) feed(r io.Reader) {
-	buf := make([]byte, stdinChunk)
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			if _, werr := p.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			p.CloseStdin()
-			return
-		}
-	}
-}
-
-// stdinChunk is the largest stdin frame sent to the init.
-const stdinChunk = 32 << 10
-
-// sendStdin sends data as stdin frames of at most stdinChunk bytes, each
-// once the init has acknowledged all but stdinWindow-1 of those before it
-// (so a command that reads slowly, or late, gets every byte, and the
-// connection's other traffic is never held up behind it).
-func (p *boxProcess) sendStdin(data []byte) error {
-	for len(data) > 0 {
-		n := min(len(data), stdinChunk)
-		select {
-		case p.credit <- struct{}{}:
-		case <-p.done:
-			return os.ErrClosed
-		}
-		if err := p.box.fc.send(request{ID: p.id, Op: opStdin, Data: append([]byte(nil), data[:n]...)}); err != nil {
-			return err
-		}
-		data = data[n:]
-	}
-	return nil
-}
-
 // PID is the process id inside the box.
 func (p *boxProcess) PID() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.pid
-}
-
-func (p *boxProcess) Write(data []byte) (int, error) {
-	if p.Done() {
-		return 0, os.ErrClosed
-	}
-	if err := p.sendStdin(data); err != nil {
-		return 0, err
-	}
-	return len(data), nil
-}
-
-func (p *boxProcess) CloseStdin() error {
-	return p.box.fc.send(request{ID: p.id, Op: opCloseStdin})
 }
 
 // Kill SIGKILLs the command, its session, process group and descendants.

@@ -1,0 +1,68 @@
+package box
+
+import (
+	"io"
+	"os"
+)
+
+// Stdin of box commands is flow-controlled: the sender keeps at most
+// stdinWindow frames of a command unacknowledged (kindStdinAck), so the
+// init never queues more than that and never drops one.
+
+// feed sends what r yields to the command's stdin, then closes it.
+func (p *boxProcess) feed(r io.Reader) {
+	buf := make([]byte, stdinChunk)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if _, werr := p.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			p.CloseStdin()
+			return
+		}
+	}
+}
+
+// stdinChunk is the largest stdin frame sent to the init.
+const stdinChunk = 32 << 10
+
+// sendStdin sends data as stdin frames of at most stdinChunk bytes, each
+// once the init has acknowledged all but stdinWindow-1 of those before it
+// (so a command that reads slowly, or late, gets every byte, and the
+// connection's other traffic is never held up behind it).
+func (p *boxProcess) sendStdin(data []byte) error {
+	for len(data) > 0 {
+		n := min(len(data), stdinChunk)
+		select {
+		case p.credit <- struct{}{}:
+		case <-p.done:
+			return os.ErrClosed
+		}
+		if err := p.box.fc.send(request{ID: p.id, Op: opStdin, Data: append([]byte(nil), data[:n]...)}); err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
+}
+
+// Write sends data to the command's stdin (backend.Process), waiting
+// while stdinWindow frames of it are unacknowledged.
+func (p *boxProcess) Write(data []byte) (int, error) {
+	if p.Done() {
+		return 0, os.ErrClosed
+	}
+	if err := p.sendStdin(data); err != nil {
+		return 0, err
+	}
+	return len(data), nil
+}
+
+// CloseStdin ends the command's stdin (EOF once the data sent before is
+// written).
+func (p *boxProcess) CloseStdin() error {
+	return p.box.fc.send(request{ID: p.id, Op: opCloseStdin})
+}
