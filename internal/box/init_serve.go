@@ -489,17 +489,22 @@ func (errNotInPath) Is(target error) bool { return target == fs.ErrNotExist }
 // feedStdin writes the stdin frames of p to the command's stdin, w, in
 // order, and acknowledges each once written (or, after the command closed
 // its stdin, discarded), which gives the sender room for one more frame
-// (stdinWindow). It closes w at the close frame, or when the command has
-// ended.
+// (stdinWindow). It closes w at the close frame, or once the command has
+// ended and every frame queued is written (a background child may read
+// them).
 func (p *initProc) feedStdin(w *os.File) {
 	defer w.Close()
 	broken := false
 	for {
 		var data []byte
 		select {
-		case data = <-p.stdinQ:
-		case <-p.ended:
-			return
+		case data = <-p.stdinQ: // what was sent before the command ended still goes
+		default:
+			select {
+			case data = <-p.stdinQ:
+			case <-p.ended:
+				return
+			}
 		}
 		if data == nil {
 			return
