@@ -35,6 +35,7 @@ const (
 // requests until the host closes the control socket. It returns the
 // process exit code.
 func InitMain() int {
+	go warmFrames() // on another thread while this one boots and waits for the setup frame
 	ctrlFile := os.NewFile(initControlFD, "box-control")
 	connFile := os.NewFile(initConnFD, "box-conns")
 	if ctrlFile == nil || connFile == nil {

@@ -63,6 +63,7 @@ type Box struct {
 	initState  *os.ProcessState
 	closing    atomic.Bool // Close has begun: the init's end is not news
 	phases     StartPhases
+	refill     func() // makes the Manager's next spare (deferRefill); nil when there is none to make
 	closeOnce  sync.Once
 	closeErr   error
 
@@ -433,6 +434,7 @@ func (p *boxProcess) handle(r response) {
 		p.mu.Unlock()
 		p.box.touch(-1)
 		close(p.done)
+		p.box.refillNow()
 	}
 }
 
@@ -701,6 +703,7 @@ func (b *Box) Close() error {
 }
 
 func (b *Box) stop() error {
+	b.refillNow()
 	b.mu.Lock()
 	lns := b.listeners
 	b.listeners = nil

@@ -251,6 +251,7 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	// an RCU grace period (several ms), and the init forks nothing before the
 	// host's first request, which comes after both are done.
 	userNS := os.Geteuid() != 0
+	m.warmOnce.Do(func() { go warmFrames() })
 	m.sweepLeftovers()
 	init := m.takeSpare(dir)
 	var cg cgroup
@@ -270,7 +271,11 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		ph.Spawn = init.spawn
 	}
 	cleanups = append(cleanups, init.kill)
-	defer m.refillSpare()
+	defer func() {
+		if err != nil {
+			m.refillSpare()
+		}
+	}()
 	attached := make(chan struct{})
 	var attachErr error
 	if init.cg == cg {
@@ -409,6 +414,7 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		return nil, fmt.Errorf("box %s: %w", task, err)
 	}
 	b.oomKnown.Store(cg.OOMKills())
+	b.deferRefill(m)
 	go b.waitInit()
 	go b.run()
 	go b.runConns()
