@@ -35,7 +35,13 @@ const (
 // requests until the host closes the control socket. It returns the
 // process exit code.
 func InitMain() int {
-	go warmFrames() // on another thread while this one boots and waits for the setup frame
+	// On another thread while this one boots and waits for the setup
+	// frame: gob's engines and the seccomp program.
+	filter := make(chan seccompFilter, 1)
+	go func() {
+		warmFrames()
+		filter <- buildSeccomp()
+	}()
 	ctrlFile := os.NewFile(initControlFD, "box-control")
 	connFile := os.NewFile(initConnFD, "box-conns")
 	if ctrlFile == nil || connFile == nil {
@@ -105,7 +111,7 @@ func InitMain() int {
 			return 1
 		}
 	}
-	if err := restrictSelf(spec); err != nil {
+	if err := restrictSelf(spec, <-filter); err != nil {
 		fc.send(response{ID: req.ID, Kind: kindError, Err: err.Error()})
 		return 1
 	}
