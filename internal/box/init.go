@@ -123,9 +123,7 @@ func InitMain() int {
 	if err := fc.send(response{ID: req.ID, Kind: kindReady, PID: os.Getpid(), Phases: phases, Shell: srv.shell()}); err != nil {
 		return 1
 	}
-	if attachLn != nil {
-		go srv.acceptAttached(attachLn)
-	}
+	srv.attachLn = attachLn // served from the host's opJoined on
 	srv.serve()
 	return 0
 }

@@ -44,6 +44,10 @@ const (
 	opAttach     = "attach" // first frame of an attached connection (attach.go)
 	opSignal     = "signal" // send Signal to a command's process group
 	opResize     = "resize" // set the window size of a command's terminal
+	// opJoined tells the init it runs in its box's cgroup (the host moved
+	// it there); only then does it accept attached connections, so that
+	// no command starts outside the group.
+	opJoined = "joined"
 )
 
 // Response kinds.

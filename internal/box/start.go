@@ -246,31 +246,36 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		}
 	}
 	// A prestarted init comes in a cgroup of its own with the box limits,
-	// which only needs renaming; otherwise the init joins a new group while
-	// it boots and the host prepares the rest: a cgroup v1 attach waits for
-	// an RCU grace period (several ms), and the init forks nothing before the
-	// host's first request, which comes after both are done.
+	// which only needs renaming; otherwise the init is spawned first and
+	// joins a new group while it boots and the host prepares the rest: a
+	// cgroup v1 attach waits for an RCU grace period (several ms). The init
+	// forks nothing before the host's first request, and accepts no
+	// attached connection before the host's opJoined, both sent once the
+	// attach is done.
 	userNS := os.Geteuid() != 0
 	m.warmOnce.Do(func() { go warmFrames() })
 	m.sweepLeftovers()
 	init := m.takeSpare(dir)
-	var cg cgroup
-	if init != nil && init.cg != nil && init.cg.Rename(m.groupPath(init.groupID, task)) == nil {
-		cg = init.cg
-	} else if cg, err = newCgroup(m.groupPath(newGroupID(), task), m.limits()); err != nil {
-		if init != nil {
-			init.kill()
-		}
-		return nil, fmt.Errorf("box %s: %w", task, err)
-	}
-	cleanups = append(cleanups, func() { cg.KillAll(); cg.Remove() })
 	if init == nil {
 		if init, err = m.spawnInit(filepath.Join(dir, "init.log"), userNS); err != nil {
 			return nil, fmt.Errorf("box %s: %w", task, err)
 		}
 		ph.Spawn = init.spawn
 	}
-	cleanups = append(cleanups, init.kill)
+	var cg cgroup
+	cleanups = append(cleanups, func() {
+		init.kill()
+		if cg != nil {
+			cg.KillAll()
+			cg.Remove()
+		}
+	})
+	if init.cg != nil && init.cg.Rename(m.groupPath(init.groupID, task)) == nil {
+		cg = init.cg
+	} else if cg, err = newCgroup(m.groupPath(newGroupID(), task), m.limits()); err != nil {
+		cg = nil
+		return nil, fmt.Errorf("box %s: %w", task, err)
+	}
 	defer func() {
 		if err != nil {
 			m.refillSpare()
@@ -411,6 +416,9 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	ph.Boot = time.Since(readyWait) - ph.Root - ph.Restrict
 	<-attached
 	if err = attachErr; err != nil {
+		return nil, fmt.Errorf("box %s: %w", task, err)
+	}
+	if err = b.fc.send(request{Op: opJoined}); err != nil {
 		return nil, fmt.Errorf("box %s: %w", task, err)
 	}
 	b.oomKnown.Store(cg.OOMKills())
