@@ -554,7 +554,7 @@ func installCA(root *boxRoot, pem []byte) error {
 		return fmt.Errorf("install box CA: %w", err)
 	}
 	const bundle = "etc/ssl/certs/ca-certificates.crt"
-	old := root.readFile(bundle)
+	old := root.readFile(bundle, len(caMarker)+len(pem)+1)
 	if i := bytes.Index(old, []byte(caMarker)); i >= 0 {
 		old = old[:i] // the CA of an earlier run of this persistent box
 	}
