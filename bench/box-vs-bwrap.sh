@@ -190,14 +190,19 @@ printf '%-44s %10s %10s\n' "hermes box exec RUNNING -- true (attach)" "$attach_c
 printf '%-44s %10s %10s\n' "box rm + box exec NEW -- true (both counted)" "$create_cpu" "$(ratio "$create_cpu" "$bwrap_cpu") bwrap"
 
 if [[ -z ${SKIP_GO_BENCH:-} ]]; then
-	regex='Snapshot50MB|Restore50MB'
-	[[ -n ${GO_BENCH:-} ]] && regex="$regex|$GO_BENCH"
+	gobench() { # REGEX PACKAGE: one line per benchmark, ms/op and its extra metrics
+		(cd "$repo" && go test -run '^$' -bench "$1" -benchtime 10x "$2") |
+			awk '/^Benchmark/ {
+				extra = ""
+				for (i = 5; i < NF; i += 2) if ($(i + 1) == "cpu-ms/op" || $(i + 1) == "ratio" || $(i + 1) == "box/bwrap") extra = extra sprintf("  %s %s", $(i + 1), $i)
+				printf "%-44s %10.1f ms%s\n", $1, $3 / 1e6, extra
+			}'
+	}
 	echo
-	echo "go test -bench '$regex' ./internal/box (target: Snapshot50MB <= 150 ms)"
-	(cd "$repo" && go test -run '^$' -bench "$regex" -benchtime 10x ./internal/box) |
-		awk '/^Benchmark/ {
-			extra = ""
-			for (i = 5; i < NF; i += 2) if ($(i + 1) == "cpu-ms/op" || $(i + 1) == "ratio") extra = extra sprintf("  %s %s", $(i + 1), $i)
-			printf "%-44s %10.1f ms%s\n", $1, $3 / 1e6, extra
-		}'
+	echo "go test -bench 'Snapshot50MB|Restore50MB' ./internal/box/snapshot (targets: snapshot and restore <= 150 ms)"
+	gobench 'Snapshot50MB|Restore50MB' ./internal/box/snapshot
+	if [[ -n ${GO_BENCH:-} ]]; then
+		echo "go test -bench '$GO_BENCH' ./internal/box"
+		gobench "$GO_BENCH" ./internal/box
+	fi
 fi

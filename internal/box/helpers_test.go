@@ -121,3 +121,11 @@ func managerGroups(m *Manager) []string {
 func trimmed(res backend.ExecResult) string { return strings.TrimSpace(string(res.Output)) }
 
 func backendReq(command string) backend.ExecRequest { return backend.ExecRequest{Command: command} }
+
+// must fails the test on a non-nil err.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

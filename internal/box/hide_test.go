@@ -201,8 +201,8 @@ func TestEmptyAllInUpperRedoesForANewUpper(t *testing.T) {
 func TestRealDirsSkipsSymlinks(t *testing.T) {
 	dir := t.TempDir()
 	real := filepath.Join(dir, "real")
-	snapMust(t, os.MkdirAll(filepath.Join(real, "sub"), 0o755))
-	snapMust(t, os.Symlink(real, filepath.Join(dir, "link")))
+	must(t, os.MkdirAll(filepath.Join(real, "sub"), 0o755))
+	must(t, os.Symlink(real, filepath.Join(dir, "link")))
 	got := realDirs([]string{real, filepath.Join(dir, "link"), filepath.Join(dir, "link", "sub"), filepath.Join(dir, "missing")})
 	if len(got) != 1 || got[0] != real {
 		t.Errorf("realDirs = %q, want only %s", got, real)
@@ -218,25 +218,25 @@ func TestRealDirsSkipsSymlinks(t *testing.T) {
 func TestEmptyAllInUpperRedoesWhenAHostDirAppears(t *testing.T) {
 	layer := t.TempDir()
 	upper := filepath.Join(layer, "upper")
-	snapMust(t, os.Mkdir(upper, 0o755))
+	must(t, os.Mkdir(upper, 0o755))
 	if opaqueCacheKey(upper, nil, true) == "" {
 		t.Skip("the file system of TMPDIR reports no birth times")
 	}
 	hostRoot := t.TempDir()
 	later := filepath.Join(hostRoot, "later") // missing at the first start
 	linked := filepath.Join(hostRoot, "linked")
-	snapMust(t, os.Mkdir(filepath.Join(hostRoot, "target"), 0o755))
-	snapMust(t, os.Symlink(filepath.Join(hostRoot, "target"), linked)) // a symlink at the first start
+	must(t, os.Mkdir(filepath.Join(hostRoot, "target"), 0o755))
+	must(t, os.Symlink(filepath.Join(hostRoot, "target"), linked)) // a symlink at the first start
 	empty := []string{later, linked}
-	snapMust(t, emptyAllInUpper(layer, empty, true, true))
+	must(t, emptyAllInUpper(layer, empty, true, true))
 
-	snapMust(t, os.MkdirAll(filepath.Join(later, ".aws"), 0o700))
-	snapMust(t, os.Remove(linked))
-	snapMust(t, os.MkdirAll(filepath.Join(linked, ".ssh"), 0o700))
+	must(t, os.MkdirAll(filepath.Join(later, ".aws"), 0o700))
+	must(t, os.Remove(linked))
+	must(t, os.MkdirAll(filepath.Join(linked, ".ssh"), 0o700))
 	if got := realDirs(empty); len(got) != 2 {
 		t.Fatalf("realDirs = %q, want both (now real directories)", got)
 	}
-	snapMust(t, emptyAllInUpper(layer, empty, true, true))
+	must(t, emptyAllInUpper(layer, empty, true, true))
 	for _, p := range empty {
 		buf := make([]byte, 8)
 		n, err := unix.Lgetxattr(filepath.Join(upper, p), opaqueXattr(true), buf)
@@ -258,7 +258,7 @@ func TestEscapeHomeMadeAfterFirstStart(t *testing.T) {
 	if err != nil {
 		t.Skipf("cannot make a directory in /opt: %v", err)
 	}
-	snapMust(t, os.Remove(home))
+	must(t, os.Remove(home))
 	t.Cleanup(func() { os.RemoveAll(home) })
 	m := persistentTestManager(t, func(o *Options) { o.UserHome = home })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -266,11 +266,11 @@ func TestEscapeHomeMadeAfterFirstStart(t *testing.T) {
 	if _, err := m.Open(ctx, "later-home"); err != nil {
 		t.Fatal(err)
 	}
-	snapMust(t, m.Stop("later-home"))
+	must(t, m.Stop("later-home"))
 
-	snapMust(t, os.MkdirAll(filepath.Join(home, ".aws"), 0o700))
-	snapMust(t, os.WriteFile(filepath.Join(home, ".aws", "credentials"), []byte("aws_secret_access_key = host-only-marker"), 0o600))
-	snapMust(t, os.WriteFile(filepath.Join(home, "notes.txt"), []byte("host-only-marker"), 0o600))
+	must(t, os.MkdirAll(filepath.Join(home, ".aws"), 0o700))
+	must(t, os.WriteFile(filepath.Join(home, ".aws", "credentials"), []byte("aws_secret_access_key = host-only-marker"), 0o600))
+	must(t, os.WriteFile(filepath.Join(home, "notes.txt"), []byte("host-only-marker"), 0o600))
 	e := openPlanted(t, m, "later-home")
 	res := e.run(t, "cat "+home+"/.aws/credentials "+home+"/notes.txt 2>&1; echo; ls -A "+home+" 2>/dev/null")
 	if out := string(res.Output); strings.Contains(out, "host-only-marker") || strings.Contains(out, "\n.aws\n") {

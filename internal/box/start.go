@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hermes-go/hermes/internal/backend/local"
+	"github.com/hermes-go/hermes/internal/box/image"
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/egress"
 )
@@ -124,7 +125,7 @@ func lockState(dir string) (*os.File, error) {
 // resolveBase returns the read-only lower layers for terminal.box_image
 // (see ResolveImage: host "/", a built image, a rootfs dir or a tarball).
 func (m *Manager) resolveBase() ([]string, error) {
-	dir, err := ResolveImage(m.opts.Home, m.opts.Terminal.BoxImage)
+	dir, err := image.Resolve(m.opts.Home, m.opts.Terminal.BoxImage)
 	if err != nil {
 		return nil, err
 	}

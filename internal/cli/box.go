@@ -18,6 +18,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/backend"
 	"github.com/hermes-go/hermes/internal/box"
+	"github.com/hermes-go/hermes/internal/box/snapshot"
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/egress"
 )
@@ -377,10 +378,10 @@ func (a *App) newBoxSnapshotCmd() *cobra.Command {
 			}
 			defer m.Close()
 			t, _ := a.boxTerminalConfig()
-			store := box.NewSnapshotStore(a.Home())
-			var man box.SnapshotManifest
+			store := snapshot.NewStore(a.Home())
+			var man snapshot.Manifest
 			err = m.WithUpper(args[0], false, func(upper string) error {
-				man, err = store.Create(args[0], upper, box.SnapshotOrigin{BaseImage: t.BoxImage})
+				man, err = store.Create(args[0], upper, snapshot.Origin{BaseImage: t.BoxImage})
 				return err
 			})
 			if err != nil {
@@ -399,7 +400,7 @@ func (a *App) restoreSnapshot(id, task string) error {
 		return err
 	}
 	defer m.Close()
-	store := box.NewSnapshotStore(a.Home())
+	store := snapshot.NewStore(a.Home())
 	if _, err := store.Get(id); err != nil {
 		return err
 	}
@@ -421,7 +422,7 @@ func (a *App) newBoxRestoreCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "restore SNAPSHOT", Short: "restore a snapshot into its task's box (or --task NEW); the box must be stopped", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			man, err := box.NewSnapshotStore(a.Home()).Get(args[0])
+			man, err := snapshot.NewStore(a.Home()).Get(args[0])
 			if err != nil {
 				return err
 			}
@@ -455,7 +456,7 @@ func (a *App) newBoxForkCmd() *cobra.Command {
 	return &cobra.Command{
 		Use: "fork SNAPSHOT", Short: "make a new box from a snapshot and print its task id", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			man, err := box.NewSnapshotStore(a.Home()).Get(args[0])
+			man, err := snapshot.NewStore(a.Home()).Get(args[0])
 			if err != nil {
 				return err
 			}
@@ -478,7 +479,7 @@ func (a *App) newBoxSnapshotsCmd() *cobra.Command {
 	return &cobra.Command{
 		Use: "snapshots", Short: "list snapshots: id, task, created, size", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			snaps, err := box.NewSnapshotStore(a.Home()).List()
+			snaps, err := snapshot.NewStore(a.Home()).List()
 			if err != nil {
 				return err
 			}

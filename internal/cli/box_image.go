@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-go/hermes/internal/box"
+	"github.com/hermes-go/hermes/internal/box/image"
 )
 
 // newBoxImageCmd is `hermes box image build`: a Debian minbase rootfs made
@@ -13,14 +13,14 @@ import (
 // terminal.box_image.
 func (a *App) newBoxImageCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "image", Short: "build base images for boxes", Args: cobra.NoArgs}
-	var opts box.BuildImageOptions
+	var opts image.BuildOptions
 	build := &cobra.Command{
 		Use:   "build",
 		Short: "build a Debian rootfs with debootstrap (needs root and the debootstrap package)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Log = a.Stderr
-			m, err := box.BuildImage(cmd.Context(), a.Home(), opts)
+			m, err := image.Build(cmd.Context(), a.Home(), opts)
 			if err != nil {
 				return err
 			}

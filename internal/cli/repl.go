@@ -19,7 +19,17 @@ import (
 // tool calls as they run and asks approvals inline. Ctrl-C interrupts the
 // running turn; Ctrl-D or /exit leaves.
 // initial, when not empty, is submitted as the first turn (-q on a terminal).
+// When it ends on a session with messages it prints how to resume it.
 func (a *App) repl(ctx context.Context, rt *chatRuntime, initial string) error {
+	err := a.replLoop(ctx, rt, initial)
+	if hint := rt.session.ResumeHint(); err == nil && hint != "" {
+		io.WriteString(a.Stdout, hint)
+	}
+	return err
+}
+
+// replLoop reads and runs lines until Ctrl-D, /exit or the end of ctx.
+func (a *App) replLoop(ctx context.Context, rt *chatRuntime, initial string) error {
 	in := bufio.NewReader(a.Stdin)
 	lines := make(chan string)
 	readErr := make(chan error, 1)

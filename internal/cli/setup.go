@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/internal/backend/vercel"
-	"github.com/hermes-go/hermes/internal/box"
+	"github.com/hermes-go/hermes/internal/box/image"
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/egress"
 )
@@ -251,15 +251,15 @@ func checkCPU(_, v string) (string, error) {
 	return strconv.FormatFloat(n, 'g', -1, 64), nil
 }
 
-// checkBoxImage accepts what box.ResolveImage accepts without extracting
+// checkBoxImage accepts what image.Resolve accepts without extracting
 // anything: host, a built image's name, a root filesystem directory, or a
 // tarball file. Paths are saved absolute.
 func checkBoxImage(home, v string) (string, error) {
 	v = strings.TrimSpace(v)
-	if v == "" || v == box.HostImage {
-		return box.HostImage, nil
+	if v == "" || v == image.Host {
+		return image.Host, nil
 	}
-	if _, err := box.LoadImageManifest(home, v); err == nil {
+	if _, err := image.LoadManifest(home, v); err == nil {
 		return v, nil
 	}
 	abs, err := filepath.Abs(v)
@@ -271,7 +271,7 @@ func checkBoxImage(home, v string) (string, error) {
 	case err != nil:
 		return "", fmt.Errorf("--image %q: no such built image, directory or tarball; use host, a root filesystem directory, a .tar/.tar.gz/.tar.zst file, or build one with `hermes box image build`", v)
 	case fi.IsDir():
-		if _, err := box.ResolveImage(home, abs); err != nil {
+		if _, err := image.Resolve(home, abs); err != nil {
 			return "", fmt.Errorf("--image: %w", err)
 		}
 	case !fi.Mode().IsRegular():

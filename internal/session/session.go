@@ -65,6 +65,16 @@ type Session struct {
 // ID is the session id (state.db).
 func (s *Session) ID() string { return s.id }
 
+// ResumeHint is the line Hermes prints when an interactive chat ends on a
+// session with messages: how to come back to it ("Resume this session
+// with: hermes --resume ID"). It is "" for a session without messages.
+func (s *Session) ResumeHint() string {
+	if len(s.History()) == 0 {
+		return ""
+	}
+	return "Resume this session with: hermes --resume " + s.id + "\n"
+}
+
 // Source is the session's source in state.db (cli, telegram, api_server...).
 func (s *Session) Source() string { return s.source }
 

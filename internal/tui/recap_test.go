@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -45,6 +46,35 @@ func TestRecapRendersMarkdown(t *testing.T) {
 	for _, raw := range []string{"**", "```", "return 42"} {
 		if strings.Contains(s, raw) {
 			t.Errorf("the recap shows %q (raw markdown, or not folded):\n%s", raw, s)
+		}
+	}
+}
+
+// TestRecapShowsLastTenExchanges: a resumed session's recap shows its last
+// ten exchanges, as Hermes' resume panel does (it showed three).
+func TestRecapShowsLastTenExchanges(t *testing.T) {
+	var turns []llmtest.Turn
+	for i := 1; i <= 12; i++ {
+		turns = append(turns, llmtest.Turn{Text: fmt.Sprintf("answer %02d", i)})
+	}
+	w := newWorld(t, turns...)
+	for i := 1; i <= 12; i++ {
+		exchange(t, w.sess, fmt.Sprintf("question %02d", i))
+	}
+	_, out := start(t, w.options(t), 80, 60)
+	out.wait(t, "last 10 exchanges")
+	out.wait(t, "answer 12")
+	s := out.String()
+	for i := 3; i <= 12; i++ {
+		for _, want := range []string{fmt.Sprintf("› question %02d", i), fmt.Sprintf("  answer %02d", i)} {
+			if !strings.Contains(s, want) {
+				t.Errorf("the recap lacks %q:\n%s", want, s)
+			}
+		}
+	}
+	for _, old := range []string{"question 01", "question 02", "answer 02"} {
+		if strings.Contains(s, old) {
+			t.Errorf("the recap shows %q, older than the last ten exchanges:\n%s", old, s)
 		}
 	}
 }

@@ -12,7 +12,6 @@ package tui
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"time"
 
@@ -134,9 +133,8 @@ func Run(ctx context.Context, o Options, in io.Reader, out io.Writer, extra ...t
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		err = nil
 	}
-	if err == nil && len(m.sess.History()) > 0 {
-		// As Hermes does: how to come back to the conversation.
-		_, err = fmt.Fprintf(out, "Resume this session with: hermes --resume %s\n", m.sess.ID())
+	if hint := m.sess.ResumeHint(); err == nil && hint != "" {
+		_, err = io.WriteString(out, hint) // as Hermes does: how to come back
 	}
 	return err
 }

@@ -360,8 +360,9 @@ func firstLines(s string, n int) string {
 
 func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
 
-// recapExchanges bounds the recap of a resumed session (user messages).
-const recapExchanges = 3
+// recapExchanges bounds the recap of a resumed session (user messages):
+// the last 10, as Hermes' resume panel shows (Hermes "sessions" docs).
+const recapExchanges = 10
 
 // recapLines bounds the rendered lines shown of each recalled message.
 const recapLines = 3

@@ -1,4 +1,4 @@
-package box
+package snapshot
 
 import (
 	"bytes"
@@ -11,8 +11,8 @@ import (
 )
 
 // snapTestStore returns a store with a fixed clock and id randomness.
-func snapTestStore(t *testing.T, now time.Time, random []byte) *SnapshotStore {
-	return &SnapshotStore{
+func snapTestStore(t *testing.T, now time.Time, random []byte) *Store {
+	return &Store{
 		Dir:  filepath.Join(t.TempDir(), "boxes", "snapshots"),
 		Now:  func() time.Time { return now },
 		Rand: bytes.NewReader(random),
@@ -25,7 +25,7 @@ func TestSnapshotStoreCreateWritesArchiveAndManifest(t *testing.T) {
 	upper := filepath.Join(t.TempDir(), "upper")
 	snapWrite(t, filepath.Join(upper, "project", "README"), "hello\n", 0o644)
 
-	m, err := store.Create("task-1", upper, SnapshotOrigin{Parent: "snap_20261129_010203_abcdef", BaseImage: "host"})
+	m, err := store.Create("task-1", upper, Origin{Parent: "snap_20261129_010203_abcdef", BaseImage: "host"})
 	snapMust(t, err)
 	if m.ID != "snap_20261130_145500_a1b2c3" {
 		t.Errorf("id = %q, want snap_20261130_145500_a1b2c3", m.ID)
@@ -59,7 +59,7 @@ func TestSnapshotStoreCreateWritesArchiveAndManifest(t *testing.T) {
 
 func TestSnapshotStoreListGetRemove(t *testing.T) {
 	clock := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
-	store := &SnapshotStore{
+	store := &Store{
 		Dir:  filepath.Join(t.TempDir(), "snapshots"),
 		Now:  func() time.Time { clock = clock.Add(-time.Minute); return clock },
 		Rand: bytes.NewReader([]byte{1, 1, 1, 2, 2, 2, 3, 3, 3}),
@@ -71,7 +71,7 @@ func TestSnapshotStoreListGetRemove(t *testing.T) {
 	snapWrite(t, filepath.Join(upper, "f"), "f", 0o644)
 	var ids []string
 	for _, task := range []string{"t1", "t2", "t3"} {
-		m, err := store.Create(task, upper, SnapshotOrigin{})
+		m, err := store.Create(task, upper, Origin{})
 		snapMust(t, err)
 		ids = append(ids, m.ID)
 	}
@@ -86,8 +86,8 @@ func TestSnapshotStoreListGetRemove(t *testing.T) {
 	}
 
 	snapMust(t, store.Remove(ids[1]))
-	if _, err := store.Get(ids[1]); !errors.Is(err, ErrSnapshotNotFound) {
-		t.Errorf("Get after Remove: err %v, want ErrSnapshotNotFound", err)
+	if _, err := store.Get(ids[1]); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get after Remove: err %v, want ErrNotFound", err)
 	}
 	if _, err := os.Stat(store.ArchivePath(ids[1])); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("archive of removed snapshot still there: %v", err)
@@ -96,12 +96,12 @@ func TestSnapshotStoreListGetRemove(t *testing.T) {
 		t.Errorf("List after Remove has %d snapshots, want 2", len(list))
 	}
 	for _, bad := range []string{"snap_nope", "../../etc/passwd", ""} {
-		if _, err := store.Get(bad); !errors.Is(err, ErrSnapshotNotFound) {
-			t.Errorf("Get(%q): err %v, want ErrSnapshotNotFound", bad, err)
+		if _, err := store.Get(bad); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get(%q): err %v, want ErrNotFound", bad, err)
 		}
 	}
-	if err := store.Remove("snap_20261130_080000_ffffff"); !errors.Is(err, ErrSnapshotNotFound) {
-		t.Errorf("Remove of unknown id: err %v, want ErrSnapshotNotFound", err)
+	if err := store.Remove("snap_20261130_080000_ffffff"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Remove of unknown id: err %v, want ErrNotFound", err)
 	}
 }
 
@@ -111,7 +111,7 @@ func TestSnapshotStoreRestoreRejectsCorruptArchive(t *testing.T) {
 	store := snapTestStore(t, time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), []byte{9, 9, 9})
 	upper := filepath.Join(t.TempDir(), "upper")
 	snapWrite(t, filepath.Join(upper, "data"), strings.Repeat("payload ", 1000), 0o644)
-	m, err := store.Create("t", upper, SnapshotOrigin{})
+	m, err := store.Create("t", upper, Origin{})
 	snapMust(t, err)
 	data, err := os.ReadFile(store.ArchivePath(m.ID))
 	snapMust(t, err)
@@ -134,7 +134,7 @@ func TestSnapshotStoreDamagedManifest(t *testing.T) {
 	store := snapTestStore(t, time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC), []byte{1, 2, 3})
 	upper := filepath.Join(t.TempDir(), "upper")
 	snapWrite(t, filepath.Join(upper, "f"), "f", 0o644)
-	m, err := store.Create("t", upper, SnapshotOrigin{})
+	m, err := store.Create("t", upper, Origin{})
 	snapMust(t, err)
 	manifest := filepath.Join(store.Dir, m.ID+".json")
 	snapMust(t, os.WriteFile(manifest, []byte("{not json"), 0o600))

@@ -1,4 +1,4 @@
-package box
+package snapshot
 
 import (
 	"archive/tar"
@@ -100,9 +100,9 @@ func TestRestoreUpperRejectsTraversal(t *testing.T) {
 			outside := filepath.Join(dir, "outside")
 			snapWrite(t, filepath.Join(outside, "victim"), "host file", 0o644)
 			target := filepath.Join(dir, "target")
-			err := RestoreUpper(bytes.NewReader(snapArchive(t, tc.entries(outside)...)), target)
+			err := Restore(bytes.NewReader(snapArchive(t, tc.entries(outside)...)), target)
 			if err == nil || !strings.Contains(err.Error(), tc.errLike) {
-				t.Fatalf("RestoreUpper: err %v, want one mentioning %q", err, tc.errLike)
+				t.Fatalf("Restore: err %v, want one mentioning %q", err, tc.errLike)
 			}
 			entries, _ := os.ReadDir(outside)
 			if len(entries) != 1 {
@@ -130,7 +130,7 @@ func TestRestoreUpperSymlinkTargetsStayInert(t *testing.T) {
 		snapEntry{name: "etc-link", typ: tar.TypeSymlink, link: filepath.Join(outside, "victim")},
 		snapEntry{name: "etc-link", typ: tar.TypeReg, body: "replaced the link, not its target"},
 	)
-	snapMust(t, RestoreUpper(bytes.NewReader(archive), target))
+	snapMust(t, Restore(bytes.NewReader(archive), target))
 	if data, _ := os.ReadFile(filepath.Join(outside, "victim")); string(data) != "host file" {
 		t.Errorf("write followed a symlink: outside victim is %q", data)
 	}
@@ -143,27 +143,27 @@ func TestRestoreUpperSymlinkTargetsStayInert(t *testing.T) {
 
 func TestSnapshotEntryName(t *testing.T) {
 	for in, want := range map[string]string{"./": ".", "./a/b/": "a/b", "a//b": "a/b", "a/./b": "a/b", "dir/": "dir"} {
-		got, err := snapshotEntryName(in)
+		got, err := entryName(in)
 		if err != nil || got != want {
-			t.Errorf("snapshotEntryName(%q) = %q, %v; want %q", in, got, err, want)
+			t.Errorf("entryName(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"", "/etc/passwd", "..", "a/..", "../a", "a/../b", "a\x00b"} {
-		if _, err := snapshotEntryName(bad); err == nil {
-			t.Errorf("snapshotEntryName(%q) accepted", bad)
+		if _, err := entryName(bad); err == nil {
+			t.Errorf("entryName(%q) accepted", bad)
 		}
 	}
 }
 
 // TestRestoreUpperManyDirectories crosses the cached-descriptor limit
-// (snapshotDirFDLimit) with files and hardlinks spread over many dirs.
+// (dirFDLimit) with files and hardlinks spread over many dirs.
 func TestRestoreUpperManyDirectories(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")
-	for i := range snapshotDirFDLimit + 100 {
+	for i := range dirFDLimit + 100 {
 		snapWrite(t, filepath.Join(src, fmt.Sprintf("d%04d", i), "sub", "f"), fmt.Sprint(i), 0o644)
 	}
-	snapMust(t, os.Link(filepath.Join(src, "d0000", "sub", "f"), filepath.Join(src, fmt.Sprintf("d%04d", snapshotDirFDLimit+99), "link")))
+	snapMust(t, os.Link(filepath.Join(src, "d0000", "sub", "f"), filepath.Join(src, fmt.Sprintf("d%04d", dirFDLimit+99), "link")))
 	restored := filepath.Join(dir, "restored")
 	snapRoundTrip(t, src, restored)
 	snapDiff(t, "restored tree", snapDescribe(t, src), snapDescribe(t, restored))
@@ -207,12 +207,12 @@ func TestRestoreUpperRefusesOverlayRedirects(t *testing.T) {
 		{"trusted.overlay.upper", "x", tar.TypeReg},
 	} {
 		hdr := &tar.Header{Name: "exposed", Typeflag: tc.typ, Mode: 0o755,
-			PAXRecords: map[string]string{snapshotPAXXattrPrefix + tc.attr: tc.value}}
+			PAXRecords: map[string]string{paxXattrPrefix + tc.attr: tc.value}}
 		if tc.typ == tar.TypeDir {
 			hdr.Name = "exposed/"
 		}
 		target := filepath.Join(t.TempDir(), "upper")
-		err := RestoreUpper(bytes.NewReader(snapArchiveHeaders(t, hdr)), target)
+		err := Restore(bytes.NewReader(snapArchiveHeaders(t, hdr)), target)
 		if err == nil || !strings.Contains(err.Error(), tc.attr) || !strings.Contains(err.Error(), "refused") {
 			t.Errorf("%s=%q on a %c entry: got %v, want the snapshot refused naming the xattr", tc.attr, tc.value, tc.typ, err)
 		}
@@ -224,17 +224,17 @@ func TestRestoreUpperRefusesOverlayRedirects(t *testing.T) {
 // archive says (a box must not plant a root program for the host).
 func TestRestoreUpperStripsSetIDAndCapabilities(t *testing.T) {
 	snapRequireRoot(t)
-	capKey := snapshotPAXXattrPrefix + "security.capability"
+	capKey := paxXattrPrefix + "security.capability"
 	archive := snapArchiveHeaders(t,
 		&tar.Header{Name: "suid", Typeflag: tar.TypeReg, Mode: 0o4755, Size: 3},
 		&tar.Header{Name: "sgid", Typeflag: tar.TypeReg, Mode: 0o2755, Size: 3},
-		&tar.Header{Name: "big", Typeflag: tar.TypeReg, Mode: 0o6755, Size: snapshotInlineFileLimit + 1},
+		&tar.Header{Name: "big", Typeflag: tar.TypeReg, Mode: 0o6755, Size: inlineFileLimit + 1},
 		&tar.Header{Name: "cap", Typeflag: tar.TypeReg, Mode: 0o755, Size: 3, PAXRecords: map[string]string{capKey: string(snapCapNetRaw())}},
 		&tar.Header{Name: "dir/", Typeflag: tar.TypeDir, Mode: 0o2775},
 		&tar.Header{Name: "link", Typeflag: tar.TypeLink, Linkname: "suid"},
 	)
 	target := filepath.Join(t.TempDir(), "upper")
-	if err := RestoreUpper(bytes.NewReader(archive), target); err != nil {
+	if err := Restore(bytes.NewReader(archive), target); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"suid", "sgid", "big", "cap", "dir", "link"} {

@@ -1,4 +1,4 @@
-package box
+package snapshot
 
 import (
 	"crypto/rand"
@@ -14,9 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// snapshotReplaceSuffix marks the sibling directory a restore extracts
+// replaceSuffix marks the sibling directory a restore extracts
 // into before it takes upperDir's place (upperDir + suffix + 6 hex).
-const snapshotReplaceSuffix = ".restore-"
+const replaceSuffix = ".restore-"
 
 // ReplaceUpper puts snapshot id in place of upperDir's contents, so that a
 // crash at any point leaves either the old tree or the complete new one:
@@ -30,10 +30,10 @@ const snapshotReplaceSuffix = ".restore-"
 // is removed first and the extraction runs again (not crash-safe, as
 // restores were before).
 // Directories left by an interrupted ReplaceUpper are removed first.
-func (s *SnapshotStore) ReplaceUpper(id, upperDir string) (SnapshotManifest, error) {
+func (s *Store) ReplaceUpper(id, upperDir string) (Manifest, error) {
 	m, err := s.Get(id)
 	if err != nil {
-		return SnapshotManifest{}, err
+		return Manifest{}, err
 	}
 	err = replaceUpper(upperDir, func(tmp string) error {
 		f, err := os.Open(s.ArchivePath(id))
@@ -42,20 +42,20 @@ func (s *SnapshotStore) ReplaceUpper(id, upperDir string) (SnapshotManifest, err
 		}
 		defer f.Close()
 		sum := sha256.New()
-		if err := restoreUpper(io.TeeReader(f, sum), tmp, false); err != nil { // the sha256 covers the archive
+		if err := restore(io.TeeReader(f, sum), tmp, false); err != nil { // the sha256 covers the archive
 			if errors.Is(err, unix.ENOSPC) {
 				// Out of room, replaceUpper removes the old tree and
 				// tries again: only for an intact archive.
-				if derr := snapshotCheckDigest(f, sum, m.SHA256); derr != nil {
+				if derr := checkDigest(f, sum, m.SHA256); derr != nil {
 					return derr
 				}
 			}
 			return err
 		}
-		return snapshotCheckDigest(f, sum, m.SHA256)
+		return checkDigest(f, sum, m.SHA256)
 	})
 	if err != nil {
-		return SnapshotManifest{}, fmt.Errorf("restore snapshot %s: %w", id, err)
+		return Manifest{}, fmt.Errorf("restore snapshot %s: %w", id, err)
 	}
 	return m, nil
 }
@@ -69,7 +69,7 @@ func replaceUpper(upperDir string, restore func(tmp string) error) error {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
-	stale, _ := filepath.Glob(globEscape(upperDir) + snapshotReplaceSuffix + "*")
+	stale, _ := filepath.Glob(globEscape(upperDir) + replaceSuffix + "*")
 	for _, dir := range stale {
 		if err := os.RemoveAll(dir); err != nil {
 			return fmt.Errorf("remove %s, left by an interrupted restore: %w", dir, err)
@@ -79,7 +79,7 @@ func replaceUpper(upperDir string, restore func(tmp string) error) error {
 	if _, err := rand.Read(suffix[:]); err != nil {
 		return err
 	}
-	tmp := upperDir + snapshotReplaceSuffix + hex.EncodeToString(suffix[:])
+	tmp := upperDir + replaceSuffix + hex.EncodeToString(suffix[:])
 	if err := restore(tmp); err != nil {
 		os.RemoveAll(tmp)
 		if !errors.Is(err, unix.ENOSPC) {
@@ -97,7 +97,7 @@ func replaceUpper(upperDir string, restore func(tmp string) error) error {
 			return fmt.Errorf("%w (the old layer was removed first, for lack of room beside it: the box now starts empty)", err)
 		}
 	}
-	if err := snapshotSyncfs(tmp); err != nil {
+	if err := syncfs(tmp); err != nil {
 		os.RemoveAll(tmp)
 		return err
 	}
@@ -113,7 +113,7 @@ func replaceUpper(upperDir string, restore func(tmp string) error) error {
 		os.RemoveAll(tmp)
 		return fmt.Errorf("move the restored tree %s to %s: %w", tmp, upperDir, err)
 	}
-	if err := snapshotSyncDir(parent); err != nil {
+	if err := syncDir(parent); err != nil {
 		return err
 	}
 	if exchanged {
@@ -126,9 +126,9 @@ func replaceUpper(upperDir string, restore func(tmp string) error) error {
 	return nil
 }
 
-// snapshotSyncfs writes back every dirty inode and block of the file
+// syncfs writes back every dirty inode and block of the file
 // system holding dir (syncfs(2)): one flush for a whole restore.
-func snapshotSyncfs(dir string) error {
+func syncfs(dir string) error {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return &os.PathError{Op: "open", Path: dir, Err: err}
@@ -140,8 +140,8 @@ func snapshotSyncfs(dir string) error {
 	return nil
 }
 
-// snapshotSyncDir fsyncs the directory dir, making a rename in it durable.
-func snapshotSyncDir(dir string) error {
+// syncDir fsyncs the directory dir, making a rename in it durable.
+func syncDir(dir string) error {
 	f, err := os.Open(dir)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package box
+package image
 
 import (
 	"bufio"
@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hermes-go/hermes/internal/atomicfile"
 	"io"
 	"io/fs"
 	"os"
@@ -19,48 +18,65 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/hermes-go/hermes/internal/atomicfile"
+	"github.com/hermes-go/hermes/internal/box/snapshot"
 )
 
-// HostImage is the terminal.box_image value (and default) that uses the
+// Host is the terminal.box_image value (and default) that uses the
 // host's own root filesystem, read-only, as the box's base layer.
-const HostImage = "host"
+const Host = "host"
 
-// isImageName reports whether s may name an image made by BuildImage: a
+// isName reports whether s may name an image made by Build: a
 // lower-case letter or digit, then up to 63 of those, '.', '_' or '-'.
-func isImageName(s string) bool { return isSimpleName(s, 64, false) }
+func isName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
-// ImagesDir returns HERMES_HOME/boxes/images, the cache of base images:
+// Dir returns HERMES_HOME/boxes/images, the cache of base images:
 // <sha256>/ (an extracted root filesystem, named by the sha256 of the
-// tarball it came from), <sha256>.tar.zst (tarballs made by BuildImage),
-// <name>.json (ImageManifest of a built image) and tarballs/ (digests of
+// tarball it came from), <sha256>.tar.zst (tarballs made by Build),
+// <name>.json (Manifest of a built image) and tarballs/ (digests of
 // user tarballs keyed by path, size and mtime, so they are hashed once).
-func ImagesDir(home string) string {
+func Dir(home string) string {
 	return filepath.Join(home, "boxes", "images")
 }
 
-// ResolveImage turns a terminal.box_image value into the directory to use
+// Resolve turns a terminal.box_image value into the directory to use
 // as the box's read-only lower layer:
 //   - "" or "host": "/" (the host root);
-//   - the name of an image made by BuildImage (e.g.
+//   - the name of an image made by Build (e.g.
 //     "debian-bookworm-minbase"): its extracted root filesystem;
 //   - a directory: that directory (absolute), which must look like a root
 //     filesystem (usr/ or bin/ at its top);
 //   - a tarball (.tar, gzip, zstd or bzip2 compressed; detected by content):
-//     extracted once into ImagesDir(home)/<sha256 of the tarball>/ and
+//     extracted once into Dir(home)/<sha256 of the tarball>/ and
 //     that path returned on every later call.
 //
 // Errors name the value and say what is accepted.
-func ResolveImage(home, spec string) (string, error) {
+func Resolve(home, spec string) (string, error) {
 	spec = strings.TrimSpace(spec)
-	if spec == "" || spec == HostImage {
+	if spec == "" || spec == Host {
 		return "/", nil
 	}
-	if isImageName(spec) {
-		if m, err := LoadImageManifest(home, spec); err == nil {
-			if imageLooksLikeRootfs(m.Rootfs) {
+	if isName(spec) {
+		if m, err := LoadManifest(home, spec); err == nil {
+			if looksLikeRootfs(m.Rootfs) {
 				return m.Rootfs, nil
 			}
-			return resolveImageTarball(home, m.Tarball)
+			return resolveTarball(home, m.Tarball)
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return "", err
 		}
@@ -71,25 +87,25 @@ func ResolveImage(home, spec string) (string, error) {
 	}
 	fi, err := os.Stat(abs)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("terminal.box_image %q: no such built image, directory or tarball; use %q, a root filesystem directory, a .tar/.tar.gz/.tar.zst file, or build one with `hermes box image build`", spec, HostImage)
+		return "", fmt.Errorf("terminal.box_image %q: no such built image, directory or tarball; use %q, a root filesystem directory, a .tar/.tar.gz/.tar.zst file, or build one with `hermes box image build`", spec, Host)
 	}
 	if err != nil {
 		return "", fmt.Errorf("terminal.box_image %q: %w", spec, err)
 	}
 	switch {
 	case fi.IsDir():
-		if !imageLooksLikeRootfs(abs) {
+		if !looksLikeRootfs(abs) {
 			return "", fmt.Errorf("terminal.box_image %q is a directory but not a root filesystem (no usr/ or bin/ inside); point it at a rootfs such as one made by `hermes box image build`", spec)
 		}
 		return abs, nil
 	case fi.Mode().IsRegular():
-		return resolveImageTarball(home, abs)
+		return resolveTarball(home, abs)
 	}
 	return "", fmt.Errorf("terminal.box_image %q is neither a directory nor a regular file", spec)
 }
 
-// imageLooksLikeRootfs reports whether dir has usr/ or bin/ at its top.
-func imageLooksLikeRootfs(dir string) bool {
+// looksLikeRootfs reports whether dir has usr/ or bin/ at its top.
+func looksLikeRootfs(dir string) bool {
 	for _, sub := range []string{"usr", "bin"} {
 		if fi, err := os.Stat(filepath.Join(dir, sub)); err == nil && fi.IsDir() {
 			return true
@@ -98,9 +114,9 @@ func imageLooksLikeRootfs(dir string) bool {
 	return false
 }
 
-// imageTarballRecord caches the digest of a user tarball; it is trusted
+// tarballRecord caches the digest of a user tarball; it is trusted
 // while path, size, mtime and inode are unchanged.
-type imageTarballRecord struct {
+type tarballRecord struct {
 	Path    string `json:"path"`
 	Size    int64  `json:"size"`
 	MtimeNS int64  `json:"mtime_ns"`
@@ -108,26 +124,26 @@ type imageTarballRecord struct {
 	Digest  string `json:"sha256"`
 }
 
-// resolveImageTarball returns the extracted root of the tarball at abs,
+// resolveTarball returns the extracted root of the tarball at abs,
 // extracting it on first use.
-func resolveImageTarball(home, abs string) (string, error) {
-	digest, err := imageTarballDigest(home, abs)
+func resolveTarball(home, abs string) (string, error) {
+	digest, err := tarballDigest(home, abs)
 	if err != nil {
 		return "", err
 	}
-	rootfs := filepath.Join(ImagesDir(home), digest)
-	if imageLooksLikeRootfs(rootfs) {
+	rootfs := filepath.Join(Dir(home), digest)
+	if looksLikeRootfs(rootfs) {
 		return rootfs, nil
 	}
-	if err := imageExtractTarball(abs, rootfs); err != nil {
+	if err := extractTarball(abs, rootfs); err != nil {
 		return "", err
 	}
 	return rootfs, nil
 }
 
-// imageTarballDigest returns the hex sha256 of the file at abs, from the
+// tarballDigest returns the hex sha256 of the file at abs, from the
 // record cache when the file is unchanged.
-func imageTarballDigest(home, abs string) (string, error) {
+func tarballDigest(home, abs string) (string, error) {
 	fi, err := os.Stat(abs)
 	if err != nil {
 		return "", fmt.Errorf("terminal.box_image %s: %w", abs, err)
@@ -137,10 +153,10 @@ func imageTarballDigest(home, abs string) (string, error) {
 		ino = st.Ino
 	}
 	key := sha256.Sum256([]byte(abs))
-	recordPath := filepath.Join(ImagesDir(home), "tarballs", hex.EncodeToString(key[:16])+".json")
-	want := imageTarballRecord{Path: abs, Size: fi.Size(), MtimeNS: fi.ModTime().UnixNano(), Inode: ino}
+	recordPath := filepath.Join(Dir(home), "tarballs", hex.EncodeToString(key[:16])+".json")
+	want := tarballRecord{Path: abs, Size: fi.Size(), MtimeNS: fi.ModTime().UnixNano(), Inode: ino}
 	if data, err := os.ReadFile(recordPath); err == nil {
-		var rec imageTarballRecord
+		var rec tarballRecord
 		if json.Unmarshal(data, &rec) == nil && rec.Digest != "" {
 			cached := rec
 			cached.Digest = ""
@@ -159,13 +175,13 @@ func imageTarballDigest(home, abs string) (string, error) {
 		return "", fmt.Errorf("terminal.box_image %s: %w", abs, err)
 	}
 	want.Digest = hex.EncodeToString(sum.Sum(nil))
-	if err := imageSaveTarballRecord(recordPath, want); err != nil {
+	if err := saveTarballRecord(recordPath, want); err != nil {
 		return "", err
 	}
 	return want.Digest, nil
 }
 
-func imageSaveTarballRecord(recordPath string, rec imageTarballRecord) error {
+func saveTarballRecord(recordPath string, rec tarballRecord) error {
 	if err := os.MkdirAll(filepath.Dir(recordPath), 0o700); err != nil {
 		return err
 	}
@@ -176,10 +192,10 @@ func imageSaveTarballRecord(recordPath string, rec imageTarballRecord) error {
 	return atomicfile.Write(recordPath, append(data, '\n'), 0o600)
 }
 
-// imageExtractTarball extracts the tarball at src into rootfs through a
+// extractTarball extracts the tarball at src into rootfs through a
 // temporary sibling directory and a rename, so a half-extracted image is
 // never used. Device nodes are skipped (the box mounts its own /dev).
-func imageExtractTarball(src, rootfs string) error {
+func extractTarball(src, rootfs string) error {
 	parent := filepath.Dir(rootfs)
 	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return err
@@ -189,7 +205,7 @@ func imageExtractTarball(src, rootfs string) error {
 		return fmt.Errorf("terminal.box_image %s: %w", src, err)
 	}
 	defer f.Close()
-	r, closeReader, err := imageDecompressor(f)
+	r, closeReader, err := decompressor(f)
 	if err != nil {
 		return fmt.Errorf("terminal.box_image %s: %w", src, err)
 	}
@@ -202,17 +218,17 @@ func imageExtractTarball(src, rootfs string) error {
 		os.RemoveAll(tmp)
 		return err
 	}
-	if err := snapshotExtractTree(r, tmp, snapshotExtractPolicy{}); err != nil {
+	if err := snapshot.ExtractTree(r, tmp, snapshot.ExtractPolicy{}); err != nil {
 		os.RemoveAll(tmp)
 		return fmt.Errorf("terminal.box_image %s: extract: %w", src, err)
 	}
-	if !imageLooksLikeRootfs(tmp) {
+	if !looksLikeRootfs(tmp) {
 		os.RemoveAll(tmp)
 		return fmt.Errorf("terminal.box_image %s: the tarball has no usr/ or bin/ at its top, so it is not a root filesystem (tarballs with one top-level directory need repacking from inside it: tar -C DIR -czf image.tar.gz .)", src)
 	}
 	if err := os.Rename(tmp, rootfs); err != nil {
 		os.RemoveAll(tmp)
-		if imageLooksLikeRootfs(rootfs) { // another process won the race
+		if looksLikeRootfs(rootfs) { // another process won the race
 			return nil
 		}
 		return fmt.Errorf("terminal.box_image %s: %w", src, err)
@@ -220,10 +236,10 @@ func imageExtractTarball(src, rootfs string) error {
 	return nil
 }
 
-// imageDecompressor wraps r according to its magic bytes: gzip (RFC
+// decompressor wraps r according to its magic bytes: gzip (RFC
 // 1952), zstd (RFC 8878), bzip2, or an uncompressed tar. xz is refused
 // with a hint to recompress.
-func imageDecompressor(r io.Reader) (io.Reader, func(), error) {
+func decompressor(r io.Reader) (io.Reader, func(), error) {
 	br := bufio.NewReaderSize(r, 1<<20)
 	magic, _ := br.Peek(6)
 	switch {

@@ -1,4 +1,4 @@
-package box
+package snapshot
 
 import (
 	"bytes"
@@ -15,12 +15,12 @@ import (
 
 // snapReplaceFixture stores a snapshot of a one-file upper ("new" holding
 // "restored") and returns the store and its id.
-func snapReplaceFixture(t *testing.T) (*SnapshotStore, SnapshotManifest) {
+func snapReplaceFixture(t *testing.T) (*Store, Manifest) {
 	t.Helper()
 	store := snapTestStore(t, time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), []byte{1, 2, 3})
 	src := filepath.Join(t.TempDir(), "upper")
 	snapWrite(t, filepath.Join(src, "dir", "new"), "restored", 0o644)
-	m, err := store.Create("t", src, SnapshotOrigin{})
+	m, err := store.Create("t", src, Origin{})
 	snapMust(t, err)
 	return store, m
 }
@@ -98,12 +98,12 @@ func TestSnapshotReplaceUpperRemovesInterruptedRestore(t *testing.T) {
 	store, m := snapReplaceFixture(t)
 	layer := t.TempDir()
 	upper := filepath.Join(layer, "upper")
-	snapWrite(t, filepath.Join(upper+snapshotReplaceSuffix+"abcdef", "half"), "partial", 0o644)
+	snapWrite(t, filepath.Join(upper+replaceSuffix+"abcdef", "half"), "partial", 0o644)
 	if _, err := store.ReplaceUpper(m.ID, upper); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range snapNames(t, layer) {
-		if strings.Contains(name, snapshotReplaceSuffix) {
+		if strings.Contains(name, replaceSuffix) {
 			t.Errorf("interrupted restore's %s is still there", name)
 		}
 	}
@@ -124,7 +124,7 @@ func TestSnapshotReplaceUpperWithoutRoomForBoth(t *testing.T) {
 	snapMust(t, os.MkdirAll(upper, 0o755))
 	snapMust(t, os.WriteFile(filepath.Join(upper, "big"), big, 0o644))
 	store := snapTestStore(t, time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), []byte{1, 2, 3})
-	m, err := store.Create("t", upper, SnapshotOrigin{})
+	m, err := store.Create("t", upper, Origin{})
 	snapMust(t, err)
 	snapMust(t, os.WriteFile(filepath.Join(upper, "later"), []byte("after the snapshot"), 0o644))
 
@@ -156,7 +156,7 @@ func TestSnapshotReplaceUpperCorruptArchiveWithoutRoomKeepsOldTree(t *testing.T)
 	rand.Read(big)
 	snapWrite(t, filepath.Join(upper, "big"), string(big), 0o644)
 	store := snapTestStore(t, time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), []byte{1, 2, 3})
-	m, err := store.Create("t", upper, SnapshotOrigin{})
+	m, err := store.Create("t", upper, Origin{})
 	snapMust(t, err)
 	data, err := os.ReadFile(store.ArchivePath(m.ID))
 	snapMust(t, err)

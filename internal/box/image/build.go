@@ -1,4 +1,4 @@
-package box
+package image
 
 import (
 	"bufio"
@@ -22,6 +22,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/hermes-go/hermes/internal/atomicfile"
+	"github.com/hermes-go/hermes/internal/box/snapshot"
 	"github.com/hermes-go/hermes/internal/lazyregexp"
 )
 
@@ -29,13 +30,13 @@ import (
 // mirror for the requested suite.
 const DefaultDebianMirror = "http://deb.debian.org/debian"
 
-// ImageManifest describes a base image made by BuildImage; it is saved as
-// ImagesDir(home)/<name>.json.
-type ImageManifest struct {
+// Manifest describes a base image made by Build; it is saved as
+// Dir(home)/<name>.json.
+type Manifest struct {
 	Name    string    `json:"name"`    // e.g. debian-bookworm-minbase; usable as terminal.box_image
 	Digest  string    `json:"sha256"`  // hex sha256 of Tarball
-	Tarball string    `json:"tarball"` // ImagesDir/<digest>.tar.zst
-	Rootfs  string    `json:"rootfs"`  // ImagesDir/<digest>, the extracted root filesystem
+	Tarball string    `json:"tarball"` // Dir/<digest>.tar.zst
+	Rootfs  string    `json:"rootfs"`  // Dir/<digest>, the extracted root filesystem
 	Suite   string    `json:"suite"`   // Debian suite, e.g. bookworm
 	Variant string    `json:"variant"` // debootstrap --variant, e.g. minbase
 	Mirror  string    `json:"mirror"`  // archive URL debootstrap fetched from
@@ -43,8 +44,8 @@ type ImageManifest struct {
 	Created time.Time `json:"created"` // UTC
 }
 
-// BuildImageOptions configures BuildImage; zero values pick the defaults.
-type BuildImageOptions struct {
+// BuildOptions configures Build; zero values pick the defaults.
+type BuildOptions struct {
 	Name        string           // image name; default debian-<suite>-<variant>
 	Suite       string           // default bookworm
 	Variant     string           // default minbase
@@ -55,15 +56,15 @@ type BuildImageOptions struct {
 	Now         func() time.Time // nil means time.Now
 }
 
-// BuildImage makes a Debian root filesystem with
+// Build makes a Debian root filesystem with
 // `debootstrap --variant=<variant> <suite> DIR <mirror>` (about a minute
 // and 200 MB for bookworm minbase), packs it as a zstd tarball named by
 // its sha256, keeps the tree (device nodes removed: the box mounts its
-// own /dev) as ImagesDir(home)/<sha256>/ and writes the ImageManifest, so
+// own /dev) as Dir(home)/<sha256>/ and writes the Manifest, so
 // terminal.box_image can then be the image name. It backs
 // `hermes box image build`; it needs root and the debootstrap package.
 // Rebuilding a name replaces its manifest; earlier digests stay cached.
-func BuildImage(ctx context.Context, home string, opts BuildImageOptions) (ImageManifest, error) {
+func Build(ctx context.Context, home string, opts BuildOptions) (Manifest, error) {
 	if opts.Suite == "" {
 		opts.Suite = "bookworm"
 	}
@@ -73,8 +74,8 @@ func BuildImage(ctx context.Context, home string, opts BuildImageOptions) (Image
 	if opts.Name == "" {
 		opts.Name = "debian-" + opts.Suite + "-" + opts.Variant
 	}
-	if !isImageName(opts.Name) {
-		return ImageManifest{}, fmt.Errorf("image name %q: use lowercase letters, digits, '.', '_' and '-' (at most 64)", opts.Name)
+	if !isName(opts.Name) {
+		return Manifest{}, fmt.Errorf("image name %q: use lowercase letters, digits, '.', '_' and '-' (at most 64)", opts.Name)
 	}
 	if opts.AptDir == "" {
 		opts.AptDir = "/etc/apt"
@@ -85,39 +86,39 @@ func BuildImage(ctx context.Context, home string, opts BuildImageOptions) (Image
 	if opts.Debootstrap == "" {
 		path, err := exec.LookPath("debootstrap")
 		if err != nil {
-			return ImageManifest{}, errors.New("building a base image needs debootstrap, which is not installed; install it with `apt-get install debootstrap`")
+			return Manifest{}, errors.New("building a base image needs debootstrap, which is not installed; install it with `apt-get install debootstrap`")
 		}
 		opts.Debootstrap = path
 	}
 	if os.Geteuid() != 0 {
-		return ImageManifest{}, errors.New("building a base image needs root (debootstrap chroots and creates device nodes); run `sudo hermes box image build`")
+		return Manifest{}, errors.New("building a base image needs root (debootstrap chroots and creates device nodes); run `sudo hermes box image build`")
 	}
 	now := time.Now
 	if opts.Now != nil {
 		now = opts.Now
 	}
-	dir := ImagesDir(home)
+	dir := Dir(home)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return ImageManifest{}, err
+		return Manifest{}, err
 	}
 	work, err := os.MkdirTemp(dir, ".build-")
 	if err != nil {
-		return ImageManifest{}, err
+		return Manifest{}, err
 	}
 	defer os.RemoveAll(work)
 	rootfs := filepath.Join(work, "rootfs")
-	if err := imageRunDebootstrap(ctx, opts, rootfs); err != nil {
-		return ImageManifest{}, err
+	if err := runDebootstrap(ctx, opts, rootfs); err != nil {
+		return Manifest{}, err
 	}
-	if err := imageRemoveDeviceNodes(rootfs); err != nil {
-		return ImageManifest{}, err
+	if err := removeDeviceNodes(rootfs); err != nil {
+		return Manifest{}, err
 	}
 	tmpTar := filepath.Join(work, "rootfs.tar.zst")
-	digest, size, err := imagePack(rootfs, tmpTar)
+	digest, size, err := pack(rootfs, tmpTar)
 	if err != nil {
-		return ImageManifest{}, err
+		return Manifest{}, err
 	}
-	m := ImageManifest{
+	m := Manifest{
 		Name:    opts.Name,
 		Digest:  digest,
 		Tarball: filepath.Join(dir, digest+".tar.zst"),
@@ -129,53 +130,53 @@ func BuildImage(ctx context.Context, home string, opts BuildImageOptions) (Image
 		Created: now().UTC().Truncate(time.Second),
 	}
 	if err := os.Rename(tmpTar, m.Tarball); err != nil {
-		return ImageManifest{}, err
+		return Manifest{}, err
 	}
-	if !imageLooksLikeRootfs(m.Rootfs) {
+	if !looksLikeRootfs(m.Rootfs) {
 		if err := os.Chmod(rootfs, 0o755); err != nil {
-			return ImageManifest{}, err
+			return Manifest{}, err
 		}
 		if err := os.Rename(rootfs, m.Rootfs); err != nil {
-			return ImageManifest{}, err
+			return Manifest{}, err
 		}
 	}
-	if err := imageRecordBuiltTarball(home, m); err != nil {
-		return ImageManifest{}, err
+	if err := recordBuiltTarball(home, m); err != nil {
+		return Manifest{}, err
 	}
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return ImageManifest{}, err
+		return Manifest{}, err
 	}
 	if err := atomicfile.Write(filepath.Join(dir, m.Name+".json"), append(data, '\n'), 0o600); err != nil {
-		return ImageManifest{}, err
+		return Manifest{}, err
 	}
 	return m, nil
 }
 
-// LoadImageManifest reads the manifest of the built image name; a missing
+// LoadManifest reads the manifest of the built image name; a missing
 // image wraps fs.ErrNotExist.
-func LoadImageManifest(home, name string) (ImageManifest, error) {
-	if !isImageName(name) {
-		return ImageManifest{}, fmt.Errorf("image name %q: %w", name, fs.ErrNotExist)
+func LoadManifest(home, name string) (Manifest, error) {
+	if !isName(name) {
+		return Manifest{}, fmt.Errorf("image name %q: %w", name, fs.ErrNotExist)
 	}
-	path := filepath.Join(ImagesDir(home), name+".json")
+	path := filepath.Join(Dir(home), name+".json")
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return ImageManifest{}, err
+		return Manifest{}, err
 	}
-	var m ImageManifest
+	var m Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
-		return ImageManifest{}, fmt.Errorf("image manifest %s is damaged: %w; rebuild with `hermes box image build`", path, err)
+		return Manifest{}, fmt.Errorf("image manifest %s is damaged: %w; rebuild with `hermes box image build`", path, err)
 	}
 	return m, nil
 }
 
-// imageRunDebootstrap runs debootstrap into rootfs; its output goes to
+// runDebootstrap runs debootstrap into rootfs; its output goes to
 // opts.Log and the tail of it into the error.
-func imageRunDebootstrap(ctx context.Context, opts BuildImageOptions, rootfs string) error {
+func runDebootstrap(ctx context.Context, opts BuildOptions, rootfs string) error {
 	args := []string{"--variant=" + opts.Variant, opts.Suite, rootfs, opts.Mirror}
 	cmd := exec.CommandContext(ctx, opts.Debootstrap, args...)
-	var tail imageTailBuffer
+	var tail tailBuffer
 	out := io.Writer(&tail)
 	if opts.Log != nil {
 		out = io.MultiWriter(opts.Log, &tail)
@@ -184,16 +185,16 @@ func imageRunDebootstrap(ctx context.Context, opts BuildImageOptions, rootfs str
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%s %s failed (%v); last output:\n%s", opts.Debootstrap, strings.Join(args, " "), err, tail.String())
 	}
-	if !imageLooksLikeRootfs(rootfs) {
+	if !looksLikeRootfs(rootfs) {
 		return fmt.Errorf("%s %s produced no usr/ or bin/ in %s", opts.Debootstrap, strings.Join(args, " "), rootfs)
 	}
 	return nil
 }
 
-// imageTailBuffer keeps the last 4 KiB written to it.
-type imageTailBuffer struct{ buf []byte }
+// tailBuffer keeps the last 4 KiB written to it.
+type tailBuffer struct{ buf []byte }
 
-func (t *imageTailBuffer) Write(p []byte) (int, error) {
+func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.buf = append(t.buf, p...)
 	if len(t.buf) > 4096 {
 		t.buf = slices.Clone(t.buf[len(t.buf)-4096:])
@@ -201,10 +202,10 @@ func (t *imageTailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (t *imageTailBuffer) String() string { return string(t.buf) }
+func (t *tailBuffer) String() string { return string(t.buf) }
 
-// imageRemoveDeviceNodes deletes block and character devices under root.
-func imageRemoveDeviceNodes(root string) error {
+// removeDeviceNodes deletes block and character devices under root.
+func removeDeviceNodes(root string) error {
 	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -216,26 +217,20 @@ func imageRemoveDeviceNodes(root string) error {
 	})
 }
 
-// imagePack writes root as a zstd tarball to dst (fsynced) and returns
+// pack writes root as a zstd tarball to dst (fsynced) and returns
 // its sha256 and size.
-func imagePack(root, dst string) (string, int64, error) {
+func pack(root, dst string) (string, int64, error) {
 	f, err := os.Create(dst)
 	if err != nil {
 		return "", 0, err
 	}
 	defer f.Close()
 	sum := sha256.New()
-	counter := &snapshotByteCounter{w: io.MultiWriter(f, sum)}
-	enc, err := zstd.NewWriter(counter, zstd.WithEncoderLevel(zstd.SpeedDefault))
+	enc, err := zstd.NewWriter(io.MultiWriter(f, sum), zstd.WithEncoderLevel(zstd.SpeedDefault))
 	if err != nil {
 		return "", 0, err
 	}
-	a := newSnapshotArchiver(enc, false)
-	if err := a.addTree(root); err != nil {
-		enc.Close()
-		return "", 0, fmt.Errorf("pack %s: %w", root, err)
-	}
-	if err := a.tw.Close(); err != nil {
+	if err := snapshot.PackTree(root, enc); err != nil {
 		enc.Close()
 		return "", 0, err
 	}
@@ -245,12 +240,16 @@ func imagePack(root, dst string) (string, int64, error) {
 	if err := f.Sync(); err != nil {
 		return "", 0, err
 	}
-	return hex.EncodeToString(sum.Sum(nil)), counter.n, nil
+	size, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(sum.Sum(nil)), size, nil
 }
 
-// imageRecordBuiltTarball stores the digest record of a freshly built
-// tarball so ResolveImage on its path does not hash it again.
-func imageRecordBuiltTarball(home string, m ImageManifest) error {
+// recordBuiltTarball stores the digest record of a freshly built
+// tarball so Resolve on its path does not hash it again.
+func recordBuiltTarball(home string, m Manifest) error {
 	fi, err := os.Stat(m.Tarball)
 	if err != nil {
 		return err
@@ -260,8 +259,8 @@ func imageRecordBuiltTarball(home string, m ImageManifest) error {
 		ino = st.Ino
 	}
 	key := sha256.Sum256([]byte(m.Tarball))
-	return imageSaveTarballRecord(filepath.Join(ImagesDir(home), "tarballs", hex.EncodeToString(key[:16])+".json"),
-		imageTarballRecord{Path: m.Tarball, Size: fi.Size(), MtimeNS: fi.ModTime().UnixNano(), Inode: ino, Digest: m.Digest})
+	return saveTarballRecord(filepath.Join(Dir(home), "tarballs", hex.EncodeToString(key[:16])+".json"),
+		tarballRecord{Path: m.Tarball, Size: fi.Size(), MtimeNS: fi.ModTime().UnixNano(), Inode: ino, Digest: m.Digest})
 }
 
 // DebianMirror returns the archive URL that the apt sources under aptDir
@@ -282,9 +281,9 @@ func DebianMirror(aptDir, suite string) string {
 		}
 		var uri string
 		if strings.HasSuffix(file, ".sources") {
-			uri = imageMirrorFromDeb822(data, suite)
+			uri = mirrorFromDeb822(data, suite)
 		} else {
-			uri = imageMirrorFromOneLine(data, suite)
+			uri = mirrorFromOneLine(data, suite)
 		}
 		if uri != "" {
 			return strings.TrimSuffix(uri, "/")
@@ -293,8 +292,8 @@ func DebianMirror(aptDir, suite string) string {
 	return DefaultDebianMirror
 }
 
-// imageMirrorFromOneLine scans "deb [options] URI SUITE COMPONENTS…" lines.
-func imageMirrorFromOneLine(data []byte, suite string) string {
+// mirrorFromOneLine scans "deb [options] URI SUITE COMPONENTS…" lines.
+func mirrorFromOneLine(data []byte, suite string) string {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		line, _, _ := strings.Cut(sc.Text(), "#")
@@ -311,20 +310,20 @@ func imageMirrorFromOneLine(data []byte, suite string) string {
 				fields = fields[1:]
 			}
 		}
-		if len(fields) >= 2 && fields[1] == suite && imageUsableMirror(fields[0]) {
+		if len(fields) >= 2 && fields[1] == suite && usableMirror(fields[0]) {
 			return fields[0]
 		}
 	}
 	return ""
 }
 
-// imageDeb822StanzaBreak separates deb822 stanzas (blank lines).
-var imageDeb822StanzaBreak = lazyregexp.New(`\n[ \t]*\n`)
+// deb822StanzaBreak separates deb822 stanzas (blank lines).
+var deb822StanzaBreak = lazyregexp.New(`\n[ \t]*\n`)
 
-// imageMirrorFromDeb822 scans deb822 stanzas with Types, URIs, Suites and
+// mirrorFromDeb822 scans deb822 stanzas with Types, URIs, Suites and
 // an optional Enabled field.
-func imageMirrorFromDeb822(data []byte, suite string) string {
-	for _, stanza := range imageDeb822StanzaBreak().Split(string(data), -1) {
+func mirrorFromDeb822(data []byte, suite string) string {
+	for _, stanza := range deb822StanzaBreak().Split(string(data), -1) {
 		fields := map[string]string{}
 		var last string
 		for _, line := range strings.Split(stanza, "\n") {
@@ -348,7 +347,7 @@ func imageMirrorFromDeb822(data []byte, suite string) string {
 			continue
 		}
 		for _, uri := range strings.Fields(fields["uris"]) {
-			if imageUsableMirror(uri) {
+			if usableMirror(uri) {
 				return uri
 			}
 		}
@@ -356,8 +355,8 @@ func imageMirrorFromDeb822(data []byte, suite string) string {
 	return ""
 }
 
-// imageUsableMirror accepts the URI schemes debootstrap can fetch from.
-func imageUsableMirror(uri string) bool {
+// usableMirror accepts the URI schemes debootstrap can fetch from.
+func usableMirror(uri string) bool {
 	for _, scheme := range []string{"http://", "https://", "file:/"} {
 		if strings.HasPrefix(uri, scheme) {
 			return true

@@ -1,4 +1,4 @@
-package box
+package image
 
 import (
 	"archive/tar"
@@ -16,9 +16,17 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
+// imageEntry is one entry of a test tarball: a file (typ tar.TypeReg with
+// body), a link (link), a directory or a device node (major, minor).
+type imageEntry struct {
+	name, link, body string
+	typ              byte
+	major, minor     int64
+}
+
 // imageTestTarball writes a small root filesystem tarball to path,
 // compressed with compress ("gzip", "zstd" or "" for none).
-func imageTestTarball(t *testing.T, path, compress string, entries ...snapEntry) {
+func imageTestTarball(t *testing.T, path, compress string, entries ...imageEntry) {
 	t.Helper()
 	var buf bytes.Buffer
 	var w io.WriteCloser
@@ -27,7 +35,7 @@ func imageTestTarball(t *testing.T, path, compress string, entries ...snapEntry)
 		w = gzip.NewWriter(&buf)
 	case "zstd":
 		enc, err := zstd.NewWriter(&buf)
-		snapMust(t, err)
+		must(t, err)
 		w = enc
 	default:
 		w = imageNopCloser{&buf}
@@ -38,15 +46,15 @@ func imageTestTarball(t *testing.T, path, compress string, entries ...snapEntry)
 		if e.typ == tar.TypeReg {
 			hdr.Size = int64(len(e.body))
 		}
-		snapMust(t, tw.WriteHeader(hdr))
+		must(t, tw.WriteHeader(hdr))
 		if hdr.Size > 0 {
 			_, err := tw.Write([]byte(e.body))
-			snapMust(t, err)
+			must(t, err)
 		}
 	}
-	snapMust(t, tw.Close())
-	snapMust(t, w.Close())
-	snapMust(t, os.WriteFile(path, buf.Bytes(), 0o644))
+	must(t, tw.Close())
+	must(t, w.Close())
+	must(t, os.WriteFile(path, buf.Bytes(), 0o644))
 }
 
 type imageNopCloser struct{ io.Writer }
@@ -55,8 +63,8 @@ func (imageNopCloser) Close() error { return nil }
 
 // imageTestRootfsEntries is a tiny Debian-like tree: merged /usr, a
 // shell, a hardlink and a device node that must not be extracted.
-func imageTestRootfsEntries() []snapEntry {
-	return []snapEntry{
+func imageTestRootfsEntries() []imageEntry {
+	return []imageEntry{
 		{name: "./", typ: tar.TypeDir},
 		{name: "./usr/", typ: tar.TypeDir},
 		{name: "./usr/bin/", typ: tar.TypeDir},
@@ -72,16 +80,16 @@ func imageTestRootfsEntries() []snapEntry {
 
 func imageFileSHA256(t *testing.T, path string) string {
 	data, err := os.ReadFile(path)
-	snapMust(t, err)
+	must(t, err)
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
 }
 
 func TestResolveImageHost(t *testing.T) {
 	for _, spec := range []string{"", "host", " host "} {
-		got, err := ResolveImage(t.TempDir(), spec)
+		got, err := Resolve(t.TempDir(), spec)
 		if err != nil || got != "/" {
-			t.Errorf("ResolveImage(%q) = %q, %v; want /", spec, got, err)
+			t.Errorf("Resolve(%q) = %q, %v; want /", spec, got, err)
 		}
 	}
 }
@@ -89,19 +97,19 @@ func TestResolveImageHost(t *testing.T) {
 func TestResolveImageDirectory(t *testing.T) {
 	dir := t.TempDir()
 	rootfs := filepath.Join(dir, "rootfs")
-	snapMust(t, os.MkdirAll(filepath.Join(rootfs, "usr", "bin"), 0o755))
-	got, err := ResolveImage(t.TempDir(), rootfs)
+	must(t, os.MkdirAll(filepath.Join(rootfs, "usr", "bin"), 0o755))
+	got, err := Resolve(t.TempDir(), rootfs)
 	if err != nil || got != rootfs {
-		t.Errorf("ResolveImage(rootfs dir) = %q, %v; want %q", got, err, rootfs)
+		t.Errorf("Resolve(rootfs dir) = %q, %v; want %q", got, err, rootfs)
 	}
 	notRoot := filepath.Join(dir, "project")
-	snapMust(t, os.MkdirAll(filepath.Join(notRoot, "src"), 0o755))
-	if _, err := ResolveImage(t.TempDir(), notRoot); err == nil || !strings.Contains(err.Error(), "not a root filesystem") {
-		t.Errorf("ResolveImage(non-rootfs dir): err %v, want 'not a root filesystem'", err)
+	must(t, os.MkdirAll(filepath.Join(notRoot, "src"), 0o755))
+	if _, err := Resolve(t.TempDir(), notRoot); err == nil || !strings.Contains(err.Error(), "not a root filesystem") {
+		t.Errorf("Resolve(non-rootfs dir): err %v, want 'not a root filesystem'", err)
 	}
-	_, err = ResolveImage(t.TempDir(), filepath.Join(dir, "missing.tar.gz"))
+	_, err = Resolve(t.TempDir(), filepath.Join(dir, "missing.tar.gz"))
 	if err == nil || !strings.Contains(err.Error(), "hermes box image build") || !strings.Contains(err.Error(), "missing.tar.gz") {
-		t.Errorf("ResolveImage(missing): err %v, want the path and the build hint", err)
+		t.Errorf("Resolve(missing): err %v, want the path and the build hint", err)
 	}
 }
 
@@ -114,10 +122,10 @@ func TestResolveImageTarballExtractsOnce(t *testing.T) {
 			home := t.TempDir()
 			tarball := filepath.Join(t.TempDir(), "image.tar")
 			imageTestTarball(t, tarball, compress, imageTestRootfsEntries()...)
-			root, err := ResolveImage(home, tarball)
-			snapMust(t, err)
+			root, err := Resolve(home, tarball)
+			must(t, err)
 			if want := filepath.Join(home, "boxes", "images", imageFileSHA256(t, tarball)); root != want {
-				t.Fatalf("ResolveImage = %q, want %q", root, want)
+				t.Fatalf("Resolve = %q, want %q", root, want)
 			}
 			if data, _ := os.ReadFile(filepath.Join(root, "bin", "sh")); string(data) != "#!fake shell\n" {
 				t.Errorf("bin/sh through the bin symlink = %q", data)
@@ -131,14 +139,14 @@ func TestResolveImageTarballExtractsOnce(t *testing.T) {
 				t.Error("device node dev/null was extracted into the image")
 			}
 			marker := filepath.Join(root, "etc", "marker")
-			snapMust(t, os.WriteFile(marker, nil, 0o644))
-			again, err := ResolveImage(home, tarball)
-			snapMust(t, err)
+			must(t, os.WriteFile(marker, nil, 0o644))
+			again, err := Resolve(home, tarball)
+			must(t, err)
 			if again != root {
-				t.Errorf("second ResolveImage = %q, want %q", again, root)
+				t.Errorf("second Resolve = %q, want %q", again, root)
 			}
 			if _, err := os.Stat(marker); err != nil {
-				t.Errorf("second ResolveImage extracted again (marker gone): %v", err)
+				t.Errorf("second Resolve extracted again (marker gone): %v", err)
 			}
 		})
 	}
@@ -148,12 +156,12 @@ func TestResolveImageTarballChangedContentGetsNewDigest(t *testing.T) {
 	home := t.TempDir()
 	tarball := filepath.Join(t.TempDir(), "image.tar.zst")
 	imageTestTarball(t, tarball, "zstd", imageTestRootfsEntries()...)
-	first, err := ResolveImage(home, tarball)
-	snapMust(t, err)
-	entries := append(imageTestRootfsEntries(), snapEntry{name: "./etc/hostname", typ: tar.TypeReg, body: "v2\n"})
+	first, err := Resolve(home, tarball)
+	must(t, err)
+	entries := append(imageTestRootfsEntries(), imageEntry{name: "./etc/hostname", typ: tar.TypeReg, body: "v2\n"})
 	imageTestTarball(t, tarball, "zstd", entries...)
-	second, err := ResolveImage(home, tarball)
-	snapMust(t, err)
+	second, err := Resolve(home, tarball)
+	must(t, err)
 	if second == first {
 		t.Fatalf("rewritten tarball resolved to the old cache dir %s", first)
 	}
@@ -163,7 +171,7 @@ func TestResolveImageTarballChangedContentGetsNewDigest(t *testing.T) {
 }
 
 func TestResolveImageTarballRejectsBadArchives(t *testing.T) {
-	cases := map[string][]snapEntry{
+	cases := map[string][]imageEntry{
 		"not a rootfs (one top-level dir)": {
 			{name: "rootfs/", typ: tar.TypeDir},
 			{name: "rootfs/usr/", typ: tar.TypeDir},
@@ -183,8 +191,8 @@ func TestResolveImageTarballRejectsBadArchives(t *testing.T) {
 			home := t.TempDir()
 			tarball := filepath.Join(t.TempDir(), "bad.tar.gz")
 			imageTestTarball(t, tarball, "gzip", entries...)
-			if _, err := ResolveImage(home, tarball); err == nil || !strings.Contains(err.Error(), tarball) {
-				t.Fatalf("ResolveImage: err %v, want an error naming %s", err, tarball)
+			if _, err := Resolve(home, tarball); err == nil || !strings.Contains(err.Error(), tarball) {
+				t.Fatalf("Resolve: err %v, want an error naming %s", err, tarball)
 			}
 			left, _ := filepath.Glob(filepath.Join(home, "boxes", "images", "*"))
 			for _, p := range left {
@@ -201,8 +209,8 @@ func TestResolveImageTarballRejectsBadArchives(t *testing.T) {
 
 func TestDebianMirrorFromAptSources(t *testing.T) {
 	apt := t.TempDir()
-	snapWrite(t, filepath.Join(apt, "sources.list"), "# nothing here\ndeb http://security.debian.org/debian-security bookworm-security main\n", 0o644)
-	snapWrite(t, filepath.Join(apt, "sources.list.d", "debian.sources"), `Types: deb
+	writeTestFile(t, filepath.Join(apt, "sources.list"), "# nothing here\ndeb http://security.debian.org/debian-security bookworm-security main\n", 0o644)
+	writeTestFile(t, filepath.Join(apt, "sources.list.d", "debian.sources"), `Types: deb
 URIs: http://deb.example.org/debian-security
 Suites: bookworm-security
 Components: main
@@ -216,7 +224,7 @@ Components: main
 	if got := DebianMirror(apt, "bookworm"); got != "http://mirror.example.org/debian" {
 		t.Errorf("DebianMirror(deb822) = %q", got)
 	}
-	snapWrite(t, filepath.Join(apt, "sources.list"), "deb [arch=amd64 signed-by=/k.gpg] https://one-line.example/debian bookworm main\n", 0o644)
+	writeTestFile(t, filepath.Join(apt, "sources.list"), "deb [arch=amd64 signed-by=/k.gpg] https://one-line.example/debian bookworm main\n", 0o644)
 	if got := DebianMirror(apt, "bookworm"); got != "https://one-line.example/debian" {
 		t.Errorf("DebianMirror(one-line with options) = %q", got)
 	}
@@ -229,11 +237,13 @@ Components: main
 // stand-in debootstrap that makes a tiny tree, checking the arguments,
 // the cached tarball, the manifest and resolution by name.
 func TestBuildImageWithFakeDebootstrap(t *testing.T) {
-	snapRequireRoot(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the build chroots and chowns")
+	}
 	dir := t.TempDir()
 	argsFile := filepath.Join(dir, "args")
 	fake := filepath.Join(dir, "debootstrap")
-	snapWrite(t, fake, `#!/bin/sh
+	writeTestFile(t, fake, `#!/bin/sh
 echo "$@" > `+argsFile+`
 target="$3"
 mkdir -p "$target/usr/bin" "$target/etc" "$target/dev"
@@ -243,11 +253,11 @@ mknod "$target/dev/null" c 1 3
 echo "I: Base system installed successfully."
 `, 0o755)
 	apt := filepath.Join(dir, "apt")
-	snapWrite(t, filepath.Join(apt, "sources.list"), "deb http://mirror.test/debian bookworm main\n", 0o644)
+	writeTestFile(t, filepath.Join(apt, "sources.list"), "deb http://mirror.test/debian bookworm main\n", 0o644)
 	home := filepath.Join(dir, "home")
 	var log bytes.Buffer
-	m, err := BuildImage(context.Background(), home, BuildImageOptions{Debootstrap: fake, AptDir: apt, Log: &log})
-	snapMust(t, err)
+	m, err := Build(context.Background(), home, BuildOptions{Debootstrap: fake, AptDir: apt, Log: &log})
+	must(t, err)
 	args, _ := os.ReadFile(argsFile)
 	if !strings.HasPrefix(string(args), "--variant=minbase bookworm ") || !strings.HasSuffix(strings.TrimSpace(string(args)), " http://mirror.test/debian") {
 		t.Errorf("debootstrap args = %q", args)
@@ -258,10 +268,10 @@ echo "I: Base system installed successfully."
 	if m.Name != "debian-bookworm-minbase" || m.Digest != imageFileSHA256(t, m.Tarball) {
 		t.Errorf("manifest %+v does not match tarball", m)
 	}
-	root, err := ResolveImage(home, "debian-bookworm-minbase")
-	snapMust(t, err)
+	root, err := Resolve(home, "debian-bookworm-minbase")
+	must(t, err)
 	if root != m.Rootfs {
-		t.Errorf("ResolveImage(name) = %q, want %q", root, m.Rootfs)
+		t.Errorf("Resolve(name) = %q, want %q", root, m.Rootfs)
 	}
 	if data, _ := os.ReadFile(filepath.Join(root, "etc", "os-release")); string(data) != "ID=debian\n" {
 		t.Errorf("built rootfs etc/os-release = %q", data)
@@ -269,8 +279,8 @@ echo "I: Base system installed successfully."
 	if _, err := os.Lstat(filepath.Join(root, "dev", "null")); err == nil {
 		t.Error("device node kept in the built image")
 	}
-	if byTarball, err := ResolveImage(home, m.Tarball); err != nil || byTarball != m.Rootfs {
-		t.Errorf("ResolveImage(built tarball) = %q, %v; want %q", byTarball, err, m.Rootfs)
+	if byTarball, err := Resolve(home, m.Tarball); err != nil || byTarball != m.Rootfs {
+		t.Errorf("Resolve(built tarball) = %q, %v; want %q", byTarball, err, m.Rootfs)
 	}
 }
 
@@ -280,13 +290,15 @@ func TestBuildImageDebootstrap(t *testing.T) {
 	if os.Getenv("HERMES_TEST_DEBOOTSTRAP") != "1" {
 		t.Skip("set HERMES_TEST_DEBOOTSTRAP=1 to run debootstrap against the Debian mirror (~60 s)")
 	}
-	snapRequireRoot(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the build chroots and chowns")
+	}
 	home := t.TempDir()
-	m, err := BuildImage(context.Background(), home, BuildImageOptions{Log: imageTestLog{t}})
-	snapMust(t, err)
+	m, err := Build(context.Background(), home, BuildOptions{Log: imageTestLog{t}})
+	must(t, err)
 	t.Logf("built %s: %d bytes, sha256 %s, mirror %s", m.Name, m.Size, m.Digest, m.Mirror)
-	root, err := ResolveImage(home, m.Name)
-	snapMust(t, err)
+	root, err := Resolve(home, m.Name)
+	must(t, err)
 	if data, err := os.ReadFile(filepath.Join(root, "etc", "debian_version")); err != nil || !strings.HasPrefix(string(data), "12") {
 		t.Errorf("etc/debian_version = %q, %v; want 12.x", data, err)
 	}
@@ -298,4 +310,34 @@ type imageTestLog struct{ t *testing.T }
 func (w imageTestLog) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// TestImageNames checks which names Build accepts: they name files in the
+// image cache, so nothing that could leave it or hide as a dot file passes.
+func TestImageNames(t *testing.T) {
+	for _, ok := range []string{"debian-12.minbase", "a", "9", strings.Repeat("a", 64)} {
+		if !isName(ok) {
+			t.Errorf("isName(%q) = false, want accepted", ok)
+		}
+	}
+	for _, bad := range []string{"", "Debian", strings.Repeat("a", 65), ".x", "-x", "_x", "a/b", "..", "a b"} {
+		if isName(bad) {
+			t.Errorf("isName(%q) = true, want rejected", bad)
+		}
+	}
+}
+
+// must fails the test on a non-nil err.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeTestFile writes content to path with mode, creating parents.
+func writeTestFile(t testing.TB, path, content string, mode os.FileMode) {
+	t.Helper()
+	must(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	must(t, os.WriteFile(path, []byte(content), mode))
 }

@@ -1,4 +1,4 @@
-package box
+package snapshot
 
 import (
 	"archive/tar"
@@ -15,16 +15,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// snapshotCopyBufferSize is the buffer used to move file contents in and
+// copyBufferSize is the buffer used to move file contents in and
 // out of snapshot archives (1 MiB: large enough that a 50 MB upper layer
 // needs few read/write calls per big file).
-const snapshotCopyBufferSize = 1 << 20
+const copyBufferSize = 1 << 20
 
-// snapshotPAXXattrPrefix is the PAX record prefix for extended attributes
+// paxXattrPrefix is the PAX record prefix for extended attributes
 // used by GNU tar, bsdtar and Go's archive/tar ("SCHILY.xattr.<name>").
-const snapshotPAXXattrPrefix = "SCHILY.xattr."
+const paxXattrPrefix = "SCHILY.xattr."
 
-// SnapshotUpper writes the overlayfs upper directory upperDir to w as a
+// Archive writes the overlayfs upper directory upperDir to w as a
 // tar archive (PAX format) compressed with zstd (RFC 8878) at the fastest
 // level; files of 256 KiB or more whose first 64 KiB do not compress are
 // stored in raw zstd frames instead. The output is one standard zstd
@@ -33,7 +33,7 @@ const snapshotPAXXattrPrefix = "SCHILY.xattr."
 // Kept per entry: regular files, directories, symlinks, hardlinks (as tar
 // link entries to the first path seen), fifos, permission bits including
 // setuid/setgid/sticky, numeric uid/gid, mtimes to the nanosecond, and the
-// extended attributes listed by snapshotKeepsXattr as PAX
+// extended attributes listed by keepsXattr as PAX
 // "SCHILY.xattr.*" records (trusted.overlay.opaque, user.*,
 // security.capability, POSIX ACLs). Overlay whiteouts (character devices
 // 0:0, see the kernel's Documentation/filesystems/overlayfs.rst) are kept
@@ -43,14 +43,14 @@ const snapshotPAXXattrPrefix = "SCHILY.xattr."
 // The walk never follows symlinks (see addTree), so the box cannot make
 // the host read files outside upperDir into a snapshot. The box must
 // still be stopped or frozen while the snapshot runs; an entry that
-// changes meanwhile makes SnapshotUpper fail. The root of the archive is
+// changes meanwhile makes Archive fail. The root of the archive is
 // the entry "./" carrying upperDir's own metadata.
-func SnapshotUpper(upperDir string, w io.Writer) error {
-	enc, err := newSnapshotZstdWriter(w)
+func Archive(upperDir string, w io.Writer) error {
+	enc, err := newZstdWriter(w)
 	if err != nil {
 		return fmt.Errorf("snapshot %s: start zstd: %w", upperDir, err)
 	}
-	tw := newSnapshotArchiver(enc, true)
+	tw := newArchiver(enc, true)
 	tw.zw = enc
 	if err := tw.addTree(upperDir); err != nil {
 		enc.Close()
@@ -66,7 +66,19 @@ func SnapshotUpper(upperDir string, w io.Writer) error {
 	return nil
 }
 
-// RestoreUpper extracts a SnapshotUpper archive read from r into upperDir,
+// PackTree writes root as an uncompressed tar stream to w, walked as
+// Archive walks an upper (no symlink followed, hardlinks kept, xattrs as
+// PAX records) but with every device node skipped: base images get their
+// /dev from the box. The caller compresses w as it likes.
+func PackTree(root string, w io.Writer) error {
+	a := newArchiver(w, false)
+	if err := a.addTree(root); err != nil {
+		return fmt.Errorf("pack %s: %w", root, err)
+	}
+	return a.tw.Close()
+}
+
+// Restore extracts an archive written by Archive, read from r into upperDir,
 // which must be empty or not exist yet (it is created 0755).
 //
 // Extraction never leaves upperDir: entry names that are absolute or hold
@@ -77,15 +89,15 @@ func SnapshotUpper(upperDir string, w io.Writer) error {
 // CAP_SYS_ADMIN, so restoring an overlay upper needs root). Device nodes
 // other than whiteouts are rejected. On error upperDir may hold a partial
 // tree; callers remove it.
-func RestoreUpper(r io.Reader, upperDir string) error {
-	return restoreUpper(r, upperDir, true)
+func Restore(r io.Reader, upperDir string) error {
+	return restore(r, upperDir, true)
 }
 
-// restoreUpper is RestoreUpper; frameChecksums false skips the zstd
+// restore is Restore; frameChecksums false skips the zstd
 // frames' xxhash checks, for callers that check the whole archive's
-// sha256 and discard the tree when it differs (SnapshotStore).
-func restoreUpper(r io.Reader, upperDir string, frameChecksums bool) error {
-	if err := snapshotEnsureEmptyDir(upperDir); err != nil {
+// sha256 and discard the tree when it differs (Store).
+func restore(r io.Reader, upperDir string, frameChecksums bool) error {
+	if err := ensureEmptyDir(upperDir); err != nil {
 		return err
 	}
 	// Decoding in this goroutine costs ~8% less CPU than the library's
@@ -96,15 +108,15 @@ func restoreUpper(r io.Reader, upperDir string, frameChecksums bool) error {
 		return fmt.Errorf("restore into %s: start zstd: %w", upperDir, err)
 	}
 	defer dec.Close()
-	if err := snapshotExtractTree(dec, upperDir, snapshotExtractPolicy{keepWhiteouts: true, fromBox: true}); err != nil {
+	if err := ExtractTree(dec, upperDir, ExtractPolicy{keepWhiteouts: true, fromBox: true}); err != nil {
 		return fmt.Errorf("restore into %s: %w", upperDir, err)
 	}
 	return nil
 }
 
-// snapshotEnsureEmptyDir creates dir (0755, with parents) or checks that
+// ensureEmptyDir creates dir (0755, with parents) or checks that
 // it is an empty directory.
-func snapshotEnsureEmptyDir(dir string) error {
+func ensureEmptyDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("restore target %s: %w", dir, err)
 	}
@@ -123,15 +135,15 @@ func snapshotEnsureEmptyDir(dir string) error {
 	return nil
 }
 
-// snapshotKeepsXattr reports whether the extended attribute name travels
+// keepsXattr reports whether the extended attribute name travels
 // in snapshots and base images. Overlay's own bookkeeping that names
 // inodes of one particular filesystem (origin, impure, nlink, upper,
 // uuid) is dropped: it is a cache the kernel rebuilds, and a stale file
 // handle from another filesystem would only confuse it. Redirects and
 // metacopy are dropped too: boxes mount overlays with
 // overlaySafeOptions, so the kernel ignores them, and a restore refuses
-// them (snapshotSanitize).
-func snapshotKeepsXattr(name string) bool {
+// them (sanitizeHeader).
+func keepsXattr(name string) bool {
 	for _, prefix := range []string{"trusted.overlay.", "user.overlay."} {
 		if rest, ok := strings.CutPrefix(name, prefix); ok {
 			switch rest {
@@ -152,31 +164,31 @@ func snapshotKeepsXattr(name string) bool {
 	return false
 }
 
-// snapshotArchiver writes a directory tree into a tar stream.
-type snapshotArchiver struct {
+// archiver writes a directory tree into a tar stream.
+type archiver struct {
 	tw *tar.Writer
 	// keepWhiteouts keeps character devices 0:0 (overlay whiteouts); when
 	// false every device node is skipped (base images get their /dev
 	// from the box).
 	keepWhiteouts bool
-	links         map[snapshotInodeID]string
+	links         map[inodeID]string
 	// zw, when set, lets large incompressible files bypass compression.
-	zw         *snapshotZstdWriter
-	probe      snapshotProbe
+	zw         *zstdWriter
+	probe      compressProbe
 	buf        []byte
 	xattrNames []byte
 	xattrValue []byte
 }
 
-// snapshotInodeID identifies an inode for hardlink detection.
-type snapshotInodeID struct{ dev, ino uint64 }
+// inodeID identifies an inode for hardlink detection.
+type inodeID struct{ dev, ino uint64 }
 
-func newSnapshotArchiver(w io.Writer, keepWhiteouts bool) *snapshotArchiver {
-	return &snapshotArchiver{
+func newArchiver(w io.Writer, keepWhiteouts bool) *archiver {
+	return &archiver{
 		tw:            tar.NewWriter(w),
 		keepWhiteouts: keepWhiteouts,
-		links:         map[snapshotInodeID]string{},
-		buf:           make([]byte, snapshotCopyBufferSize),
+		links:         map[inodeID]string{},
+		buf:           make([]byte, copyBufferSize),
 		xattrNames:    make([]byte, 4096),
 		xattrValue:    make([]byte, 4096),
 	}
@@ -187,7 +199,7 @@ func newSnapshotArchiver(w io.Writer, keepWhiteouts bool) *snapshotArchiver {
 // openat(O_NOFOLLOW|O_DIRECTORY) from its already-open parent and each
 // file with openat(O_NOFOLLOW), so a box that swaps a directory for a
 // symlink to a host path cannot pull host files into its snapshot.
-func (a *snapshotArchiver) addTree(root string) error {
+func (a *archiver) addTree(root string) error {
 	dir, err := os.Open(root)
 	if err != nil {
 		return err
@@ -200,9 +212,9 @@ func (a *snapshotArchiver) addTree(root string) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return fmt.Errorf("%s is not a directory", root)
 	}
-	hdr := snapshotHeader("./", &st)
+	hdr := tarHeader("./", &st)
 	hdr.Typeflag = tar.TypeDir
-	if err := a.addXattrs(snapshotXattrSource{fd: int(dir.Fd())}, hdr); err != nil {
+	if err := a.addXattrs(xattrSource{fd: int(dir.Fd())}, hdr); err != nil {
 		return err
 	}
 	if err := a.tw.WriteHeader(hdr); err != nil {
@@ -211,9 +223,9 @@ func (a *snapshotArchiver) addTree(root string) error {
 	return a.addDir(dir, root, "")
 }
 
-// snapshotHeader starts a PAX header for an inode: name, permission bits
+// tarHeader starts a PAX header for an inode: name, permission bits
 // with setuid/setgid/sticky, numeric owner and mtime to the nanosecond.
-func snapshotHeader(name string, st *unix.Stat_t) *tar.Header {
+func tarHeader(name string, st *unix.Stat_t) *tar.Header {
 	return &tar.Header{
 		Name:    name,
 		Mode:    int64(st.Mode & 0o7777),
@@ -226,7 +238,7 @@ func snapshotHeader(name string, st *unix.Stat_t) *tar.Header {
 
 // addDir archives the entries of the open directory dir (host path
 // dirPath, archive prefix prefix) and recurses into subdirectories.
-func (a *snapshotArchiver) addDir(dir *os.File, dirPath, prefix string) error {
+func (a *archiver) addDir(dir *os.File, dirPath, prefix string) error {
 	entries, err := dir.ReadDir(-1)
 	if err != nil {
 		return fmt.Errorf("read directory %s: %w", dirPath, err)
@@ -241,8 +253,8 @@ func (a *snapshotArchiver) addDir(dir *os.File, dirPath, prefix string) error {
 	return nil
 }
 
-// snapshotChanged describes an entry that changed under the walk.
-func snapshotChanged(path string, err error) error {
+// changedDuringWalk describes an entry that changed under the walk.
+func changedDuringWalk(path string, err error) error {
 	return fmt.Errorf("%s: %v (did it change during the snapshot? stop or freeze the box first)", path, err)
 }
 
@@ -250,7 +262,7 @@ func snapshotChanged(path string, err error) error {
 // directory open as dirFD. Directories and regular files are opened first
 // (O_NOFOLLOW) and described by fstat of what was opened, so the inode
 // archived is the inode read.
-func (a *snapshotArchiver) addEntry(dirFD int, dirPath, prefix, base string, typ os.FileMode) error {
+func (a *archiver) addEntry(dirFD int, dirPath, prefix, base string, typ os.FileMode) error {
 	path := dirPath + "/" + base
 	name := prefix + base
 	var st unix.Stat_t
@@ -263,11 +275,11 @@ func (a *snapshotArchiver) addEntry(dirFD int, dirPath, prefix, base string, typ
 		}
 		var err error
 		if fd, err = unix.Openat(dirFD, base, flags, 0); err != nil {
-			return snapshotChanged(path, err)
+			return changedDuringWalk(path, err)
 		}
 		if err := unix.Fstat(fd, &st); err != nil {
 			unix.Close(fd)
-			return snapshotChanged(path, err)
+			return changedDuringWalk(path, err)
 		}
 		want := uint32(unix.S_IFREG)
 		if typ == os.ModeDir {
@@ -275,16 +287,16 @@ func (a *snapshotArchiver) addEntry(dirFD int, dirPath, prefix, base string, typ
 		}
 		if st.Mode&unix.S_IFMT != want {
 			unix.Close(fd)
-			return snapshotChanged(path, errors.New("type changed"))
+			return changedDuringWalk(path, errors.New("type changed"))
 		}
 	default:
 		if err := unix.Fstatat(dirFD, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return snapshotChanged(path, err)
+			return changedDuringWalk(path, err)
 		}
 	}
-	hdr := snapshotHeader(name, &st)
+	hdr := tarHeader(name, &st)
 	if kind := st.Mode & unix.S_IFMT; fd < 0 && (kind == unix.S_IFDIR || kind == unix.S_IFREG) {
-		return snapshotChanged(path, errors.New("type changed"))
+		return changedDuringWalk(path, errors.New("type changed"))
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
@@ -292,7 +304,7 @@ func (a *snapshotArchiver) addEntry(dirFD int, dirPath, prefix, base string, typ
 		defer child.Close()
 		hdr.Typeflag = tar.TypeDir
 		hdr.Name = name + "/"
-		if err := a.addXattrs(snapshotXattrSource{fd: fd}, hdr); err != nil {
+		if err := a.addXattrs(xattrSource{fd: fd}, hdr); err != nil {
 			return err
 		}
 		if err := a.tw.WriteHeader(hdr); err != nil {
@@ -302,7 +314,7 @@ func (a *snapshotArchiver) addEntry(dirFD int, dirPath, prefix, base string, typ
 	case unix.S_IFREG:
 		f := os.NewFile(uintptr(fd), path)
 		defer f.Close()
-		id := snapshotInodeID{dev: st.Dev, ino: st.Ino}
+		id := inodeID{dev: st.Dev, ino: st.Ino}
 		if first, seen := a.links[id]; seen && st.Nlink > 1 {
 			hdr.Typeflag = tar.TypeLink
 			hdr.Linkname = first
@@ -313,9 +325,9 @@ func (a *snapshotArchiver) addEntry(dirFD int, dirPath, prefix, base string, typ
 		}
 		return a.addFile(f, hdr, st.Size)
 	case unix.S_IFLNK:
-		target, err := snapshotReadlinkat(dirFD, base)
+		target, err := readlinkat(dirFD, base)
 		if err != nil {
-			return snapshotChanged(path, err)
+			return changedDuringWalk(path, err)
 		}
 		hdr.Typeflag = tar.TypeSymlink
 		hdr.Linkname = target
@@ -331,7 +343,7 @@ func (a *snapshotArchiver) addEntry(dirFD int, dirPath, prefix, base string, typ
 	}
 	// Entries that are not opened take their xattrs through the parent's
 	// /proc magic link plus one component (never followed).
-	byPath := snapshotXattrSource{path: "/proc/self/fd/" + strconv.Itoa(dirFD) + "/" + base}
+	byPath := xattrSource{path: "/proc/self/fd/" + strconv.Itoa(dirFD) + "/" + base}
 	if err := a.addXattrs(byPath, hdr); err != nil {
 		return err
 	}
@@ -342,11 +354,11 @@ func (a *snapshotArchiver) addEntry(dirFD int, dirPath, prefix, base string, typ
 }
 
 // addFile archives the open regular file f of size bytes.
-func (a *snapshotArchiver) addFile(f *os.File, hdr *tar.Header, size int64) error {
+func (a *archiver) addFile(f *os.File, hdr *tar.Header, size int64) error {
 	path := f.Name()
 	hdr.Typeflag = tar.TypeReg
 	hdr.Size = size
-	if err := a.addXattrs(snapshotXattrSource{fd: int(f.Fd())}, hdr); err != nil {
+	if err := a.addXattrs(xattrSource{fd: int(f.Fd())}, hdr); err != nil {
 		return err
 	}
 	if err := a.tw.WriteHeader(hdr); err != nil {
@@ -355,7 +367,7 @@ func (a *snapshotArchiver) addFile(f *os.File, hdr *tar.Header, size int64) erro
 	if size == 0 {
 		return nil
 	}
-	raw := a.zw != nil && hdr.Size >= snapshotRawMinSize && a.probe.incompressible(f)
+	raw := a.zw != nil && hdr.Size >= rawMinSize && a.probe.incompressible(f)
 	if raw {
 		if err := a.zw.SetRaw(true); err != nil {
 			return err
@@ -376,8 +388,8 @@ func (a *snapshotArchiver) addFile(f *os.File, hdr *tar.Header, size int64) erro
 	return nil
 }
 
-// snapshotReadlinkat returns the target of the symlink base in dirFD.
-func snapshotReadlinkat(dirFD int, base string) (string, error) {
+// readlinkat returns the target of the symlink base in dirFD.
+func readlinkat(dirFD int, base string) (string, error) {
 	for size := 256; ; size *= 2 {
 		buf := make([]byte, size)
 		n, err := unix.Readlinkat(dirFD, base, buf)
@@ -390,22 +402,22 @@ func snapshotReadlinkat(dirFD int, base string) (string, error) {
 	}
 }
 
-// snapshotXattrSource names an inode for xattr calls: an open descriptor,
+// xattrSource names an inode for xattr calls: an open descriptor,
 // or when path is set a path whose last component is not followed.
-type snapshotXattrSource struct {
+type xattrSource struct {
 	fd   int
 	path string
 }
 
 // addXattrs copies the kept extended attributes of src into hdr's PAX
 // records.
-func (a *snapshotArchiver) addXattrs(src snapshotXattrSource, hdr *tar.Header) error {
+func (a *archiver) addXattrs(src xattrSource, hdr *tar.Header) error {
 	names, err := src.list(&a.xattrNames)
 	if err != nil {
 		return fmt.Errorf("%s: %w", hdr.Name, err)
 	}
 	for _, attr := range names {
-		if !snapshotKeepsXattr(attr) {
+		if !keepsXattr(attr) {
 			continue
 		}
 		value, err := src.get(attr, &a.xattrValue)
@@ -418,13 +430,13 @@ func (a *snapshotArchiver) addXattrs(src snapshotXattrSource, hdr *tar.Header) e
 		if hdr.PAXRecords == nil {
 			hdr.PAXRecords = map[string]string{}
 		}
-		hdr.PAXRecords[snapshotPAXXattrPrefix+attr] = string(value)
+		hdr.PAXRecords[paxXattrPrefix+attr] = string(value)
 	}
 	return nil
 }
 
 // list returns the xattr names of the source, growing *buf as needed.
-func (s snapshotXattrSource) list(buf *[]byte) ([]string, error) {
+func (s xattrSource) list(buf *[]byte) ([]string, error) {
 	for {
 		var n int
 		var err error
@@ -455,7 +467,7 @@ func (s snapshotXattrSource) list(buf *[]byte) ([]string, error) {
 
 // get returns the value of attr, growing *buf as needed; the result
 // aliases *buf.
-func (s snapshotXattrSource) get(attr string, buf *[]byte) ([]byte, error) {
+func (s xattrSource) get(attr string, buf *[]byte) ([]byte, error) {
 	for {
 		var n int
 		var err error
@@ -475,14 +487,14 @@ func (s snapshotXattrSource) get(attr string, buf *[]byte) ([]byte, error) {
 	}
 }
 
-// snapshotListXattrs returns the xattr names of path (not following a
+// listXattrs returns the xattr names of path (not following a
 // final symlink), growing *buf as needed.
-func snapshotListXattrs(path string, buf *[]byte) ([]string, error) {
-	return snapshotXattrSource{path: path}.list(buf)
+func listXattrs(path string, buf *[]byte) ([]string, error) {
+	return xattrSource{path: path}.list(buf)
 }
 
-// snapshotGetXattr returns attribute attr of path (not following a final
+// getXattr returns attribute attr of path (not following a final
 // symlink); the result aliases *buf.
-func snapshotGetXattr(path, attr string, buf *[]byte) ([]byte, error) {
-	return snapshotXattrSource{path: path}.get(attr, buf)
+func getXattr(path, attr string, buf *[]byte) ([]byte, error) {
+	return xattrSource{path: path}.get(attr, buf)
 }

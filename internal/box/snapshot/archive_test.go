@@ -1,4 +1,4 @@
-package box
+package snapshot
 
 import (
 	"bytes"
@@ -167,17 +167,17 @@ func snapDescribe(t *testing.T, root string) []string {
 			line += " -> " + target
 		}
 		var names []byte = make([]byte, 4096)
-		list, err := snapshotListXattrs(path, &names)
+		list, err := listXattrs(path, &names)
 		if err != nil {
 			return err
 		}
 		slices.Sort(list)
 		for _, name := range list {
-			if !snapshotKeepsXattr(name) {
+			if !keepsXattr(name) {
 				continue
 			}
 			buf := make([]byte, 256)
-			v, err := snapshotGetXattr(path, name, &buf)
+			v, err := getXattr(path, name, &buf)
 			if err != nil {
 				return err
 			}
@@ -203,11 +203,11 @@ func snapDiff(t *testing.T, what string, want, got []string) {
 func snapRoundTrip(t *testing.T, upper, target string) {
 	t.Helper()
 	var archive bytes.Buffer
-	if err := SnapshotUpper(upper, &archive); err != nil {
-		t.Fatalf("SnapshotUpper: %v", err)
+	if err := Archive(upper, &archive); err != nil {
+		t.Fatalf("Archive: %v", err)
 	}
-	if err := RestoreUpper(bytes.NewReader(archive.Bytes()), target); err != nil {
-		t.Fatalf("RestoreUpper: %v", err)
+	if err := Restore(bytes.NewReader(archive.Bytes()), target); err != nil {
+		t.Fatalf("Restore: %v", err)
 	}
 }
 
@@ -298,8 +298,8 @@ func TestSnapshotForkDivergesIndependently(t *testing.T) {
 	snapChangeThroughMerged(t, origin.merged)
 	origin.unmount()
 
-	store := &SnapshotStore{Dir: filepath.Join(dir, "home", "boxes", "snapshots")}
-	m, err := store.Create("task-origin", origin.upper, SnapshotOrigin{BaseImage: "host"})
+	store := &Store{Dir: filepath.Join(dir, "home", "boxes", "snapshots")}
+	m, err := store.Create("task-origin", origin.upper, Origin{BaseImage: "host"})
 	snapMust(t, err)
 
 	var forks [2]*snapOverlay
@@ -336,12 +336,12 @@ func TestRestoreUpperRefusesNonEmptyTarget(t *testing.T) {
 	src := filepath.Join(dir, "src")
 	snapWrite(t, filepath.Join(src, "a"), "a", 0o644)
 	var archive bytes.Buffer
-	snapMust(t, SnapshotUpper(src, &archive))
+	snapMust(t, Archive(src, &archive))
 	target := filepath.Join(dir, "target")
 	snapWrite(t, filepath.Join(target, "precious"), "keep me", 0o644)
-	err := RestoreUpper(&archive, target)
+	err := Restore(&archive, target)
 	if !errors.Is(err, ErrRestoreTargetNotEmpty) {
-		t.Fatalf("RestoreUpper into non-empty dir: err %v, want ErrRestoreTargetNotEmpty", err)
+		t.Fatalf("Restore into non-empty dir: err %v, want ErrRestoreTargetNotEmpty", err)
 	}
 	if data, _ := os.ReadFile(filepath.Join(target, "precious")); string(data) != "keep me" {
 		t.Errorf("existing file changed to %q", data)
@@ -380,12 +380,12 @@ func TestSnapshotArchiveIsStandardZstd(t *testing.T) {
 	snapWrite(t, filepath.Join(upper, "blob.bin"), string(random), 0o644)
 	snapWrite(t, filepath.Join(upper, "src", "main.go"), strings.Repeat("package main\n", 5000), 0o644)
 	var archive bytes.Buffer
-	snapMust(t, SnapshotUpper(upper, &archive))
-	if !bytes.Contains(archive.Bytes(), []byte(snapshotRawFrameHeader)) {
+	snapMust(t, Archive(upper, &archive))
+	if !bytes.Contains(archive.Bytes(), []byte(rawFrameHeader)) {
 		t.Error("incompressible blob.bin was not stored in a raw frame")
 	}
 	restored := filepath.Join(dir, "restored")
-	snapMust(t, RestoreUpper(bytes.NewReader(archive.Bytes()), restored))
+	snapMust(t, Restore(bytes.NewReader(archive.Bytes()), restored))
 	snapDiff(t, "restored tree", snapDescribe(t, upper), snapDescribe(t, restored))
 
 	if _, err := exec.LookPath("zstd"); err != nil {

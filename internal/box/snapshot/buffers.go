@@ -1,17 +1,17 @@
-package box
+package snapshot
 
 import (
 	"math/bits"
 	"sync"
 )
 
-// snapshotBufferPool hands out reusable buffers for file contents on their
+// bufferPool hands out reusable buffers for file contents on their
 // way from the archive to an extraction worker, and bounds how many bytes
 // are out at once: get blocks while the budget is spent and put returns
 // it. Buffers come in power-of-two size classes from 4 KiB, so a restore
 // of thousands of small files allocates (and zeroes) a few dozen buffers
 // instead of one per file.
-type snapshotBufferPool struct {
+type bufferPool struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	budget  int        // bytes that may be out at once
@@ -19,27 +19,27 @@ type snapshotBufferPool struct {
 	classes [][][]byte // free buffers by size class
 }
 
-// snapshotBufferMinShift is the smallest class: 4 KiB.
-const snapshotBufferMinShift = 12
+// bufferMinShift is the smallest class: 4 KiB.
+const bufferMinShift = 12
 
-func newSnapshotBufferPool(budget int) snapshotBufferPool {
-	return snapshotBufferPool{budget: budget}
+func newBufferPool(budget int) bufferPool {
+	return bufferPool{budget: budget}
 }
 
-// snapshotBufferClass returns the class index and size for n bytes.
-func snapshotBufferClass(n int) (int, int) {
-	shift := snapshotBufferMinShift
+// bufferClass returns the class index and size for n bytes.
+func bufferClass(n int) (int, int) {
+	shift := bufferMinShift
 	if n > 1<<shift {
 		shift = bits.Len(uint(n - 1))
 	}
-	return shift - snapshotBufferMinShift, 1 << shift
+	return shift - bufferMinShift, 1 << shift
 }
 
 // get returns a buffer of length n (its contents are not zeroed), waiting
 // while other buffers hold the budget; a buffer larger than the whole
 // budget is handed out once nothing else is.
-func (p *snapshotBufferPool) get(n int) []byte {
-	class, size := snapshotBufferClass(n)
+func (p *bufferPool) get(n int) []byte {
+	class, size := bufferClass(n)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cond == nil {
@@ -60,8 +60,8 @@ func (p *snapshotBufferPool) get(n int) []byte {
 }
 
 // put gives buf, from get, back.
-func (p *snapshotBufferPool) put(buf []byte) {
-	class, size := snapshotBufferClass(cap(buf))
+func (p *bufferPool) put(buf []byte) {
+	class, size := bufferClass(cap(buf))
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.out -= size

@@ -1,4 +1,4 @@
-package box
+package snapshot
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 // TestSnapshotChunkedFramesMatchReferenceTools snapshots files that cross
 // every boundary of the parallel writer (compressed chunks, raw blocks,
 // raw frames, a switch between both inside one chunk) and checks that the
-// reference zstd and GNU tar extract exactly the same tree as RestoreUpper.
+// reference zstd and GNU tar extract exactly the same tree as Restore.
 func TestSnapshotChunkedFramesMatchReferenceTools(t *testing.T) {
 	dir := t.TempDir()
 	upper := filepath.Join(dir, "upper")
@@ -38,17 +38,17 @@ func TestSnapshotChunkedFramesMatchReferenceTools(t *testing.T) {
 		return string(b)
 	}
 	snapWrite(t, filepath.Join(upper, "a-big.go"), strings.Repeat("func main() { println(\"hello\") }\n", 100_000), 0o644) // 3.4 MB: 7 chunks
-	snapWrite(t, filepath.Join(upper, "b-chunk.bin"), random(snapshotChunkSize), 0o644)                                    // exactly one chunk of raw data
-	snapWrite(t, filepath.Join(upper, "c-odd.bin"), random(5*snapshotRawBlockSize+777), 0o600)                             // partial last raw block
+	snapWrite(t, filepath.Join(upper, "b-chunk.bin"), random(chunkSize), 0o644)                                            // exactly one chunk of raw data
+	snapWrite(t, filepath.Join(upper, "c-odd.bin"), random(5*rawBlockSize+777), 0o600)                                     // partial last raw block
 	snapWrite(t, filepath.Join(upper, "d-small.txt"), "between raw files\n", 0o644)
-	snapWrite(t, filepath.Join(upper, "e-block.bin"), random(2*snapshotChunkSize+snapshotRawBlockSize), 0o644) // three raw frames
+	snapWrite(t, filepath.Join(upper, "e-block.bin"), random(2*chunkSize+rawBlockSize), 0o644) // three raw frames
 	snapWrite(t, filepath.Join(upper, "f/last.txt"), strings.Repeat("tail ", 1000), 0o644)
 
 	var archive bytes.Buffer
-	snapMust(t, SnapshotUpper(upper, &archive))
+	snapMust(t, Archive(upper, &archive))
 	restored := filepath.Join(dir, "restored")
-	snapMust(t, RestoreUpper(bytes.NewReader(archive.Bytes()), restored))
-	snapDiff(t, "RestoreUpper tree", snapDescribe(t, upper), snapDescribe(t, restored))
+	snapMust(t, Restore(bytes.NewReader(archive.Bytes()), restored))
+	snapDiff(t, "Restore tree", snapDescribe(t, upper), snapDescribe(t, restored))
 
 	if _, err := exec.LookPath("zstd"); err != nil {
 		t.Skip("zstd CLI not installed (apt-get install zstd); skipping the reference-decoder check")
@@ -76,9 +76,9 @@ func TestSnapshotUpperReportsWriteErrors(t *testing.T) {
 		snapWrite(t, filepath.Join(upper, "f"+string(rune('a'+i))), strings.Repeat("some text ", 30_000)+string(b), 0o644)
 	}
 	var full bytes.Buffer
-	snapMust(t, SnapshotUpper(upper, &full))
+	snapMust(t, Archive(upper, &full))
 	for _, limit := range []int{0, 100, full.Len() / 2, full.Len() - 1} {
-		if err := SnapshotUpper(upper, &failingWriter{limit: limit}); err == nil || !strings.Contains(err.Error(), "disk full") {
+		if err := Archive(upper, &failingWriter{limit: limit}); err == nil || !strings.Contains(err.Error(), "disk full") {
 			t.Errorf("writer failing after %d bytes: err = %v, want the write error", limit, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package box
+package snapshot
 
 import (
 	"crypto/rand"
@@ -20,21 +20,21 @@ import (
 	"github.com/hermes-go/hermes/internal/lazyregexp"
 )
 
-// ErrSnapshotNotFound is wrapped by SnapshotStore methods when no snapshot
+// ErrNotFound is wrapped by Store methods when no snapshot
 // has the requested id.
-var ErrSnapshotNotFound = errors.New("snapshot not found")
+var ErrNotFound = errors.New("snapshot not found")
 
-// ErrRestoreTargetNotEmpty is wrapped by RestoreUpper and RestoreInto when
+// ErrRestoreTargetNotEmpty is wrapped by Restore and RestoreInto when
 // the target upper dir already holds files; those are left untouched.
 var ErrRestoreTargetNotEmpty = errors.New("restore target is not empty")
 
-// snapshotIDPattern matches ids made by SnapshotStore.Create:
+// idPattern matches ids made by Store.Create:
 // snap_<UTC yyyymmdd>_<hhmmss>_<6 hex digits>.
-var snapshotIDPattern = lazyregexp.New(`^snap_[0-9]{8}_[0-9]{6}_[0-9a-f]{6}$`)
+var idPattern = lazyregexp.New(`^snap_[0-9]{8}_[0-9]{6}_[0-9a-f]{6}$`)
 
-// SnapshotManifest describes one stored snapshot; it is saved as
+// Manifest describes one stored snapshot; it is saved as
 // <id>.json beside the archive <id>.tar.zst.
-type SnapshotManifest struct {
+type Manifest struct {
 	ID         string    `json:"id"`                    // snap_20261130_145500_a1b2c3
 	Task       string    `json:"task"`                  // task (session) whose upper layer was saved
 	Parent     string    `json:"parent,omitempty"`      // snapshot the task was restored or forked from
@@ -45,52 +45,52 @@ type SnapshotManifest struct {
 	SHA256     string    `json:"sha256"`                // hex sha256 of the compressed archive
 }
 
-// SnapshotOrigin is the lineage recorded in a new snapshot's manifest;
+// Origin is the lineage recorded in a new snapshot's manifest;
 // every field may be empty.
-type SnapshotOrigin struct {
+type Origin struct {
 	Parent     string // snapshot id the task's upper was restored or forked from
 	BaseImage  string // terminal.box_image of the task
 	BaseDigest string // sha256 of that image's tarball, when it came from one
 }
 
-// SnapshotStore keeps snapshots of box upper layers in Dir, normally
-// HERMES_HOME/boxes/snapshots (see NewSnapshotStore). Snapshots are kept
+// Store keeps snapshots of box upper layers in Dir, normally
+// HERMES_HOME/boxes/snapshots (see NewStore). Snapshots are kept
 // until removed (E2B semantics, sandbox.md §D4).
-type SnapshotStore struct {
+type Store struct {
 	Dir  string           // directory holding <id>.tar.zst and <id>.json
 	Now  func() time.Time // clock for ids and Created; nil means time.Now
 	Rand io.Reader        // source of id suffixes; nil means crypto/rand
 }
 
-// NewSnapshotStore returns the store under HERMES_HOME/boxes/snapshots.
-func NewSnapshotStore(home string) *SnapshotStore {
-	return &SnapshotStore{Dir: filepath.Join(home, "boxes", "snapshots")}
+// NewStore returns the store under HERMES_HOME/boxes/snapshots.
+func NewStore(home string) *Store {
+	return &Store{Dir: filepath.Join(home, "boxes", "snapshots")}
 }
 
 // ArchivePath returns where the compressed archive of snapshot id lives.
-func (s *SnapshotStore) ArchivePath(id string) string {
+func (s *Store) ArchivePath(id string) string {
 	return filepath.Join(s.Dir, id+".tar.zst")
 }
 
-func (s *SnapshotStore) manifestPath(id string) string {
+func (s *Store) manifestPath(id string) string {
 	return filepath.Join(s.Dir, id+".json")
 }
 
-// Create snapshots upperDir (see SnapshotUpper) for task taskID. The
+// Create snapshots upperDir (see Archive) for task taskID. The
 // archive is written to a temporary file, fsynced and renamed; the
 // manifest is written the same way last, so List and Get never see a
 // half-written snapshot. The box must be stopped or frozen meanwhile.
-func (s *SnapshotStore) Create(taskID, upperDir string, origin SnapshotOrigin) (SnapshotManifest, error) {
+func (s *Store) Create(taskID, upperDir string, origin Origin) (Manifest, error) {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
-		return SnapshotManifest{}, fmt.Errorf("snapshot store %s: %w", s.Dir, err)
+		return Manifest{}, fmt.Errorf("snapshot store %s: %w", s.Dir, err)
 	}
 	id, err := s.newID()
 	if err != nil {
-		return SnapshotManifest{}, err
+		return Manifest{}, err
 	}
 	tmp, err := os.CreateTemp(s.Dir, "."+id+".tar.zst.*")
 	if err != nil {
-		return SnapshotManifest{}, fmt.Errorf("snapshot store %s: %w", s.Dir, err)
+		return Manifest{}, fmt.Errorf("snapshot store %s: %w", s.Dir, err)
 	}
 	committed := false
 	defer func() {
@@ -100,21 +100,21 @@ func (s *SnapshotStore) Create(taskID, upperDir string, origin SnapshotOrigin) (
 		}
 	}()
 	sum := sha256.New()
-	counter := &snapshotByteCounter{w: io.MultiWriter(tmp, sum)}
-	if err := SnapshotUpper(upperDir, counter); err != nil {
-		return SnapshotManifest{}, fmt.Errorf("snapshot of task %s: %w", taskID, err)
+	counter := &byteCounter{w: io.MultiWriter(tmp, sum)}
+	if err := Archive(upperDir, counter); err != nil {
+		return Manifest{}, fmt.Errorf("snapshot of task %s: %w", taskID, err)
 	}
 	if err := tmp.Sync(); err != nil {
-		return SnapshotManifest{}, fmt.Errorf("snapshot %s: %w", tmp.Name(), err)
+		return Manifest{}, fmt.Errorf("snapshot %s: %w", tmp.Name(), err)
 	}
 	if err := tmp.Close(); err != nil {
-		return SnapshotManifest{}, fmt.Errorf("snapshot %s: %w", tmp.Name(), err)
+		return Manifest{}, fmt.Errorf("snapshot %s: %w", tmp.Name(), err)
 	}
 	if err := os.Rename(tmp.Name(), s.ArchivePath(id)); err != nil {
-		return SnapshotManifest{}, fmt.Errorf("snapshot %s: %w", id, err)
+		return Manifest{}, fmt.Errorf("snapshot %s: %w", id, err)
 	}
 	committed = true
-	m := SnapshotManifest{
+	m := Manifest{
 		ID:         id,
 		Task:       taskID,
 		Parent:     origin.Parent,
@@ -126,38 +126,38 @@ func (s *SnapshotStore) Create(taskID, upperDir string, origin SnapshotOrigin) (
 	}
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return SnapshotManifest{}, err
+		return Manifest{}, err
 	}
 	if err := atomicfile.Write(s.manifestPath(id), append(data, '\n'), 0o600); err != nil {
 		os.Remove(s.ArchivePath(id))
-		return SnapshotManifest{}, err
+		return Manifest{}, err
 	}
 	return m, nil
 }
 
 // Get returns the manifest of snapshot id; unknown ids wrap
-// ErrSnapshotNotFound.
-func (s *SnapshotStore) Get(id string) (SnapshotManifest, error) {
-	if !snapshotIDPattern().MatchString(id) {
-		return SnapshotManifest{}, fmt.Errorf("%w: %q is not a snapshot id (expected snap_YYYYMMDD_HHMMSS_xxxxxx; `hermes box snapshots` lists them)", ErrSnapshotNotFound, id)
+// ErrNotFound.
+func (s *Store) Get(id string) (Manifest, error) {
+	if !idPattern().MatchString(id) {
+		return Manifest{}, fmt.Errorf("%w: %q is not a snapshot id (expected snap_YYYYMMDD_HHMMSS_xxxxxx; `hermes box snapshots` lists them)", ErrNotFound, id)
 	}
 	data, err := os.ReadFile(s.manifestPath(id))
 	if errors.Is(err, fs.ErrNotExist) {
-		return SnapshotManifest{}, fmt.Errorf("%w: %s (no %s)", ErrSnapshotNotFound, id, s.manifestPath(id))
+		return Manifest{}, fmt.Errorf("%w: %s (no %s)", ErrNotFound, id, s.manifestPath(id))
 	}
 	if err != nil {
-		return SnapshotManifest{}, err
+		return Manifest{}, err
 	}
-	var m SnapshotManifest
+	var m Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
-		return SnapshotManifest{}, fmt.Errorf("snapshot manifest %s is damaged: %w; delete it and %s to drop the snapshot", s.manifestPath(id), err, s.ArchivePath(id))
+		return Manifest{}, fmt.Errorf("snapshot manifest %s is damaged: %w; delete it and %s to drop the snapshot", s.manifestPath(id), err, s.ArchivePath(id))
 	}
 	return m, nil
 }
 
 // List returns every stored snapshot, oldest first (ties by id). A
 // missing store directory is an empty list.
-func (s *SnapshotStore) List() ([]SnapshotManifest, error) {
+func (s *Store) List() ([]Manifest, error) {
 	entries, err := os.ReadDir(s.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -165,10 +165,10 @@ func (s *SnapshotStore) List() ([]SnapshotManifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []SnapshotManifest
+	var out []Manifest
 	for _, e := range entries {
 		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || !snapshotIDPattern().MatchString(id) {
+		if !ok || !idPattern().MatchString(id) {
 			continue
 		}
 		m, err := s.Get(id)
@@ -177,7 +177,7 @@ func (s *SnapshotStore) List() ([]SnapshotManifest, error) {
 		}
 		out = append(out, m)
 	}
-	slices.SortFunc(out, func(a, b SnapshotManifest) int {
+	slices.SortFunc(out, func(a, b Manifest) int {
 		if c := a.Created.Compare(b.Created); c != 0 {
 			return c
 		}
@@ -188,10 +188,10 @@ func (s *SnapshotStore) List() ([]SnapshotManifest, error) {
 
 // Remove deletes snapshot id: the manifest first, so a crash never leaves
 // a listed snapshot without its archive. A damaged manifest is removed
-// too; an id with neither file wraps ErrSnapshotNotFound.
-func (s *SnapshotStore) Remove(id string) error {
-	if !snapshotIDPattern().MatchString(id) {
-		return fmt.Errorf("%w: %q is not a snapshot id", ErrSnapshotNotFound, id)
+// too; an id with neither file wraps ErrNotFound.
+func (s *Store) Remove(id string) error {
+	if !idPattern().MatchString(id) {
+		return fmt.Errorf("%w: %q is not a snapshot id", ErrNotFound, id)
 	}
 	found := false
 	for _, path := range []string{s.manifestPath(id), s.ArchivePath(id)} {
@@ -203,43 +203,43 @@ func (s *SnapshotStore) Remove(id string) error {
 		}
 	}
 	if !found {
-		return fmt.Errorf("%w: %s", ErrSnapshotNotFound, id)
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	return nil
 }
 
 // RestoreInto extracts snapshot id into upperDir, which must be empty or
-// not exist (see RestoreUpper). Restoring into a task's own upper is a
+// not exist (see Restore). Restoring into a task's own upper is a
 // restore; into a new task's upper it is a fork, and the two then diverge
 // independently. The archive's sha256 is checked against the manifest;
 // on any failure upperDir is emptied again.
-func (s *SnapshotStore) RestoreInto(id, upperDir string) (SnapshotManifest, error) {
+func (s *Store) RestoreInto(id, upperDir string) (Manifest, error) {
 	m, err := s.Get(id)
 	if err != nil {
-		return SnapshotManifest{}, err
+		return Manifest{}, err
 	}
 	f, err := os.Open(s.ArchivePath(id))
 	if err != nil {
-		return SnapshotManifest{}, fmt.Errorf("snapshot %s: %w", id, err)
+		return Manifest{}, fmt.Errorf("snapshot %s: %w", id, err)
 	}
 	defer f.Close()
 	sum := sha256.New()
-	err = restoreUpper(io.TeeReader(f, sum), upperDir, false) // the sha256 covers the archive
+	err = restore(io.TeeReader(f, sum), upperDir, false) // the sha256 covers the archive
 	if err == nil {
-		err = snapshotCheckDigest(f, sum, m.SHA256)
+		err = checkDigest(f, sum, m.SHA256)
 	}
 	if err != nil {
 		if !errors.Is(err, ErrRestoreTargetNotEmpty) {
-			snapshotEmptyDir(upperDir)
+			emptyDir(upperDir)
 		}
-		return SnapshotManifest{}, fmt.Errorf("restore snapshot %s: %w", id, err)
+		return Manifest{}, fmt.Errorf("restore snapshot %s: %w", id, err)
 	}
 	return m, nil
 }
 
-// snapshotCheckDigest drains the rest of r into sum (zstd may stop before the end
+// checkDigest drains the rest of r into sum (zstd may stop before the end
 // of the file) and compares it with want.
-func snapshotCheckDigest(r io.Reader, sum hash.Hash, want string) error {
+func checkDigest(r io.Reader, sum hash.Hash, want string) error {
 	if _, err := io.Copy(sum, r); err != nil {
 		return err
 	}
@@ -249,8 +249,8 @@ func snapshotCheckDigest(r io.Reader, sum hash.Hash, want string) error {
 	return nil
 }
 
-// snapshotEmptyDir removes everything inside dir, keeping dir.
-func snapshotEmptyDir(dir string) {
+// emptyDir removes everything inside dir, keeping dir.
+func emptyDir(dir string) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		os.RemoveAll(filepath.Join(dir, e.Name()))
@@ -258,7 +258,7 @@ func snapshotEmptyDir(dir string) {
 }
 
 // newID returns an unused id snap_<UTC date>_<time>_<6 hex>.
-func (s *SnapshotStore) newID() (string, error) {
+func (s *Store) newID() (string, error) {
 	rnd := s.Rand
 	if rnd == nil {
 		rnd = rand.Reader
@@ -277,20 +277,20 @@ func (s *SnapshotStore) newID() (string, error) {
 	return "", fmt.Errorf("snapshot id: no free id for %s after 16 tries", stamp)
 }
 
-func (s *SnapshotStore) now() time.Time {
+func (s *Store) now() time.Time {
 	if s.Now != nil {
 		return s.Now()
 	}
 	return time.Now()
 }
 
-// snapshotByteCounter counts bytes written through it.
-type snapshotByteCounter struct {
+// byteCounter counts bytes written through it.
+type byteCounter struct {
 	w io.Writer
 	n int64
 }
 
-func (c *snapshotByteCounter) Write(p []byte) (int, error) {
+func (c *byteCounter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err

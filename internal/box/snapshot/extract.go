@@ -1,4 +1,4 @@
-package box
+package snapshot
 
 import (
 	"archive/tar"
@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// snapshotExtractPolicy says which entries an extraction keeps.
-type snapshotExtractPolicy struct {
+// ExtractPolicy says which entries an extraction keeps.
+type ExtractPolicy struct {
 	// keepWhiteouts recreates character devices 0:0 (overlay whiteouts)
 	// and rejects any other device node. When false (base images) all
 	// device nodes are skipped: the box mounts its own /dev.
@@ -24,16 +24,16 @@ type snapshotExtractPolicy struct {
 	// fromBox marks an archive a box wrote (a snapshot being restored):
 	// setuid and setgid bits and security.capability are dropped, and
 	// overlay redirect or metacopy xattrs, which can make a layer show
-	// files from outside itself, refuse the archive (snapshotSanitize).
+	// files from outside itself, refuse the archive (sanitizeHeader).
 	fromBox bool
 }
 
-// snapshotSanitize applies the fromBox policy to hdr before anything is
+// sanitizeHeader applies the fromBox policy to hdr before anything is
 // created from it.
-func snapshotSanitize(hdr *tar.Header) error {
+func sanitizeHeader(hdr *tar.Header) error {
 	hdr.Mode &^= unix.S_ISUID | unix.S_ISGID
 	for key, value := range hdr.PAXRecords {
-		attr, ok := strings.CutPrefix(key, snapshotPAXXattrPrefix)
+		attr, ok := strings.CutPrefix(key, paxXattrPrefix)
 		if !ok {
 			continue
 		}
@@ -56,21 +56,21 @@ func snapshotSanitize(hdr *tar.Header) error {
 	return nil
 }
 
-// snapshotInlineFileLimit is the largest regular file handed to an
+// inlineFileLimit is the largest regular file handed to an
 // extraction worker with its contents in memory (16 MiB); bigger files are
 // streamed by the reading goroutine.
-const snapshotInlineFileLimit = 4 << 20
+const inlineFileLimit = 4 << 20
 
-// snapshotInlineBudget bounds the file contents queued for the workers
+// inlineBudget bounds the file contents queued for the workers
 // and not yet written (64 MiB); the reading goroutine waits for the
 // workers past it.
-const snapshotInlineBudget = 64 << 20
+const inlineBudget = 64 << 20
 
-// snapshotDirFDLimit caps the directory descriptors an extraction keeps
+// dirFDLimit caps the directory descriptors an extraction keeps
 // open; past it the cache is emptied once the workers are idle.
-const snapshotDirFDLimit = 512
+const dirFDLimit = 512
 
-// snapshotExtractor writes tar entries below one root directory using only
+// extractor writes tar entries below one root directory using only
 // *at system calls on directory descriptors opened component by component
 // with O_NOFOLLOW, so no entry can write outside the root.
 //
@@ -79,55 +79,55 @@ const snapshotDirFDLimit = 512
 // worker goroutines, one per directory at a time, while the caller's
 // goroutine decompresses, parses and makes directories; hardlinks wait
 // until the workers are done.
-type snapshotExtractor struct {
+type extractor struct {
 	root       string
 	rootFD     int
-	policy     snapshotExtractPolicy
+	policy     ExtractPolicy
 	chown      bool // false when not root: ownership cannot be given away
 	ownerKnown bool // new inodes get euid/egid, so equal owners need no chown
 	euid, egid int
 	umask      uint32
 	buf        []byte
-	dirFDs     map[string]int         // open descriptors of directories by relative path
-	dirs       []*tar.Header          // directory metadata applied at the end
-	links      []*tar.Header          // hardlinks made after the leaves exist
-	jobs       []chan snapshotLeafJob // one queue per worker, chosen by parent directory
+	dirFDs     map[string]int // open descriptors of directories by relative path
+	dirs       []*tar.Header  // directory metadata applied at the end
+	links      []*tar.Header  // hardlinks made after the leaves exist
+	jobs       []chan leafJob // one queue per worker, chosen by parent directory
 	workers    sync.WaitGroup
 	pending    sync.WaitGroup  // queued leaves not yet created
 	leaves     map[string]bool // names handed to workers
 	errMu      sync.Mutex
 	err        error
-	bufs       snapshotBufferPool
+	bufs       bufferPool
 }
 
-// snapshotLeafJob is one leaf entry for a worker; data holds a regular
+// leafJob is one leaf entry for a worker; data holds a regular
 // file's contents.
-type snapshotLeafJob struct {
+type leafJob struct {
 	parent     int
 	name, base string
 	hdr        *tar.Header
 	data       []byte
 }
 
-// snapshotExtractTree extracts the tar stream r below the existing
+// ExtractTree extracts the tar stream r below the existing
 // directory root.
-func snapshotExtractTree(r io.Reader, root string, policy snapshotExtractPolicy) (err error) {
+func ExtractTree(r io.Reader, root string, policy ExtractPolicy) (err error) {
 	rootFD, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return &os.PathError{Op: "open", Path: root, Err: err}
 	}
-	x := &snapshotExtractor{
+	x := &extractor{
 		root:   root,
 		rootFD: rootFD,
 		policy: policy,
 		chown:  os.Geteuid() == 0,
 		euid:   os.Geteuid(),
 		egid:   os.Getegid(),
-		umask:  snapshotUmask(),
-		buf:    make([]byte, snapshotCopyBufferSize),
+		umask:  processUmask(),
+		buf:    make([]byte, copyBufferSize),
 		dirFDs: map[string]int{},
 		leaves: map[string]bool{},
-		bufs:   newSnapshotBufferPool(snapshotInlineBudget),
+		bufs:   newBufferPool(inlineBudget),
 	}
 	var st unix.Stat_t
 	if unix.Fstat(rootFD, &st) == nil && st.Mode&unix.S_ISGID == 0 {
@@ -135,7 +135,7 @@ func snapshotExtractTree(r io.Reader, root string, policy snapshotExtractPolicy)
 	}
 	defer x.close()
 	for range runtime.GOMAXPROCS(0) {
-		queue := make(chan snapshotLeafJob, 256)
+		queue := make(chan leafJob, 256)
 		x.jobs = append(x.jobs, queue)
 		x.workers.Add(1)
 		go x.work(queue)
@@ -159,7 +159,7 @@ func snapshotExtractTree(r io.Reader, root string, policy snapshotExtractPolicy)
 	return x.finishDirs()
 }
 
-func (x *snapshotExtractor) readAll(tr *tar.Reader) error {
+func (x *extractor) readAll(tr *tar.Reader) error {
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -177,7 +177,7 @@ func (x *snapshotExtractor) readAll(tr *tar.Reader) error {
 	}
 }
 
-func (x *snapshotExtractor) work(queue <-chan snapshotLeafJob) {
+func (x *extractor) work(queue <-chan leafJob) {
 	defer x.workers.Done()
 	for job := range queue {
 		if x.firstErr() == nil {
@@ -192,7 +192,7 @@ func (x *snapshotExtractor) work(queue <-chan snapshotLeafJob) {
 	}
 }
 
-func (x *snapshotExtractor) fail(err error) {
+func (x *extractor) fail(err error) {
 	x.errMu.Lock()
 	defer x.errMu.Unlock()
 	if x.err == nil {
@@ -200,13 +200,13 @@ func (x *snapshotExtractor) fail(err error) {
 	}
 }
 
-func (x *snapshotExtractor) firstErr() error {
+func (x *extractor) firstErr() error {
 	x.errMu.Lock()
 	defer x.errMu.Unlock()
 	return x.err
 }
 
-func (x *snapshotExtractor) close() {
+func (x *extractor) close() {
 	for _, fd := range x.dirFDs {
 		unix.Close(fd)
 	}
@@ -214,10 +214,10 @@ func (x *snapshotExtractor) close() {
 }
 
 // trimDirFDs closes every cached directory descriptor once there are
-// snapshotDirFDLimit of them, after waiting for the workers that may use
+// dirFDLimit of them, after waiting for the workers that may use
 // them. It runs only between entries, never while a caller holds one.
-func (x *snapshotExtractor) trimDirFDs() {
-	if len(x.dirFDs) < snapshotDirFDLimit {
+func (x *extractor) trimDirFDs() {
+	if len(x.dirFDs) < dirFDLimit {
 		return
 	}
 	x.pending.Wait()
@@ -227,9 +227,9 @@ func (x *snapshotExtractor) trimDirFDs() {
 	}
 }
 
-// snapshotUmask returns the process umask from /proc/self/status (reading
+// processUmask returns the process umask from /proc/self/status (reading
 // it with umask(2) would change it for every goroutine); 022 if unknown.
-func snapshotUmask() uint32 {
+func processUmask() uint32 {
 	data, err := os.ReadFile("/proc/self/status")
 	if err == nil {
 		for _, line := range strings.Split(string(data), "\n") {
@@ -243,10 +243,10 @@ func snapshotUmask() uint32 {
 	return 0o022
 }
 
-// snapshotEntryName validates a tar entry name and returns it relative to the
+// entryName validates a tar entry name and returns it relative to the
 // root ("." for the root itself). Absolute names and ".." components are
 // errors.
-func snapshotEntryName(name string) (string, error) {
+func entryName(name string) (string, error) {
 	if name == "" || strings.ContainsRune(name, 0) {
 		return "", fmt.Errorf("archive entry %q has an invalid name", name)
 	}
@@ -263,13 +263,13 @@ func snapshotEntryName(name string) (string, error) {
 
 // extract creates a directory, queues a leaf for the workers, streams a
 // large file, or records a hardlink for later.
-func (x *snapshotExtractor) extract(hdr *tar.Header, body io.Reader) error {
-	name, err := snapshotEntryName(hdr.Name)
+func (x *extractor) extract(hdr *tar.Header, body io.Reader) error {
+	name, err := entryName(hdr.Name)
 	if err != nil {
 		return err
 	}
 	if x.policy.fromBox {
-		if err := snapshotSanitize(hdr); err != nil {
+		if err := sanitizeHeader(hdr); err != nil {
 			return err
 		}
 	}
@@ -287,12 +287,12 @@ func (x *snapshotExtractor) extract(hdr *tar.Header, body io.Reader) error {
 	if err != nil {
 		return err
 	}
-	job := snapshotLeafJob{parent: parent, name: name, base: base, hdr: hdr}
+	job := leafJob{parent: parent, name: name, base: base, hdr: hdr}
 	switch hdr.Typeflag {
 	case tar.TypeDir:
 		return x.makeDir(parent, name, base, hdr)
 	case tar.TypeReg, tar.TypeGNUSparse:
-		if hdr.Size > snapshotInlineFileLimit {
+		if hdr.Size > inlineFileLimit {
 			x.settle(name)
 			return x.writeFile(job, body)
 		}
@@ -305,7 +305,7 @@ func (x *snapshotExtractor) extract(hdr *tar.Header, body io.Reader) error {
 			return fmt.Errorf("read archive entry %q: %w", hdr.Name, err)
 		}
 	case tar.TypeLink:
-		if _, err := snapshotEntryName(hdr.Linkname); err != nil {
+		if _, err := entryName(hdr.Linkname); err != nil {
 			return fmt.Errorf("hardlink %q: %w", hdr.Name, err)
 		}
 		hdr.Name = name
@@ -335,14 +335,14 @@ func (x *snapshotExtractor) extract(hdr *tar.Header, body io.Reader) error {
 // settle waits for the workers when name was handed to them, so an entry
 // that reuses a leaf's name (a directory over a symlink, a duplicate)
 // sees it created, exactly as with sequential extraction.
-func (x *snapshotExtractor) settle(name string) {
+func (x *extractor) settle(name string) {
 	if x.leaves[name] {
 		x.pending.Wait()
 	}
 }
 
 // createLeaf makes one non-directory entry; it runs on a worker.
-func (x *snapshotExtractor) createLeaf(job snapshotLeafJob) error {
+func (x *extractor) createLeaf(job leafJob) error {
 	hdr, parent, base := job.hdr, job.parent, job.base
 	var create func() error
 	switch hdr.Typeflag {
@@ -367,7 +367,7 @@ func (x *snapshotExtractor) createLeaf(job snapshotLeafJob) error {
 // anywhere on the way is an error. Descriptors stay open (and owned by the
 // extractor) until extraction ends; directories are never replaced, so
 // they stay valid.
-func (x *snapshotExtractor) dirFD(rel string) (int, error) {
+func (x *extractor) dirFD(rel string) (int, error) {
 	if rel == "." {
 		return x.rootFD, nil
 	}
@@ -400,7 +400,7 @@ func (x *snapshotExtractor) dirFD(rel string) (int, error) {
 // replaceable runs create; if the name already exists as a non-directory
 // it is unlinked (never followed) and create runs again, so a later entry
 // wins as in tar(1).
-func (x *snapshotExtractor) replaceable(parent int, name, base string, create func() error) error {
+func (x *extractor) replaceable(parent int, name, base string, create func() error) error {
 	err := create()
 	if errors.Is(err, unix.EEXIST) {
 		if err = unix.Unlinkat(parent, base, 0); err != nil {
@@ -414,7 +414,7 @@ func (x *snapshotExtractor) replaceable(parent int, name, base string, create fu
 	return nil
 }
 
-func (x *snapshotExtractor) makeDir(parent int, name, base string, hdr *tar.Header) error {
+func (x *extractor) makeDir(parent int, name, base string, hdr *tar.Header) error {
 	x.settle(name)
 	err := unix.Mkdirat(parent, base, 0o700)
 	if errors.Is(err, unix.EEXIST) {
@@ -433,7 +433,7 @@ func (x *snapshotExtractor) makeDir(parent int, name, base string, hdr *tar.Head
 
 // writeFile creates a regular file with job.data, or with the contents
 // read from body when job.data is nil (large files).
-func (x *snapshotExtractor) writeFile(job snapshotLeafJob, body io.Reader) error {
+func (x *extractor) writeFile(job leafJob, body io.Reader) error {
 	hdr, parent, base := job.hdr, job.parent, job.base
 	mode := uint32(hdr.Mode & 0o7777)
 	var fd int
@@ -459,7 +459,7 @@ func (x *snapshotExtractor) writeFile(job snapshotLeafJob, body io.Reader) error
 		err = unix.Fchmod(fd, mode)
 	}
 	if err == nil {
-		err = snapshotSetXattrs(hdr, func(attr string, value []byte) error { return unix.Fsetxattr(fd, attr, value, 0) })
+		err = setXattrs(hdr, func(attr string, value []byte) error { return unix.Fsetxattr(fd, attr, value, 0) })
 	}
 	if err == nil {
 		ts := unix.NsecToTimespec(hdr.ModTime.UnixNano())
@@ -477,14 +477,14 @@ func (x *snapshotExtractor) writeFile(job snapshotLeafJob, body io.Reader) error
 // needsChown reports whether an inode this extraction created must be
 // given hdr's owner: only as root, and not when it already has it (new
 // inodes get the euid/egid when no directory is setgid, see ownerKnown).
-func (x *snapshotExtractor) needsChown(hdr *tar.Header) bool {
+func (x *extractor) needsChown(hdr *tar.Header) bool {
 	return x.chown && !(x.ownerKnown && hdr.Uid == x.euid && hdr.Gid == x.egid)
 }
 
 // makeLink creates the hardlink hdr.Name to hdr.Linkname, both resolved
 // below the root without following symlinks.
-func (x *snapshotExtractor) makeLink(hdr *tar.Header) error {
-	target, err := snapshotEntryName(hdr.Linkname)
+func (x *extractor) makeLink(hdr *tar.Header) error {
+	target, err := entryName(hdr.Linkname)
 	if err != nil {
 		return fmt.Errorf("hardlink %q: %w", hdr.Name, err)
 	}
@@ -509,7 +509,7 @@ func (x *snapshotExtractor) makeLink(hdr *tar.Header) error {
 
 // applyMeta sets owner, xattrs, mode (when chmod) and times of a
 // non-regular entry without following it.
-func (x *snapshotExtractor) applyMeta(parent int, name, base string, hdr *tar.Header, chmod bool) error {
+func (x *extractor) applyMeta(parent int, name, base string, hdr *tar.Header, chmod bool) error {
 	if x.needsChown(hdr) {
 		if err := unix.Fchownat(parent, base, hdr.Uid, hdr.Gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return fmt.Errorf("chown %s/%s: %w", x.root, name, err)
@@ -523,15 +523,15 @@ func (x *snapshotExtractor) applyMeta(parent int, name, base string, hdr *tar.He
 	// The parent descriptor's /proc magic link plus a single component
 	// lets lsetxattr act on the entry itself, never on a symlink target.
 	procPath := "/proc/self/fd/" + strconv.Itoa(parent) + "/" + base
-	if err := snapshotSetXattrs(hdr, func(attr string, value []byte) error { return unix.Lsetxattr(procPath, attr, value, 0) }); err != nil {
+	if err := setXattrs(hdr, func(attr string, value []byte) error { return unix.Lsetxattr(procPath, attr, value, 0) }); err != nil {
 		return fmt.Errorf("xattrs of %s/%s: %w", x.root, name, err)
 	}
-	return snapshotSetTimes(parent, base, hdr)
+	return setTimes(parent, base, hdr)
 }
 
 // finishDirs applies directory metadata deepest first, after all children
 // exist, so mtimes stick and read-only dirs did not block extraction.
-func (x *snapshotExtractor) finishDirs() error {
+func (x *extractor) finishDirs() error {
 	for i := len(x.dirs) - 1; i >= 0; i-- {
 		hdr := x.dirs[i]
 		x.trimDirFDs()
@@ -546,7 +546,7 @@ func (x *snapshotExtractor) finishDirs() error {
 	return nil
 }
 
-func (x *snapshotExtractor) finishDir(fd int, hdr *tar.Header) error {
+func (x *extractor) finishDir(fd int, hdr *tar.Header) error {
 	// The root existed before; every other directory was made by this
 	// extraction and is owned by its euid/egid.
 	if x.chown && (hdr.Name == "." || x.needsChown(hdr)) {
@@ -557,18 +557,18 @@ func (x *snapshotExtractor) finishDir(fd int, hdr *tar.Header) error {
 	if err := unix.Fchmod(fd, uint32(hdr.Mode&0o7777)); err != nil {
 		return err
 	}
-	if err := snapshotSetXattrs(hdr, func(attr string, value []byte) error { return unix.Fsetxattr(fd, attr, value, 0) }); err != nil {
+	if err := setXattrs(hdr, func(attr string, value []byte) error { return unix.Fsetxattr(fd, attr, value, 0) }); err != nil {
 		return err
 	}
 	ts := unix.NsecToTimespec(hdr.ModTime.UnixNano())
 	return unix.UtimesNanoAt(fd, "", []unix.Timespec{ts, ts}, unix.AT_EMPTY_PATH)
 }
 
-// snapshotSetXattrs applies the kept "SCHILY.xattr.*" PAX records of hdr with set.
-func snapshotSetXattrs(hdr *tar.Header, set func(attr string, value []byte) error) error {
+// setXattrs applies the kept "SCHILY.xattr.*" PAX records of hdr with set.
+func setXattrs(hdr *tar.Header, set func(attr string, value []byte) error) error {
 	for key, value := range hdr.PAXRecords {
-		attr, ok := strings.CutPrefix(key, snapshotPAXXattrPrefix)
-		if !ok || !snapshotKeepsXattr(attr) {
+		attr, ok := strings.CutPrefix(key, paxXattrPrefix)
+		if !ok || !keepsXattr(attr) {
 			continue
 		}
 		if err := set(attr, []byte(value)); err != nil {
@@ -578,9 +578,9 @@ func snapshotSetXattrs(hdr *tar.Header, set func(attr string, value []byte) erro
 	return nil
 }
 
-// snapshotSetTimes sets atime and mtime of base in parent to hdr.ModTime without
+// setTimes sets atime and mtime of base in parent to hdr.ModTime without
 // following symlinks.
-func snapshotSetTimes(parent int, base string, hdr *tar.Header) error {
+func setTimes(parent int, base string, hdr *tar.Header) error {
 	ts := unix.NsecToTimespec(hdr.ModTime.UnixNano())
 	if err := unix.UtimesNanoAt(parent, base, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fmt.Errorf("set times of %s: %w", base, err)

@@ -1,4 +1,4 @@
-package box
+package snapshot
 
 import (
 	"encoding/binary"
@@ -9,31 +9,31 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// snapshotRawBlockSize is the largest raw zstd block we emit (128 KiB,
+// rawBlockSize is the largest raw zstd block we emit (128 KiB,
 // the format's Block_Maximum_Size, RFC 8878 §3.1.1.2.4).
-const snapshotRawBlockSize = 128 << 10
+const rawBlockSize = 128 << 10
 
-// snapshotRawFrameHeader starts a zstd frame (RFC 8878 §3.1.1): the magic
+// rawFrameHeader starts a zstd frame (RFC 8878 §3.1.1): the magic
 // number 0xFD2FB528, a Frame_Header_Descriptor of 0 (no content size, no
 // checksum, no dictionary, not single-segment) and a Window_Descriptor of
 // 0x38 (exponent 7: a 128 KiB window, enough for 128 KiB raw blocks).
-const snapshotRawFrameHeader = "\x28\xb5\x2f\xfd\x00\x38"
+const rawFrameHeader = "\x28\xb5\x2f\xfd\x00\x38"
 
-// snapshotChunkSize is how much of the tar stream goes into one zstd
+// chunkSize is how much of the tar stream goes into one zstd
 // frame (512 KiB). Frames are compressed independently, so the chunks of a
 // snapshot compress on every core at once; a match cannot reach into the
 // previous chunk, which cost under 0.1% of ratio on the 50 MB benchmark
 // upper (0.7736 → 0.7739).
-const snapshotChunkSize = 512 << 10
+const chunkSize = 512 << 10
 
-// snapshotChunkCap is the capacity of a chunk buffer: a raw frame of
-// snapshotChunkSize bytes built in place also holds its frame header and
+// chunkCap is the capacity of a chunk buffer: a raw frame of
+// chunkSize bytes built in place also holds its frame header and
 // one 3-byte header per raw block.
-const snapshotChunkCap = snapshotChunkSize + 4096
+const chunkCap = chunkSize + 4096
 
-// snapshotZstdWriter writes one zstd stream as a sequence of frames (RFC
+// zstdWriter writes one zstd stream as a sequence of frames (RFC
 // 8878 §3.1: a stream may hold several frames, and decoders join them):
-// each chunk of up to snapshotChunkSize bytes becomes one frame, compressed
+// each chunk of up to chunkSize bytes becomes one frame, compressed
 // by one of GOMAXPROCS workers at the fastest level, or, between
 // SetRaw(true) and SetRaw(false), stored as a frame of raw blocks for data
 // that would not shrink (archives, media, model files). Skipping the match
@@ -41,30 +41,30 @@ const snapshotChunkCap = snapshotChunkSize + 4096
 // caller reads the next files, is what makes a snapshot fast. Frames are
 // written to w in stream order by one writer goroutine; at most
 // 2×workers+2 chunks are in memory at once.
-type snapshotZstdWriter struct {
+type zstdWriter struct {
 	raw      bool
-	rawBlock int                 // index in cur.data of the raw block being written, or -1
-	cur      *snapshotChunk      // the chunk being filled
-	free     chan *snapshotChunk // chunks whose buffers are free (bounds memory)
-	jobs     chan *snapshotChunk // chunks to compress, to the workers
-	order    chan *snapshotChunk // every chunk, in stream order, to the writer
-	done     chan struct{}       // closed when the writer goroutine ends
+	rawBlock int           // index in cur.data of the raw block being written, or -1
+	cur      *chunk        // the chunk being filled
+	free     chan *chunk   // chunks whose buffers are free (bounds memory)
+	jobs     chan *chunk   // chunks to compress, to the workers
+	order    chan *chunk   // every chunk, in stream order, to the writer
+	done     chan struct{} // closed when the writer goroutine ends
 	errMu    sync.Mutex
 	err      error // first error of w.Write
 	workers  sync.WaitGroup
 	closed   bool
 }
 
-// snapshotChunk is one frame's worth of the stream; its buffers are
+// chunk is one frame's worth of the stream; its buffers are
 // reused for later chunks.
-type snapshotChunk struct {
+type chunk struct {
 	data  []byte
 	raw   bool
 	frame []byte        // the encoded frame, set by a worker
 	ready chan struct{} // closed when frame is set
 }
 
-func newSnapshotZstdWriter(w io.Writer) (*snapshotZstdWriter, error) {
+func newZstdWriter(w io.Writer) (*zstdWriter, error) {
 	workers := max(runtime.GOMAXPROCS(0), 1)
 	encs := make([]*zstd.Encoder, workers)
 	for i := range encs {
@@ -75,17 +75,17 @@ func newSnapshotZstdWriter(w io.Writer) (*snapshotZstdWriter, error) {
 		encs[i] = enc
 	}
 	inFlight := 2*workers + 2
-	z := &snapshotZstdWriter{
+	z := &zstdWriter{
 		rawBlock: -1,
-		free:     make(chan *snapshotChunk, inFlight),
-		jobs:     make(chan *snapshotChunk, inFlight),
-		order:    make(chan *snapshotChunk, inFlight),
+		free:     make(chan *chunk, inFlight),
+		jobs:     make(chan *chunk, inFlight),
+		order:    make(chan *chunk, inFlight),
 		done:     make(chan struct{}),
 	}
 	for range inFlight - 1 {
-		z.free <- &snapshotChunk{data: make([]byte, 0, snapshotChunkCap)}
+		z.free <- &chunk{data: make([]byte, 0, chunkCap)}
 	}
-	z.cur = &snapshotChunk{data: make([]byte, 0, snapshotChunkCap)}
+	z.cur = &chunk{data: make([]byte, 0, chunkCap)}
 	for _, enc := range encs {
 		z.workers.Add(1)
 		go z.encode(enc)
@@ -95,7 +95,7 @@ func newSnapshotZstdWriter(w io.Writer) (*snapshotZstdWriter, error) {
 }
 
 // encode turns chunks into frames until jobs is closed.
-func (z *snapshotZstdWriter) encode(enc *zstd.Encoder) {
+func (z *zstdWriter) encode(enc *zstd.Encoder) {
 	defer z.workers.Done()
 	defer enc.Close()
 	for c := range z.jobs {
@@ -106,7 +106,7 @@ func (z *snapshotZstdWriter) encode(enc *zstd.Encoder) {
 
 // write writes the frames to w in stream order and recycles the chunks;
 // after an error it only drains.
-func (z *snapshotZstdWriter) write(w io.Writer) {
+func (z *zstdWriter) write(w io.Writer) {
 	defer close(z.done)
 	for c := range z.order {
 		<-c.ready
@@ -124,7 +124,7 @@ func (z *snapshotZstdWriter) write(w io.Writer) {
 	}
 }
 
-func (z *snapshotZstdWriter) fail(err error) {
+func (z *zstdWriter) fail(err error) {
 	z.errMu.Lock()
 	if z.err == nil {
 		z.err = err
@@ -132,7 +132,7 @@ func (z *snapshotZstdWriter) fail(err error) {
 	z.errMu.Unlock()
 }
 
-func (z *snapshotZstdWriter) failed() error {
+func (z *zstdWriter) failed() error {
 	z.errMu.Lock()
 	defer z.errMu.Unlock()
 	return z.err
@@ -140,7 +140,7 @@ func (z *snapshotZstdWriter) failed() error {
 
 // flush ends the current chunk: a raw frame goes straight to the writer,
 // other data to the workers first.
-func (z *snapshotZstdWriter) flush() error {
+func (z *zstdWriter) flush() error {
 	c := z.cur
 	if len(c.data) == 0 {
 		return z.failed()
@@ -161,7 +161,7 @@ func (z *snapshotZstdWriter) flush() error {
 // endRawBlock fills in the header of the raw block being written (RFC
 // 8878 §3.1.1.2: 3 bytes, little-endian, of Last_Block, Block_Type 0 =
 // Raw_Block and Block_Size).
-func (z *snapshotZstdWriter) endRawBlock(last bool) {
+func (z *zstdWriter) endRawBlock(last bool) {
 	if z.rawBlock < 0 {
 		return
 	}
@@ -176,7 +176,7 @@ func (z *snapshotZstdWriter) endRawBlock(last bool) {
 }
 
 // Write adds p to the stream.
-func (z *snapshotZstdWriter) Write(p []byte) (int, error) {
+func (z *zstdWriter) Write(p []byte) (int, error) {
 	if err := z.failed(); err != nil {
 		return 0, err
 	}
@@ -185,11 +185,11 @@ func (z *snapshotZstdWriter) Write(p []byte) (int, error) {
 	}
 	written := 0
 	for len(p) > 0 {
-		k := min(len(p), snapshotChunkSize-len(z.cur.data))
+		k := min(len(p), chunkSize-len(z.cur.data))
 		z.cur.data = append(z.cur.data, p[:k]...)
 		p = p[k:]
 		written += k
-		if len(z.cur.data) == snapshotChunkSize {
+		if len(z.cur.data) == chunkSize {
 			if err := z.flush(); err != nil {
 				return written, err
 			}
@@ -200,24 +200,24 @@ func (z *snapshotZstdWriter) Write(p []byte) (int, error) {
 
 // writeRaw appends p to the raw frame of the current chunk, building the
 // frame in place: the frame header, then blocks of up to
-// snapshotRawBlockSize bytes, each behind a header filled in when it ends.
-func (z *snapshotZstdWriter) writeRaw(p []byte) (int, error) {
+// rawBlockSize bytes, each behind a header filled in when it ends.
+func (z *zstdWriter) writeRaw(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
-		if z.rawBlock < 0 || len(z.cur.data)-z.rawBlock-3 == snapshotRawBlockSize {
-			if z.rawBlock >= 0 && len(z.cur.data)+3+snapshotRawBlockSize > cap(z.cur.data) {
+		if z.rawBlock < 0 || len(z.cur.data)-z.rawBlock-3 == rawBlockSize {
+			if z.rawBlock >= 0 && len(z.cur.data)+3+rawBlockSize > cap(z.cur.data) {
 				if err := z.flush(); err != nil {
 					return written, err
 				}
 			}
 			if len(z.cur.data) == 0 {
-				z.cur.data = append(z.cur.data, snapshotRawFrameHeader...)
+				z.cur.data = append(z.cur.data, rawFrameHeader...)
 			}
 			z.endRawBlock(false)
 			z.rawBlock = len(z.cur.data)
 			z.cur.data = append(z.cur.data, 0, 0, 0)
 		}
-		k := min(len(p), snapshotRawBlockSize-(len(z.cur.data)-z.rawBlock-3))
+		k := min(len(p), rawBlockSize-(len(z.cur.data)-z.rawBlock-3))
 		z.cur.data = append(z.cur.data, p[:k]...)
 		p = p[k:]
 		written += k
@@ -227,7 +227,7 @@ func (z *snapshotZstdWriter) writeRaw(p []byte) (int, error) {
 
 // SetRaw switches between compressed and raw frames, ending the current
 // frame.
-func (z *snapshotZstdWriter) SetRaw(raw bool) error {
+func (z *zstdWriter) SetRaw(raw bool) error {
 	if raw == z.raw {
 		return z.failed()
 	}
@@ -238,7 +238,7 @@ func (z *snapshotZstdWriter) SetRaw(raw bool) error {
 
 // Close writes the last frame, waits until every frame is written and
 // returns the first error. The writer must not be used afterwards.
-func (z *snapshotZstdWriter) Close() error {
+func (z *zstdWriter) Close() error {
 	if z.closed {
 		return z.failed()
 	}
@@ -251,15 +251,15 @@ func (z *snapshotZstdWriter) Close() error {
 	return z.failed()
 }
 
-// snapshotRawMinSize is the smallest file probed for compressibility.
-const snapshotRawMinSize = 256 << 10
+// rawMinSize is the smallest file probed for compressibility.
+const rawMinSize = 256 << 10
 
-// snapshotProbeSize is how much of a file the probe compresses (64 KiB).
-const snapshotProbeSize = 64 << 10
+// probeSize is how much of a file the probe compresses (64 KiB).
+const probeSize = 64 << 10
 
-// snapshotProbe guesses whether file data would shrink by compressing a
+// compressProbe guesses whether file data would shrink by compressing a
 // sample of it.
-type snapshotProbe struct {
+type compressProbe struct {
 	enc    *zstd.Encoder
 	sample []byte
 	out    []byte
@@ -267,16 +267,16 @@ type snapshotProbe struct {
 
 // incompressible reports whether the first 64 KiB of r shrink by less
 // than 1/32 at the fastest level.
-func (p *snapshotProbe) incompressible(r io.ReaderAt) bool {
+func (p *compressProbe) incompressible(r io.ReaderAt) bool {
 	if p.enc == nil {
 		enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 		if err != nil {
 			return false
 		}
-		p.enc, p.sample = enc, make([]byte, snapshotProbeSize)
+		p.enc, p.sample = enc, make([]byte, probeSize)
 	}
 	n, _ := r.ReadAt(p.sample, 0)
-	if n < snapshotProbeSize {
+	if n < probeSize {
 		return false
 	}
 	p.out = p.enc.EncodeAll(p.sample, p.out[:0])
