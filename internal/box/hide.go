@@ -227,16 +227,30 @@ func pruneHidden(hide, empty []string, workspace string) []string {
 // realDirs returns the paths of dirs that are directories reached through
 // no symlink on the host: emptyInUpper skips the others, so they may not
 // show empty in the box and cannot vouch for what is under them.
+//
+// Each path is checked one component at a time, as filepath.EvalSymlinks
+// would resolve it, and a parent shared by several paths (/var of
+// /var/cache and /var/lib) is looked at once.
 func realDirs(dirs []string) []string {
+	isReal := map[string]bool{"/": true}
+	var real func(p string) bool
+	real = func(p string) bool {
+		if r, ok := isReal[p]; ok {
+			return r
+		}
+		r := real(filepath.Dir(p))
+		if r {
+			st, err := os.Lstat(p)
+			r = err == nil && st.IsDir()
+		}
+		isReal[p] = r
+		return r
+	}
 	var out []string
 	for _, d := range dirs {
-		if st, err := os.Lstat(d); err != nil || !st.IsDir() {
-			continue
+		if filepath.IsAbs(d) && real(filepath.Clean(d)) {
+			out = append(out, d)
 		}
-		if real, err := filepath.EvalSymlinks(d); err != nil || real != filepath.Clean(d) {
-			continue
-		}
-		out = append(out, d)
 	}
 	return out
 }
