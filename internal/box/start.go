@@ -220,6 +220,8 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	if err := m.checkWorkspace(workspace); err != nil {
 		return nil, err
 	}
+	views := make(chan hostView, 1)
+	go func() { views <- m.hostView(workspace) }() // while the state, lock and cgroup are made
 	dir := m.StateDir(task)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("box state dir: %w", err)
@@ -298,12 +300,11 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		}()
 	}
 	cleanups = append(cleanups, func() { <-attached })
-	lower, err := m.resolveBase()
-	if err != nil {
+	view := <-views
+	if err = view.err; err != nil {
 		return nil, err
 	}
-	empty, hide := m.privateHostPaths(lower)
-	hide = pruneHidden(hide, realDirs(empty), workspace)
+	lower, empty, hide := view.lower, view.empty, view.hide
 	if m.opts.Layers != nil {
 		lower = append(m.opts.Layers(task), lower...)
 	}
@@ -430,6 +431,25 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	ph.Total = time.Since(began)
 	b.phases = ph
 	return b, nil
+}
+
+// hostView is what a box start needs to know of the host: the base
+// image's lower layers, and in host mode the directories the box shows
+// empty and the paths it covers (privateHostPaths).
+type hostView struct {
+	lower, empty, hide []string
+	err                error
+}
+
+// hostView resolves the base image and the host paths kept out of sight
+// of a box with workspace ws.
+func (m *Manager) hostView(ws string) hostView {
+	lower, err := m.resolveBase()
+	if err != nil {
+		return hostView{err: err}
+	}
+	empty, hide := m.privateHostPaths(lower)
+	return hostView{lower: lower, empty: empty, hide: pruneHidden(hide, realDirs(empty), ws)}
 }
 
 // tmpSizeMiB is the size of a box's /tmp tmpfs: min(container_disk,
