@@ -31,6 +31,14 @@ type Recorder interface {
 	AddUsage(ctx context.Context, sessionID string, u llm.Usage, apiCalls int) error
 }
 
+// UsageAppender is implemented by a Recorder that can store a model
+// call's answer and that call's token usage in one durable write; the
+// agent then records them together instead of with AddUsage before
+// AppendMessage (one commit per model call instead of two).
+type UsageAppender interface {
+	AppendMessageUsage(ctx context.Context, sessionID string, m llm.Message, u llm.Usage, apiCalls int) (int64, error)
+}
+
 // TextToolCallParser recovers tool calls a model wrote as text. It returns
 // the calls and the content with the call markup removed.
 type TextToolCallParser func(content string, known func(name string) bool) ([]llm.ToolCall, string)
@@ -187,6 +195,21 @@ func (a *Agent) notice(format string, args ...any) {
 func (a *Agent) record(ctx context.Context, s *Session, m llm.Message) error {
 	s.History = append(s.History, m)
 	return a.persist(ctx, s.ID, m)
+}
+
+// recordAnswer appends the model's answer m to the session history and
+// persists it with u, the usage of the call that produced it (see
+// UsageAppender; other recorders got u from call already).
+func (a *Agent) recordAnswer(ctx context.Context, s *Session, m llm.Message, u llm.Usage) error {
+	ua, ok := a.opts.Recorder.(UsageAppender)
+	if !ok {
+		return a.record(ctx, s, m)
+	}
+	s.History = append(s.History, m)
+	if _, err := ua.AppendMessageUsage(context.WithoutCancel(ctx), s.ID, a.redactMessage(m), u, 1); err != nil {
+		return fmt.Errorf("saving message to the session store: %w", err)
+	}
+	return nil
 }
 
 // redactMessage returns m with Redact applied to its text and its tool

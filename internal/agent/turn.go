@@ -83,7 +83,7 @@ func (a *Agent) RunTurn(ctx context.Context, s *Session, userText string) (TurnR
 		if !withTools {
 			msg.ToolCalls = nil // the wrap-up call must end the turn
 		}
-		if err := a.record(ctx, s, msg); err != nil {
+		if err := a.recordAnswer(ctx, s, msg, resp.Usage); err != nil {
 			return res, err
 		}
 		if len(msg.ToolCalls) == 0 {
@@ -147,7 +147,7 @@ func (a *Agent) call(ctx context.Context, s *Session, withTools bool, last llm.U
 	}
 	res.APICalls++
 	res.Usage = res.Usage.Add(resp.Usage)
-	if a.opts.Recorder != nil {
+	if _, together := a.opts.Recorder.(UsageAppender); a.opts.Recorder != nil && !together {
 		if uerr := a.opts.Recorder.AddUsage(context.WithoutCancel(ctx), s.ID, resp.Usage, 1); uerr != nil {
 			return resp, fmt.Errorf("saving usage to the session store: %w", uerr)
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -68,6 +69,14 @@ func stateLocked(dir string) bool {
 // snapshots and restores), then unmounts it. With create, a missing layer
 // is made first (terminal.container_disk MiB). The box must not be running
 // anywhere: its state lock is held meanwhile.
+//
+// The layer is a detached mount (mountLayerDetached), attached to no
+// mount namespace: upperDir is a path through the mount's descriptor,
+// /proc/self/fd/N/upper, which every thread of this process can use. When
+// the process ends, killed or not, the descriptor closes, which unmounts
+// the file system and frees the loop device; nothing stays mounted on the
+// host. A disk image that is already attached and mounted elsewhere is
+// refused (*LayerInUseError).
 func (m *Manager) WithUpper(taskID string, create bool, fn func(upperDir string) error) error {
 	if err := checkTaskID(taskID); err != nil {
 		return err
@@ -93,30 +102,27 @@ func (m *Manager) WithUpper(taskID string, create bool, fn func(upperDir string)
 	if err := m.ensureDiskImage(image, m.opts.Terminal.ContainerDisk); err != nil {
 		return err
 	}
-	waitLoopReleased(image, 3e9)
-	layer := filepath.Join(dir, "layer")
-	if err := os.MkdirAll(layer, 0o700); err != nil {
+	if err := awaitImageFree(image, layerReleaseWait); err != nil {
 		return err
 	}
-	dev, lf, err := attachLoop(image)
+	lm, err := mountLayerDetached(image)
 	if err != nil {
 		return err
-	}
-	err = unix.Mount(dev, layer, "ext4", unix.MS_NOATIME, "")
-	lf.Close()
-	if err != nil {
-		return fmt.Errorf("mount %s at %s: %w", image, layer, err)
 	}
 	defer func() {
-		unix.Unmount(layer, 0)
-		waitLoopReleased(image, 3e9)
+		lm.Close() // unmounts: nothing else holds the mount
+		waitLoopReleased(image, layerReleaseWait)
 	}()
-	upper := filepath.Join(layer, "upper")
+	upper := filepath.Join(fdPath(lm.fd), "upper")
 	if err := os.MkdirAll(upper, 0o755); err != nil {
 		return err
 	}
 	return fn(upper)
 }
+
+// layerReleaseWait bounds the wait for a stopped box's loop device to be
+// released (its mount namespace is torn down after its init exits).
+const layerReleaseWait = 5 * time.Second
 
 // ResetWork empties the overlay work dir beside upperDir (the sibling
 // "work"), which overlayfs requires to be empty of stale state when the

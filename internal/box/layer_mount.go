@@ -30,6 +30,9 @@ func mountLayerDetached(image string) (*layerMount, error) {
 	defer lf.Close() // the mount holds the device from here on
 	fsfd, err := unix.Fsopen("ext4", unix.FSOPEN_CLOEXEC)
 	if err != nil {
+		if errors.Is(err, unix.ENOSYS) {
+			return nil, fmt.Errorf("mount %s: this kernel lacks the mount API (fsopen(2), Linux 5.2+) that persistent box layers need: boot a newer kernel, or set terminal.container_persistent: false: %w", image, err)
+		}
 		return nil, fmt.Errorf("fsopen ext4: %w", err)
 	}
 	defer unix.Close(fsfd)

@@ -15,6 +15,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == attachClientArg {
 		os.Exit(attachClientMain(os.Args[2:]))
 	}
+	if len(os.Args) > 4 && os.Args[1] == layerHolderArg {
+		os.Exit(layerHolderMain(os.Args[2:]))
+	}
 	code := m.Run()
 	if busy := removeTestCgroupRoot(); len(busy) > 0 && code == 0 {
 		fmt.Fprintf(os.Stderr, "box tests left processes in cgroups: %q\n", busy)

@@ -328,7 +328,9 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		diskBegan := time.Now()
 		mounted := make(chan *layerMount, 1)
 		if _, err := os.Stat(spec.LayerImage); err == nil {
-			waitLoopReleased(spec.LayerImage, 3*time.Second)
+			if err := awaitImageFree(spec.LayerImage, layerReleaseWait); err != nil {
+				return nil, err // mounted elsewhere: a second mount corrupts it
+			}
 		} else if ok, lm := m.takeSpareDisk(spec.LayerImage); ok {
 			mounted <- lm
 		} else if err := m.ensureDiskImage(spec.LayerImage, t.ContainerDisk); err != nil {

@@ -94,11 +94,15 @@ func (a *App) reportLeftovers(l box.Leftovers) {
 	for _, d := range l.Busy {
 		fmt.Fprintf(a.Stderr, "hermes: cgroup %s belongs to an ended hermes process but still has processes: left alone (kill them, then run hermes box ls again)\n", d)
 	}
-	for _, d := range l.Loops {
-		fmt.Fprintf(a.Stderr, "hermes: loop device %s is attached to a box image but no box runs: detach it with losetup -d\n", d)
-	}
+	// Mounts first: a mounted loop device cannot be detached (losetup -d
+	// only marks it autoclear); unmounting it detaches it.
 	for _, d := range l.Mounts {
-		fmt.Fprintf(a.Stderr, "hermes: %s is mounted under the box state: unmount it with umount\n", d)
+		fmt.Fprintf(a.Stderr, "hermes: %s is mounted under the box state (left by a killed hermes; a box start refuses its image meanwhile): unmount it with `umount %s` (its loop device then detaches)\n", d, d)
+	}
+	for _, d := range l.Loops {
+		dev, img, _ := strings.Cut(d, " ")
+		fmt.Fprintf(a.Stderr, "hermes: loop device %s is attached to box image %s but no box runs: unmount it where it is mounted (above, or `grep -l %s /proc/*/mountinfo`), else detach it with `losetup -d %s`; then check the image with `e2fsck -f %s`\n",
+			dev, img, strings.TrimPrefix(dev, "/dev/"), dev, img)
 	}
 }
 

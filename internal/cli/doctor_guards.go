@@ -61,7 +61,7 @@ func boxLeftoversCheck() doctor.Check {
 		if len(l.Loops)+len(l.Mounts) > 0 {
 			out = append(out, doctor.Result{Status: doctor.Warn, Name: "box loop devices and mounts",
 				Detail: "left by a killed hermes: " + quoteList(append(l.Loops, l.Mounts...)),
-				Fix:    "umount the mount points and `losetup -d` the loop devices listed"})
+				Fix:    "umount the mount points first (their loop devices then detach), `losetup -d` the loop devices still attached, then `e2fsck -f` their images"})
 		}
 		if len(out) == 0 {
 			out = append(out, doctor.Result{Status: doctor.OK, Name: "box leftovers", Detail: "none"})

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/term"
 	"io"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +47,9 @@ type App struct {
 	StdoutTerminal bool
 	// Executable is the path of the running binary (for box init re-exec).
 	Executable string
+	// SetGCPercent is debug.SetGCPercent in production; nil (tests) leaves
+	// the collector alone. See oneShotGCPercent.
+	SetGCPercent func(int) int
 }
 
 // NewApp returns an App wired to the real process.
@@ -57,6 +61,7 @@ func NewApp() *App {
 		IsTerminal:     isTerminal(os.Stdin) && isTerminal(os.Stdout),
 		StdoutTerminal: term.IsTerminal(int(os.Stdout.Fd())),
 		Executable:     exe,
+		SetGCPercent:   debug.SetGCPercent,
 	}
 }
 

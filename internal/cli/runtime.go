@@ -37,8 +37,9 @@ type chatRuntime struct {
 func (rt *chatRuntime) Close() error { return rt.rt.Close() }
 
 // newRuntime loads config, applies flags and starts the session runtime.
-// It does not pick the session.
-func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*chatRuntime, error) {
+// It does not pick the session. last says the process ends when this
+// runtime closes (session.Options.ExitAfterClose).
+func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer, last bool) (*chatRuntime, error) {
 	if o.safeMode {
 		o.ignoreUserConfig, o.ignoreRules = true, true
 	}
@@ -67,7 +68,9 @@ func (a *App) newRuntime(ctx context.Context, o *chatOptions, r *renderer) (*cha
 			return nil, err
 		}
 	}
-	srt, err := session.New(ctx, a.sessionOptions(cfg, o))
+	so := a.sessionOptions(cfg, o)
+	so.ExitAfterClose = last
+	srt, err := session.New(ctx, so)
 	if err != nil {
 		return nil, err
 	}

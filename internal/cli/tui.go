@@ -84,7 +84,9 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 func (a *App) switchModel(ctx context.Context, rt *chatRuntime, model string) (*session.Runtime, *session.Session, error) {
 	o := *rt.opts
 	o.model = model
-	next, err := a.newRuntime(ctx, &o, rt.render)
+	// The new runtime is the one the process ends with; the old one's
+	// store then keeps its idle connection until the exit (ExitAfterClose).
+	next, err := a.newRuntime(ctx, &o, rt.render, true)
 	if err != nil {
 		return nil, nil, err
 	}

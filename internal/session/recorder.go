@@ -25,6 +25,12 @@ func (r recorder) AddUsage(ctx context.Context, sessionID string, u llm.Usage, a
 	return r.lazy.AddUsage(ctx, sessionID, u, apiCalls)
 }
 
+// AppendMessageUsage stores a model's answer with its call's usage in one
+// write (agent.UsageAppender).
+func (r recorder) AppendMessageUsage(ctx context.Context, sessionID string, m llm.Message, u llm.Usage, apiCalls int) (int64, error) {
+	return r.lazy.AppendMessageUsage(ctx, sessionID, m, u, apiCalls)
+}
+
 // RewriteHistory adapts the store to agent.HistoryRewriter (compaction).
 func (r recorder) RewriteHistory(ctx context.Context, sessionID string, msgs []llm.Message) error {
 	if err := r.lazy.Ensure(ctx, sessionID); err != nil {

@@ -86,6 +86,10 @@ type Options struct {
 	// MCPServers are MCP servers every session of this runtime connects
 	// besides config.yaml's mcp_servers (a same-named entry here wins).
 	MCPServers map[string]config.MCPServer
+	// ExitAfterClose says the process exits right after Close (a CLI
+	// run): the session store may leave its small WAL to the next process
+	// instead of checkpointing it (store.WithExitAfterClose).
+	ExitAfterClose bool
 }
 
 // WaitLock is an Options.Lock taking state.db's per-session turn lock
@@ -174,7 +178,11 @@ func New(ctx context.Context, o Options) (*Runtime, error) {
 	if rt.cwd, err = resolveCwd(c.Terminal.Cwd); err != nil {
 		return nil, err
 	}
-	if rt.store, err = store.Open(filepath.Join(o.Home, store.FileName), store.WithClock(o.Now)); err != nil {
+	storeOpts := []store.Option{store.WithClock(o.Now)}
+	if o.ExitAfterClose {
+		storeOpts = append(storeOpts, store.WithExitAfterClose())
+	}
+	if rt.store, err = store.Open(filepath.Join(o.Home, store.FileName), storeOpts...); err != nil {
 		return nil, err // already "session store: open PATH: ..."
 	}
 	rt.closers = append(rt.closers, rt.store.Close)

@@ -21,6 +21,7 @@ const (
 	crashHelperDB      = "HERMES_STORE_CRASH_HELPER_DB"
 	crashHelperSession = "HERMES_STORE_CRASH_HELPER_SESSION"
 	crashHelperRun     = "HERMES_STORE_CRASH_HELPER_RUN"
+	exitHelperDB       = "HERMES_STORE_EXIT_HELPER_DB"
 )
 
 // TestMain lets the test binary double as the crash helper: with
@@ -29,6 +30,9 @@ func TestMain(m *testing.M) {
 	if db := os.Getenv(crashHelperDB); db != "" {
 		run, _ := strconv.Atoi(os.Getenv(crashHelperRun))
 		os.Exit(runCrashHelper(db, os.Getenv(crashHelperSession), run))
+	}
+	if db := os.Getenv(exitHelperDB); db != "" {
+		os.Exit(runExitHelper(db, os.Getenv(crashHelperSession), os.Getenv(crashHelperRun)))
 	}
 	os.Exit(m.Run())
 }

@@ -15,8 +15,11 @@ import (
 // "the" is in three quarters of the messages, and counting them took
 // longer than everything else the search did. So a search:
 //
-//  1. takes its candidates from the index: the query's newest
-//     relevanceWindow matches (all of them when there are fewer);
+//  1. takes its candidates from the word index: every match of the query
+//     when it has at most rankCandidates of them, so that the best bm25
+//     match is found however old it is; for a broader query (every phrase
+//     in thousands of messages, where bm25 tells apart little more than
+//     message length) its newest rankCandidates matches;
 //  2. estimates each phrase's message count from the first dfProbe
 //     entries of its match list (exact below that, extrapolated from the
 //     id span they cover above it);
@@ -88,10 +91,8 @@ func (s *Store) rankExpr(ctx context.Context, table, match string) (string, erro
 	if !ok {
 		return match, nil
 	}
-	var lo, hi int64
-	// Two subqueries: min and max in one SELECT would scan the table.
-	if err := s.stmts.queryRow(ctx, s.db, "SELECT coalesce((SELECT min(id) FROM messages), 0), coalesce((SELECT max(id) FROM messages), 0)").
-		Scan(&lo, &hi); err != nil {
+	lo, hi, err := s.idSpan(ctx)
+	if err != nil {
 		return "", err
 	}
 	span := hi - lo + 1
@@ -141,20 +142,12 @@ func phraseWords(p string) []string {
 // otherwise dfProbe scaled by the share of the id span [hi-span+1, hi]
 // that its newest dfProbe matches cover.
 func (s *Store) docFreq(ctx context.Context, table, phrase string, hi, span int64) (int64, error) {
-	rows, err := s.stmts.query(ctx, s.db, `SELECT rowid FROM `+table+` WHERE `+table+` MATCH ? ORDER BY rowid DESC LIMIT ?`,
-		phrase, dfProbe)
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
+	// Counted in SQL: a row per probed match through the driver cost
+	// more than the probe.
 	var n, last int64
-	for rows.Next() {
-		if err := rows.Scan(&last); err != nil {
-			return 0, err
-		}
-		n++
-	}
-	if err := rows.Err(); err != nil {
+	if err := s.stmts.queryRow(ctx, s.db, `SELECT count(*), coalesce(min(id), 0) FROM (
+		SELECT rowid AS id FROM `+table+` WHERE `+table+` MATCH ? ORDER BY rowid DESC LIMIT ?)`,
+		phrase, dfProbe).Scan(&n, &last); err != nil {
 		return 0, err
 	}
 	if n < dfProbe {
@@ -164,10 +157,82 @@ func (s *Store) docFreq(ctx context.Context, table, phrase string, hi, span int6
 	return n * span / covered, nil
 }
 
-// rankedIDs returns the ids of the best limit matches: the newest
-// relevanceWindow matches of match (after the filters in where), ranked by
-// bm25 over rankExpr, the unranked ones after them newest first.
-func (s *Store) rankedIDs(ctx context.Context, table, match, where string, wargs []any, limit int) ([]int64, error) {
+// roleOverfetch is how many ranked ids per wanted hit a role-filtered
+// search ranks before filtering (see rankedIDs).
+const roleOverfetch = 4
+
+// rankedIDs returns the ids of the best limit matches of match that pass
+// o's filters (see rankedWhere). A role filter alone is applied to the
+// ranked ids rather than during the walk: reading each candidate's message
+// row to learn its role cost more than ranking it (a random page of the
+// messages table per candidate). When too few of the best
+// limit*roleOverfetch pass, the filtered walk runs after all.
+func (s *Store) rankedIDs(ctx context.Context, table, match string, o SearchOptions, limit int) ([]int64, error) {
+	if len(o.Roles) > 0 && o.SessionID == "" {
+		want := limit * roleOverfetch
+		ids, err := s.rankedWhere(ctx, table, match, "", nil, want)
+		if err != nil {
+			return nil, err
+		}
+		kept, err := s.withRoles(ctx, ids, o.Roles)
+		if err != nil {
+			return nil, err
+		}
+		if len(kept) >= limit || len(ids) < want {
+			return kept[:min(limit, len(kept))], nil
+		}
+	}
+	where, wargs := filterClause(o)
+	rwhere, rargs := sessionRange(table, o)
+	return s.rankedWhere(ctx, table, match, where+rwhere, append(wargs, rargs...), limit)
+}
+
+// sessionRange returns a condition on table's rowid that keeps FTS5's walk
+// within the ids of o.SessionID's messages ("" without a session filter):
+// the session filter alone reads the message row of every match in the
+// store.
+func sessionRange(table string, o SearchOptions) (string, []any) {
+	if o.SessionID == "" {
+		return "", nil
+	}
+	return " AND " + table + ".rowid BETWEEN (SELECT min(id) FROM messages WHERE session_id = ?)" +
+		" AND (SELECT max(id) FROM messages WHERE session_id = ?)", []any{o.SessionID, o.SessionID}
+}
+
+// withRoles returns the ids, in their order, of the messages whose role is
+// one of roles.
+func (s *Store) withRoles(ctx context.Context, ids []int64, roles []string) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	list, _ := json.Marshal(ids)
+	args := []any{string(list)}
+	for _, r := range roles {
+		args = append(args, r)
+	}
+	pass, err := s.int64s(ctx, `SELECT id FROM messages WHERE id IN (SELECT value FROM json_each(?)) AND role IN (`+
+		strings.TrimSuffix(strings.Repeat("?, ", len(roles)), ", ")+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	ok := make(map[int64]bool, len(pass))
+	for _, id := range pass {
+		ok[id] = true
+	}
+	kept := ids[:0:0]
+	for _, id := range ids {
+		if ok[id] {
+			kept = append(kept, id)
+		}
+	}
+	return kept, nil
+}
+
+// rankedWhere returns the ids of the best limit matches: the matches of
+// match (after the filters in where; the newest rankCandidates of them
+// when there are more), ranked by bm25 over rankExpr, the unranked ones
+// after them newest first.
+func (s *Store) rankedWhere(ctx context.Context, table, match, where string, wargs []any, limit int) ([]int64, error) {
 	join := ""
 	if where != "" { // filters need the message row; skip the lookup without them
 		join = " JOIN messages AS m ON m.id = " + table + ".rowid"
@@ -181,27 +246,37 @@ func (s *Store) rankedIDs(ctx context.Context, table, match, where string, wargs
 			SELECT `+table+`.rowid AS id, `+table+`.rank AS score FROM `+table+join+`
 			WHERE `+table+` MATCH ?`+where+` ORDER BY `+table+`.rowid DESC LIMIT ?)
 			ORDER BY score, id DESC LIMIT ?`,
-			append(append([]any{match}, wargs...), relevanceWindow, limit)...)
+			append(append([]any{match}, wargs...), rankCandidates, limit)...)
 	}
-	window, err := s.int64s(ctx, `SELECT `+table+`.rowid FROM `+table+join+`
-		WHERE `+table+` MATCH ?`+where+` ORDER BY `+table+`.rowid DESC LIMIT ?`,
-		append(append([]any{match}, wargs...), relevanceWindow)...)
-	if err != nil || len(window) == 0 {
-		return nil, err
-	}
+	windowSQL := `SELECT ` + table + `.rowid FROM ` + table + join + `
+		WHERE ` + table + ` MATCH ?` + where + ` ORDER BY ` + table + `.rowid DESC LIMIT ?`
+	windowArgs := append([]any{match}, wargs...)
 	var ranked []int64
 	if expr != "" {
-		list, _ := json.Marshal(window)
-		// The rowid range lets FTS5 walk only the window's part of the
-		// match list; the unary + keeps the IN a filter, not a probe per id.
-		ranked, err = s.int64s(ctx, `SELECT rowid FROM `+table+`
-			WHERE `+table+` MATCH ? AND rowid BETWEEN ? AND ?
-			AND +rowid IN (SELECT value FROM json_each(?))
-			ORDER BY rank, rowid DESC LIMIT ?`,
-			expr, window[len(window)-1], window[0], string(list), limit)
-		if err != nil {
-			return nil, err
+		// The candidates stay inside SQLite (a row per candidate through
+		// the driver cost more than ranking it). The rowid range lets FTS5
+		// walk only the candidates' part of the match list; the unary +
+		// keeps the IN a filter, not a probe per id. bm25() rather than
+		// rank: FTS5 sorts by rank itself, scoring every match in the range
+		// before the IN filter runs, where SQLite scores only the rows that
+		// pass it. An empty window is the empty range 1..0 (FTS5 reads a
+		// NULL bound as no bound).
+		ranked, err = s.int64s(ctx, `WITH w(id) AS MATERIALIZED (`+windowSQL+`)
+			SELECT rowid FROM `+table+`
+			WHERE `+table+` MATCH ? AND rowid BETWEEN (SELECT coalesce(min(id), 1) FROM w) AND (SELECT coalesce(max(id), 0) FROM w)
+			AND +rowid IN (SELECT id FROM w)
+			ORDER BY bm25(`+table+`), rowid DESC LIMIT ?`,
+			append(append(windowArgs[:len(windowArgs):len(windowArgs)], rankCandidates, expr), limit)...)
+		if err != nil || len(ranked) >= limit {
+			return ranked, err
 		}
+	}
+	// Fewer ranked than wanted (a prefix* query whose stem is rarely a
+	// word of its own, or no phrase worth ranking): the other candidates
+	// follow, newest first.
+	window, err := s.int64s(ctx, windowSQL, append(windowArgs, limit+len(ranked))...)
+	if err != nil {
+		return nil, err
 	}
 	seen := make(map[int64]bool, len(ranked))
 	for _, id := range ranked {

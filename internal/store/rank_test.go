@@ -222,3 +222,61 @@ func TestSearchLongPhraseSubstring(t *testing.T) {
 		t.Errorf("four-word substring: %+v, want one hit", hits)
 	}
 }
+
+// The best bm25 match is found when it is older than the newest 1,000
+// matches (the old ranking window): a query with fewer than rankCandidates
+// matches ranks all of them.
+func TestSearchRanksMatchesOlderThanNewestThousand(t *testing.T) {
+	st := openTestStore(t, "")
+	at := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	msg := func(text string) ImportedMessage {
+		at = at.Add(time.Minute)
+		return ImportedMessage{Message: llm.Message{Role: llm.RoleUser, Content: text}, CreatedAt: at}
+	}
+	best := "zebra zebra zebra"
+	sessions := []ImportedSession{{StartedAt: at, Messages: []ImportedMessage{msg(best)}}}
+	var newer []ImportedMessage
+	for i := range 1200 {
+		newer = append(newer, msg(fmt.Sprintf("a zebra was seen once in run %d among many other words about "+
+			"deployments, restarts, queues, certificates and the noise of an incident channel", i)))
+	}
+	sessions = append(sessions, ImportedSession{StartedAt: at, Messages: newer})
+	if _, err := st.Import(context.Background(), sessions); err != nil {
+		t.Fatal(err)
+	}
+	hits := search(t, st, SearchOptions{Query: "zebra", Limit: 3})
+	if len(hits) != 3 || !strings.Contains(hits[0].Snippet, "**zebra** **zebra** **zebra**") {
+		t.Fatalf("zebra: hits %+v, want the oldest message %q first", hits, best)
+	}
+}
+
+// A role filter keeps relevance order and still finds its matches when the
+// best-ranked messages all have another role.
+func TestSearchRoleFilterBehindOtherRoles(t *testing.T) {
+	st := openTestStore(t, "")
+	s := mustCreate(t, st, NewSession{})
+	for i := range 3 {
+		mustAppend(t, st, s.ID, llm.Message{Role: llm.RoleUser,
+			Content: fmt.Sprintf("kazoo once in user message %d, among many more words about other things entirely", i)})
+	}
+	mustAppend(t, st, s.ID, llm.Message{Role: llm.RoleUser, Content: "kazoo kazoo from the user"})
+	for i := range 25 {
+		mustAppend(t, st, s.ID, llm.Message{Role: llm.RoleTool, ToolCallID: fmt.Sprint("c", i), ToolName: "terminal",
+			Content: "kazoo kazoo kazoo"})
+	}
+	hits := search(t, st, SearchOptions{Query: "kazoo", Limit: 2, Roles: []string{"user"}})
+	if len(hits) != 2 || hits[0].Seq != 4 {
+		t.Fatalf("hits %+v, want 2 user messages, the one saying kazoo twice first", hits)
+	}
+	for _, h := range hits {
+		if h.Role != llm.RoleUser {
+			t.Errorf("hit %+v is not a user message", h)
+		}
+	}
+	if hits := search(t, st, SearchOptions{Query: "kazoo", Limit: 3, Roles: []string{"tool"}}); len(hits) != 3 || hits[0].Role != llm.RoleTool {
+		t.Errorf("tool hits %+v, want 3", hits)
+	}
+	if hits := search(t, st, SearchOptions{Query: "kazoo", Limit: 50, SessionID: s.ID, Roles: []string{"user"}}); len(hits) != 4 {
+		t.Errorf("one session's user messages: %d hits, want 4", len(hits))
+	}
+}

@@ -117,3 +117,17 @@ func (r *Recorder) AddUsage(ctx context.Context, sessionID string, u llm.Usage, 
 	}
 	return r.st.AddUsage(ctx, sessionID, u, apiCalls)
 }
+
+// AppendMessageUsage stores m at the end of the session and adds the usage
+// of the model call that produced it, in one write when the session's row
+// exists (it implements agent.UsageAppender).
+func (r *Recorder) AppendMessageUsage(ctx context.Context, sessionID string, m llm.Message, u llm.Usage, apiCalls int) (int64, error) {
+	wrote, err := r.create(ctx, sessionID, []llm.Message{m})
+	if err != nil {
+		return 0, err
+	}
+	if wrote {
+		return 1, r.st.AddUsage(ctx, sessionID, u, apiCalls)
+	}
+	return r.st.AppendMessageUsage(ctx, sessionID, m, u, apiCalls)
+}

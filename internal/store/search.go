@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,9 +17,11 @@ import (
 // Sort orders search hits.
 type Sort string
 
-// Search orders. Relevance is FTS5's bm25 rank among the newest 1,000
-// matches, over the query's phrases that are not in a large share of the
-// messages (so that common words stay fast; see rank.go); substring and CJK matches,
+// Search orders. Relevance is FTS5's bm25 rank over all the query's
+// matches when it has at most rankCandidates of them (the newest
+// rankCandidates otherwise), over the query's phrases that are not in a
+// large share of the messages (so that common words stay fast; see
+// rank.go); substring and CJK matches,
 // where bm25 over trigrams means little, come newest first. Newest and
 // oldest follow message order.
 const (
@@ -160,8 +163,13 @@ func (s *Store) search(ctx context.Context, q string, o SearchOptions) ([]Hit, e
 			return hits, err
 		}
 	}
-	if s.phraseCannotMatch(ctx, q) {
-		return nil, nil
+	if ids, ok := s.phraseCandidates(ctx, q); ok {
+		if len(ids) == 0 {
+			return nil, nil
+		}
+		if len(ids) <= phraseCheckMax && isASCII(q) {
+			return s.searchPhraseIn(ctx, q[1:len(q)-1], ids, o)
+		}
 	}
 	hits, err := s.searchIndex(ctx, "messages_trigram", q, match, o)
 	if err != nil || len(hits) > 0 {
@@ -173,10 +181,14 @@ func (s *Store) search(ctx context.Context, q string, o SearchOptions) ([]Hit, e
 	return nil, nil
 }
 
-// relevanceWindow bounds relevance ranking: bm25 scores at most the
-// relevanceWindow newest matches (see rank.go), so a word found in half a
-// million messages costs the same as one found in a few thousand.
-const relevanceWindow = 1000
+// rankCandidates bounds relevance ranking (rank.go): bm25 scores every
+// match of a query that has at most rankCandidates of them, so the word
+// index's match list is the candidate set and the order is exact over the
+// whole history; a broader query, whose every phrase is in thousands of
+// messages, ranks its newest rankCandidates matches. bm25 costs about
+// 2-3 µs a row here, so the bound keeps a search within tens of
+// milliseconds whatever the store's size.
+const rankCandidates = 2000
 
 func (s *Store) searchIndex(ctx context.Context, table, query, match string, o SearchOptions) ([]Hit, error) {
 	index := "fts"
@@ -189,9 +201,9 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 	}
 	var ids []int64
 	if o.Sort == SortRelevance {
-		// Phase 1 of relevance: rank the newest candidates, keep the best ids.
+		// Phase 1 of relevance: rank the candidates, keep the best ids.
 		var err error
-		ids, err = s.rankedIDs(ctx, table, match, where, wargs, o.Limit)
+		ids, err = s.rankedIDs(ctx, table, match, o, o.Limit)
 		if err != nil {
 			if isQuerySyntaxError(err) {
 				return nil, &QueryError{Query: query, Reason: sqliteReason(err)}
@@ -218,10 +230,14 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 		JOIN sessions AS s ON s.id = m.session_id
 		WHERE ` + table + ` MATCH ?`
 	args = append(args, match)
-	if ids != nil {
-		// One pass over the id range rather than a lookup per id: each
-		// lookup would evaluate the query again (slow for prefix* queries).
-		// The unary + keeps the IN list a filter instead of an index probe.
+	var hits []Hit
+	var err error
+	switch {
+	case ids != nil && s.lookupEach(ctx, match, ids):
+		hits, err = s.hitsByID(ctx, sqlText+" AND "+table+".rowid = ?", args, ids, index)
+	case ids != nil:
+		// One pass over the ids' range; the unary + keeps the IN list a
+		// filter instead of an index probe.
 		lo, hi := slices.Min(ids), slices.Max(ids)
 		sqlText += " AND " + table + ".rowid BETWEEN ? AND ? AND +" + table + ".rowid IN (" +
 			strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ") + ")"
@@ -229,9 +245,11 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 		for _, id := range ids {
 			args = append(args, id)
 		}
-	} else {
-		sqlText += where
-		args = append(args, wargs...)
+		hits, err = s.queryHits(ctx, sqlText, args, index)
+	default:
+		rwhere, rargs := sessionRange(table, o)
+		sqlText += where + rwhere
+		args = append(append(args, wargs...), rargs...)
 		if o.Sort == SortOldest {
 			sqlText += " ORDER BY " + table + ".rowid ASC"
 		} else {
@@ -239,8 +257,8 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 		}
 		sqlText += " LIMIT ?"
 		args = append(args, o.Limit)
+		hits, err = s.queryHits(ctx, sqlText, args, index)
 	}
-	hits, err := s.queryHits(ctx, sqlText, args, index)
 	if err != nil {
 		if isQuerySyntaxError(err) {
 			return nil, &QueryError{Query: query, Reason: sqliteReason(err)}
@@ -266,28 +284,76 @@ func (s *Store) searchIndex(ctx context.Context, table, query, match string, o S
 	return hits, nil
 }
 
-// phraseCannotMatch reports whether q, one quoted phrase of three or more
-// words, cannot match as a substring either. Such a match holds the middle
-// words whole, followed by a word starting with the last word (whose
-// stemmed form starts with at least its first three letters), so when the
-// word index has no message with that phrase, the trigram index has none.
-// The trigram search of a long phrase walks a list per three characters,
-// which for common ones took a quarter of a second to find nothing.
-func (s *Store) phraseCannotMatch(ctx context.Context, q string) bool {
+// phraseCheckMax bounds the messages whose text is checked for a quoted
+// phrase directly (see phraseCandidates) instead of through the trigram
+// index.
+const phraseCheckMax = 500
+
+// phraseCandidates returns, when q is one quoted phrase of three or more
+// words, the ids of the messages that can hold it as a substring (at most
+// phraseCheckMax+1 of them, newest first); ok is false for other queries
+// and on error (the trigram search then reports it). Such a substring
+// holds the middle words whole, followed by a word starting with the last
+// word (whose stemmed form starts with at least its first three letters),
+// so the word index finds every message that can hold it. The trigram
+// search of a long phrase walks a list per three characters, which for
+// common ones took a tenth of a second, also to find nothing.
+func (s *Store) phraseCandidates(ctx context.Context, q string) (ids []int64, ok bool) {
 	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' || strings.Count(q, `"`) != 2 {
-		return false
+		return nil, false
 	}
 	words := strings.Fields(q[1 : len(q)-1])
 	if len(words) < 3 {
-		return false
+		return nil, false
 	}
 	last := []rune(words[len(words)-1])
 	if len(last) > 3 {
 		last = last[:3]
 	}
 	phrase := strings.Join(append(words[1:len(words)-1:len(words)-1], string(last)), " ")
-	found, err := s.int64s(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? LIMIT 1`, `"`+phrase+`"*`)
-	return err == nil && len(found) == 0 // on error the trigram search reports it
+	ids, err := s.int64s(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT ?`,
+		`"`+phrase+`"*`, phraseCheckMax+1)
+	return ids, err == nil
+}
+
+// searchPhraseIn matches phrase as a substring of the indexed text
+// (content, tool names, tool arguments) of the messages ids, newest first
+// (oldest first for SortOldest), with the trigram index's meaning: case is
+// ignored, which LIKE does for ASCII only, so the phrase must be ASCII.
+func (s *Store) searchPhraseIn(ctx context.Context, phrase string, ids []int64, o SearchOptions) ([]Hit, error) {
+	list, _ := json.Marshal(ids)
+	like := "%" + escapeLike(phrase) + "%"
+	sqlText := `SELECT m.id, m.session_id, coalesce(s.title, ''), m.seq, m.role, coalesce(m.tool_name, ''),
+		m.created_at, m.active, m.content
+		FROM messages_search AS v JOIN messages AS m ON m.id = v.id JOIN sessions AS s ON s.id = m.session_id
+		WHERE v.id IN (SELECT value FROM json_each(?))
+		AND (v.content LIKE ? ESCAPE '\' OR v.tool_name LIKE ? ESCAPE '\' OR v.tool_args LIKE ? ESCAPE '\')`
+	args := []any{string(list), like, like, like}
+	where, wargs := filterClause(o)
+	sqlText += where
+	args = append(args, wargs...)
+	if o.Sort == SortOldest {
+		sqlText += " ORDER BY m.id ASC"
+	} else {
+		sqlText += " ORDER BY m.id DESC"
+	}
+	sqlText += " LIMIT ?"
+	args = append(args, o.Limit)
+	hits, err := s.queryHits(ctx, sqlText, args, "trigram")
+	open, close := o.marks()
+	for i := range hits {
+		hits[i].Snippet = capSnippet(excerpt(hits[i].Snippet, []string{phrase}, open, close), open, MaxSnippetChars)
+	}
+	return hits, err
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // scanWindow bounds the literal scan to the newest scanWindow messages
@@ -352,6 +418,46 @@ func filterClause(o SearchOptions) (string, []any) {
 		}
 	}
 	return b.String(), args
+}
+
+// lookupEach reports whether the ranked ids of match are better fetched
+// one by one (FTS5 seeks each phrase's match list to the row, 0.2-1 ms a
+// row) than in one pass over their rowid range (a walk of the match list
+// between them, which for the best matches of the whole history is all of
+// it). A prefix* query expands its prefix again on every lookup, and a few
+// ids in the newest twentieth of the history are a short walk.
+func (s *Store) lookupEach(ctx context.Context, match string, ids []int64) bool {
+	if strings.Contains(match, "*") || len(ids) > 10 {
+		return false
+	}
+	first, last, err := s.idSpan(ctx)
+	if err != nil {
+		return false
+	}
+	return (slices.Max(ids)-slices.Min(ids))*20 > last-first+1
+}
+
+// idSpan returns the smallest and largest message id, 0 and 0 when there
+// are no messages.
+func (s *Store) idSpan(ctx context.Context) (first, last int64, err error) {
+	// Two subqueries: min and max in one SELECT would scan the table.
+	err = s.stmts.queryRow(ctx, s.db, "SELECT coalesce((SELECT min(id) FROM messages), 0), coalesce((SELECT max(id) FROM messages), 0)").
+		Scan(&first, &last)
+	return first, last, err
+}
+
+// hitsByID runs sqlText, which ends in "rowid = ?", once per id, in the
+// order of ids.
+func (s *Store) hitsByID(ctx context.Context, sqlText string, args []any, ids []int64, index string) ([]Hit, error) {
+	var hits []Hit
+	for _, id := range ids {
+		h, err := s.queryHits(ctx, sqlText, append(args[:len(args):len(args)], id), index)
+		if err != nil {
+			return nil, err
+		}
+		hits = append(hits, h...)
+	}
+	return hits, nil
 }
 
 func (s *Store) queryHits(ctx context.Context, sqlText string, args []any, index string) ([]Hit, error) {

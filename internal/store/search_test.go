@@ -187,3 +187,34 @@ func TestSearchRelevanceRanksDenseMatchesFirst(t *testing.T) {
 		t.Fatalf("relevance = %+v, newest = %+v", rel, newest)
 	}
 }
+
+// A quoted phrase of three or more words that the word index lacks is
+// found as a substring in any case, in tool arguments too, with the role
+// filter, and only in the messages that hold it.
+func TestSearchLongPhraseCaseAndToolArgs(t *testing.T) {
+	st := openTestStore(t, "")
+	s := mustCreate(t, st, NewSession{})
+	mustAppend(t, st, s.ID,
+		llm.Message{Role: llm.RoleUser, Content: "the XDisk Kazoo Panicking again"},
+		llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "terminal",
+			Arguments: `{"command":"echo disk kazoo panicked"}`}}},
+		llm.Message{Role: llm.RoleUser, Content: "disk and kazoo and panic, apart"},
+		llm.Message{Role: llm.RoleUser, Content: "kazoo panels"},
+	)
+	hits := search(t, st, SearchOptions{Query: `"disk kazoo panic"`})
+	if len(hits) != 2 || hits[0].Seq != 2 || hits[1].Seq != 1 {
+		t.Fatalf("hits %+v, want the tool call (seq 2) then the first message", hits)
+	}
+	if hits[1].Index != "trigram" || !strings.Contains(hits[1].Snippet, "**Disk Kazoo Panic**") {
+		t.Errorf("hit %+v, want a substring hit marking **Disk Kazoo Panic**", hits[1])
+	}
+	if hits := search(t, st, SearchOptions{Query: `"disk kazoo panic"`, Roles: []string{"user"}}); len(hits) != 1 {
+		t.Errorf("user messages only: %d hits, want 1", len(hits))
+	}
+	for _, q := range []string{`"disk kazoo pan"`, `"disk kazoo zebra"`, `"sk kazoo panel"`} {
+		want := map[string]int{`"disk kazoo pan"`: 2, `"disk kazoo zebra"`: 0, `"sk kazoo panel"`: 0}[q]
+		if hits := search(t, st, SearchOptions{Query: q}); len(hits) != want {
+			t.Errorf("%s: %d hits, want %d", q, len(hits), want)
+		}
+	}
+}

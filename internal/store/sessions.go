@@ -86,6 +86,10 @@ func scanSession(row interface{ Scan(...any) error }, extra ...any) (Session, er
 // before its row is written.
 func (s *Store) NewSessionID() (string, error) { return s.newSessionID(s.now()) }
 
+const insertSession = `INSERT INTO sessions
+	(id, source, model, provider, system_prompt, cwd, started_at, updated_at, parent_session_id, metadata)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
 // CreateSession stores a new session, with ns.Messages if any, and returns
 // it. With ns.ID set, that id is used (an existing id is an error).
 func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, error) {
@@ -121,10 +125,12 @@ func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, erro
 				return Session{}, err
 			}
 		}
-		err := s.group(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			if _, err := s.txExec(ctx, tx, `INSERT INTO sessions
-				(id, source, model, provider, system_prompt, cwd, started_at, updated_at, parent_session_id, metadata)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		sqls := []string{insertSession}
+		if len(rows) > 0 {
+			sqls = append(sqls, appendSQL...)
+		}
+		err := s.group(ctx, sqls, func(ctx context.Context, tx *sql.Tx) error {
+			if _, err := s.txExec(ctx, tx, insertSession,
 				id, ns.Source, ns.Model, ns.Provider, ns.SystemPrompt, ns.Cwd, millis(now), millis(now), parent, meta); err != nil {
 				return err
 			}
@@ -417,17 +423,22 @@ func (s *Store) SetMetadata(ctx context.Context, id string, patch json.RawMessag
 	return mustAffect(res, id)
 }
 
+const addUsage = `UPDATE sessions SET
+	input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+	cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?,
+	reasoning_tokens = reasoning_tokens + ?, api_call_count = api_call_count + ?, updated_at = ?
+	WHERE id = ?`
+
+func usageArgs(id string, u llm.Usage, apiCalls int, now time.Time) []any {
+	return []any{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, apiCalls,
+		millis(now), id}
+}
+
 // AddUsage adds one or more model calls' token usage and apiCalls to the
 // session's totals.
 func (s *Store) AddUsage(ctx context.Context, id string, u llm.Usage, apiCalls int) error {
-	err := s.group(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := s.txExec(ctx, tx, `UPDATE sessions SET
-		input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
-		cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?,
-		reasoning_tokens = reasoning_tokens + ?, api_call_count = api_call_count + ?, updated_at = ?
-		WHERE id = ?`,
-			u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, apiCalls,
-			millis(s.now()), id)
+	err := s.group(ctx, []string{addUsage}, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := s.txExec(ctx, tx, addUsage, usageArgs(id, u, apiCalls, s.now())...)
 		if err != nil {
 			return err
 		}
@@ -464,10 +475,22 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 // PruneEmpty deletes sessions that have no messages, were last updated
 // more than olderThan ago and are not locked (see LockSession): the rows a
 // run killed before its first message left behind. It returns how many it
-// deleted.
+// deleted. It first looks for such rows with a read, so a start that
+// finds none (the usual case) neither takes the write lock nor compiles
+// the DELETE, whose cascade to messages and their index triggers made it
+// the costliest statement of a one-shot run to prepare.
 func (s *Store) PruneEmpty(ctx context.Context, olderThan time.Duration) (int, error) {
+	cutoff := millis(s.now().Add(-olderThan))
+	var found int
+	if err := s.stmts.queryRow(ctx, s.db, `SELECT EXISTS (SELECT 1 FROM sessions WHERE message_count = 0
+		AND updated_at < ? AND id NOT IN (SELECT session_id FROM session_locks))`, cutoff).Scan(&found); err != nil {
+		return 0, fmt.Errorf("prune empty sessions: %w", err)
+	}
+	if found == 0 {
+		return 0, nil
+	}
 	res, err := s.exec(ctx, `DELETE FROM sessions WHERE message_count = 0 AND updated_at < ?
-		AND id NOT IN (SELECT session_id FROM session_locks)`, millis(s.now().Add(-olderThan)))
+		AND id NOT IN (SELECT session_id FROM session_locks)`, cutoff)
 	if err != nil {
 		return 0, fmt.Errorf("prune empty sessions: %w", err)
 	}

@@ -28,6 +28,9 @@ import (
 // writeOp is one grouped write waiting for its commit.
 type writeOp struct {
 	fn func(ctx context.Context, tx *sql.Tx) error
+	// sqls are the statements fn runs through txExec/txQueryRow, prepared
+	// before the transaction begins (prepareFirst).
+	sqls []string
 	// err is set, then done is closed, by the committing writer.
 	err  error
 	done chan struct{}
@@ -118,7 +121,7 @@ func (s *Store) AppendMessage(ctx context.Context, sessionID string, m llm.Messa
 		return 0, err
 	}
 	var seq int64
-	err = s.group(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.group(ctx, appendSQL, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		seq, err = s.appendTx(ctx, tx, sessionID, row, len(m.ToolCalls), s.now())
 		return err
@@ -129,11 +132,35 @@ func (s *Store) AppendMessage(ctx context.Context, sessionID string, m llm.Messa
 	return seq, nil
 }
 
+// AppendMessageUsage is AppendMessage and AddUsage(u, apiCalls) in one
+// write: a model's answer with the usage of the call that produced it.
+func (s *Store) AppendMessageUsage(ctx context.Context, sessionID string, m llm.Message, u llm.Usage, apiCalls int) (int64, error) {
+	row, err := encodeMessage(m)
+	if err != nil {
+		return 0, err
+	}
+	var seq int64
+	err = s.group(ctx, appendUsageSQL, func(ctx context.Context, tx *sql.Tx) error {
+		now := s.now()
+		var err error
+		if seq, err = s.appendTx(ctx, tx, sessionID, row, len(m.ToolCalls), now); err != nil {
+			return err
+		}
+		_, err = s.txExec(ctx, tx, addUsage, usageArgs(sessionID, u, apiCalls, now)...)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("append message to session %s: %w", sessionID, err)
+	}
+	return seq, nil
+}
+
 // group runs fn in the next group commit and returns once that commit is
-// done (fn's error, or the commit's). ctx ending while fn still waits
-// withdraws it.
-func (s *Store) group(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	op := &writeOp{fn: fn, done: make(chan struct{})}
+// done (fn's error, or the commit's). sqls lists the statements fn runs
+// through the statement cache. ctx ending while fn still waits withdraws
+// it.
+func (s *Store) group(ctx context.Context, sqls []string, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	op := &writeOp{fn: fn, sqls: sqls, done: make(chan struct{})}
 	s.pendingMu.Lock()
 	s.pending = append(s.pending, op)
 	s.pendingMu.Unlock()
@@ -178,6 +205,7 @@ func (s *Store) commitPending(ctx context.Context) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
+	s.prepareFirst(ctx, batch)
 	err := s.inTxHeld(ctx, func(tx *sql.Tx) error {
 		if len(batch) == 1 {
 			batch[0].err = batch[0].fn(ctx, tx)
@@ -206,12 +234,37 @@ func (s *Store) commitPending(ctx context.Context) {
 	}
 }
 
+// prepareFirst caches the statements the batch's writes declared before
+// their transaction begins. A statement first met inside a transaction
+// runs unprepared there and is prepared again after it (stmtcache.go):
+// twice the parse and plan, and a statement on messages compiles its four
+// index triggers and the messages_search view each time. A one-shot run
+// meets every statement of its turn for the first time.
+func (s *Store) prepareFirst(ctx context.Context, batch []*writeOp) {
+	for _, op := range batch {
+		for _, q := range op.sqls {
+			_, _ = s.stmts.stmt(ctx, s.db, q) // an error shows when fn runs q
+		}
+	}
+}
+
+const (
+	bumpMessageCount = `UPDATE sessions SET message_count = message_count + 1,
+		tool_call_count = tool_call_count + ?, updated_at = ? WHERE id = ?`
+	nextSeq = "SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE session_id = ?"
+)
+
+// appendSQL are the statements of appendTx; appendUsageSQL those of
+// AppendMessageUsage.
+var (
+	appendSQL      = []string{bumpMessageCount, nextSeq, insertMessage}
+	appendUsageSQL = []string{bumpMessageCount, nextSeq, insertMessage, addUsage}
+)
+
 // appendTx adds row at the end of a session's conversation inside tx,
 // updates the session's counters and returns the row's seq.
 func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, sessionID string, row messageRow, toolCalls int, now time.Time) (int64, error) {
-	res, err := s.txExec(ctx, tx, `UPDATE sessions SET message_count = message_count + 1,
-		tool_call_count = tool_call_count + ?, updated_at = ? WHERE id = ?`,
-		toolCalls, millis(now), sessionID)
+	res, err := s.txExec(ctx, tx, bumpMessageCount, toolCalls, millis(now), sessionID)
 	if err != nil {
 		return 0, err
 	}
@@ -219,8 +272,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, sessionID string, row 
 		return 0, err
 	}
 	var seq int64
-	if err := s.txQueryRow(ctx, tx, "SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE session_id = ?",
-		sessionID).Scan(&seq); err != nil {
+	if err := s.txQueryRow(ctx, tx, nextSeq, sessionID).Scan(&seq); err != nil {
 		return 0, err
 	}
 	_, err = s.txExec(ctx, tx, insertMessage, insertArgs(sessionID, seq, row, now)...)

@@ -140,3 +140,31 @@ func TestRecorderForgetDropsDeferredSession(t *testing.T) {
 		t.Fatalf("forgotten session was written: %v", err)
 	}
 }
+
+// AppendMessageUsage stores the answer and the usage of its model call in
+// one commit.
+func TestAppendMessageUsageIsOneCommit(t *testing.T) {
+	st := openTestStore(t, "")
+	ctx := context.Background()
+	s := mustCreate(t, st, NewSession{})
+	mustAppend(t, st, s.ID, llm.Message{Role: llm.RoleUser, Content: "list files"})
+	before := st.commits.Load()
+	answer := llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "terminal", Arguments: `{"command":"ls"}`}}}
+	seq, err := st.AppendMessageUsage(ctx, s.ID, answer, llm.Usage{InputTokens: 40, OutputTokens: 5}, 1)
+	if err != nil || seq != 2 {
+		t.Fatalf("AppendMessageUsage = %d, %v; want seq 2", seq, err)
+	}
+	if n := st.commits.Load() - before; n != 1 {
+		t.Errorf("%d commits, want 1", n)
+	}
+	got, err := st.Session(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.MessageCount != 2 || got.ToolCallCount != 1 || got.APICallCount != 1 || got.Usage.InputTokens != 40 || got.Usage.OutputTokens != 5 {
+		t.Fatalf("session after AppendMessageUsage: %+v", got)
+	}
+	if _, err := st.AppendMessageUsage(ctx, "no-such-session", answer, llm.Usage{}, 1); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown session: %v, want ErrNotFound", err)
+	}
+}

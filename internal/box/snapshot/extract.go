@@ -444,11 +444,15 @@ func (x *extractor) writeFile(job leafJob, body io.Reader) error {
 		return err
 	}
 	f := os.NewFile(uintptr(fd), x.root+"/"+job.name)
+	sw := &sparseWriter{f: f}
 	var err error
 	if body != nil {
-		_, err = io.CopyBuffer(struct{ io.Writer }{f}, struct{ io.Reader }{body}, x.buf)
+		err = sw.copyFrom(body, x.buf)
 	} else if len(job.data) > 0 {
-		_, err = f.Write(job.data)
+		_, err = sw.Write(job.data)
+	}
+	if err == nil {
+		err = sw.finish()
 	}
 	if err == nil && x.needsChown(hdr) {
 		err = f.Chown(hdr.Uid, hdr.Gid)
@@ -468,10 +472,11 @@ func (x *extractor) writeFile(job leafJob, body io.Reader) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
+	var pathErr *os.PathError
+	if err != nil && !errors.As(err, &pathErr) { // a PathError names the file already
 		return fmt.Errorf("write %s/%s: %w", x.root, job.name, err)
 	}
-	return nil
+	return err
 }
 
 // needsChown reports whether an inode this extraction created must be

@@ -26,9 +26,10 @@ const replaceSuffix = ".restore-"
 // upperDir (renameat2 RENAME_EXCHANGE, or a rename when upperDir does not
 // exist) and the parent directory synced, and only then is the old tree
 // removed. Any error before the exchange leaves upperDir untouched, except
-// running out of room: when the layer cannot hold both trees, the old one
-// is removed first and the extraction runs again (not crash-safe, as
-// restores were before).
+// running out of room: when the layer cannot hold both trees but can hold
+// the new one alone, the old one is removed first and the extraction runs
+// again (not crash-safe, as restores were before); when it cannot hold the
+// new one alone either, nothing is changed.
 // Directories left by an interrupted ReplaceUpper are removed first.
 func (s *Store) ReplaceUpper(id, upperDir string) (Manifest, error) {
 	m, err := s.Get(id)
@@ -53,6 +54,13 @@ func (s *Store) ReplaceUpper(id, upperDir string) (Manifest, error) {
 			return err
 		}
 		return checkDigest(f, sum, m.SHA256)
+	}, func() (treeSize, error) {
+		f, err := os.Open(s.ArchivePath(id))
+		if err != nil {
+			return treeSize{}, err
+		}
+		defer f.Close()
+		return archiveSize(f)
 	})
 	if err != nil {
 		return Manifest{}, fmt.Errorf("restore snapshot %s: %w", id, err)
@@ -62,8 +70,10 @@ func (s *Store) ReplaceUpper(id, upperDir string) (Manifest, error) {
 
 // replaceUpper runs restore on a new sibling directory of upperDir and,
 // when it succeeds, makes that directory upperDir durably (see
-// ReplaceUpper).
-func replaceUpper(upperDir string, restore func(tmp string) error) error {
+// ReplaceUpper). size says what the restored tree takes; it is asked only
+// when the layer has no room for both trees, before the old one is
+// removed to make room.
+func replaceUpper(upperDir string, restore func(tmp string) error, size func() (treeSize, error)) error {
 	upperDir = filepath.Clean(upperDir)
 	parent := filepath.Dir(upperDir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -88,7 +98,14 @@ func replaceUpper(upperDir string, restore func(tmp string) error) error {
 		// The layer has no room for the old tree and the new one at
 		// once (a box using more than half its disk): replace it the
 		// way restores did before they were crash-safe, removing the
-		// old tree first.
+		// old tree first, if the new one then fits.
+		need, serr := size()
+		if serr != nil {
+			return fmt.Errorf("%w (and reading the archive's size: %v)", err, serr)
+		}
+		if err := checkRoomWithoutOld(upperDir, need); err != nil {
+			return err
+		}
 		if err := os.RemoveAll(upperDir); err != nil {
 			return fmt.Errorf("no room for the restored tree beside the old one, and removing the old one failed: %w", err)
 		}

@@ -170,3 +170,80 @@ func TestSnapshotReplaceUpperCorruptArchiveWithoutRoomKeepsOldTree(t *testing.T)
 		t.Errorf("the old layer was removed for a corrupted archive (big has %d bytes)", len(data))
 	}
 }
+
+// snapTmpfsLayer mounts an 8 MiB tmpfs as a layer (root only).
+func snapTmpfsLayer(t *testing.T) string {
+	t.Helper()
+	snapRequireRoot(t)
+	layer := t.TempDir()
+	snapMust(t, unix.Mount("tmpfs", layer, "tmpfs", 0, "size=8m"))
+	t.Cleanup(func() { unix.Unmount(layer, unix.MNT_DETACH) })
+	return layer
+}
+
+// TestSnapshotReplaceUpperTooBigKeepsOldTree: a snapshot that does not fit
+// the layer even without the box's current files is refused before they
+// are removed (they were removed, then the retry failed too and the box
+// was left empty).
+func TestSnapshotReplaceUpperTooBigKeepsOldTree(t *testing.T) {
+	layer := snapTmpfsLayer(t)
+	upper := filepath.Join(layer, "upper")
+	current := make([]byte, 3<<20)
+	rand.Read(current)
+	snapWrite(t, filepath.Join(upper, "current"), string(current), 0o644)
+
+	src := filepath.Join(t.TempDir(), "upper")
+	big := make([]byte, 10<<20)
+	rand.Read(big)
+	snapWrite(t, filepath.Join(src, "big"), string(big), 0o644)
+	store := snapTestStore(t, time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), []byte{1, 2, 3})
+	m, err := store.Create("t", src, Origin{})
+	snapMust(t, err)
+
+	_, err = store.ReplaceUpper(m.ID, upper)
+	if err == nil || !strings.Contains(err.Error(), "were kept") {
+		t.Fatalf("ReplaceUpper of a snapshot larger than the layer: %v, want a no-room error", err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(upper, "current")); !bytes.Equal(data, current) {
+		t.Errorf("the box's files were removed by a restore that could not fit (current has %d bytes)", len(data))
+	}
+	if got := snapNames(t, layer); !slices.Equal(got, []string{"upper"}) {
+		t.Errorf("layer dir holds %v, want only upper", got)
+	}
+}
+
+// TestSnapshotReplaceUpperSparseFileFits is the trial's case: a box with
+// a 64 MiB sparse file on an 8 MiB layer is snapshotted, changes, and is
+// restored. The restore wrote the holes as zeros, ran out of room, removed
+// the box's files to make room and failed again, leaving it empty.
+func TestSnapshotReplaceUpperSparseFileFits(t *testing.T) {
+	layer := snapTmpfsLayer(t)
+	upper := filepath.Join(layer, "upper")
+	snapWrite(t, filepath.Join(upper, "data"), "v1", 0o644)
+	f, err := os.Create(filepath.Join(upper, "sparse"))
+	snapMust(t, err)
+	snapMust(t, f.Truncate(64<<20))
+	_, err = f.WriteAt([]byte("tail"), 64<<20-4)
+	snapMust(t, err)
+	f.Close()
+	store := snapTestStore(t, time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), []byte{1, 2, 3})
+	m, err := store.Create("t", upper, Origin{})
+	snapMust(t, err)
+	blob := make([]byte, 4<<20)
+	rand.Read(blob)
+	snapMust(t, os.Remove(filepath.Join(upper, "sparse")))
+	snapWrite(t, filepath.Join(upper, "data"), "v2", 0o644)
+	snapWrite(t, filepath.Join(upper, "blob"), string(blob), 0o644)
+
+	if _, err := store.ReplaceUpper(m.ID, upper); err != nil {
+		t.Fatalf("restore of a snapshot with a sparse file: %v", err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(upper, "data")); string(data) != "v1" {
+		t.Errorf("data = %q after the restore, want v1", data)
+	}
+	var st unix.Stat_t
+	snapMust(t, unix.Stat(filepath.Join(upper, "sparse"), &st))
+	if st.Size != 64<<20 || st.Blocks*512 > 1<<20 {
+		t.Errorf("restored sparse file: size %d, %d bytes allocated; want 64 MiB with holes", st.Size, st.Blocks*512)
+	}
+}

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hermes-go/hermes/internal/atomicfile"
 	"github.com/hermes-go/hermes/internal/lazyregexp"
 )
@@ -88,14 +90,22 @@ func (s *Store) Create(taskID, upperDir string, origin Origin) (Manifest, error)
 	if err != nil {
 		return Manifest{}, err
 	}
+	s.sweepStale()
 	tmp, err := os.CreateTemp(s.Dir, "."+id+".tar.zst.*")
 	if err != nil {
 		return Manifest{}, fmt.Errorf("snapshot store %s: %w", s.Dir, err)
 	}
+	// Locked until the manifest is written: sweepStale removes only
+	// archives nobody holds (left by a killed Create).
+	if err := unix.Flock(int(tmp.Fd()), unix.LOCK_EX); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return Manifest{}, fmt.Errorf("snapshot %s: %w", tmp.Name(), err)
+	}
+	defer tmp.Close()
 	committed := false
 	defer func() {
 		if !committed {
-			tmp.Close()
 			os.Remove(tmp.Name())
 		}
 	}()
@@ -105,9 +115,6 @@ func (s *Store) Create(taskID, upperDir string, origin Origin) (Manifest, error)
 		return Manifest{}, fmt.Errorf("snapshot of task %s: %w", taskID, err)
 	}
 	if err := tmp.Sync(); err != nil {
-		return Manifest{}, fmt.Errorf("snapshot %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
 		return Manifest{}, fmt.Errorf("snapshot %s: %w", tmp.Name(), err)
 	}
 	if err := os.Rename(tmp.Name(), s.ArchivePath(id)); err != nil {
@@ -135,6 +142,36 @@ func (s *Store) Create(taskID, upperDir string, origin Origin) (Manifest, error)
 	return m, nil
 }
 
+// sweepStale removes what a Create killed part way left behind: a
+// temporary archive (.snap_*.tar.zst.*), or an archive renamed into place
+// whose manifest was never written, when no Create holds its lock.
+func (s *Store) sweepStale() {
+	temps, _ := filepath.Glob(filepath.Join(s.Dir, ".snap_*.tar.zst.*"))
+	archives, _ := filepath.Glob(filepath.Join(s.Dir, "snap_*.tar.zst"))
+	orphan := func(path string) bool { // an archive without a manifest
+		if !strings.HasSuffix(path, ".tar.zst") {
+			return true
+		}
+		_, err := os.Stat(s.manifestPath(strings.TrimSuffix(filepath.Base(path), ".tar.zst")))
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	for _, path := range append(temps, archives...) {
+		if !orphan(path) {
+			continue
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		// Asked again once locked: a Create writes the manifest before
+		// it lets go of the lock.
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil && orphan(path) {
+			os.Remove(path)
+		}
+		f.Close()
+	}
+}
+
 // Get returns the manifest of snapshot id; unknown ids wrap
 // ErrNotFound.
 func (s *Store) Get(id string) (Manifest, error) {
@@ -155,9 +192,11 @@ func (s *Store) Get(id string) (Manifest, error) {
 	return m, nil
 }
 
-// List returns every stored snapshot, oldest first (ties by id). A
-// missing store directory is an empty list.
+// List returns every stored snapshot, oldest first (ties by id), after
+// removing what killed Creates left (sweepStale). A missing store
+// directory is an empty list.
 func (s *Store) List() ([]Manifest, error) {
+	s.sweepStale()
 	entries, err := os.ReadDir(s.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // snapTestStore returns a store with a fixed clock and id randomness.
@@ -144,5 +146,41 @@ func TestSnapshotStoreDamagedManifest(t *testing.T) {
 	snapMust(t, store.Remove(m.ID))
 	if list, err := store.List(); err != nil || len(list) != 0 {
 		t.Errorf("List after removing the damaged snapshot = %v, %v", list, err)
+	}
+}
+
+// TestStoreSweepsWhatKilledCreatesLeft: a snapshot killed part way left a
+// temporary archive (or an archive without its manifest) in the store for
+// good; the next Create or List removes them, but not one a running
+// Create holds, nor a complete snapshot.
+func TestStoreSweepsWhatKilledCreatesLeft(t *testing.T) {
+	store := snapTestStore(t, time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), []byte{1, 2, 3})
+	src := filepath.Join(t.TempDir(), "upper")
+	snapWrite(t, filepath.Join(src, "f"), "x", 0o644)
+	kept, err := store.Create("t", src, Origin{})
+	snapMust(t, err)
+	stale := filepath.Join(store.Dir, ".snap_20261201_110000_aaaaaa.tar.zst.123")
+	orphan := filepath.Join(store.Dir, "snap_20261201_110000_bbbbbb.tar.zst")
+	running := filepath.Join(store.Dir, ".snap_20261201_110000_cccccc.tar.zst.456")
+	for _, p := range []string{stale, orphan, running} {
+		snapMust(t, os.WriteFile(p, []byte("partial"), 0o600))
+	}
+	held, err := os.Open(running)
+	snapMust(t, err)
+	defer held.Close()
+	snapMust(t, unix.Flock(int(held.Fd()), unix.LOCK_EX))
+
+	if _, err := store.List(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{stale, orphan} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s left by a killed snapshot is still there", filepath.Base(p))
+		}
+	}
+	for _, p := range []string{running, store.ArchivePath(kept.ID)} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s was removed: %v", filepath.Base(p), err)
+		}
 	}
 }

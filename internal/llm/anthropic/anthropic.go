@@ -38,11 +38,12 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Provider streams Messages API responses. It holds no mutable state and is
-// safe for concurrent use.
+// Provider streams Messages API responses. It is safe for concurrent use;
+// its only mutable state is a cache of tool definitions' wire JSON.
 type Provider struct {
 	cfg     Config
 	service anthropic.MessageService
+	tools   *toolCache
 }
 
 // New returns a Provider for cfg. The SDK's retries are disabled (llm.WithRetry
@@ -72,7 +73,7 @@ func New(cfg Config) *Provider {
 	case cfg.AuthToken != "":
 		opts = append(opts, option.WithHeader("Authorization", "Bearer "+cfg.AuthToken))
 	}
-	return &Provider{cfg: cfg, service: anthropic.NewMessageService(opts...)}
+	return &Provider{cfg: cfg, service: anthropic.NewMessageService(opts...), tools: &toolCache{}}
 }
 
 // Name returns the provider slug.
@@ -81,7 +82,7 @@ func (p *Provider) Name() string { return p.cfg.Name }
 // Stream starts a streaming Messages call. HTTP errors are returned here as
 // *llm.APIError; errors later in the stream come from the Stream's Err.
 func (p *Provider) Stream(ctx context.Context, req llm.Request) (llm.Stream, error) {
-	sdk := p.service.NewStreaming(ctx, buildParams(req))
+	sdk := p.service.NewStreaming(ctx, buildParams(req, p.tools))
 	s := &stream{provider: p.cfg.Name, sdk: sdk, blocks: map[int64]*block{}}
 	if !s.pull() && s.err != nil {
 		_ = sdk.Close()

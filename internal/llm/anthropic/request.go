@@ -34,9 +34,10 @@ func ThinkingBudget(effort string) int {
 }
 
 // buildParams converts req to Messages API parameters: the system prompt as
-// one text block with cache_control ephemeral, tools with cache_control on
-// the last one, and the history converted by convertMessages.
-func buildParams(req llm.Request) anthropic.MessageNewParams {
+// one text block with cache_control ephemeral, tools (through tools, see
+// toolCache) with cache_control on the last one, and the history converted
+// by convertMessages.
+func buildParams(req llm.Request, tools *toolCache) anthropic.MessageNewParams {
 	maxTokens := req.MaxTokens
 	if maxTokens <= 0 {
 		maxTokens = DefaultMaxTokens
@@ -49,14 +50,7 @@ func buildParams(req llm.Request) anthropic.MessageNewParams {
 		params.System = []anthropic.TextBlockParam{{Text: req.System, CacheControl: anthropic.NewCacheControlEphemeralParam()}}
 	}
 	for i, t := range req.Tools {
-		tool := &anthropic.ToolParam{Name: t.Name, InputSchema: inputSchema(t.Parameters)}
-		if t.Description != "" {
-			tool.Description = anthropic.String(t.Description)
-		}
-		if i == len(req.Tools)-1 {
-			tool.CacheControl = anthropic.NewCacheControlEphemeralParam()
-		}
-		params.Tools = append(params.Tools, anthropic.ToolUnionParam{OfTool: tool})
+		params.Tools = append(params.Tools, tools.param(t, i == len(req.Tools)-1))
 	}
 	if budget := ThinkingBudget(req.ReasoningEffort); budget > 0 {
 		params.Thinking = anthropic.ThinkingConfigParamUnion{OfEnabled: &anthropic.ThinkingConfigEnabledParam{BudgetTokens: int64(budget)}}
@@ -64,35 +58,6 @@ func buildParams(req llm.Request) anthropic.MessageNewParams {
 	}
 	params.MaxTokens = int64(maxTokens)
 	return params
-}
-
-// inputSchema splits a JSON Schema object into the SDK's properties and
-// required fields, keeping any other keywords as extra fields.
-func inputSchema(raw json.RawMessage) anthropic.ToolInputSchemaParam {
-	var schema map[string]any
-	_ = json.Unmarshal(raw, &schema)
-	out := anthropic.ToolInputSchemaParam{Properties: map[string]any{}}
-	for k, v := range schema {
-		switch k {
-		case "type":
-		case "properties":
-			out.Properties = v
-		case "required":
-			if list, ok := v.([]any); ok {
-				for _, r := range list {
-					if s, ok := r.(string); ok {
-						out.Required = append(out.Required, s)
-					}
-				}
-			}
-		default:
-			if out.ExtraFields == nil {
-				out.ExtraFields = map[string]any{}
-			}
-			out.ExtraFields[k] = v
-		}
-	}
-	return out
 }
 
 // convertMessages maps the history to Messages API turns: assistant
