@@ -120,6 +120,14 @@ rm_create="$(printf '%q' "$hermes") box rm bench-create"
 create_ms=$(median_ms "$RUNS" "$rm_create" "$hermes" box exec --new bench-create -- true)
 create_echo=$(median_ms "$RUNS" "$rm_create" "$hermes" box exec --new bench-create -- echo hi)
 
+# The same with terminal.container_persistent: false (a tmpfs layer; the
+# box's state goes when the command ends): the issue-14 row.
+np_home="$work/home-np"
+mkdir -p "$np_home"
+printf 'terminal:\n  container_persistent: false\n' >"$np_home/config.yaml"
+HERMES_HOME="$np_home" "$hermes" box exec --new bench-np -- true >/dev/null || die "hermes box exec --new bench-np -- true (non-persistent) failed"
+create_np_ms=$(HERMES_HOME="$np_home" median_ms "$RUNS" "" "$hermes" box exec --new bench-np -- true)
+
 # Warm: the task's box already exists; each run is one more command.
 "$hermes" box exec --new bench-warm -- true >/dev/null || die "hermes box exec bench-warm -- true failed"
 warm_ms=$(median_ms "$WARM_RUNS" "" "$hermes" box exec bench-warm -- true)
@@ -160,6 +168,7 @@ printf '%-44s %10s %10s\n' "bwrap --unshare-all ... true" "$bwrap_ms" "1.00x"
 printf '%-44s %10s %10s\n' "bwrap --unshare-all ... echo hi" "$bwrap_echo" "1.00x"
 printf '%-44s %10s %10s\n' "hermes box exec NEW -- true (create+first)" "$create_ms" "$(ratio "$create_ms" "$bwrap_ms")"
 printf '%-44s %10s %10s\n' "hermes box exec NEW -- echo hi" "$create_echo" "$(ratio "$create_echo" "$bwrap_echo")"
+printf '%-44s %10s %10s\n' "box exec NEW -- true, non-persistent" "$create_np_ms" "$(ratio "$create_np_ms" "$bwrap_ms")"
 printf '%-44s %10s %10s\n' "hermes box exec STOPPED -- true (starts it)" "$warm_ms" "$(ratio "$warm_ms" "$bwrap_ms")"
 echo "targets: create+first <= 1.50x bwrap (issue 14: <= 2.5x); warm command <= 2 ms (in-process; the CLI row adds hermes start-up)"
 

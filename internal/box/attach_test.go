@@ -455,3 +455,55 @@ func TestAttachSocketHiddenFromBox(t *testing.T) {
 		t.Fatalf("the box sees the attach socket's host path or the state dir:\n%s", out)
 	}
 }
+
+// The init serves no attached connection before the host has moved it
+// into the box's cgroup and said so (opJoined): a command an attaching
+// process sent earlier would run outside the group, free of its limits.
+func TestAttachServedOnlyAfterHostJoinedCgroup(t *testing.T) {
+	path := filepath.Join(t.TempDir(), attachSocketName)
+	ln, err := listenAttach(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	host, init := net.Pipe()
+	defer host.Close()
+	defer init.Close()
+	srv, err := newInitServer(newFrameConn(init), nil, &initSpec{Task: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(srv.devNull)
+	srv.attachLn = ln
+	c, err := dialAttachSocket(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fc := newFrameConn(c)
+	if err := fc.send(request{Op: opAttach}); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	var r response
+	if err := fc.dec.Decode(&r); err == nil {
+		t.Fatalf("attached before opJoined: %+v", r)
+	} else if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatal(err)
+	}
+	// A fresh connection after the join is served.
+	srv.handle(srv.main, request{Op: opJoined})
+	c2, err := dialAttachSocket(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	fc2 := newFrameConn(c2)
+	c2.SetDeadline(time.Now().Add(20 * time.Second))
+	if err := fc2.send(request{Op: opAttach}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fc2.dec.Decode(&r); err != nil || r.Kind != kindReady {
+		t.Fatalf("after opJoined: %+v %v, want ready", r, err)
+	}
+}

@@ -98,6 +98,7 @@ type Manager struct {
 	homeKey    string     // HERMES_HOME's key in the box cgroup names
 	cgroupRoot string
 	sweepOnce  sync.Once
+	warmOnce   sync.Once // warmFrames, at the first box start
 	sweepWG    sync.WaitGroup
 
 	mu      sync.Mutex
@@ -400,6 +401,20 @@ func (m *Manager) Close() error {
 	m.boxes = map[string]*Box{}
 	m.mu.Unlock()
 	close(m.stopIdl)
+	// The boxes stop at the same time as each other and as the background
+	// jobs are waited for (a box's stop mostly waits for the kernel).
+	errs := make([]error, 0, len(boxes))
+	var errMu sync.Mutex
+	var stops sync.WaitGroup
+	for _, b := range boxes {
+		stops.Go(func() {
+			if err := b.Close(); err != nil {
+				errMu.Lock()
+				errs = append(errs, err)
+				errMu.Unlock()
+			}
+		})
+	}
 	m.idleWG.Wait()
 	m.spareWG.Wait()
 	m.sweepWG.Wait()
@@ -417,12 +432,7 @@ func (m *Manager) Close() error {
 		m.spareDisk = ""
 	}
 	m.spareMu.Unlock()
-	var errs []error
-	for _, b := range boxes {
-		if err := b.Close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	stops.Wait()
 	return errors.Join(errs...)
 }
 

@@ -159,6 +159,49 @@ func TestBoxNonPersistentStateRemovedOnClose(t *testing.T) {
 	}
 }
 
+// A non-persistent box leaves nothing once closed, a command still
+// running in it included: no state in HERMES_HOME, no cgroup in any
+// hierarchy, no mount, no loop device; no process, the group being gone (Close removes most of
+// it while the kernel ends the box).
+func TestBoxNonPersistentCloseLeavesNothing(t *testing.T) {
+	e := startTestBox(t, nil)
+	e.run(t, "sleep 1000 >/dev/null 2>&1 & echo x > /root/f")
+	b, err := e.m.Box(context.Background(), "test-task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := []string{}
+	switch g := b.cg.(type) {
+	case *cgroupV1:
+		groups = g.procsDirs()
+	case *cgroupV2:
+		groups = []string{g.dir}
+	}
+	if len(groups) == 0 {
+		t.Fatalf("box cgroup %T has no directories", b.cg)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(e.m.StateDir("test-task")); !os.IsNotExist(err) {
+		t.Fatalf("state of the closed box: %v (want it removed)", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(e.home, "boxes")); len(entries) > 0 {
+		t.Fatalf("HERMES_HOME/boxes after Close: %v", entries)
+	}
+	for _, d := range groups {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Fatalf("cgroup %s after Close: %v (want it removed)", d, err)
+		}
+	}
+	if mi, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mi), e.home) {
+		t.Fatalf("mounts under %s left after Close", e.home)
+	}
+	if l := leftoverLoops(filepath.Join(e.home, "boxes")); len(l) > 0 {
+		t.Fatalf("loop devices left after Close: %q", l)
+	}
+}
+
 func TestBoxIdleStopAndRestart(t *testing.T) {
 	var clock = struct{ now time.Time }{time.Now()}
 	var mu = make(chan struct{}, 1)

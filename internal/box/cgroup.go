@@ -62,6 +62,9 @@ type cgroup interface {
 	KillAll()
 	// Remove deletes the group, waiting up to 2 s for its processes to go.
 	Remove() error
+	// removeEmpty deletes the group if it has no processes (one rmdir(2)
+	// per hierarchy, no retry); the error says it still has some.
+	removeEmpty() error
 }
 
 // cgroupMounts lists the cgroup hierarchies of /proc/self/mountinfo: v1
@@ -202,6 +205,16 @@ func removeDirs(dirs []string, procs func(dir string) string) error {
 			}
 			killProcsIn(procs(d))
 			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// rmdirAll rmdirs each of dirs once; one already gone counts as removed.
+func rmdirAll(dirs []string) error {
+	for _, d := range dirs {
+		if err := unix.Rmdir(d); err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("remove cgroup %s: %w", d, err)
 		}
 	}
 	return nil
@@ -401,6 +414,8 @@ func (g *cgroupV1) KillAll() {
 	}
 }
 
+func (g *cgroupV1) removeEmpty() error { return rmdirAll(g.procsDirs()) }
+
 func (g *cgroupV1) Remove() error {
 	g.oomMu.Lock()
 	if g.oomEvent >= 0 {
@@ -518,6 +533,8 @@ func (g *cgroupV2) KillAll() {
 		killProcsIn(filepath.Join(g.dir, "cgroup.procs"))
 	}
 }
+
+func (g *cgroupV2) removeEmpty() error { return rmdirAll([]string{g.dir}) }
 
 func (g *cgroupV2) Remove() error {
 	return removeDirs([]string{g.dir}, func(d string) string { return filepath.Join(d, "cgroup.procs") })

@@ -216,10 +216,13 @@ func (l Leftovers) Empty() bool {
 // cgroup that has processes or whose owner runs. hermes box ls calls it;
 // so does every Manager at its first box start (for its own root).
 func CleanLeftovers(home string) Leftovers {
-	return cleanLeftovers(home, DefaultCgroupRoot)
+	return cleanLeftovers(home, DefaultCgroupRoot, true)
 }
 
-func cleanLeftovers(home, root string) Leftovers {
+// cleanLeftovers is CleanLeftovers under cgroup root root; report also
+// lists the loop devices and mounts it cannot remove (Leftovers.Loops and
+// Mounts), which costs a scan of every loop device.
+func cleanLeftovers(home, root string, report bool) Leftovers {
 	var l Leftovers
 	if os.Geteuid() == 0 {
 		for _, dir := range hierarchyRoots(root) {
@@ -228,6 +231,8 @@ func cleanLeftovers(home, root string) Leftovers {
 	}
 	if home != "" {
 		sweepSpareFiles(filepath.Join(home, "boxes", ".spare"), &l)
+	}
+	if home != "" && report {
 		l.Loops = leftoverLoops(filepath.Join(home, "boxes"))
 		l.Mounts = leftoverMounts(filepath.Join(home, "boxes"))
 	}
@@ -399,9 +404,10 @@ func unescapeMountinfo(s string) string {
 
 // sweepLeftovers cleans what crashed hermes processes left in m's cgroup
 // root and HERMES_HOME (cleanLeftovers), once per Manager, in the
-// background of its first box start; Close waits for it.
+// background of its first box start; Close waits for it. Nobody reads a
+// report there, so the loop devices and mounts are not listed.
 func (m *Manager) sweepLeftovers() {
 	m.sweepOnce.Do(func() {
-		m.goUnlessClosed(&m.sweepWG, func() { cleanLeftovers(m.opts.Home, m.cgroupRoot) })
+		m.goUnlessClosed(&m.sweepWG, func() { cleanLeftovers(m.opts.Home, m.cgroupRoot, false) })
 	})
 }

@@ -179,7 +179,7 @@ func TestBoxStartSweepsGroupsOfGoneOwners(t *testing.T) {
 	if st, err := processOwner(busyProc.Process.Pid); err != nil || st.pid == 0 {
 		t.Fatalf("the sweep killed a process of a group it does not own: %v", err)
 	}
-	l := cleanLeftovers(home, root)
+	l := cleanLeftovers(home, root, true)
 	if !slices.ContainsFunc(l.Busy, func(d string) bool { return strings.HasSuffix(d, "_busy") }) || len(l.Removed) != 0 {
 		t.Errorf("leftovers %+v: want the busy group reported and nothing removed", l)
 	}

@@ -227,16 +227,30 @@ func pruneHidden(hide, empty []string, workspace string) []string {
 // realDirs returns the paths of dirs that are directories reached through
 // no symlink on the host: emptyInUpper skips the others, so they may not
 // show empty in the box and cannot vouch for what is under them.
+//
+// Each path is checked one component at a time, as filepath.EvalSymlinks
+// would resolve it, and a parent shared by several paths (/var of
+// /var/cache and /var/lib) is looked at once.
 func realDirs(dirs []string) []string {
+	isReal := map[string]bool{"/": true}
+	var real func(p string) bool
+	real = func(p string) bool {
+		if r, ok := isReal[p]; ok {
+			return r
+		}
+		r := real(filepath.Dir(p))
+		if r {
+			st, err := os.Lstat(p)
+			r = err == nil && st.IsDir()
+		}
+		isReal[p] = r
+		return r
+	}
 	var out []string
 	for _, d := range dirs {
-		if st, err := os.Lstat(d); err != nil || !st.IsDir() {
-			continue
+		if filepath.IsAbs(d) && real(filepath.Clean(d)) {
+			out = append(out, d)
 		}
-		if real, err := filepath.EvalSymlinks(d); err != nil || real != filepath.Clean(d) {
-			continue
-		}
-		out = append(out, d)
 	}
 	return out
 }
@@ -284,8 +298,9 @@ func emptyAllInUpper(layerDir string, empty []string, userNS, cache bool) error 
 			return nil
 		}
 	}
+	um := newUpperMaker(upper, userNS)
 	for _, p := range empty {
-		if err := emptyInUpper(upper, p, userNS); err != nil {
+		if err := um.emptyInUpper(p); err != nil {
 			return err
 		}
 	}
@@ -309,39 +324,86 @@ func opaqueCacheKey(upper string, empty []string, userNS bool) string {
 		strings.Join(empty, "\n"), strings.Join(realDirs(empty), "\n"))
 }
 
+// upperMaker makes directories of an overlay's upper directory with the
+// modes of host ones (emptyInUpper), remembering what it made so that it
+// skips the system calls whose answer it knows: a directory it made has no
+// entries but those it made in it, and the mode it asked for when the
+// umask masks none of its bits.
+type upperMaker struct {
+	upper  string
+	userNS bool
+	umask  int // -1 when unknown: every new directory is chmod'ed
+	made   map[string]bool
+}
+
+func newUpperMaker(upper string, userNS bool) *upperMaker {
+	return &upperMaker{upper: upper, userNS: userNS, umask: processUmask(), made: map[string]bool{}}
+}
+
+// processUmask reads the process's umask from /proc/self/status (Linux
+// 4.7+), or returns -1. umask(2) cannot read it without setting it, which
+// would race with files other goroutines create.
+func processUmask() int {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+			if n, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+				return int(n)
+			}
+		}
+	}
+	return -1
+}
+
 // emptyInUpper makes host directory p (of lower root "/") appear empty in
-// the overlay whose upper directory is upper: it creates upper/p, copying
-// the mode and owner of each host directory on the way, and marks it
-// opaque. Earlier writes of a persistent box under upper/p are kept. A p
-// missing on the host is skipped.
-func emptyInUpper(upper, p string, userNS bool) error {
+// the overlay whose upper directory is m.upper: it creates upper/p,
+// copying the mode of each host directory on the way, and marks it
+// opaque. The directories belong to this process's user (the box's root):
+// copying the host owners would shut the box's processes, which have no
+// CAP_DAC_OVERRIDE, out of a 0700 home above the workspace. Earlier writes of a persistent box under upper/p are kept. A
+// p missing on the host is skipped.
+func (m *upperMaker) emptyInUpper(p string) error {
 	st, err := os.Lstat(p)
 	if err != nil || !st.IsDir() {
 		return nil
 	}
 	rel := strings.TrimPrefix(filepath.Clean(p), "/")
-	cur, host := upper, "/"
+	cur, host := m.upper, "/"
+	parentMade := false
 	for _, part := range strings.Split(rel, "/") {
 		cur, host = filepath.Join(cur, part), filepath.Join(host, part)
-		if ust, err := os.Lstat(cur); err == nil {
-			if !ust.IsDir() {
-				return nil // the box replaced it with a file: nothing of the host shows
-			}
+		if m.made[cur] {
+			parentMade = true
 			continue
 		}
-		hst, err := os.Lstat(host)
-		if err != nil || !hst.IsDir() {
-			return nil
+		if !parentMade { // in a directory this maker made, only what it made exists
+			if ust, err := os.Lstat(cur); err == nil {
+				if !ust.IsDir() {
+					return nil // the box replaced it with a file: nothing of the host shows
+				}
+				continue
+			}
 		}
-		if err := os.Mkdir(cur, hst.Mode().Perm()); err != nil && !errors.Is(err, os.ErrExist) {
+		hst := st
+		if host != filepath.Clean(p) {
+			if hst, err = os.Lstat(host); err != nil || !hst.IsDir() {
+				return nil
+			}
+		}
+		perm := hst.Mode().Perm()
+		if err := os.Mkdir(cur, perm); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("hide %s: %w", p, err)
 		}
-		if sys, ok := hst.Sys().(*unix.Stat_t); ok {
-			os.Lchown(cur, int(sys.Uid), int(sys.Gid)) // best effort (unmapped ids in a user namespace)
+		if m.umask < 0 || int(perm)&m.umask != 0 {
+			os.Chmod(cur, perm) // Mkdir applied the umask
 		}
-		os.Chmod(cur, hst.Mode().Perm()) // Mkdir applied the umask
+		m.made[cur] = true
+		parentMade = true
 	}
-	if err := unix.Lsetxattr(cur, opaqueXattr(userNS), []byte("y"), 0); err != nil {
+	if err := unix.Lsetxattr(cur, opaqueXattr(m.userNS), []byte("y"), 0); err != nil {
 		return fmt.Errorf("hide %s: mark %s opaque: %w", p, cur, err)
 	}
 	return nil

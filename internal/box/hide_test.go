@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -274,5 +275,65 @@ func TestEscapeHomeMadeAfterFirstStart(t *testing.T) {
 	res := e.run(t, "cat "+home+"/.aws/credentials "+home+"/notes.txt 2>&1; echo; ls -A "+home+" 2>/dev/null")
 	if out := string(res.Output); strings.Contains(out, "host-only-marker") || strings.Contains(out, "\n.aws\n") {
 		t.Fatalf("the restarted box sees a home the host made after its first start: %s", out)
+	}
+}
+
+// TestEmptyAllInUpperCopiesMode: every directory made in the upper on the
+// way to an emptied host directory has the host directory's permissions
+// (the chmod calls upperMaker skips change nothing), whatever the umask,
+// and belongs to the box's root, whoever owns the host one; the emptied
+// ones are opaque.
+func TestEmptyAllInUpperCopiesMode(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown and trusted.* xattrs need root")
+	}
+	host := t.TempDir()
+	layer := t.TempDir()
+	upper := filepath.Join(layer, "upper")
+	tree := []struct {
+		rel      string
+		perm     os.FileMode
+		uid, gid int
+	}{
+		{"a", 0o750, 1234, 0}, {"a/b", 0o700, 0, 0}, {"a/b/c", 0o775, 0, 5}, {"a/d", 0o711, 0, 0},
+		{"a/d/e", 0o755, 4321, 4321}, {"f", 0o777, 0, 0},
+	}
+	for _, d := range tree {
+		p := filepath.Join(host, d.rel)
+		if err := os.Mkdir(p, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(p, d.uid, d.gid); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, d.perm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(upper, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := unix.Umask(0o027)
+	defer unix.Umask(old)
+	empty := []string{filepath.Join(host, "a/b/c"), filepath.Join(host, "a/d"), filepath.Join(host, "a/d/e"), filepath.Join(host, "f")}
+	if err := emptyAllInUpper(layer, empty, false, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range tree {
+		p := filepath.Join(upper, host, d.rel)
+		st, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sys := st.Sys().(*syscall.Stat_t)
+		if st.Mode().Perm() != d.perm || sys.Uid != 0 || sys.Gid != 0 {
+			t.Errorf("%s: %v %d:%d, want %v 0:0", d.rel, st.Mode().Perm(), sys.Uid, sys.Gid, d.perm)
+		}
+	}
+	for _, p := range empty {
+		buf := make([]byte, 8)
+		if n, err := unix.Lgetxattr(filepath.Join(upper, p), opaqueXattr(false), buf); err != nil || string(buf[:n]) != "y" {
+			t.Errorf("%s is not opaque in the upper: %v", p, err)
+		}
 	}
 }

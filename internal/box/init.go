@@ -35,6 +35,13 @@ const (
 // requests until the host closes the control socket. It returns the
 // process exit code.
 func InitMain() int {
+	// On another thread while this one boots and waits for the setup
+	// frame: gob's engines and the seccomp program.
+	filter := make(chan seccompFilter, 1)
+	go func() {
+		warmFrames()
+		filter <- buildSeccomp()
+	}()
 	ctrlFile := os.NewFile(initControlFD, "box-control")
 	connFile := os.NewFile(initConnFD, "box-conns")
 	if ctrlFile == nil || connFile == nil {
@@ -104,7 +111,7 @@ func InitMain() int {
 			return 1
 		}
 	}
-	if err := restrictSelf(spec); err != nil {
+	if err := restrictSelf(spec, <-filter); err != nil {
 		fc.send(response{ID: req.ID, Kind: kindError, Err: err.Error()})
 		return 1
 	}
@@ -116,9 +123,7 @@ func InitMain() int {
 	if err := fc.send(response{ID: req.ID, Kind: kindReady, PID: os.Getpid(), Phases: phases, Shell: srv.shell()}); err != nil {
 		return 1
 	}
-	if attachLn != nil {
-		go srv.acceptAttached(attachLn)
-	}
+	srv.attachLn = attachLn // served from the host's opJoined on
 	srv.serve()
 	return 0
 }
@@ -549,7 +554,7 @@ func installCA(root *boxRoot, pem []byte) error {
 		return fmt.Errorf("install box CA: %w", err)
 	}
 	const bundle = "etc/ssl/certs/ca-certificates.crt"
-	old := root.readFile(bundle)
+	old := root.readFile(bundle, len(caMarker)+len(pem)+1)
 	if i := bytes.Index(old, []byte(caMarker)); i >= 0 {
 		old = old[:i] // the CA of an earlier run of this persistent box
 	}

@@ -33,6 +33,11 @@ type initServer struct {
 	connsMu sync.Mutex
 	spec    *initSpec
 
+	// attachLn is the attach socket (spec.AttachSocket), served once the
+	// host sends opJoined; nil when there is none.
+	attachLn *net.UnixListener
+	joined   bool // opJoined came (read and written by the serve loop only)
+
 	devNull int       // /dev/null of the box, the stdin of commands without one
 	buffers sync.Pool // *[]byte of outputChunk, for reading command output
 
@@ -205,6 +210,13 @@ func (s *initServer) handle(c *initConn, req request) {
 	case opDrain:
 		if !c.attached {
 			go s.drain(req.ID)
+		}
+	case opJoined:
+		if !c.attached && !s.joined {
+			s.joined = true
+			if s.attachLn != nil {
+				go s.acceptAttached(s.attachLn)
+			}
 		}
 	default:
 		c.fc.send(response{ID: req.ID, Kind: kindError, Err: fmt.Sprintf("unknown operation %q", req.Op)})

@@ -63,6 +63,7 @@ type Box struct {
 	initState  *os.ProcessState
 	closing    atomic.Bool // Close has begun: the init's end is not news
 	phases     StartPhases
+	refill     func() // makes the Manager's next spare (deferRefill); nil when there is none to make
 	closeOnce  sync.Once
 	closeErr   error
 
@@ -452,6 +453,7 @@ func (p *boxProcess) handle(r response) {
 		p.mu.Unlock()
 		p.box.touch(-1)
 		close(p.done)
+		p.box.refillNow()
 	}
 }
 
@@ -703,6 +705,7 @@ func (b *Box) Close() error {
 }
 
 func (b *Box) stop() error {
+	b.refillNow()
 	b.mu.Lock()
 	lns := b.listeners
 	b.listeners = nil
@@ -720,15 +723,25 @@ func (b *Box) stop() error {
 		return nil
 	}
 	// SIGKILL to PID 1 makes the kernel kill every process of the box's pid
-	// namespace, and its exit waits for them; the cgroup sweep afterwards
-	// only meets a process that left the namespace (none should), so it
-	// costs a freeze of an empty group instead of one with live members.
+	// namespace, and its exit waits for them, so the group is empty then
+	// and goes with one rmdir per hierarchy; only a group that still has
+	// members (a process that left the namespace: none should) is frozen
+	// and swept. While the kernel ends the box, a non-persistent box's
+	// state goes but for its lock file, which this process holds until the
+	// end so that no other one starts the box meanwhile.
 	b.closing.Store(true)
 	if b.cmd.Process != nil {
 		b.cmd.Process.Signal(syscall.SIGKILL)
 	}
+	var cleared chan error
+	if !b.persist {
+		cleared = make(chan error, 1)
+		go func() { cleared <- removeAllBut(b.stateDir, "lock") }()
+	}
 	<-b.initDone
-	b.cg.KillAll()
+	if b.cg.removeEmpty() != nil {
+		b.cg.KillAll()
+	}
 	b.fc.c.Close()
 	b.conns.Close()
 	b.cancel()
@@ -746,12 +759,31 @@ func (b *Box) stop() error {
 		os.Remove(b.spec.AttachSocket) // the init that listened on it is gone
 	}
 	if !b.persist {
-		if err := os.RemoveAll(b.stateDir); err != nil {
+		err := <-cleared
+		if err == nil {
+			err = os.RemoveAll(b.stateDir)
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("remove box state %s: %w", b.stateDir, err))
 		}
 	}
 	unix.Flock(int(b.lock.Fd()), unix.LOCK_UN)
 	b.lock.Close()
+	return errors.Join(errs...)
+}
+
+// removeAllBut removes everything in dir except the entry named keep.
+func removeAllBut(dir, keep string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if e.Name() != keep {
+			errs = append(errs, os.RemoveAll(filepath.Join(dir, e.Name())))
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Prestarting (Options.Prestart): the Manager keeps one booted init, and
@@ -167,4 +168,42 @@ func (m *Manager) prepareSpareLayer(mnt *layerMount) {
 		}
 	}
 	emptyAllInUpper(layerDir, empty, false, true)
+}
+
+// spareRefillDelay is how long after a box start the Manager begins
+// preparing the next spare (Options.Prestart) when the box has not
+// finished a command by then.
+const spareRefillDelay = 100 * time.Millisecond
+
+// deferRefill makes the next spare (Options.Prestart) once b's first
+// command has ended, or spareRefillDelay after the start, or when b stops,
+// whichever comes first: the refill (an init's exec and boot, for
+// persistent boxes a disk image copied and mounted) takes CPU and I/O the
+// new box's first command would otherwise wait for, and the spare is only
+// needed by the next box start.
+func (b *Box) deferRefill(m *Manager) {
+	if !m.opts.Prestart {
+		return
+	}
+	var mu sync.Mutex
+	var timer *time.Timer
+	once := sync.OnceFunc(func() {
+		mu.Lock()
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		m.refillSpare()
+	})
+	mu.Lock()
+	timer = time.AfterFunc(spareRefillDelay, once)
+	mu.Unlock()
+	b.refill = once
+}
+
+// refillNow runs the refill deferRefill set up, if it has not run yet.
+func (b *Box) refillNow() {
+	if b.refill != nil {
+		b.refill()
+	}
 }

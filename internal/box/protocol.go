@@ -1,6 +1,7 @@
 package box
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/gob"
 	"errors"
@@ -47,6 +48,10 @@ const (
 	// commands still running (kindAttached), then answers ok.
 	opDrain  = "drain"
 	opResize = "resize" // set the window size of a command's terminal
+	// opJoined tells the init it runs in its box's cgroup (the host moved
+	// it there); only then does it accept attached connections, so that
+	// no command starts outside the group.
+	opJoined = "joined"
 )
 
 // Response kinds.
@@ -230,6 +235,33 @@ type frameConn struct {
 
 func newFrameConn(rw io.ReadWriteCloser) *frameConn {
 	return &frameConn{enc: gob.NewEncoder(rw), dec: gob.NewDecoder(rw), c: rw}
+}
+
+// warmFrames encodes and decodes one request and one response with every
+// field set, so that encoding/gob builds its per-type engines (which it
+// keeps for the process) now instead of at the first frames of a box
+// start: the init runs it while it boots, the host while the init boots.
+// That saves about 0.5 ms of the start and the first command.
+func warmFrames() {
+	var buf bytes.Buffer
+	enc, dec := gob.NewEncoder(&buf), gob.NewDecoder(&buf)
+	info := wireFileInfo{Name: "w"}
+	frames := []any{
+		&request{ID: 1, Op: opSetup, Setup: &initSpec{Task: "w", Lower: []string{"/"}, Env: []string{"A=b"}, CACertPEM: []byte{1}},
+			Exec: &execSpec{Argv: []string{"w"}, Env: []string{"A=b"}}, Data: []byte{1}},
+		&response{ID: 1, Kind: kindReady, Data: []byte{1}, Exit: exitInfo{Code: 1}, Info: &info, Infos: []wireFileInfo{info},
+			Phases: &initPhases{Root: 1}, Attach: &attachInfo{Task: "w", Env: []string{"A=b"}}},
+	}
+	for _, f := range frames {
+		if enc.Encode(f) != nil {
+			return
+		}
+	}
+	var req request
+	var resp response
+	if dec.Decode(&req) == nil {
+		dec.Decode(&resp)
+	}
 }
 
 func (f *frameConn) send(v any) error {

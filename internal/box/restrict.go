@@ -17,8 +17,9 @@ import (
 // go-landlock sets), then the effective, permitted and inheritable
 // capabilities of every thread (psx), then seccomp on all threads (TSYNC).
 // The bounding and ambient sets of the forking thread were emptied at the
-// init's start (dropBoundingSet).
-func restrictSelf(s *initSpec) error {
+// init's start (dropBoundingSet). seccomp is the filter, built ahead
+// (buildSeccomp).
+func restrictSelf(s *initSpec, seccomp seccompFilter) error {
 	if s.Landlock {
 		if err := landlockBox(s); err != nil {
 			return fmt.Errorf("landlock: %w", err)
@@ -27,7 +28,7 @@ func restrictSelf(s *initSpec) error {
 	if err := clearCapabilities(); err != nil {
 		return fmt.Errorf("drop capabilities: %w", err)
 	}
-	if err := loadSeccomp(); err != nil {
+	if err := loadSeccomp(seccomp); err != nil {
 		return fmt.Errorf("load seccomp filter: %w (the kernel needs CONFIG_SECCOMP_FILTER)", err)
 	}
 	return nil

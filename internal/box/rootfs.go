@@ -148,8 +148,9 @@ func (r *boxRoot) resolve(p string) (int, error) {
 }
 
 // readFile reads regular file p of the box's overlay (resolved inside the
-// root and inside the overlay mount); anything else reads as empty.
-func (r *boxRoot) readFile(p string) []byte {
+// root and inside the overlay mount); anything else reads as empty. The
+// result has room for extra more bytes, for the caller to append.
+func (r *boxRoot) readFile(p string, extra int) []byte {
 	parts, err := boxRelPath(p)
 	if err != nil || len(parts) == 0 {
 		return nil
@@ -160,17 +161,22 @@ func (r *boxRoot) readFile(p string) []byte {
 		return nil
 	}
 	defer unix.Close(fd)
-	if !isRegularFD(fd) {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil
 	}
-	var out []byte
-	buf := make([]byte, 64<<10)
+	// Read in place, sized by fstat with room for extra (a file that grows
+	// meanwhile is read in more rounds), up to 64 MiB.
+	out := make([]byte, 0, min(max(st.Size, 0), 64<<20)+int64(extra)+1)
 	for len(out) < 64<<20 {
-		n, err := unix.Read(fd, buf)
+		if len(out) == cap(out) {
+			out = append(out, 0)[:len(out)]
+		}
+		n, err := unix.Read(fd, out[len(out):min(cap(out), 64<<20)])
 		if n <= 0 || err != nil {
 			break
 		}
-		out = append(out, buf[:n]...)
+		out = out[:len(out)+n]
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package box
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"unsafe"
@@ -288,22 +289,41 @@ func argWordOffset(high bool) uint32 {
 	return 0
 }
 
-// loadSeccomp sets no_new_privs and installs the box's filter on every
-// thread of the process (SECCOMP_FILTER_FLAG_TSYNC).
-func loadSeccomp() error {
+// seccompFilter is the box's assembled seccomp program, or why it could
+// not be built.
+type seccompFilter struct {
+	filter []unix.SockFilter
+	err    error
+}
+
+// buildSeccomp assembles the box's filter (seccompProgram). The init
+// builds it while it boots, off the path of the box start.
+func buildSeccomp() seccompFilter {
 	insts, err := seccompProgram()
 	if err != nil {
-		return err
+		return seccompFilter{err: err}
 	}
 	raw, err := bpf.Assemble(insts)
 	if err != nil {
-		return fmt.Errorf("seccomp: assemble: %w", err)
+		return seccompFilter{err: fmt.Errorf("seccomp: assemble: %w", err)}
 	}
 	filter := make([]unix.SockFilter, len(raw))
 	for i, r := range raw {
 		filter[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
 	}
-	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	return seccompFilter{filter: filter}
+}
+
+// loadSeccomp sets no_new_privs and installs the box's filter on every
+// thread of the process (SECCOMP_FILTER_FLAG_TSYNC).
+func loadSeccomp(f seccompFilter) error {
+	if f.err != nil {
+		return f.err
+	}
+	if len(f.filter) == 0 {
+		return errors.New("seccomp: empty filter")
+	}
+	prog := unix.SockFprog{Len: uint16(len(f.filter)), Filter: &f.filter[0]}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("seccomp: set no_new_privs: %w", err)
 	}

@@ -208,6 +208,8 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	if err := m.checkWorkspace(workspace); err != nil {
 		return nil, err
 	}
+	views := make(chan hostView, 1)
+	go func() { views <- m.hostView(workspace) }() // while the state, lock and cgroup are made
 	dir := m.StateDir(task)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("box state dir: %w", err)
@@ -235,31 +237,41 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		}
 	}
 	// A prestarted init comes in a cgroup of its own with the box limits,
-	// which only needs renaming; otherwise the init joins a new group while
-	// it boots and the host prepares the rest: a cgroup v1 attach waits for
-	// an RCU grace period (several ms), and the init forks nothing before the
-	// host's first request, which comes after both are done.
+	// which only needs renaming; otherwise the init is spawned first and
+	// joins a new group while it boots and the host prepares the rest: a
+	// cgroup v1 attach waits for an RCU grace period (several ms). The init
+	// forks nothing before the host's first request, and accepts no
+	// attached connection before the host's opJoined, both sent once the
+	// attach is done.
 	userNS := os.Geteuid() != 0
+	m.warmOnce.Do(func() { go warmFrames() })
 	m.sweepLeftovers()
 	init := m.takeSpare(dir)
-	var cg cgroup
-	if init != nil && init.cg != nil && init.cg.Rename(m.groupPath(init.groupID, task)) == nil {
-		cg = init.cg
-	} else if cg, err = newCgroup(m.groupPath(newGroupID(), task), m.limits()); err != nil {
-		if init != nil {
-			init.kill()
-		}
-		return nil, fmt.Errorf("box %s: %w", task, err)
-	}
-	cleanups = append(cleanups, func() { cg.KillAll(); cg.Remove() })
 	if init == nil {
 		if init, err = m.spawnInit(filepath.Join(dir, "init.log"), userNS); err != nil {
 			return nil, fmt.Errorf("box %s: %w", task, err)
 		}
 		ph.Spawn = init.spawn
 	}
-	cleanups = append(cleanups, init.kill)
-	defer m.refillSpare()
+	var cg cgroup
+	cleanups = append(cleanups, func() {
+		init.kill()
+		if cg != nil {
+			cg.KillAll()
+			cg.Remove()
+		}
+	})
+	if init.cg != nil && init.cg.Rename(m.groupPath(init.groupID, task)) == nil {
+		cg = init.cg
+	} else if cg, err = newCgroup(m.groupPath(newGroupID(), task), m.limits()); err != nil {
+		cg = nil
+		return nil, fmt.Errorf("box %s: %w", task, err)
+	}
+	defer func() {
+		if err != nil {
+			m.refillSpare()
+		}
+	}()
 	attached := make(chan struct{})
 	var attachErr error
 	if init.cg == cg {
@@ -276,12 +288,11 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		}()
 	}
 	cleanups = append(cleanups, func() { <-attached })
-	lower, err := m.resolveBase()
-	if err != nil {
+	view := <-views
+	if err = view.err; err != nil {
 		return nil, err
 	}
-	empty, hide := m.privateHostPaths(lower)
-	hide = pruneHidden(hide, realDirs(empty), workspace)
+	lower, empty, hide := view.lower, view.empty, view.hide
 	if m.opts.Layers != nil {
 		lower = append(m.opts.Layers(task), lower...)
 	}
@@ -399,13 +410,36 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	if err = attachErr; err != nil {
 		return nil, fmt.Errorf("box %s: %w", task, err)
 	}
+	if err = b.fc.send(request{Op: opJoined}); err != nil {
+		return nil, fmt.Errorf("box %s: %w", task, err)
+	}
 	b.oomKnown.Store(cg.OOMKills())
+	b.deferRefill(m)
 	go b.waitInit()
 	go b.run()
 	go b.runConns()
 	ph.Total = time.Since(began)
 	b.phases = ph
 	return b, nil
+}
+
+// hostView is what a box start needs to know of the host: the base
+// image's lower layers, and in host mode the directories the box shows
+// empty and the paths it covers (privateHostPaths).
+type hostView struct {
+	lower, empty, hide []string
+	err                error
+}
+
+// hostView resolves the base image and the host paths kept out of sight
+// of a box with workspace ws.
+func (m *Manager) hostView(ws string) hostView {
+	lower, err := m.resolveBase()
+	if err != nil {
+		return hostView{err: err}
+	}
+	empty, hide := m.privateHostPaths(lower)
+	return hostView{lower: lower, empty: empty, hide: pruneHidden(hide, realDirs(empty), ws)}
 }
 
 // tmpSizeMiB is the size of a box's /tmp tmpfs: min(container_disk,
