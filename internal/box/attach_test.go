@@ -481,7 +481,7 @@ func TestAttachServedOnlyAfterHostJoinedCgroup(t *testing.T) {
 	}
 	defer c.Close()
 	fc := newFrameConn(c)
-	if err := fc.send(request{Op: opAttach}); err != nil {
+	if err := fc.send(request{Op: opAttach, Version: attachProtocol}); err != nil {
 		t.Fatal(err)
 	}
 	c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
@@ -500,7 +500,7 @@ func TestAttachServedOnlyAfterHostJoinedCgroup(t *testing.T) {
 	defer c2.Close()
 	fc2 := newFrameConn(c2)
 	c2.SetDeadline(time.Now().Add(20 * time.Second))
-	if err := fc2.send(request{Op: opAttach}); err != nil {
+	if err := fc2.send(request{Op: opAttach, Version: attachProtocol}); err != nil {
 		t.Fatal(err)
 	}
 	if err := fc2.dec.Decode(&r); err != nil || r.Kind != kindReady {
