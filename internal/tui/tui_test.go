@@ -155,6 +155,25 @@ func (o *output) wait(t *testing.T, want string) {
 	}, teatest.WithDuration(15*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
 }
 
+// waitCount waits until the program has written want n times (ANSI
+// stripped); it fails the test with the count it saw otherwise.
+func (o *output) waitCount(t *testing.T, want string, n int) {
+	t.Helper()
+	seen := 0
+	got := 0
+	defer func() {
+		if got < n {
+			t.Errorf("the program wrote %q %d times, want %d", want, got, n)
+		}
+	}()
+	teatest.WaitFor(t, o.r, func(b []byte) bool {
+		o.buf.Write(b[seen:])
+		seen = len(b)
+		got = strings.Count(ansi.Strip(o.buf.String()), want)
+		return got >= n
+	}, teatest.WithDuration(15*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+}
+
 // waitAll waits until the program has written each of wants: a turn's
 // answer can be in the live region while blocks printed above it are
 // still queued (printer.go), so a test waits for what it checks.
