@@ -261,10 +261,8 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 			cg.Remove()
 		}
 	})
-	if init.cg != nil && init.cg.Rename(m.groupPath(init.groupID, task)) == nil {
-		cg = init.cg
-	} else if cg, err = newCgroup(m.groupPath(newGroupID(), task), m.limits()); err != nil {
-		cg = nil
+	var joined func() error
+	if cg, joined, err = m.joinCgroup(init, task, &ph); err != nil {
 		return nil, fmt.Errorf("box %s: %w", task, err)
 	}
 	defer func() {
@@ -272,73 +270,24 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 			m.refillSpare()
 		}
 	}()
-	attached := make(chan struct{})
-	var attachErr error
-	if init.cg == cg {
-		close(attached)
-	} else {
-		go func() {
-			defer close(attached)
-			t0 := time.Now()
-			attachErr = cg.Add(init.cmd.Process.Pid)
-			ph.Attach = time.Since(t0)
-			if init.cg != nil { // the spare's own group, now empty
-				init.cg.Remove()
-			}
-		}()
-	}
-	cleanups = append(cleanups, func() { <-attached })
+	cleanups = append(cleanups, func() { joined() })
 	view := <-views
 	if err = view.err; err != nil {
 		return nil, err
 	}
-	lower, empty, hide := view.lower, view.empty, view.hide
-	if m.opts.Layers != nil {
-		lower = append(m.opts.Layers(task), lower...)
+	spec, err := m.initSpec(task, dir, workspace, view, cg, userNS)
+	if err != nil {
+		return nil, err
 	}
-	spec := initSpec{
-		Task: task, Lower: lower, LayerDir: filepath.Join(dir, "layer"), DiskMiB: t.ContainerDisk, TmpMiB: tmpSizeMiB(t),
-		Merged: filepath.Join(dir, "merged"), Workspace: workspace,
-		WorkspaceOverlay: t.BoxWorkspace == "overlay", Empty: empty, Hide: hide, Hostname: Hostname,
-		UserNS: userNS, Landlock: true, AttachSocket: filepath.Join(dir, attachSocketName), AttachIdle: m.opts.AttachIdleTimeout, Cgroup: cg.Name(),
+	hostLayer, err := m.prepareLayer(&spec, dir, userNS, &ph)
+	if err != nil {
+		return nil, err
 	}
-	os.Remove(spec.AttachSocket) // left by an init that died: this process holds the lock
-	for _, d := range []string{spec.LayerDir, spec.Merged} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("box state dir: %w", err)
+	cleanups = append(cleanups, func() {
+		if lm := hostLayer(); lm != nil {
+			lm.Close()
 		}
-	}
-	// The host mounts the layer image itself (layerMount) while the init
-	// boots, unless a prestarted image came mounted.
-	hostLayer := func() *layerMount { return nil }
-	if m.persistent() && !userNS {
-		spec.LayerImage = filepath.Join(dir, "disk.img")
-		diskBegan := time.Now()
-		mounted := make(chan *layerMount, 1)
-		if _, err := os.Stat(spec.LayerImage); err == nil {
-			if err := awaitImageFree(spec.LayerImage, layerReleaseWait); err != nil {
-				return nil, err // mounted elsewhere: a second mount corrupts it
-			}
-		} else if ok, lm := m.takeSpareDisk(spec.LayerImage); ok {
-			mounted <- lm
-		} else if err := m.ensureDiskImage(spec.LayerImage, t.ContainerDisk); err != nil {
-			return nil, err
-		}
-		ph.Disk = time.Since(diskBegan)
-		if len(mounted) == 0 {
-			go func(path string) {
-				t0 := time.Now()
-				lm, err := mountLayerDetached(path)
-				ph.Mount = time.Since(t0)
-				if err != nil {
-					lm = nil // the init mounts it by path, and reports what fails
-				}
-				mounted <- lm
-			}(spec.LayerImage)
-		}
-		hostLayer = sync.OnceValue(func() *layerMount { return <-mounted })
-		cleanups = append(cleanups, func() { hostLayer().Close() })
-	}
+	})
 	sess, err := m.newEgress(task)
 	if err != nil {
 		return nil, err
@@ -366,18 +315,130 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	}
 	ph.Prepare = time.Since(began) - ph.Spawn
 	readyWait := time.Now()
-	// The boot byte comes before any frame: read it before b.fc decodes.
-	if err := init.waitBooted(ctx); err != nil {
+	if err := b.setUp(ctx, init, &spec, &ph); err != nil {
 		return nil, fmt.Errorf("box %s: %w", task, err)
 	}
-	if err := b.fc.send(request{Op: opSetup, Setup: &spec}); err != nil {
-		return nil, fmt.Errorf("box %s: send setup: %w", task, err)
+	ph.Boot = time.Since(readyWait) - ph.Root - ph.Restrict
+	if err = joined(); err != nil {
+		return nil, fmt.Errorf("box %s: %w", task, err)
+	}
+	if err = b.fc.send(request{Op: opJoined}); err != nil {
+		return nil, fmt.Errorf("box %s: %w", task, err)
+	}
+	b.oomKnown.Store(cg.OOMKills())
+	b.deferRefill(m)
+	go b.waitInit()
+	go b.run()
+	go b.runConns()
+	ph.Total = time.Since(began)
+	b.phases = ph
+	return b, nil
+}
+
+// initSpec is the setup the init of task gets: its layers, state dirs
+// (made here), workspace, the host paths it shows empty or covers, its
+// attach socket (a stale one removed: the caller holds the state lock)
+// and cgroup.
+func (m *Manager) initSpec(task, dir, workspace string, view hostView, cg cgroup, userNS bool) (initSpec, error) {
+	t := m.opts.Terminal
+	lower := view.lower
+	if m.opts.Layers != nil {
+		lower = append(m.opts.Layers(task), lower...)
+	}
+	spec := initSpec{
+		Task: task, Lower: lower, LayerDir: filepath.Join(dir, "layer"), DiskMiB: t.ContainerDisk, TmpMiB: tmpSizeMiB(t),
+		Merged: filepath.Join(dir, "merged"), Workspace: workspace,
+		WorkspaceOverlay: t.BoxWorkspace == "overlay", Empty: view.empty, Hide: view.hide, Hostname: Hostname,
+		UserNS: userNS, Landlock: true, AttachSocket: filepath.Join(dir, attachSocketName), AttachIdle: m.opts.AttachIdleTimeout, Cgroup: cg.Name(),
+	}
+	os.Remove(spec.AttachSocket) // left by an init that died
+	for _, d := range []string{spec.LayerDir, spec.Merged} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return initSpec{}, fmt.Errorf("box state dir: %w", err)
+		}
+	}
+	return spec, nil
+}
+
+// joinCgroup gives the init its cgroup: a prestarted spare's own, renamed,
+// or a new one with the box limits, which the init joins in the background
+// (a cgroup v1 attach waits for an RCU grace period, several ms) while the
+// host prepares the rest. joined waits for the join and returns its error.
+// On error cg is nil.
+func (m *Manager) joinCgroup(init *spawnedInit, task string, ph *StartPhases) (cg cgroup, joined func() error, err error) {
+	if init.cg != nil && init.cg.Rename(m.groupPath(init.groupID, task)) == nil {
+		return init.cg, func() error { return nil }, nil
+	}
+	if cg, err = newCgroup(m.groupPath(newGroupID(), task), m.limits()); err != nil {
+		return nil, nil, err
+	}
+	done := make(chan struct{})
+	var attachErr error
+	go func() {
+		defer close(done)
+		t0 := time.Now()
+		attachErr = cg.Add(init.cmd.Process.Pid)
+		ph.Attach = time.Since(t0)
+		if init.cg != nil { // the spare's own group, now empty
+			init.cg.Remove()
+		}
+	}()
+	return cg, func() error { <-done; return attachErr }, nil
+}
+
+// prepareLayer gives a persistent box (as root) its layer image: the
+// existing one, checked not to be mounted elsewhere; a prestarted spare's,
+// already mounted; or a new one. The host mounts it detached (layerMount)
+// while the init boots; the returned func waits for that mount, nil when
+// the init is to mount the image by path (no persistent layer, a user
+// namespace, or a host mount that failed: the init reports what fails).
+func (m *Manager) prepareLayer(spec *initSpec, dir string, userNS bool, ph *StartPhases) (func() *layerMount, error) {
+	if !m.persistent() || userNS {
+		return func() *layerMount { return nil }, nil
+	}
+	spec.LayerImage = filepath.Join(dir, "disk.img")
+	diskBegan := time.Now()
+	mounted := make(chan *layerMount, 1)
+	if _, err := os.Stat(spec.LayerImage); err == nil {
+		if err := awaitImageFree(spec.LayerImage, layerReleaseWait); err != nil {
+			return nil, err // mounted elsewhere: a second mount corrupts it
+		}
+	} else if ok, lm := m.takeSpareDisk(spec.LayerImage); ok {
+		mounted <- lm
+	} else if err := m.ensureDiskImage(spec.LayerImage, m.opts.Terminal.ContainerDisk); err != nil {
+		return nil, err
+	}
+	ph.Disk = time.Since(diskBegan)
+	if len(mounted) == 0 {
+		go func(path string) {
+			t0 := time.Now()
+			lm, err := mountLayerDetached(path)
+			ph.Mount = time.Since(t0)
+			if err != nil {
+				lm = nil
+			}
+			mounted <- lm
+		}(spec.LayerImage)
+	}
+	return sync.OnceValue(func() *layerMount { return <-mounted }), nil
+}
+
+// setUp sends the booted init its setup and waits (startTimeout at most)
+// for it to report the box ready, recording the init's phases and the
+// box's shell.
+func (b *Box) setUp(ctx context.Context, init *spawnedInit, spec *initSpec, ph *StartPhases) error {
+	// The boot byte comes before any frame: read it before b.fc decodes.
+	if err := init.waitBooted(ctx); err != nil {
+		return err
+	}
+	if err := b.fc.send(request{Op: opSetup, Setup: spec}); err != nil {
+		return fmt.Errorf("send setup: %w", err)
 	}
 	ready := make(chan error, 1)
 	go func() {
 		var r response
 		if err := b.fc.dec.Decode(&r); err != nil {
-			log, _ := os.ReadFile(filepath.Join(dir, "init.log"))
+			log, _ := os.ReadFile(filepath.Join(b.stateDir, "init.log"))
 			ready <- fmt.Errorf("box init exited during setup: %v %s", err, strings.TrimSpace(string(log)))
 			return
 		}
@@ -396,31 +457,13 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	timer := time.NewTimer(startTimeout)
 	defer timer.Stop()
 	select {
-	case err = <-ready:
+	case err := <-ready:
+		return err
 	case <-ctx.Done():
-		err = ctx.Err()
+		return ctx.Err()
 	case <-timer.C:
-		err = fmt.Errorf("no answer from the init within %s", startTimeout)
+		return fmt.Errorf("no answer from the init within %s", startTimeout)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("box %s: %w", task, err)
-	}
-	ph.Boot = time.Since(readyWait) - ph.Root - ph.Restrict
-	<-attached
-	if err = attachErr; err != nil {
-		return nil, fmt.Errorf("box %s: %w", task, err)
-	}
-	if err = b.fc.send(request{Op: opJoined}); err != nil {
-		return nil, fmt.Errorf("box %s: %w", task, err)
-	}
-	b.oomKnown.Store(cg.OOMKills())
-	b.deferRefill(m)
-	go b.waitInit()
-	go b.run()
-	go b.runConns()
-	ph.Total = time.Since(began)
-	b.phases = ph
-	return b, nil
 }
 
 // hostView is what a box start needs to know of the host: the base
