@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -263,5 +264,61 @@ func TestAttachFrameCapAndBigWriteFile(t *testing.T) {
 	}
 	if left := trimmed(e.run(t, "ls -a /tmp | grep -c tmp || true")); left != "0" {
 		t.Errorf("%s temp files left in /tmp", left)
+	}
+}
+
+// stallWriter blocks every Write until release is closed, after saying
+// (once, on writing) that the first one came.
+type stallWriter struct {
+	first   chan struct{}
+	once    sync.Once
+	release chan struct{}
+}
+
+func (w *stallWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() { close(w.first) })
+	<-w.release
+	return len(p), nil
+}
+
+// Regression: an owner that did not read its socket (its command's output
+// blocked on a full stdout) froze attached commands: the init reported
+// attached use to the owner from the attached connection's request loop,
+// which then stopped reading its stdin, signals and kills.
+func TestStalledOwnerDoesNotFreezeAttachedCommand(t *testing.T) {
+	e := startTestBox(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := e.m.Box(ctx, "test-task")
+	must(t, err)
+	w := &stallWriter{first: make(chan struct{}), release: make(chan struct{})}
+	p, err := b.Command(ctx, Command{Argv: []string{"sh", "-c", "yes | head -c 50000000; sleep 60"}, Stdout: w})
+	must(t, err)
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(w.release)
+		}
+	}
+	defer func() { release(); p.Kill() }()
+	<-w.first
+	time.Sleep(500 * time.Millisecond) // the init's sends fill the owner's socket
+	var out, errb bytes.Buffer
+	c := e.attachClient("cat")
+	c.Stdin, c.Stdout, c.Stderr = strings.NewReader("hello\n"), &out, &errb
+	must(t, c.Start())
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second):
+		c.Process.Kill()
+		<-done
+		release()
+		t.Fatalf("attached cat did not end while the owner's reader was stalled: out %q, stderr %q", out.String(), errb.String())
+	}
+	if err != nil || out.String() != "hello\n" {
+		t.Fatalf("attached cat: %v, out %q, stderr %q; want hello", err, out.String(), errb.String())
 	}
 }

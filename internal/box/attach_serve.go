@@ -352,9 +352,29 @@ var errDraining = errors.New("the box is stopping (the hermes process that runs 
 // stopping: the attaching process may start the box afresh once it has.
 const errKindDraining = "draining"
 
+// noteUse records that an attached connection used the box or that the
+// count of its commands changed: the reporter tells the owner. It never
+// waits: an owner that does not read its socket (its output blocked)
+// must not hold up attached connections.
+func (s *initServer) noteUse() {
+	select {
+	case s.reportKick <- struct{}{}:
+	default: // a report is due already; it will carry the current count
+	}
+}
+
+// reporter sends a report (reportAttached) after each noteUse, coalescing
+// the ones that come while a report waits for the owner's socket.
+func (s *initServer) reporter() {
+	for range s.reportKick {
+		s.reportAttached()
+	}
+}
+
 // reportAttached tells the owner how many commands attached connections
 // run (kindAttached). Reports are sent in the order their counts are
-// taken, so the last one the owner sees is current.
+// taken, so the last one the owner sees is current. It waits for the
+// owner's socket: only the reporter and drain call it.
 func (s *initServer) reportAttached() {
 	s.reportMu.Lock()
 	defer s.reportMu.Unlock()

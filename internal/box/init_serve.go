@@ -54,6 +54,9 @@ type initServer struct {
 	attached map[*initConn]bool
 	draining bool
 	reportMu sync.Mutex // orders attached-use reports (reportAttached)
+	// reportKick wakes the reporter (noteUse): room for one, as a report
+	// sends the state current when it is sent, not when it was asked for.
+	reportKick chan struct{}
 }
 
 // initConn is one connection that sends requests: the owner's control
@@ -92,7 +95,7 @@ func newInitServer(fc *frameConn, conns *net.UnixConn, spec *initSpec) (*initSer
 	}
 	s := &initServer{main: &initConn{fc: fc, byID: map[uint64]*initProc{}}, conns: conns, spec: spec, devNull: null,
 		procs: map[int]*initProc{}, kick: make(chan struct{}, 1), locked: make(chan func()),
-		attached: map[*initConn]bool{}}
+		attached: map[*initConn]bool{}, reportKick: make(chan struct{}, 1)}
 	s.buffers.New = func() any { b := make([]byte, outputChunk); return &b }
 	return s, nil
 }
@@ -104,6 +107,7 @@ func newInitServer(fc *frameConn, conns *net.UnixConn, spec *initSpec) (*initSer
 // connections send their forks here (onLockedThread).
 func (s *initServer) serve() {
 	go s.reap()
+	go s.reporter()
 	reqs := make(chan request)
 	go func() {
 		defer close(reqs)
@@ -200,7 +204,7 @@ func (s *initServer) handle(c *initConn, req request) {
 		go s.dial(req)
 	case opReadFile, opWriteFile, opStat, opReadDir:
 		if c.attached {
-			go s.reportAttached() // a use of the box, for the owner's idle timer
+			s.noteUse() // a use of the box, for the owner's idle timer
 			if req.Op == opWriteFile {
 				s.fileOp(c, req) // in order: its data may come in parts
 				return
@@ -438,7 +442,7 @@ func (s *initServer) start(c *initConn, id uint64, e *execSpec) error {
 	if c.attached {
 		// Not the locked thread: its bounding set is the full one.
 		s.onLockedThread(fork)
-		defer s.reportAttached()
+		defer s.noteUse()
 	} else {
 		fork()
 	}
@@ -585,7 +589,7 @@ func (s *initServer) finish(p *initProc, out, errOut *os.File, timer *time.Timer
 	timedOut := p.timedOut
 	s.mu.Unlock()
 	if p.conn.attached {
-		defer s.reportAttached()
+		defer s.noteUse()
 		s.armIdle(p.conn)
 	}
 	close(p.ended)
