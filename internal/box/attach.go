@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -105,6 +106,11 @@ func Attach(ctx context.Context, home, task string) (*Box, error) {
 	case err == nil && r.Attach.Protocol != attachProtocol:
 		err = fmt.Errorf("%w: it speaks attach protocol %d, this hermes %d; run the command with the hermes binary that started the box, or stop that box first",
 			errProtocol, r.Attach.Protocol, attachProtocol)
+	case err != nil && hungUp(err):
+		// Accepted, then closed before the answer: the init ended (its
+		// owner stopped the box). Nothing was started.
+		c.Close()
+		return nil, fmt.Errorf("box %s: %w (its init at %s hung up: %v)", task, ErrNotRunning, path, err)
 	case err != nil && sendErr != nil:
 		err = sendErr
 	}
@@ -131,6 +137,12 @@ func Attach(ctx context.Context, home, task string) (*Box, error) {
 	}
 	go b.run()
 	return b, nil
+}
+
+// hungUp reports whether err ends a connection its peer closed (or
+// reset) rather than one that timed out.
+func hungUp(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, unix.ECONNRESET) || errors.Is(err, unix.EPIPE)
 }
 
 // dialAttachSocket connects to the attach socket at path. A missing socket,

@@ -343,6 +343,17 @@ func (m *Manager) attachOrStart(ctx context.Context, taskID string) (*Box, error
 	}
 }
 
+// forget drops b, the box of taskID that stopped serving it, and closes
+// it: the next Box attaches or starts afresh.
+func (m *Manager) forget(taskID string, b *Box) {
+	m.mu.Lock()
+	if m.boxes[taskID] == b {
+		delete(m.boxes, taskID)
+	}
+	m.mu.Unlock()
+	b.Close()
+}
+
 // Running lists the task ids of the boxes running in this Manager.
 func (m *Manager) Running() []string {
 	m.mu.Lock()
@@ -504,19 +515,33 @@ func (e *taskEnv) Workdir() string {
 }
 
 func (e *taskEnv) Exec(ctx context.Context, req backend.ExecRequest) (backend.ExecResult, error) {
-	b, err := e.box(ctx)
-	if err != nil {
-		return backend.ExecResult{}, err
-	}
-	return b.Exec(ctx, req)
+	return startAfresh(ctx, e, func(b *Box) (backend.ExecResult, error) { return b.Exec(ctx, req) })
 }
 
 func (e *taskEnv) Start(ctx context.Context, req backend.ExecRequest) (backend.Process, error) {
+	return startAfresh(ctx, e, func(b *Box) (backend.Process, error) { return b.Start(ctx, req) })
+}
+
+// startAfresh runs run (a command's start) in the task's box. When the
+// box is attached and its owner was stopping it, the command was refused
+// before it started (ErrNotRunning): the box is dropped and run runs once
+// more in the box Manager.Box returns then, started afresh once the owner
+// has released it (or run by a new owner).
+func startAfresh[T any](ctx context.Context, e *taskEnv, run func(*Box) (T, error)) (T, error) {
 	b, err := e.box(ctx)
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	return b.Start(ctx, req)
+	v, err := run(b)
+	if err == nil || !b.Attached() || !errors.Is(err, ErrNotRunning) {
+		return v, err
+	}
+	e.m.forget(e.task, b)
+	if b, err = e.box(ctx); err != nil {
+		return v, err
+	}
+	return run(b)
 }
 
 func (e *taskEnv) ReadFile(ctx context.Context, path string) ([]byte, error) {

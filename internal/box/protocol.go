@@ -274,6 +274,8 @@ func (f *frameConn) send(v any) error {
 func errorResponse(id uint64, err error) response {
 	r := response{ID: id, Kind: kindError, Err: err.Error()}
 	switch {
+	case errors.Is(err, errDraining):
+		r.ErrKind = errKindDraining
 	case errors.Is(err, fs.ErrNotExist):
 		r.ErrKind = errKindNotExist
 	case errors.Is(err, fs.ErrPermission):
@@ -295,6 +297,10 @@ func responseError(r response, op, path string) error {
 		base = fs.ErrPermission
 	case errKindExist:
 		base = fs.ErrExist
+	case errKindDraining:
+		// Refused before it started: the caller may start the box afresh
+		// and run it there.
+		return fmt.Errorf("box %s %s: %w: %s", op, path, ErrNotRunning, r.Err)
 	default:
 		return fmt.Errorf("box %s %s: %s", op, path, r.Err)
 	}

@@ -134,16 +134,13 @@ func (a *App) withBox(ctx context.Context, task string, create, runs bool, publi
 		return err
 	}
 	if b, err := box.Attach(ctx, a.Home(), task); err == nil {
-		defer b.Close()
-		if runs {
-			if err := b.CheckWorkspace(box.ResolveWorkspace(t.Cwd)); err != nil {
-				return err
-			}
-		}
-		if err := a.publishPorts(b, publish); err != nil {
+		err := a.runAttached(b, t, runs, publish, fn)
+		if !errors.Is(err, box.ErrNotRunning) {
 			return err
 		}
-		return fn(b)
+		// Its owner was stopping the box and refused the command before
+		// it started: start the box afresh for it (m.Box waits for the
+		// owner to release it).
 	} else if !errors.Is(err, box.ErrNotRunning) {
 		return err
 	}
@@ -175,6 +172,21 @@ func (a *App) withBox(ctx context.Context, task string, create, runs bool, publi
 		fmt.Fprintf(a.Stderr, "hermes: waiting for %d command(s) other hermes processes run in box %s before stopping it (interrupt to stop it now)\n", n, task)
 	})
 	return err
+}
+
+// runAttached runs fn in b, a box another hermes process runs (withBox),
+// and closes b.
+func (a *App) runAttached(b *box.Box, t config.TerminalConfig, runs bool, publish []string, fn func(b *box.Box) error) error {
+	defer b.Close()
+	if runs {
+		if err := b.CheckWorkspace(box.ResolveWorkspace(t.Cwd)); err != nil {
+			return err
+		}
+	}
+	if err := a.publishPorts(b, publish); err != nil {
+		return err
+	}
+	return fn(b)
 }
 
 // publishPorts forwards each HOSTPORT:BOXPORT of publish to b.
