@@ -304,6 +304,14 @@ func TestStalledOwnerDoesNotFreezeAttachedCommand(t *testing.T) {
 	defer func() { release(); p.Kill() }()
 	<-w.first
 	time.Sleep(500 * time.Millisecond) // the init's sends fill the owner's socket
+	// The owner starts another command meanwhile: the init forks it, and
+	// its answer waits for the owner's socket too.
+	go func() {
+		if p2, err := b.Command(ctx, Command{Argv: []string{"true"}}); err == nil {
+			p2.Wait(ctx)
+		}
+	}()
+	time.Sleep(200 * time.Millisecond)
 	var out, errb bytes.Buffer
 	c := e.attachClient("cat")
 	c.Stdin, c.Stdout, c.Stderr = strings.NewReader("hello\n"), &out, &errb

@@ -155,11 +155,11 @@ func (s *initServer) handle(c *initConn, req request) {
 	switch req.Op {
 	case opExec:
 		if req.Exec == nil {
-			c.fc.send(response{ID: req.ID, Kind: kindError, Err: "exec without a command"})
+			s.reply(c, response{ID: req.ID, Kind: kindError, Err: "exec without a command"})
 			return
 		}
 		if err := s.start(c, req.ID, req.Exec); err != nil {
-			c.fc.send(errorResponse(req.ID, err))
+			s.reply(c, errorResponse(req.ID, err))
 		}
 	case opStdin, opCloseStdin:
 		if p := s.lookup(c, req.ID); p != nil && p.stdinQ != nil {
@@ -223,8 +223,20 @@ func (s *initServer) handle(c *initConn, req request) {
 			}
 		}
 	default:
-		c.fc.send(response{ID: req.ID, Kind: kindError, Err: fmt.Sprintf("unknown operation %q", req.Op)})
+		s.reply(c, response{ID: req.ID, Kind: kindError, Err: fmt.Sprintf("unknown operation %q", req.Op)})
 	}
+}
+
+// reply answers a request of c from its request loop. The owner's
+// requests are handled on the locked thread, which also forks attached
+// connections' commands: their answers must not wait there for an owner
+// that does not read its socket.
+func (s *initServer) reply(c *initConn, r response) {
+	if c.attached {
+		c.fc.send(r)
+		return
+	}
+	go c.fc.send(r)
 }
 
 // signal sends signal number sig (one of attachSignals) to the command's
@@ -458,7 +470,6 @@ func (s *initServer) start(c *initConn, id uint64, e *execSpec) error {
 	if cio.stdinW != nil {
 		go p.feedStdin(cio.stdinW)
 	}
-	c.fc.send(response{ID: id, Kind: kindStarted, PID: p.pid})
 	var timer *time.Timer
 	if e.Timeout > 0 {
 		timer = time.AfterFunc(e.Timeout, func() {
@@ -553,6 +564,9 @@ func (s *initServer) pump(p *initProc, r *os.File, stream int, done chan<- struc
 
 // finish streams the command's output, waits for its exit and reports it.
 func (s *initServer) finish(p *initProc, out, errOut *os.File, timer *time.Timer) {
+	// Sent here, not by start: the owner's starts run on the locked
+	// thread, which must not wait for the owner's socket.
+	p.conn.fc.send(response{ID: p.id, Kind: kindStarted, PID: p.pid})
 	files := []*os.File{out}
 	if errOut != nil {
 		files = append(files, errOut)
