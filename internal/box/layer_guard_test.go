@@ -36,7 +36,11 @@ func layerHolderMain(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	err = m.WithUpper(task, false, func(upper string) error {
+	withUpper := func(fn func(string) error) error { return m.WithUpper(task, false, fn) }
+	if mode == "new" { // a fork into a new box, killed midway
+		withUpper = func(fn func(string) error) error { return m.WithNewUpper(task, args[3], fn) }
+	}
+	err = withUpper(func(upper string) error {
 		if err := os.WriteFile(filepath.Join(upper, "holder"), make([]byte, 1<<20), 0o644); err != nil {
 			return err
 		}
