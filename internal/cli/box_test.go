@@ -458,3 +458,25 @@ func TestBoxCLIFailedRestoreLeavesNoBox(t *testing.T) {
 		}
 	}
 }
+
+// A box whose restore was cut short (its marker left, as a killed fork
+// leaves it) is listed as incomplete with the fix, and refuses to start.
+func TestBoxCLIIncompleteRestoreBox(t *testing.T) {
+	c := newBoxCLI(t)
+	if _, errs, code := c.run(t, "", "box", "exec", "--new", "half", "--", "true"); code != 0 {
+		t.Fatalf("exec: %s", errs)
+	}
+	if err := os.WriteFile(filepath.Join(c.home, "boxes", "half", "restoring"), []byte("snap_x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ := c.run(t, "", "box", "ls")
+	if !strings.Contains(out, "incomplete (restore of snap_x interrupted): hermes box rm half") {
+		t.Fatalf("box ls shows %q; want half incomplete with the fix", out)
+	}
+	if _, errs, code := c.run(t, "", "box", "exec", "half", "--", "true"); code == 0 || !strings.Contains(errs, "hermes box rm half") {
+		t.Fatalf("exec in an incomplete box: exit %d, %q; want a refusal naming the fix", code, errs)
+	}
+	if _, errs, code := c.run(t, "", "box", "rm", "half"); code != 0 {
+		t.Fatalf("rm: %s", errs)
+	}
+}
