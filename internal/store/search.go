@@ -329,6 +329,18 @@ func (s *Store) searchPhraseIn(ctx context.Context, phrase string, ids []int64, 
 		WHERE v.id IN (SELECT value FROM json_each(?))
 		AND (v.content LIKE ? ESCAPE '\' OR v.tool_name LIKE ? ESCAPE '\' OR v.tool_args LIKE ? ESCAPE '\')`
 	args := []any{string(list), like, like, like}
+	sqlText, args = filteredNewestFirst(sqlText, args, o)
+	hits, err := s.queryHits(ctx, sqlText, args, "trigram")
+	open, close := o.marks()
+	for i := range hits {
+		hits[i].Snippet = capSnippet(excerpt(hits[i].Snippet, []string{phrase}, open, close), open, MaxSnippetChars)
+	}
+	return hits, err
+}
+
+// filteredNewestFirst completes a hit query over messages m: o's
+// filters, its order by id (newest first unless SortOldest) and its limit.
+func filteredNewestFirst(sqlText string, args []any, o SearchOptions) (string, []any) {
 	where, wargs := filterClause(o)
 	sqlText += where
 	args = append(args, wargs...)
@@ -337,14 +349,7 @@ func (s *Store) searchPhraseIn(ctx context.Context, phrase string, ids []int64, 
 	} else {
 		sqlText += " ORDER BY m.id DESC"
 	}
-	sqlText += " LIMIT ?"
-	args = append(args, o.Limit)
-	hits, err := s.queryHits(ctx, sqlText, args, "trigram")
-	open, close := o.marks()
-	for i := range hits {
-		hits[i].Snippet = capSnippet(excerpt(hits[i].Snippet, []string{phrase}, open, close), open, MaxSnippetChars)
-	}
-	return hits, err
+	return sqlText + " LIMIT ?", append(args, o.Limit)
 }
 
 func isASCII(s string) bool {
@@ -378,16 +383,7 @@ func (s *Store) searchScan(ctx context.Context, q string, o SearchOptions) ([]Hi
 		window = 1 << 62 // one session's messages are found through its index
 	}
 	args := []any{window, escapeLike(q)}
-	where, wargs := filterClause(o)
-	sqlText += where
-	args = append(args, wargs...)
-	if o.Sort == SortOldest {
-		sqlText += " ORDER BY m.id ASC"
-	} else {
-		sqlText += " ORDER BY m.id DESC"
-	}
-	sqlText += " LIMIT ?"
-	args = append(args, o.Limit)
+	sqlText, args = filteredNewestFirst(sqlText, args, o)
 	hits, err := s.queryHits(ctx, sqlText, args, "scan")
 	open, close := o.marks()
 	for i := range hits {

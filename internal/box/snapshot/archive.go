@@ -375,7 +375,15 @@ func (a *archiver) addFile(f *os.File, hdr *tar.Header, size int64) error {
 	}
 	// The anonymous wrappers hide WriterTo/ReaderFrom so the large buffer
 	// is used instead of io.Copy's 32 KiB one.
-	n, err := io.CopyBuffer(struct{ io.Writer }{a.tw}, struct{ io.Reader }{io.LimitReader(f, hdr.Size)}, a.buf)
+	var src io.Reader = io.LimitReader(f, hdr.Size)
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) == nil && st.Blocks*512 < size { // holes: not read
+		src = &holeReader{f: f, size: size}
+	}
+	n, err := io.CopyBuffer(struct{ io.Writer }{a.tw}, struct{ io.Reader }{src}, a.buf)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = nil // n tells how much there was
+	}
 	if raw && err == nil {
 		err = a.zw.SetRaw(false)
 	}

@@ -2,7 +2,11 @@ package snapshot
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
 )
 
 // holeBlock is the unit of hole detection: a run of zero bytes that fills
@@ -117,5 +121,72 @@ func (w *sparseWriter) finish() error {
 	if w.holeAtEnd {
 		return w.f.Truncate(w.off)
 	}
+	return nil
+}
+
+// holeReader reads a file from offset 0 to size like a plain read, but
+// finds its holes with lseek(SEEK_DATA/SEEK_HOLE) and gives zeros for them
+// without reading: a 5 GB sparse file with a few bytes of data took 21 s
+// to snapshot, 15 of them the kernel zeroing pages for reads of holes.
+type holeReader struct {
+	f    *os.File
+	pos  int64
+	size int64
+	// next is where the region that pos is in ends; data says whether it
+	// is data (read) or a hole (zeros).
+	next int64
+	data bool
+}
+
+func (r *holeReader) Read(p []byte) (int, error) {
+	if r.pos >= r.size {
+		return 0, io.EOF
+	}
+	if r.pos >= r.next {
+		if err := r.region(); err != nil {
+			return 0, err
+		}
+	}
+	n := int(min(int64(len(p)), r.next-r.pos))
+	if !r.data {
+		clear(p[:n])
+		r.pos += int64(n)
+		return n, nil
+	}
+	n, err := r.f.ReadAt(p[:n], r.pos)
+	r.pos += int64(n)
+	if errors.Is(err, io.EOF) && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+// region finds the data or hole region starting at r.pos.
+func (r *holeReader) region() error {
+	fd := int(r.f.Fd())
+	data, err := unix.Seek(fd, r.pos, unix.SEEK_DATA)
+	if errors.Is(err, unix.ENXIO) { // no data after pos: a hole to the end
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return err
+		}
+		if st.Size < r.size {
+			return io.ErrUnexpectedEOF // shrank: the caller says so
+		}
+		r.next, r.data = r.size, false
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if data > r.pos {
+		r.next, r.data = min(data, r.size), false
+		return nil
+	}
+	hole, err := unix.Seek(fd, r.pos, unix.SEEK_HOLE)
+	if err != nil {
+		return err
+	}
+	r.next, r.data = min(hole, r.size), true
 	return nil
 }

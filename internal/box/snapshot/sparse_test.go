@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -104,5 +105,46 @@ func TestRestoreKeepsHoles(t *testing.T) {
 	got := make([]byte, 6)
 	if _, err := r.ReadAt(got, 128<<20); err != nil || string(got) != "middle" {
 		t.Errorf("data in the middle = %q, %v", got, err)
+	}
+}
+
+// TestHoleReaderReadsWhatAReadDoes: files with holes at the start, middle
+// and end, and data at odd offsets, read through holeReader (which skips
+// the holes with SEEK_DATA/SEEK_HOLE) give the bytes a plain read gives.
+func TestHoleReaderReadsWhatAReadDoes(t *testing.T) {
+	dir := t.TempDir()
+	for i, layout := range [][]struct{ off, n int64 }{
+		{{off: 5 << 20, n: 100}},                         // hole, data, hole to the end
+		{{off: 0, n: 4096}, {off: 3 << 20, n: 70000}},    // data first
+		{{off: 1 << 20, n: 1}, {off: 9<<20 - 10, n: 10}}, // data at the very end
+		{{off: 123, n: 8 << 20}},                         // mostly data
+	} {
+		path := filepath.Join(dir, "f")
+		os.Remove(path)
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Truncate(9 << 20); err != nil {
+			t.Fatal(err)
+		}
+		for j, d := range layout {
+			buf := bytes.Repeat([]byte{byte('a' + j)}, int(d.n))
+			if _, err := f.WriteAt(buf, d.off); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if _, err := io.CopyBuffer(&got, &holeReader{f: f, size: int64(len(want))}, make([]byte, 100000)); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if !bytes.Equal(got.Bytes(), want) {
+			t.Errorf("layout %d: holeReader gave %d bytes differing from the file's %d", i, got.Len(), len(want))
+		}
 	}
 }
