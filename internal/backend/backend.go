@@ -107,3 +107,28 @@ func Isolated(b Backend) bool {
 	i, ok := b.(interface{ Isolated() bool })
 	return ok && i.Isolated()
 }
+
+// StdinSink is the stdin side of a started command.
+type StdinSink interface {
+	Write(p []byte) (int, error)
+	CloseStdin() error
+}
+
+// FeedStdin copies r to p's stdin in writes of at most chunk bytes, then
+// closes it (at r's end or error); it stops early when a write fails (the
+// command ended).
+func FeedStdin(p StdinSink, r io.Reader, chunk int) {
+	buf := make([]byte, chunk)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if _, werr := p.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			p.CloseStdin()
+			return
+		}
+	}
+}

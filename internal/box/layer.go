@@ -18,6 +18,10 @@ type BoxInfo struct {
 	Persistent bool  // has an ext4 layer image
 	DiskBytes  int64 // bytes the layer image uses on the host (sparse)
 	InUse      bool  // a hermes process runs (or snapshots) it now
+	// RestoreOf is the snapshot id of a restore into this new box that
+	// has not completed: still running when InUse, else interrupted (the
+	// box is incomplete and refuses to start). "" for a whole box.
+	RestoreOf string
 }
 
 // ListBoxes lists the boxes with state under HERMES_HOME/boxes, by task id.
@@ -41,6 +45,7 @@ func ListBoxes(home string) ([]BoxInfo, error) {
 			info.Persistent, info.DiskBytes = true, st.Blocks*512
 		}
 		info.InUse = stateLocked(dir)
+		info.RestoreOf = restoringFrom(dir)
 		out = append(out, info)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Task < out[j].Task })
@@ -113,6 +118,9 @@ func (m *Manager) WithUpper(taskID string, create bool, fn func(upperDir string)
 		lm.Close() // unmounts: nothing else holds the mount
 		waitLoopReleased(image, layerReleaseWait)
 	}()
+	if err := removeStaleRestores(fdPath(lm.fd)); err != nil {
+		return err
+	}
 	upper := filepath.Join(fdPath(lm.fd), "upper")
 	if err := os.MkdirAll(upper, 0o755); err != nil {
 		return err

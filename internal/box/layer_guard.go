@@ -59,7 +59,7 @@ func awaitImageFree(image string, limit time.Duration) error {
 			wait = limit
 		}
 	}
-	if waitLoopReleased(image, wait) {
+	if awaitNoLoop(image, wait) {
 		return nil
 	}
 	for _, dev := range loopDevicesFor(image) {
@@ -70,7 +70,7 @@ func awaitImageFree(image string, limit time.Duration) error {
 			return &LayerInUseError{Image: image, Device: dev}
 		}
 	}
-	if !waitLoopReleased(image, 100*time.Millisecond) {
+	if !awaitNoLoop(image, 100*time.Millisecond) {
 		if devs := loopDevicesFor(image); len(devs) > 0 {
 			return &LayerInUseError{Image: image, Device: devs[0]}
 		}
@@ -95,21 +95,73 @@ func detachIdleLoop(dev string) error {
 	return nil
 }
 
-// loopDevicesFor returns every loop device backed by image ("/dev/loopN").
+// loopDevicesFor returns every bound loop device backed by image
+// ("/dev/loopN"). A device is matched by the backing file's device and
+// inode (LOOP_GET_STATUS64's lo_device/lo_inode against stat of image),
+// so a device attached through another name of the same file (a hard
+// link, a bind mount of HERMES_HOME, a symlinked path) is found too; the
+// backing path in /sys is only a fallback when the device cannot be
+// opened.
 func loopDevicesFor(image string) []string {
+	var img unix.Stat_t
+	haveStat := unix.Stat(image, &img) == nil
 	matches, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
 	var out []string
 	for _, m := range matches {
+		dev := "/dev/" + filepath.Base(filepath.Dir(filepath.Dir(m)))
+		if haveStat {
+			if same, ok := loopBackedBy(dev, &img); ok {
+				if same {
+					out = append(out, dev)
+				}
+				continue
+			}
+		}
 		b, err := os.ReadFile(m)
 		if err != nil {
 			continue
 		}
 		b = bytes.TrimSuffix(bytes.TrimSpace(b), []byte(" (deleted)"))
 		if string(b) == image {
-			out = append(out, "/dev/"+filepath.Base(filepath.Dir(filepath.Dir(m))))
+			out = append(out, dev)
 		}
 	}
 	return out
+}
+
+// loopBackedBy reports whether loop device dev is backed by the file img
+// describes, by device and inode; ok is false when dev cannot be asked
+// (not openable, or unbound meanwhile: then it backs nothing).
+func loopBackedBy(dev string, img *unix.Stat_t) (same, ok bool) {
+	fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return false, false
+	}
+	defer unix.Close(fd)
+	info, err := unix.IoctlLoopGetStatus64(fd)
+	if errors.Is(err, unix.ENXIO) {
+		return false, true // detached since the glob
+	}
+	if err != nil {
+		return false, false
+	}
+	return unix.Major(info.Device) == unix.Major(img.Dev) && unix.Minor(info.Device) == unix.Minor(img.Dev) &&
+		info.Inode == img.Ino, true
+}
+
+// awaitNoLoop waits up to limit until no loop device is backed by image
+// (by device and inode, see loopDevicesFor).
+func awaitNoLoop(image string, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for {
+		if len(loopDevicesFor(image)) == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // deviceMountPoints lists the mount points of block device dev

@@ -36,7 +36,11 @@ func layerHolderMain(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	err = m.WithUpper(task, false, func(upper string) error {
+	withUpper := func(fn func(string) error) error { return m.WithUpper(task, false, fn) }
+	if mode == "new" { // a fork into a new box, killed midway
+		withUpper = func(fn func(string) error) error { return m.WithNewUpper(task, args[3], fn) }
+	}
+	err = withUpper(func(upper string) error {
 		if err := os.WriteFile(filepath.Join(upper, "holder"), make([]byte, 1<<20), 0o644); err != nil {
 			return err
 		}
@@ -257,4 +261,44 @@ func TestLayerStaleLoopIsDetached(t *testing.T) {
 	if devs := loopDevicesFor(image); len(devs) != 0 {
 		t.Fatalf("loop devices left on the image: %q", devs)
 	}
+}
+
+// A layer image mounted through another name of the same file (a hard
+// link, a path through a bind mount of HERMES_HOME) is found by device
+// and inode and refused like one mounted by its own path (the guard used
+// to compare the loop device's backing path, and mounted it a second
+// time).
+func TestLayerMountedThroughOtherNameIsRefused(t *testing.T) {
+	m := persistentTestManager(t, nil)
+	home := m.opts.Home
+	image := layerTestImage(t, m, "alias")
+	for _, how := range []string{"hardlink", "bind"} {
+		t.Run(how, func(t *testing.T) {
+			var alias string
+			switch how {
+			case "hardlink":
+				alias = filepath.Join(home, "alias.img")
+				must(t, os.Link(image, alias))
+				t.Cleanup(func() { os.Remove(alias) })
+			case "bind":
+				bind := t.TempDir()
+				must(t, unix.Mount(home, bind, "", unix.MS_BIND, ""))
+				alias = filepath.Join(bind, strings.TrimPrefix(image, home))
+				t.Cleanup(func() { unix.Unmount(bind, unix.MNT_DETACH) })
+			}
+			dev, mp := leakLayerMount(t, alias)
+			err := m.WithUpper("alias", false, func(string) error { return nil })
+			var inUse *LayerInUseError
+			if !errors.As(err, &inUse) {
+				t.Fatalf("WithUpper on an image mounted through %s: %v; want a LayerInUseError", alias, err)
+			}
+			if inUse.Device != dev || !slices.Contains(inUse.Mounts, mp) {
+				t.Fatalf("error names %q %q, want %s %s", inUse.Device, inUse.Mounts, dev, mp)
+			}
+			if devs := loopDevicesFor(image); !slices.Equal(devs, []string{dev}) {
+				t.Fatalf("loop devices on the image: %q, want only %s", devs, dev)
+			}
+		})
+	}
+	checkExt4(t, image)
 }

@@ -393,6 +393,9 @@ func (m *Manager) joinCgroup(init *spawnedInit, task string, ph *StartPhases) (c
 // the init is to mount the image by path (no persistent layer, a user
 // namespace, or a host mount that failed: the init reports what fails).
 func (m *Manager) prepareLayer(spec *initSpec, dir string, userNS bool, ph *StartPhases) (func() *layerMount, error) {
+	if err := checkRestoreComplete(dir); err != nil {
+		return nil, err
+	}
 	if !m.persistent() || userNS {
 		return func() *layerMount { return nil }, nil
 	}
@@ -416,6 +419,10 @@ func (m *Manager) prepareLayer(spec *initSpec, dir string, userNS bool, ph *Star
 			ph.Mount = time.Since(t0)
 			if err != nil {
 				lm = nil
+			} else {
+				// What a killed restore left takes the box's disk space
+				// (best effort: the start goes on).
+				removeStaleRestores(fdPath(lm.fd))
 			}
 			mounted <- lm
 		}(spec.LayerImage)

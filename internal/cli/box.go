@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -75,7 +76,12 @@ func (a *App) newBoxLsCmd() *cobra.Command {
 			fmt.Fprintln(w, "TASK\tPERSISTENT\tDISK\tSTATE")
 			for _, b := range boxes {
 				state := "stopped"
-				if b.InUse {
+				switch {
+				case b.RestoreOf != "" && b.InUse:
+					state = "restoring " + b.RestoreOf
+				case b.RestoreOf != "":
+					state = fmt.Sprintf("incomplete (restore of %s interrupted): hermes box rm %s", b.RestoreOf, box.QuoteName(b.Task))
+				case b.InUse:
 					state = "running"
 				}
 				fmt.Fprintf(w, "%s\t%v\t%.1f MiB\t%s\n", box.QuoteName(b.Task), b.Persistent, float64(b.DiskBytes)/(1<<20), state)
@@ -436,14 +442,19 @@ func (a *App) restoreSnapshot(id, task string) error {
 	if _, err := store.Get(id); err != nil {
 		return err
 	}
-	return m.WithUpper(task, true, func(upper string) error {
+	restore := func(upper string) error {
 		// The old layer stays until the restored one is complete on
 		// disk; then the overlay's work dir is emptied.
 		if _, err := store.ReplaceUpper(id, upper); err != nil {
 			return err
 		}
 		return box.ResetWork(upper)
-	})
+	}
+	if _, err := os.Stat(m.StateDir(task)); errors.Is(err, fs.ErrNotExist) {
+		// A new box: marked incomplete until restored, removed on failure.
+		return m.WithNewUpper(task, id, restore)
+	}
+	return m.WithUpper(task, true, restore)
 }
 
 func (a *App) newBoxRestoreCmd() *cobra.Command {

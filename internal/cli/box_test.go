@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/box"
+	"github.com/hermes-go/hermes/internal/box/snapshot"
 )
 
 // TestMain lets this test binary serve as the box init, as the hermes
@@ -414,5 +415,68 @@ func TestBoxCLIExecAttachesToRunningBox(t *testing.T) {
 	}
 	if out, errs, code = c.run(t, "", "box", "exec", "t1", "--", "sh", "-c", "cat /tmp/mark 2>/dev/null || echo fresh"); code != 0 || out != "fresh\n" {
 		t.Fatalf("exec after the owner ended: %q %q %d, want a fresh box", out, errs, code)
+	}
+}
+
+// Regression: a restore into a new task (or a fork) that fails left the
+// new box behind, listed by box ls with its disk image allocated. A
+// damaged archive makes it fail here; nothing may stay.
+func TestBoxCLIFailedRestoreLeavesNoBox(t *testing.T) {
+	c := newBoxCLI(t)
+	if _, errs, code := c.run(t, "", "box", "exec", "--new", "src", "--", "sh", "-c", "head -c 2000000 /dev/urandom > /root/a"); code != 0 {
+		t.Fatalf("exec: %s", errs)
+	}
+	out, errs, code := c.run(t, "", "box", "snapshot", "src")
+	if code != 0 {
+		t.Fatalf("snapshot: %s", errs)
+	}
+	id := strings.Fields(out)[0]
+	archive := snapshot.NewStore(c.home).ArchivePath(id)
+	data, err := os.ReadFile(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(data) / 3; i < len(data)/3+4096 && i < len(data); i++ {
+		data[i] ^= 0xff
+	}
+	if err := os.WriteFile(archive, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"box", "restore", id, "--task", "newt"}, {"box", "fork", id}} {
+		if _, errs, code := c.run(t, "", args...); code == 0 {
+			t.Fatalf("%q from a damaged archive succeeded: %s", args, errs)
+		}
+		out, _, _ := c.run(t, "", "box", "ls")
+		if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[1], "src ") {
+			t.Fatalf("after a failed %q, box ls shows %q; want only src", args, out)
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Join(c.home, "boxes"))
+	for _, e := range entries {
+		if e.Name() == "newt" || strings.Contains(e.Name(), "-fork-") {
+			t.Fatalf("a failed restore left %s", filepath.Join(c.home, "boxes", e.Name()))
+		}
+	}
+}
+
+// A box whose restore was cut short (its marker left, as a killed fork
+// leaves it) is listed as incomplete with the fix, and refuses to start.
+func TestBoxCLIIncompleteRestoreBox(t *testing.T) {
+	c := newBoxCLI(t)
+	if _, errs, code := c.run(t, "", "box", "exec", "--new", "half", "--", "true"); code != 0 {
+		t.Fatalf("exec: %s", errs)
+	}
+	if err := os.WriteFile(filepath.Join(c.home, "boxes", "half", "restoring"), []byte("snap_x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ := c.run(t, "", "box", "ls")
+	if !strings.Contains(out, "incomplete (restore of snap_x interrupted): hermes box rm half") {
+		t.Fatalf("box ls shows %q; want half incomplete with the fix", out)
+	}
+	if _, errs, code := c.run(t, "", "box", "exec", "half", "--", "true"); code == 0 || !strings.Contains(errs, "hermes box rm half") {
+		t.Fatalf("exec in an incomplete box: exit %d, %q; want a refusal naming the fix", code, errs)
+	}
+	if _, errs, code := c.run(t, "", "box", "rm", "half"); code != 0 {
+		t.Fatalf("rm: %s", errs)
 	}
 }

@@ -116,7 +116,9 @@ func (e *SlowQueryError) Error() string {
 // syntax returns a *QueryError, a search stopped after SearchTimeout a
 // *SlowQueryError.
 func (s *Store) Search(ctx context.Context, o SearchOptions) ([]Hit, error) {
-	q := strings.TrimSpace(o.Query)
+	// A NUL byte ends FTS5's reading of the query ("unterminated
+	// string"): it separates words like a space.
+	q := strings.TrimSpace(strings.ReplaceAll(o.Query, "\x00", " "))
 	if q == "" {
 		return nil, fmt.Errorf("empty search query")
 	}

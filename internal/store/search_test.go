@@ -132,6 +132,20 @@ func TestSearchSubstringAndCJK(t *testing.T) {
 	}
 }
 
+// TestSearchQueryWithNULByte: a NUL byte in the query separates words
+// (FTS5 reported "not valid FTS5 syntax (unterminated string)").
+func TestSearchQueryWithNULByte(t *testing.T) {
+	st, _, b := searchFixture(t)
+	want := search(t, st, SearchOptions{Query: "database"})
+	got, err := st.Search(context.Background(), SearchOptions{Query: "database\x00"})
+	if err != nil || len(got) == 0 || len(got) != len(want) {
+		t.Fatalf("search for database followed by NUL = %d hits, %v; want the %d hits of database", len(got), err, len(want))
+	}
+	if _, err := st.Search(context.Background(), SearchOptions{Query: "\x00", SessionID: b.ID}); err == nil {
+		t.Error("a query of only a NUL byte was accepted, want the empty-query error")
+	}
+}
+
 func TestSearchMalformedQuery(t *testing.T) {
 	st, _, _ := searchFixture(t)
 	for _, q := range []string{`"unterminated`, `nosuchcolumn:foo`, `AND`, `(rollout`, `rollout NOT`} {

@@ -95,7 +95,7 @@ func (e *env) start(ctx context.Context, req backend.ExecRequest, background boo
 		e.mu.Unlock()
 	}()
 	if req.Stdin != nil {
-		go p.feed(req.Stdin)
+		go backend.FeedStdin(p, req.Stdin, 64<<10)
 	}
 	return p, nil
 }
@@ -150,22 +150,6 @@ func (p *proc) follow(stream *connect.ServerStreamForClient[process.StartRespons
 
 func (p *proc) selector() *process.ProcessSelector {
 	return &process.ProcessSelector{Selector: &process.ProcessSelector_Pid{Pid: p.pid}}
-}
-
-func (p *proc) feed(r io.Reader) {
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			if _, werr := p.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			p.CloseStdin()
-			return
-		}
-	}
 }
 
 // PID is the process id in the sandbox.

@@ -143,7 +143,7 @@ func snapBenchReplace(b *testing.B, archive []byte, total int64, dir string) {
 		i++
 		start := snapCPUTime()
 		err := replaceUpper(target, func(tmp string) error { return Restore(bytes.NewReader(archive), tmp) },
-			func() (treeSize, error) { return archiveSize(bytes.NewReader(archive)) })
+			func() (treeSize, error) { return archiveSize(bytes.NewReader(archive)) }, 0)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -55,13 +55,21 @@ func (s *Store) ReplaceUpper(id, upperDir string) (Manifest, error) {
 		}
 		return checkDigest(f, sum, m.SHA256)
 	}, func() (treeSize, error) {
+		// Asked before the old tree is removed: the archive's digest
+		// is checked too (the old tree is never removed for a corrupt
+		// archive).
 		f, err := os.Open(s.ArchivePath(id))
 		if err != nil {
 			return treeSize{}, err
 		}
 		defer f.Close()
-		return archiveSize(f)
-	})
+		sum := sha256.New()
+		size, err := archiveSize(io.TeeReader(f, sum))
+		if derr := checkDigest(f, sum, m.SHA256); derr != nil {
+			return treeSize{}, derr // names the cause of a decoding error too
+		}
+		return size, err
+	}, m.Size)
 	if err != nil {
 		return Manifest{}, fmt.Errorf("restore snapshot %s: %w", id, err)
 	}
@@ -71,9 +79,12 @@ func (s *Store) ReplaceUpper(id, upperDir string) (Manifest, error) {
 // replaceUpper runs restore on a new sibling directory of upperDir and,
 // when it succeeds, makes that directory upperDir durably (see
 // ReplaceUpper). size says what the restored tree takes; it is asked only
-// when the layer has no room for both trees, before the old one is
-// removed to make room.
-func replaceUpper(upperDir string, restore func(tmp string) error, size func() (treeSize, error)) error {
+// when the layer may have no room for both trees: before the first
+// extraction when the layer has less than tightFactor times hint
+// (the compressed archive's bytes) free, so that a restore bound to fill
+// the layer does not run until it is full first; else when the
+// extraction ran out of room, before the old tree is removed.
+func replaceUpper(upperDir string, restore func(tmp string) error, size func() (treeSize, error), hint int64) error {
 	upperDir = filepath.Clean(upperDir)
 	parent := filepath.Dir(upperDir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -90,18 +101,31 @@ func replaceUpper(upperDir string, restore func(tmp string) error, size func() (
 		return err
 	}
 	tmp := upperDir + replaceSuffix + hex.EncodeToString(suffix[:])
-	if err := restore(tmp); err != nil {
+	var err error
+	tight, known, need := false, false, treeSize{}
+	if free, ok := freeRoom(parent); ok && hint > 0 && free < tightFactor*hint {
+		if need, err = size(); err != nil {
+			return err
+		}
+		known, tight = true, !fitsBeside(parent, need)
+	}
+	if !tight {
+		err = restore(tmp)
+	}
+	if tight || err != nil {
 		os.RemoveAll(tmp)
-		if !errors.Is(err, unix.ENOSPC) {
+		if !tight && !errors.Is(err, unix.ENOSPC) {
 			return err
 		}
 		// The layer has no room for the old tree and the new one at
 		// once (a box using more than half its disk): replace it the
 		// way restores did before they were crash-safe, removing the
 		// old tree first, if the new one then fits.
-		need, serr := size()
-		if serr != nil {
-			return fmt.Errorf("%w (and reading the archive's size: %v)", err, serr)
+		if !known {
+			var serr error
+			if need, serr = size(); serr != nil {
+				return fmt.Errorf("%w (and reading the archive's size: %v)", err, serr)
+			}
 		}
 		if err := checkRoomWithoutOld(upperDir, need); err != nil {
 			return err
@@ -119,7 +143,7 @@ func replaceUpper(upperDir string, restore func(tmp string) error, size func() (
 		return err
 	}
 	exchanged := true
-	err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, upperDir, unix.RENAME_EXCHANGE)
+	err = unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, upperDir, unix.RENAME_EXCHANGE)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, serr := os.Lstat(upperDir); errors.Is(serr, fs.ErrNotExist) {
 			exchanged = false

@@ -247,3 +247,39 @@ func TestSnapshotReplaceUpperSparseFileFits(t *testing.T) {
 		t.Errorf("restored sparse file: size %d, %d bytes allocated; want 64 MiB with holes", st.Size, st.Blocks*512)
 	}
 }
+
+// TestSnapshotReplaceUpperTightLayerExtractsOnce: when the layer plainly
+// lacks room for the restored tree beside the old one, the size is read
+// first and the archive extracted once, after the old tree is removed
+// (the first extraction used to run until the layer was full, then
+// failed with ENOSPC and was retried).
+func TestSnapshotReplaceUpperTightLayerExtractsOnce(t *testing.T) {
+	layer := snapTmpfsLayer(t)
+	upper := filepath.Join(layer, "upper")
+	big := make([]byte, 5<<20)
+	rand.Read(big)
+	snapWrite(t, filepath.Join(upper, "big"), string(big), 0o644)
+	store := snapTestStore(t, time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), []byte{1, 2, 3})
+	m, err := store.Create("t", upper, Origin{})
+	snapMust(t, err)
+	archive, err := os.ReadFile(store.ArchivePath(m.ID))
+	snapMust(t, err)
+
+	extractions := 0
+	err = replaceUpper(upper, func(tmp string) error {
+		extractions++
+		return Restore(bytes.NewReader(archive), tmp)
+	}, func() (treeSize, error) { return archiveSize(bytes.NewReader(archive)) }, int64(len(archive)))
+	if err != nil {
+		t.Fatalf("restore into a layer with room for one copy: %v", err)
+	}
+	if extractions != 1 {
+		t.Errorf("the archive was extracted %d times, want once", extractions)
+	}
+	if data, _ := os.ReadFile(filepath.Join(upper, "big")); !bytes.Equal(data, big) {
+		t.Errorf("big differs after the restore (%d bytes)", len(data))
+	}
+	if got := snapNames(t, layer); !slices.Equal(got, []string{"upper"}) {
+		t.Errorf("layer dir holds %v, want only upper", got)
+	}
+}

@@ -112,3 +112,29 @@ func checkRoomWithoutOld(upperDir string, need treeSize) error {
 	}
 	return nil
 }
+
+// tightFactor: a layer with less than this many times the compressed
+// archive's bytes free may lack room for the restored tree beside the old
+// one, so its size is read before the extraction (see replaceUpper).
+const tightFactor = 4
+
+// freeRoom returns the bytes free to unprivileged writers on the file
+// system of dir.
+func freeRoom(dir string) (int64, bool) {
+	var sfs unix.Statfs_t
+	if unix.Statfs(dir, &sfs) != nil {
+		return 0, false
+	}
+	return int64(sfs.Bavail) * sfs.Bsize, true
+}
+
+// fitsBeside reports whether the file system of dir has room for need
+// now, with the margin checkRoomWithoutOld keeps.
+func fitsBeside(dir string, need treeSize) bool {
+	var sfs unix.Statfs_t
+	if unix.Statfs(dir, &sfs) != nil {
+		return true // unknown: try, the extraction reports ENOSPC
+	}
+	wantBytes := need.bytes + need.bytes/20 + 1<<20
+	return wantBytes <= int64(sfs.Bavail)*sfs.Bsize && (sfs.Files == 0 || need.inodes <= int64(sfs.Ffree))
+}
