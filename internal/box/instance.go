@@ -366,7 +366,7 @@ func (b *Box) startSpec(ctx context.Context, spec *execSpec, p *boxProcess, stdi
 		return nil, p.startErr
 	}
 	if stdin != nil {
-		go p.feed(stdin)
+		go backend.FeedStdin(p, stdin, stdinChunk)
 	}
 	return p, nil
 }

@@ -1,30 +1,12 @@
 package box
 
 import (
-	"io"
 	"os"
 )
 
 // Stdin of box commands is flow-controlled: the sender keeps at most
 // stdinWindow frames of a command unacknowledged (kindStdinAck), so the
 // init never queues more than that and never drops one.
-
-// feed sends what r yields to the command's stdin, then closes it.
-func (p *boxProcess) feed(r io.Reader) {
-	buf := make([]byte, stdinChunk)
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			if _, werr := p.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			p.CloseStdin()
-			return
-		}
-	}
-}
 
 // stdinChunk is the largest stdin frame sent to the init.
 const stdinChunk = 32 << 10
