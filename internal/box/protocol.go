@@ -304,8 +304,19 @@ func responseError(r response, op, path string) error {
 	default:
 		return fmt.Errorf("box %s %s: %s", op, path, r.Err)
 	}
-	return &fs.PathError{Op: op, Path: path, Err: fmt.Errorf("%s (%w)", r.Err, base)}
+	return &fs.PathError{Op: op, Path: path, Err: initError{msg: r.Err, kind: base}}
 }
+
+// initError is an error the init reported: its text as the init wrote it
+// (which already says what is wrong: "executable file not found in
+// $PATH"), matching its kind (fs.ErrNotExist...) with errors.Is.
+type initError struct {
+	msg  string
+	kind error
+}
+
+func (e initError) Error() string { return e.msg }
+func (e initError) Unwrap() error { return e.kind }
 
 // sendConnFD passes the socket of c over the connection socket with
 // SCM_RIGHTS, tagged with id, then closes c.

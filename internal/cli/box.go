@@ -112,13 +112,13 @@ func (a *App) reportLeftovers(l box.Leftovers) {
 	}
 }
 
-// parsePublish parses HOSTPORT:BOXPORT.
+// parsePublish parses HOSTPORT:BOXPORT (box exec --publish, box port).
 func parsePublish(s string) (host string, boxPort int, err error) {
 	h, b, ok := strings.Cut(s, ":")
 	hp, err1 := strconv.Atoi(h)
 	bp, err2 := strconv.Atoi(b)
 	if !ok || err1 != nil || err2 != nil || hp < 0 || hp > 65535 || bp < 1 || bp > 65535 {
-		return "", 0, fmt.Errorf("--publish %q: want HOSTPORT:BOXPORT, e.g. 8080:3000", s)
+		return "", 0, fmt.Errorf("port mapping %q: want HOSTPORT:BOXPORT, e.g. 8080:3000", s)
 	}
 	return "127.0.0.1:" + h, bp, nil
 }

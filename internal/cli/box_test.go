@@ -529,3 +529,13 @@ func TestBoxCLIRestoreGivesSpaceBack(t *testing.T) {
 		t.Errorf("three more restores of an 8 MiB snapshot grew disk.img by %d MiB on the host", grown>>20)
 	}
 }
+
+// A command the box cannot find is reported once, in the init's words (it
+// read "executable file not found in $PATH (file does not exist)").
+func TestBoxCLICommandNotFoundSaidOnce(t *testing.T) {
+	c := newBoxCLI(t)
+	_, errs, code := c.run(t, "", "box", "exec", "--new", "nf", "--", "nosuchcmd-hermes")
+	if code == 0 || !strings.Contains(errs, "nosuchcmd-hermes") || strings.Count(errs, "not found") != 1 || strings.Contains(errs, "file does not exist") {
+		t.Errorf("box exec of a missing command: exit %d, stderr %q; want the reason said once", code, errs)
+	}
+}

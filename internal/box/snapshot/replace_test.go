@@ -201,7 +201,7 @@ func TestSnapshotReplaceUpperTooBigKeepsOldTree(t *testing.T) {
 	snapMust(t, err)
 
 	_, err = store.ReplaceUpper(m.ID, upper)
-	if err == nil || !strings.Contains(err.Error(), "were kept") {
+	if err == nil || !strings.Contains(err.Error(), "which are kept") {
 		t.Fatalf("ReplaceUpper of a snapshot larger than the layer: %v, want a no-room error", err)
 	}
 	if data, _ := os.ReadFile(filepath.Join(upper, "current")); !bytes.Equal(data, current) {

@@ -107,8 +107,8 @@ func checkRoomWithoutOld(upperDir string, need treeSize) error {
 	freeInodes := int64(sfs.Ffree) + old.inodes
 	wantBytes := need.bytes + need.bytes/20 + 1<<20
 	if wantBytes > freeBytes || (sfs.Files > 0 && need.inodes > freeInodes) {
-		return fmt.Errorf("%w: the snapshot needs about %d MiB and %d files, and the layer would have %d MiB and %d files free even without the box's current files, so they were kept; restore it into a new box with a larger disk instead (terminal.container_disk, then hermes box restore SNAPSHOT --task NEW)",
-			unix.ENOSPC, wantBytes>>20, need.inodes, freeBytes>>20, freeInodes)
+		return fmt.Errorf("%w: the snapshot needs about %d MiB and %d files, more than this box's %d MiB layer can hold (%d MiB and %d files free even without the files it has now, which are kept); restore it into a new box with a larger layer: set terminal.container_disk (MiB) above that, then run hermes box restore SNAPSHOT --task NEW",
+			unix.ENOSPC, wantBytes>>20, need.inodes, (int64(sfs.Blocks)*sfs.Bsize)>>20, freeBytes>>20, freeInodes)
 	}
 	return nil
 }
