@@ -519,8 +519,8 @@ func (a *App) newBoxForkCmd() *cobra.Command {
 }
 
 func (a *App) newBoxSnapshotsCmd() *cobra.Command {
-	return &cobra.Command{
-		Use: "snapshots", Short: "list snapshots: id, task, created, size", Args: cobra.NoArgs,
+	cmd := &cobra.Command{
+		Use: "snapshots", Short: "list snapshots: id, task, created, size (snapshots rm ID... deletes them)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			snaps, err := snapshot.NewStore(a.Home()).List()
 			if err != nil {
@@ -534,6 +534,24 @@ func (a *App) newBoxSnapshotsCmd() *cobra.Command {
 			return w.Flush()
 		},
 	}
+	cmd.AddCommand(&cobra.Command{
+		Use: "rm SNAPSHOT...", Short: "delete snapshots (their archive and manifest); boxes restored from them keep their files",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, ids []string) error {
+			store := snapshot.NewStore(a.Home())
+			for _, id := range ids {
+				if err := store.Remove(id); err != nil {
+					if errors.Is(err, snapshot.ErrNotFound) {
+						return fmt.Errorf("%w (hermes box snapshots lists them)", err)
+					}
+					return err
+				}
+				fmt.Fprintf(a.Stdout, "removed %s\n", id)
+			}
+			return nil
+		},
+	})
+	return cmd
 }
 
 // workspaceLayerError adds the fix to a diff/apply error.

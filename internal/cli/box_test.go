@@ -539,3 +539,29 @@ func TestBoxCLICommandNotFoundSaidOnce(t *testing.T) {
 		t.Errorf("box exec of a missing command: exit %d, stderr %q; want the reason said once", code, errs)
 	}
 }
+
+// Snapshots can be deleted from the CLI (new-user trial: a 300 MiB
+// snapshot stayed in HERMES_HOME with no command to remove it).
+func TestBoxCLISnapshotsRm(t *testing.T) {
+	c := newBoxCLI(t)
+	if _, errs, code := c.run(t, "", "box", "exec", "--new", "rmsnap", "--", "sh", "-c", "echo x > /root/x"); code != 0 {
+		t.Fatalf("exec: %s", errs)
+	}
+	out, errs, code := c.run(t, "", "box", "snapshot", "rmsnap")
+	if code != 0 {
+		t.Fatalf("snapshot: %s", errs)
+	}
+	id := strings.Fields(out)[0]
+	if out, errs, code = c.run(t, "", "box", "snapshots", "rm", id); code != 0 || out != "removed "+id+"\n" {
+		t.Fatalf("snapshots rm: exit %d, %q %q", code, out, errs)
+	}
+	if out, _, _ = c.run(t, "", "box", "snapshots"); strings.Contains(out, id) {
+		t.Errorf("snapshots still lists the removed %s:\n%s", id, out)
+	}
+	if entries, err := os.ReadDir(snapshot.NewStore(c.home).Dir); err != nil || len(entries) != 0 {
+		t.Errorf("the snapshot store still holds %d files (%v)", len(entries), err)
+	}
+	if _, errs, code = c.run(t, "", "box", "snapshots", "rm", id); code == 0 || !strings.Contains(errs, id) || !strings.Contains(errs, "hermes box snapshots") {
+		t.Errorf("removing it again: exit %d, %q; want an error naming it and how to list", code, errs)
+	}
+}
