@@ -90,10 +90,9 @@ func usedBy(dir string) (treeSize, error) {
 }
 
 // checkRoomWithoutOld reports whether the file system of upperDir can
-// hold a restore of need once the tree at upperDir is removed, with 5 %
-// and 1 MiB to spare for what the estimate leaves out (extent trees,
-// directory growth). It is asked before the old tree is removed to make
-// room: when the answer is no, the box keeps its files.
+// hold a restore of need once the tree at upperDir is removed (fits). It
+// is asked before the old tree is removed to make room: when the answer
+// is no, the box keeps its files.
 func checkRoomWithoutOld(upperDir string, need treeSize) error {
 	var sfs unix.Statfs_t
 	if err := unix.Statfs(filepath.Dir(upperDir), &sfs); err != nil {
@@ -103,12 +102,10 @@ func checkRoomWithoutOld(upperDir string, need treeSize) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	freeBytes := int64(sfs.Bavail)*sfs.Bsize + old.bytes
-	freeInodes := int64(sfs.Ffree) + old.inodes
-	wantBytes := need.bytes + need.bytes/20 + 1<<20
-	if wantBytes > freeBytes || (sfs.Files > 0 && need.inodes > freeInodes) {
+	if !fits(&sfs, need, old) {
+		freeBytes, freeInodes := int64(sfs.Bavail)*sfs.Bsize+old.bytes, int64(sfs.Ffree)+old.inodes
 		return fmt.Errorf("%w: the snapshot needs about %d MiB and %d files, more than this box's %d MiB layer can hold (%d MiB and %d files free even without the files it has now, which are kept); restore it into a new box with a larger layer: set terminal.container_disk (MiB) above that, then run hermes box restore SNAPSHOT --task NEW",
-			unix.ENOSPC, wantBytes>>20, need.inodes, (int64(sfs.Blocks)*sfs.Bsize)>>20, freeBytes>>20, freeInodes)
+			unix.ENOSPC, withMargin(need)>>20, need.inodes, (int64(sfs.Blocks)*sfs.Bsize)>>20, freeBytes>>20, freeInodes)
 	}
 	return nil
 }
@@ -135,6 +132,18 @@ func fitsBeside(dir string, need treeSize) bool {
 	if unix.Statfs(dir, &sfs) != nil {
 		return true // unknown: try, the extraction reports ENOSPC
 	}
-	wantBytes := need.bytes + need.bytes/20 + 1<<20
-	return wantBytes <= int64(sfs.Bavail)*sfs.Bsize && (sfs.Files == 0 || need.inodes <= int64(sfs.Ffree))
+	return fits(&sfs, need, treeSize{})
 }
+
+// fits reports whether need fits the free space of sfs plus freed (a tree
+// that is to be removed first), with withMargin's margin; a file system
+// that counts no inodes (sfs.Files 0) has no inode limit.
+func fits(sfs *unix.Statfs_t, need, freed treeSize) bool {
+	return withMargin(need) <= int64(sfs.Bavail)*sfs.Bsize+freed.bytes &&
+		(sfs.Files == 0 || need.inodes <= int64(sfs.Ffree)+freed.inodes)
+}
+
+// withMargin is the bytes a restore of need is given room for: 5 % and
+// 1 MiB more, for what the estimate leaves out (extent trees, directory
+// growth).
+func withMargin(need treeSize) int64 { return need.bytes + need.bytes/20 + 1<<20 }
