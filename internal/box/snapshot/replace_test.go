@@ -114,10 +114,7 @@ func TestSnapshotReplaceUpperRemovesInterruptedRestore(t *testing.T) {
 // layer): when the old tree and the extracted one do not fit together,
 // the old one goes first, as restores did before they extracted beside it.
 func TestSnapshotReplaceUpperWithoutRoomForBoth(t *testing.T) {
-	snapRequireRoot(t)
-	layer := t.TempDir()
-	snapMust(t, unix.Mount("tmpfs", layer, "tmpfs", 0, "size=8m"))
-	t.Cleanup(func() { unix.Unmount(layer, unix.MNT_DETACH) })
+	layer := snapTmpfsLayer(t)
 	upper := filepath.Join(layer, "upper")
 	big := make([]byte, 5<<20)
 	rand.Read(big)
@@ -147,10 +144,7 @@ func TestSnapshotReplaceUpperWithoutRoomForBoth(t *testing.T) {
 // not for an archive whose digest is wrong (it would fail after the old
 // layer is gone).
 func TestSnapshotReplaceUpperCorruptArchiveWithoutRoomKeepsOldTree(t *testing.T) {
-	snapRequireRoot(t)
-	layer := t.TempDir()
-	snapMust(t, unix.Mount("tmpfs", layer, "tmpfs", 0, "size=8m"))
-	t.Cleanup(func() { unix.Unmount(layer, unix.MNT_DETACH) })
+	layer := snapTmpfsLayer(t)
 	upper := filepath.Join(layer, "upper")
 	big := make([]byte, 5<<20)
 	rand.Read(big)
