@@ -247,6 +247,11 @@ func (rt *Runtime) buildProvider() error {
 	if rt.provName, err = providers.Resolve(rt.popts); err != nil {
 		return err
 	}
+	if rt.model == "" {
+		// Hermes starts with the provider's default model when none is set.
+		rt.model = providers.DefaultModel(rt.provName)
+		rt.popts.Model = rt.model
+	}
 	if rt.provider, err = providers.New(rt.popts); err != nil {
 		return err
 	}
