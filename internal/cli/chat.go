@@ -104,6 +104,7 @@ func OnlyVersion(args []string) bool {
 func PrintVersion(w io.Writer, executable string) {
 	fmt.Fprintf(w, "Hermes Agent v%s (%s)\n", strings.TrimPrefix(Version, "v"), releaseDateLabel(ReleaseDate))
 	fmt.Fprintf(w, "Install directory: %s\n", executable)
+	fmt.Fprintf(w, "Install method: %s\n", InstallMethod())
 	fmt.Fprintf(w, "Go: %s\n", runtime.Version())
 }
 
