@@ -12,6 +12,7 @@ import (
 	"github.com/hermes-go/hermes/internal/cron"
 	"github.com/hermes-go/hermes/internal/memory"
 	"github.com/hermes-go/hermes/internal/skills"
+	"github.com/hermes-go/hermes/internal/skills/bundled"
 	"github.com/hermes-go/hermes/internal/tool"
 )
 
@@ -21,6 +22,10 @@ import (
 func (rt *Runtime) buildTools() error {
 	c, o := rt.cfg, rt.opts
 	rt.memory = memory.NewStore(filepath.Join(o.Home, "memories"), c.Memory.MemoryCharLimit, c.Memory.UserCharLimit, o.Now)
+	// Seed or refresh the skills bundled with this binary (cheap when the
+	// manifest is current; edited copies are kept). A failure leaves the
+	// skills as they were: the run goes on.
+	_, _ = bundled.Sync(o.Home)
 	rt.skills = skills.NewLibrary(skills.Roots(o.Home, c.Skills.ExternalDirs, rt.cwd, o.UserHome)...)
 	rt.todo = tool.NewTodoList()
 	rt.processes = tool.NewProcessTable()
