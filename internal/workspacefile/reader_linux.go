@@ -38,11 +38,17 @@ type Reader struct {
 // are followed: the user chose it). hermesHome is HERMES_HOME ("" =
 // none): its protected files are refused by device and inode.
 func Open(root, hermesHome string) (*Reader, error) {
-	abs, err := filepath.Abs(root)
+	pf, err := local.LoadProtectedFiles(hermesHome)
 	if err != nil {
 		return nil, err
 	}
-	pf, err := local.LoadProtectedFiles(hermesHome)
+	return OpenWith(root, pf)
+}
+
+// OpenWith is Open with HERMES_HOME's protected files already loaded, for
+// callers that open several roots (one per directory searched).
+func OpenWith(root string, pf *local.ProtectedFiles) (*Reader, error) {
+	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, err
 	}
@@ -323,4 +329,37 @@ func direntries(dirfd int, names []string) []fs.DirEntry {
 	}
 	sortEntries(out)
 	return out
+}
+
+// ReadHostFile reads a file the user owns on the host (HERMES_HOME's
+// SOUL.md, say): symbolic links are followed, but only a regular file of
+// at most limit bytes is read, opened non-blocking so a FIFO put in its
+// place cannot hang the caller. Refusals are *RefusedError naming path.
+func ReadHostFile(path string, limit int64) ([]byte, error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() { // not even opened
+		return nil, &RefusedError{Name: path, Reason: typeReason(fi.Mode())}
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if why := typeReason(fileMode(&st)); why != "" {
+		return nil, &RefusedError{Name: path, Reason: why}
+	}
+	if st.Size > limit {
+		return nil, tooLarge(path, st.Size, limit)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+	}
+	if int64(len(b)) > limit {
+		return nil, tooLarge(path, int64(len(b)), limit)
+	}
+	return b, nil
 }
