@@ -363,3 +363,33 @@ func ReadHostFile(path string, limit int64) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// Sub returns a Reader rooted at the directory name beneath r (reached
+// without leaving r), with r's protected files; close both.
+func (r *Reader) Sub(name string) (*Reader, error) {
+	rel, err := relName(r.root, name)
+	if err != nil {
+		return nil, err
+	}
+	abs := filepath.Join(r.root, rel)
+	if r.osRoot != nil {
+		sub, err := r.osRoot.OpenRoot(rel)
+		if err != nil {
+			return nil, r.osRootError(name, err)
+		}
+		fd, err := unix.Open(abs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			sub.Close()
+			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+		}
+		return &Reader{root: abs, dirfd: fd, protected: r.protected, osRoot: sub}, nil
+	}
+	fd, err := r.openat2(rel, unix.O_PATH|unix.O_DIRECTORY)
+	if errors.Is(err, unix.ENOTDIR) {
+		return nil, &RefusedError{Name: name, Reason: reasonNotDir}
+	}
+	if err != nil {
+		return nil, r.resolveError(name, rel, err)
+	}
+	return &Reader{root: abs, dirfd: fd, protected: r.protected}, nil
+}
