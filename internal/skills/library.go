@@ -214,7 +214,7 @@ func readSkill(t tree, root Root, dir, category string) (*Skill, []Diagnostic) {
 	raw, err := t.readFile(path, MaxSkillBytes)
 	var re *workspacefile.RefusedError
 	switch {
-	case errors.As(err, &re) && strings.HasSuffix(re.Reason, "-byte limit"):
+	case errors.As(err, &re) && re.Kind == workspacefile.TooLarge:
 		return skip(fmt.Sprintf("file larger than %d KiB", MaxSkillBytes>>10))
 	case err != nil:
 		return skip("cannot read: " + refusal(err))
@@ -476,9 +476,9 @@ func (s *Skill) ReadFile(p string) (string, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return "", fmt.Errorf("skill %q has no file %q", s.Name, clean)
-	case errors.As(err, &re) && strings.HasPrefix(re.Reason, "is a directory"):
+	case errors.As(err, &re) && re.Kind == workspacefile.NotFile:
 		return "", fmt.Errorf("%q in skill %q is a folder; view one of its files", clean, s.Name)
-	case errors.As(err, &re) && strings.HasSuffix(re.Reason, "-byte limit"):
+	case errors.As(err, &re) && re.Kind == workspacefile.TooLarge:
 		return "", fmt.Errorf("%q in skill %q %s (the %d KiB view limit)", clean, s.Name, strings.TrimSuffix(re.Reason, fmt.Sprintf(", over the %d-byte limit", MaxViewBytes)), MaxViewBytes>>10)
 	case errors.As(err, &re):
 		return "", fmt.Errorf("%q in skill %q %s", clean, s.Name, re.Reason)

@@ -32,13 +32,13 @@ func (r *Reader) osRootError(name string, err error) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	case errors.Is(err, unix.ELOOP):
-		return &RefusedError{Name: name, Reason: reasonMagicLink}
+		return &RefusedError{Kind: LinkOut, Name: name, Reason: reasonMagicLink}
 	case strings.Contains(err.Error(), "escapes"):
 		rel, _ := relName(r.root, name)
 		if fi, lerr := r.osRoot.Lstat(rel); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
-			return &RefusedError{Name: name, Reason: reasonLinkOut}
+			return &RefusedError{Kind: LinkOut, Name: name, Reason: reasonLinkOut}
 		}
-		return &RefusedError{Name: name, Reason: reasonPathOut}
+		return &RefusedError{Kind: LinkOut, Name: name, Reason: reasonPathOut}
 	}
 	return err
 }

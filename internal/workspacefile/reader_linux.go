@@ -28,6 +28,7 @@ const resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS
 type Reader struct {
 	root      string // absolute path of the root, as opened
 	dirfd     int    // the root, O_PATH|O_DIRECTORY
+	resolve   uint64 // openat2 resolve flags
 	protected *local.ProtectedFiles
 	// osRoot resolves names where openat2 is missing (kernels before
 	// 5.6); nil when openat2 works.
@@ -56,7 +57,13 @@ func OpenWith(root string, pf *local.ProtectedFiles) (*Reader, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: abs, Err: err}
 	}
-	r := &Reader{root: abs, dirfd: fd, protected: pf}
+	r := &Reader{root: abs, dirfd: fd, protected: pf, resolve: resolveBeneath}
+	if abs == "/" {
+		// Beneath "/" is everywhere, but RESOLVE_BENEATH would refuse every
+		// absolute link (/usr/bin/cc -> /etc/alternatives/cc); in the root
+		// they resolve as usual. Magic links stay refused.
+		r.resolve = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS
+	}
 	probe, err := unix.Openat2(fd, ".", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: resolveBeneath})
 	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) { // no openat2, or a seccomp filter denies it
 		return r, r.useOSRoot()
@@ -118,7 +125,7 @@ func (r *Reader) ReadFile(name string, limit int64) ([]byte, error) {
 		return nil, &fs.PathError{Op: "stat", Path: name, Err: err}
 	}
 	if now.Dev != st.Dev || now.Ino != st.Ino {
-		return nil, &RefusedError{Name: name, Reason: "was replaced while it was being read"}
+		return nil, &RefusedError{Kind: Replaced, Name: name, Reason: "was replaced while it was being read"}
 	}
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
@@ -133,11 +140,11 @@ func (r *Reader) ReadFile(name string, limit int64) ([]byte, error) {
 // checkFile refuses what is not a readable regular file: directories,
 // FIFOs, sockets, devices and HERMES_HOME's protected files.
 func (r *Reader) checkFile(name string, st *unix.Stat_t) error {
-	if why := typeReason(fileMode(st)); why != "" {
-		return &RefusedError{Name: name, Reason: why}
+	if err := refuseType(name, fileMode(st)); err != nil {
+		return err
 	}
 	if r.protected.Contains(st) {
-		return &RefusedError{Name: name, Reason: reasonProtected}
+		return &RefusedError{Kind: Protected, Name: name, Reason: reasonProtected}
 	}
 	return nil
 }
@@ -154,7 +161,7 @@ func (r *Reader) Stat(name string) (fs.FileInfo, error) {
 		return nil, err
 	}
 	if r.protected.Contains(st) {
-		return nil, &RefusedError{Name: name, Reason: reasonProtected}
+		return nil, &RefusedError{Kind: Protected, Name: name, Reason: reasonProtected}
 	}
 	return &fileInfo{name: path.Base(filepath.ToSlash(rel)), st: *st}, nil
 }
@@ -183,10 +190,10 @@ func (r *Reader) ReadDir(name string) ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	if !fileMode(st).IsDir() {
-		return nil, &RefusedError{Name: name, Reason: reasonNotDir}
+		return nil, &RefusedError{Kind: NotFile, Name: name, Reason: reasonNotDir}
 	}
 	if r.protected.Contains(st) {
-		return nil, &RefusedError{Name: name, Reason: reasonProtected}
+		return nil, &RefusedError{Kind: Protected, Name: name, Reason: reasonProtected}
 	}
 	f, err := r.openRel(name, rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK)
 	if err != nil {
@@ -237,7 +244,7 @@ func (r *Reader) openRel(name, rel string, flags int) (*os.File, error) {
 // openat2 opens rel beneath the root, retrying the EAGAIN the kernel
 // returns when a concurrent rename raced the lookup.
 func (r *Reader) openat2(rel string, flags int) (int, error) {
-	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: resolveBeneath}
+	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: r.resolve}
 	var err error
 	for range 8 {
 		var fd int
@@ -253,9 +260,9 @@ func (r *Reader) openat2(rel string, flags int) (int, error) {
 func (r *Reader) resolveError(name, rel string, err error) error {
 	switch {
 	case errors.Is(err, unix.EXDEV):
-		return &RefusedError{Name: name, Reason: r.outsideReason(rel)}
+		return &RefusedError{Kind: LinkOut, Name: name, Reason: r.outsideReason(rel)}
 	case errors.Is(err, unix.ELOOP):
-		return &RefusedError{Name: name, Reason: reasonMagicLink}
+		return &RefusedError{Kind: LinkOut, Name: name, Reason: reasonMagicLink}
 	case errors.Is(err, unix.ENOENT):
 		return &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	case errors.Is(err, unix.ENOTDIR):
@@ -337,7 +344,7 @@ func direntries(dirfd int, names []string) []fs.DirEntry {
 // place cannot hang the caller. Refusals are *RefusedError naming path.
 func ReadHostFile(path string, limit int64) ([]byte, error) {
 	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() { // not even opened
-		return nil, &RefusedError{Name: path, Reason: typeReason(fi.Mode())}
+		return nil, refuseType(path, fi.Mode())
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
@@ -348,8 +355,8 @@ func ReadHostFile(path string, limit int64) ([]byte, error) {
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
-	if why := typeReason(fileMode(&st)); why != "" {
-		return nil, &RefusedError{Name: path, Reason: why}
+	if err := refuseType(path, fileMode(&st)); err != nil {
+		return nil, err
 	}
 	if st.Size > limit {
 		return nil, tooLarge(path, st.Size, limit)
@@ -382,14 +389,14 @@ func (r *Reader) Sub(name string) (*Reader, error) {
 			sub.Close()
 			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 		}
-		return &Reader{root: abs, dirfd: fd, protected: r.protected, osRoot: sub}, nil
+		return &Reader{root: abs, dirfd: fd, protected: r.protected, osRoot: sub, resolve: resolveBeneath}, nil
 	}
 	fd, err := r.openat2(rel, unix.O_PATH|unix.O_DIRECTORY)
 	if errors.Is(err, unix.ENOTDIR) {
-		return nil, &RefusedError{Name: name, Reason: reasonNotDir}
+		return nil, &RefusedError{Kind: NotFile, Name: name, Reason: reasonNotDir}
 	}
 	if err != nil {
 		return nil, r.resolveError(name, rel, err)
 	}
-	return &Reader{root: abs, dirfd: fd, protected: r.protected}, nil
+	return &Reader{root: abs, dirfd: fd, protected: r.protected, resolve: resolveBeneath}, nil
 }

@@ -36,8 +36,23 @@ import (
 // ErrRefused is wrapped by every *RefusedError (errors.Is).
 var ErrRefused = errors.New("refused workspace file")
 
+// Kind classifies a refusal.
+type Kind int
+
+// Refusal kinds.
+const (
+	LinkOut   Kind = iota + 1 // a symbolic link (or a path) leading out of the root, or into /proc
+	Protected                 // one of HERMES_HOME's protected files (device and inode)
+	NotFile                   // a directory where a file was asked for, or the reverse
+	Special                   // a FIFO, socket or device
+	TooLarge                  // over the caller's size limit
+	BadName                   // control characters in the name
+	Replaced                  // swapped for another file between the check and the read
+)
+
 // RefusedError is a workspace file the Reader will not read.
 type RefusedError struct {
+	Kind Kind
 	// Name is the file as asked for, relative to the workspace root.
 	Name string
 	// Reason completes the sentence "<Name> <Reason>", e.g. "is a
@@ -88,25 +103,25 @@ func HasControl(name string) bool {
 
 // tooLarge is the refusal of a file over limit bytes.
 func tooLarge(name string, size, limit int64) *RefusedError {
-	return &RefusedError{Name: name, Reason: fmt.Sprintf("is %d bytes, over the %d-byte limit", size, limit)}
+	return &RefusedError{Kind: TooLarge, Name: name, Reason: fmt.Sprintf("is %d bytes, over the %d-byte limit", size, limit)}
 }
 
 // relName turns name (relative to root, or absolute and inside root) into
 // a clean relative path; "." is the root itself.
 func relName(root, name string) (string, error) {
 	if HasControl(name) {
-		return "", &RefusedError{Name: name, Reason: reasonControl}
+		return "", &RefusedError{Kind: BadName, Name: name, Reason: reasonControl}
 	}
 	if filepath.IsAbs(name) {
 		rel, err := filepath.Rel(root, filepath.Clean(name))
 		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-			return "", &RefusedError{Name: name, Reason: reasonAbsoluteOf}
+			return "", &RefusedError{Kind: LinkOut, Name: name, Reason: reasonAbsoluteOf}
 		}
 		return rel, nil
 	}
 	clean := filepath.Clean(name)
 	if clean == ".." || strings.HasPrefix(clean, "../") {
-		return "", &RefusedError{Name: name, Reason: reasonAbsoluteOf}
+		return "", &RefusedError{Kind: LinkOut, Name: name, Reason: reasonAbsoluteOf}
 	}
 	return clean, nil
 }
@@ -131,4 +146,17 @@ func typeReason(m fs.FileMode) string {
 // sortEntries sorts directory entries by name.
 func sortEntries(es []fs.DirEntry) {
 	slices.SortFunc(es, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+}
+
+// refuseType is the refusal of a file of mode m where a regular file was
+// asked for, or nil.
+func refuseType(name string, m fs.FileMode) error {
+	why := typeReason(m)
+	switch {
+	case why == "":
+		return nil
+	case m.IsDir():
+		return &RefusedError{Kind: NotFile, Name: name, Reason: why}
+	}
+	return &RefusedError{Kind: Special, Name: name, Reason: why}
 }
