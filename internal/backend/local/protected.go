@@ -83,7 +83,7 @@ func (g *guard) mountProtected() error {
 		return fmt.Errorf("terminal.protected_paths: bind workspace %s: %w", g.workspace, err)
 	}
 	if _, err := g.protected.MountReadOnly(open); err != nil {
-		return fmt.Errorf("terminal.protected_paths in %s: %w", g.workspace, err)
+		return fmt.Errorf("terminal.protected_paths in %s: %w (to run commands without that protection: hermes config set terminal.protected_paths [])", g.workspace, err)
 	}
 	return nil
 }
