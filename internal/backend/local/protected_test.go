@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +98,33 @@ echo hello > a.txt && git add a.txt && git commit -q -m first && echo committed`
 	// The host itself (hermes's own process) still writes the files.
 	if err := os.WriteFile(filepath.Join(work, ".gitconfig"), []byte("# host\n"), 0o644); err != nil {
 		t.Fatalf("the host lost write access: %v", err)
+	}
+}
+
+// BenchmarkProtectedMounts is what terminal.protected_paths adds to each
+// command's start on the guard's thread: a mount namespace, the workspace
+// bind and the read-only binds of a repository's .git/config, .git/hooks
+// and .git/info (go test -bench ProtectedMounts, as root).
+func BenchmarkProtectedMounts(b *testing.B) {
+	if !hasSysAdmin() {
+		b.Skip("needs CAP_SYS_ADMIN")
+	}
+	ws := b.TempDir()
+	for _, d := range []string{".git/hooks", ".git/info"} {
+		_ = os.MkdirAll(filepath.Join(ws, d), 0o755)
+	}
+	_ = os.WriteFile(filepath.Join(ws, ".git", "config"), []byte("[core]\n"), 0o644)
+	g := newGuard(SandboxWorkspaceWrite, 0, "", []string{ws})
+	g.setProtected(protect.Defaults(), ws, true, &strings.Builder{})
+	b.ResetTimer()
+	for range b.N {
+		done := make(chan error)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the namespace ends with the thread
+			done <- g.mountProtected()
+		}()
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
 	}
 }
