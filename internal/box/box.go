@@ -194,6 +194,9 @@ func NewManager(opts Options) (*Manager, error) {
 	if t.BoxWorkspace == "" {
 		t.BoxWorkspace = "bind"
 	}
+	if t.ProtectedPaths == nil {
+		t.ProtectedPaths = d.ProtectedPaths // [] (not nil) turns them off
+	}
 	if t.BoxWorkspace != "bind" && t.BoxWorkspace != "overlay" {
 		return nil, fmt.Errorf("terminal.box_workspace: %q is not bind or overlay", t.BoxWorkspace)
 	}

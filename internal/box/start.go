@@ -348,7 +348,7 @@ func (m *Manager) initSpec(task, dir, workspace string, view hostView, cg cgroup
 	spec := initSpec{
 		Task: task, Lower: lower, LayerDir: filepath.Join(dir, "layer"), DiskMiB: t.ContainerDisk, TmpMiB: tmpSizeMiB(t),
 		Merged: filepath.Join(dir, "merged"), Workspace: workspace,
-		WorkspaceOverlay: t.BoxWorkspace == "overlay", Empty: view.empty, Hide: view.hide, Hostname: Hostname,
+		WorkspaceOverlay: t.BoxWorkspace == "overlay", Protected: t.ProtectedPaths, Empty: view.empty, Hide: view.hide, Hostname: Hostname,
 		UserNS: userNS, Landlock: true, AttachSocket: filepath.Join(dir, attachSocketName), AttachIdle: m.opts.AttachIdleTimeout, Cgroup: cg.Name(),
 	}
 	os.Remove(spec.AttachSocket) // left by an init that died
