@@ -59,7 +59,8 @@ type Policy struct {
 	Refuse func(w http.ResponseWriter, status int, reason, msg string)
 }
 
-// Handler returns h behind p.
+// Handler returns h behind p. Wrap it in BodyDeadline: a refused
+// request's body is not read.
 func (p Policy) Handler(h http.Handler) http.Handler {
 	refuse := p.Refuse
 	if refuse == nil {
@@ -67,6 +68,9 @@ func (p Policy) Handler(h http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if status, reason, msg := p.Check(r); status != 0 {
+			// The connection closes after the refusal: net/http would
+			// otherwise read what is left of an unread body.
+			w.Header().Set("Connection", "close")
 			refuse(w, status, reason, msg)
 			return
 		}
