@@ -44,7 +44,7 @@ func FuzzOwnOrigin(f *testing.F) {
 			return
 		}
 		scheme, rest, ok := strings.Cut(origin, "://")
-		if !ok || (scheme != "http" && scheme != "https") || host == "" {
+		if scheme = strings.ToLower(scheme); !ok || (scheme != "http" && scheme != "https") || host == "" {
 			t.Fatalf("OwnOrigin(%q, %q) accepted an origin that is not http(s)://host", origin, host)
 		}
 		if strings.ContainsAny(rest, "/?#@") && !strings.EqualFold(rest, host) {
