@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/egress"
+	"github.com/hermes-go/hermes/internal/httpguard"
 )
 
 // The REST API of E2B (github.com/e2b-dev/E2B spec/openapi.yml, Apache-2.0):
@@ -111,7 +112,7 @@ func (s *Server) APIHandler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "%s %s is not served by hermes sandbox serve (it serves sandbox create, list, get, kill, timeout, pause, resume and connect)", r.Method, r.URL.Path)
 	})
-	return s.boundBodyTime(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.guard(nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/health" && !s.checkKey(apiKey(r)) {
 			writeError(w, http.StatusUnauthorized, "invalid or missing API key (X-API-Key header; set E2B_API_KEY to a key hermes sandbox serve was given)")
 			return
@@ -119,6 +120,16 @@ func (s *Server) APIHandler() http.Handler {
 		r.Body = http.MaxBytesReader(w, r.Body, maxJSONBody)
 		mux.ServeHTTP(w, r)
 	}))
+}
+
+// guard puts h behind the listeners' httpguard.Policy (browser pages of
+// other origins refused, and DNS-rebound Host names when the server has
+// no key; bodies of bodyTypes(r), JSON when nil) and bounds the time its
+// request bodies take.
+func (s *Server) guard(bodyTypes func(*http.Request) []string, h http.Handler) http.Handler {
+	p := httpguard.Policy{Keyed: len(s.keys) > 0, KeyHint: "an API key (--api-key)", BodyTypes: bodyTypes,
+		Refuse: func(w http.ResponseWriter, status int, _, msg string) { writeError(w, status, "%s", msg) }}
+	return httpguard.BodyDeadline(p.Handler(h), s.cfg.BodyTimeout)
 }
 
 func apiKey(r *http.Request) string {

@@ -130,6 +130,9 @@ func call(t *testing.T, method, url string, body io.Reader, headers ...string) (
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json") // as the SDKs send; headers may say otherwise
+	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
