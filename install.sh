@@ -4,7 +4,8 @@
 #   ./install.sh                  # into /usr/local/bin (root) or ~/.local/bin
 #   PREFIX=/opt/hermes ./install.sh
 #
-# Installs PREFIX/bin/hermes, with hermes-agent (Hermes Agent's entry name)
+# Installs PREFIX/bin/hermes and hermes-box-init (every box's PID 1, found
+# beside hermes), with hermes-agent (Hermes Agent's entry name)
 # and hermes-acp (the editors' ACP entry) linked to it, then prints
 # `hermes version`. Needs Go 1.26 or newer (https://go.dev/dl/); the build
 # uses the module versions pinned in go.sum. `hermes update` installs later
@@ -27,11 +28,14 @@ fi
 bin="$PREFIX/bin"
 mkdir -p "$bin"
 
+stage=$(mktemp -d "$bin/.hermes-install.XXXXXX")
 echo "Building hermes with $("$GO" version | cut -d' ' -f3) into $bin"
 CGO_ENABLED=0 "$GO" build -trimpath \
   -ldflags "-s -w -X github.com/hermes-go/hermes/internal/cli.installMethodFlag=install.sh" \
-  -o "$bin/hermes.new" ./cmd/hermes
-mv -f "$bin/hermes.new" "$bin/hermes"
+  -o "$stage/" ./cmd/hermes ./cmd/hermes-box-init
+mv -f "$stage/hermes-box-init" "$bin/hermes-box-init"
+mv -f "$stage/hermes" "$bin/hermes"
+rmdir "$stage"
 ln -sf hermes "$bin/hermes-agent"
 ln -sf hermes "$bin/hermes-acp"
 

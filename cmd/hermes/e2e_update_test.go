@@ -26,8 +26,9 @@ func TestUpdateInstallsWithGoInstall(t *testing.T) {
 	const version = "v0.99.0"
 	src := t.TempDir()
 	files := map[string]string{
-		"go.mod":             "module github.com/hermes-go/hermes\n\ngo 1.26\n",
-		"cmd/hermes/main.go": "package main\n\nimport (\n\t\"fmt\"\n\t\"os\"\n)\n\nfunc main() {\n\tfmt.Println(\"fake hermes " + version + "\", os.Args[1:])\n}\n",
+		"go.mod":                      "module github.com/hermes-go/hermes\n\ngo 1.26\n",
+		"cmd/hermes/main.go":          "package main\n\nimport (\n\t\"fmt\"\n\t\"os\"\n)\n\nfunc main() {\n\tfmt.Println(\"fake hermes " + version + "\", os.Args[1:])\n}\n",
+		"cmd/hermes-box-init/main.go": "package main\n\nfunc main() {}\n",
 	}
 	for name, body := range files {
 		p := filepath.Join(src, filepath.FromSlash(name))
@@ -79,6 +80,9 @@ func TestUpdateInstallsWithGoInstall(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("hermes update --yes: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(bin), "hermes-box-init")); err != nil {
+		t.Errorf("hermes-box-init not installed beside hermes: %v", err)
 	}
 	if !strings.Contains(string(out), "→ "+version) || !strings.Contains(string(out), "Installed "+bin) ||
 		!strings.Contains(string(out), "fake hermes "+version+" [skills sync]") {

@@ -62,7 +62,8 @@ func (a *App) runUpdate(ctx context.Context, o *updateOptions) error {
 		fmt.Fprintf(w, "hermes %s is up to date (newest release %s%s)\n", current, rel.Version, when)
 		return nil
 	}
-	target := ModulePath + "/cmd/hermes@" + rel.Version
+	// hermes and hermes-box-init (every box's PID 1, found beside hermes) together.
+	target := ModulePath + "/cmd/hermes@" + rel.Version + " " + ModulePath + "/cmd/hermes-box-init@" + rel.Version
 	dest := filepath.Dir(a.Executable)
 	goBin, goErr := exec.LookPath("go")
 	fmt.Fprintf(w, "hermes %s → %s%s\n", current, rel.Version, when)
@@ -101,7 +102,7 @@ func (a *App) runUpdate(ctx context.Context, o *updateOptions) error {
 func (a *App) goInstall(ctx context.Context, goBin, dest, target string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, goBin, "install", target)
+	cmd := exec.CommandContext(ctx, goBin, append([]string{"install"}, strings.Fields(target)...)...)
 	cmd.Env = append(a.Environ(), "GOBIN="+dest)
 	cmd.Stdout, cmd.Stderr = a.Stdout, a.Stderr
 	if err := cmd.Run(); err != nil {
