@@ -7,9 +7,11 @@ GO ?= go
 .PHONY: build install test demo bench vet
 
 build:
+	@echo "building bin/hermes (the first build compiles every dependency: a few minutes, silent; later ones take seconds)"
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/hermes ./cmd/hermes
 
 install:
+	@echo "building $(PREFIX)/bin/hermes (the first build compiles every dependency: a few minutes, silent; later ones take seconds)"
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(PREFIX)/bin/hermes ./cmd/hermes
 	ln -sf hermes $(PREFIX)/bin/hermes-agent
 	ln -sf hermes $(PREFIX)/bin/hermes-acp

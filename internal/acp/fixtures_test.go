@@ -19,6 +19,8 @@ import (
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 	"github.com/hermes-go/hermes/internal/session"
 	"github.com/hermes-go/hermes/internal/tool"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // world is one test's HERMES_HOME, workspace and fake model server (the
@@ -210,7 +212,7 @@ func (c *client) snapshot() []sdk.SessionNotification {
 // own schedule, e.g. after a response); it fails the test after 30 s.
 func (c *client) waitFor(t testing.TB, what string, ok func(sdk.SessionUpdate) bool) {
 	t.Helper()
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(time.Until(waitfor.Deadline(t)))
 	for {
 		for _, n := range c.snapshot() {
 			if ok(n.Update) {

@@ -116,7 +116,7 @@ func mountTemplate(dir string) (func(), error) {
 	for unix.Unmount(dir, unix.MNT_DETACH) == nil {
 	}
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1g"); err != nil {
-		return nil, fmt.Errorf("hermes sandbox serve: mount the template layer (tmpfs) on %s: %w (run as root)", dir, err)
+		return nil, fmt.Errorf("sandbox serve: mount the template layer (tmpfs) on %s: %w (run as root)", dir, err)
 	}
 	return func() { unix.Unmount(dir, unix.MNT_DETACH) }, nil
 }
@@ -171,11 +171,11 @@ func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error
 	}
 	for _, k := range keys {
 		if strings.TrimSpace(k) == "" {
-			return errors.New("hermes sandbox serve: an --api-key is empty or blank: give a real key (e.g. `openssl rand -hex 24`)")
+			return errors.New("sandbox serve: an --api-key is empty or blank: give a real key (e.g. `openssl rand -hex 24`)")
 		}
 	}
 	if len(keys) == 0 && (!isLoopback(o.apiAddr) || !isLoopback(o.envdAddr)) {
-		return errors.New("hermes sandbox serve: a listener is not on loopback, so an API key is required: pass --api-key KEY or --api-keys-file FILE")
+		return errors.New("sandbox serve: a listener is not on loopback, so an API key is required: pass --api-key KEY or --api-keys-file FILE")
 	}
 	env := map[string]string{}
 	for _, kv := range o.env {
@@ -257,7 +257,7 @@ func serveBoth(ctx context.Context, log *slog.Logger, servers []*http.Server) er
 		hs.ReadHeaderTimeout, hs.IdleTimeout, hs.MaxHeaderBytes = 10*time.Second, 2*time.Minute, 64<<10
 		ln, err := net.Listen("tcp", hs.Addr)
 		if err != nil {
-			return fmt.Errorf("hermes sandbox serve: listen on %s: %w", hs.Addr, err)
+			return fmt.Errorf("sandbox serve: listen on %s: %w", hs.Addr, err)
 		}
 		log.Info("listening", "addr", ln.Addr().String())
 		go func() { errc <- hs.Serve(ln) }()

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -24,7 +25,15 @@ func newEditor() textarea.Model {
 	ta.Prompt = "› "
 	ta.ShowLineNumbers = false
 	ta.CharLimit = 0
-	ta.MaxHeight = 0
+	// The editor grows with its content counted in visual rows (a long
+	// line soft-wraps at the width and shows every row; counting logical
+	// lines kept one row, so a long line scrolled sideways out of view),
+	// up to maxEditorRows; MaxContentHeight lifts the legacy limit of
+	// MaxHeight logical lines on what can be typed.
+	ta.DynamicHeight = true
+	ta.MinHeight = 1
+	ta.MaxHeight = maxEditorRows
+	ta.MaxContentHeight = math.MaxInt32
 	ta.SetHeight(1)
 	ta.Placeholder = "Ask anything · / for commands · @ for files"
 	ta.KeyMap.InsertNewline = key.NewBinding(key.WithKeys("alt+enter", "ctrl+j"))
@@ -33,14 +42,6 @@ func newEditor() textarea.Model {
 	ta.SetStyles(s)
 	ta.SetWidth(78)
 	return ta
-}
-
-// fitEditor grows the editor with its content, up to maxEditorRows.
-func (m *Model) fitEditor() {
-	rows := min(max(m.input.LineCount(), 1), maxEditorRows)
-	if m.input.Height() != rows {
-		m.input.SetHeight(rows)
-	}
 }
 
 // historyFile is the input history in HERMES_HOME.
@@ -136,7 +137,6 @@ func (m *Model) historyKey(k string) bool {
 	default:
 		return false
 	}
-	m.fitEditor()
 	return true
 }
 
@@ -262,7 +262,6 @@ func (m *Model) paste(text string) {
 	lines := strings.Count(text, "\n") + 1
 	if len(text) <= pasteInlineBytes && lines <= pasteInlineLines {
 		m.input.InsertString(text)
-		m.fitEditor()
 		return
 	}
 	if m.pastes == nil {
@@ -271,7 +270,6 @@ func (m *Model) paste(text string) {
 	ph := fmt.Sprintf("[pasted text #%d · %d lines · %s]", len(m.pastes)+1, lines, byteSize(len(text)))
 	m.pastes[ph] = text
 	m.input.InsertString(ph)
-	m.fitEditor()
 }
 
 // expandPastes replaces paste placeholders in text with what was pasted.
