@@ -32,6 +32,8 @@ type world struct {
 	work string
 	// maxRuntimes is Options.MaxRuntimes of the servers connect starts.
 	maxRuntimes int
+	// replay is session.Options.ReplayPath (--replay) of its runtimes.
+	replay string
 }
 
 func newWorld(t testing.TB, turns ...llmtest.Turn) *world {
@@ -61,7 +63,7 @@ func (w *world) newRuntime(ctx context.Context, cwd string, files tool.FileAcces
 		return nil, err
 	}
 	return session.New(ctx, session.Options{Config: loaded, Home: w.home, UserHome: w.t.TempDir(),
-		Environ: func() []string { return []string{"PATH=/usr/bin:/bin"} }, Platform: Source, Files: files,
+		Environ: func() []string { return []string{"PATH=/usr/bin:/bin"} }, Platform: Source, Files: files, ReplayPath: w.replay,
 		Lock: session.WaitLock("acp test", nil)})
 }
 

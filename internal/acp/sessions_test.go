@@ -60,14 +60,16 @@ func TestResumeConfigAndClose(t *testing.T) {
 	}
 }
 
-// session/new never offers a model option with an empty name or value: with
-// no model.default there is no model option; with one, it is the current.
+// session/new never offers a model option with an empty name or value
+// (the README's ACP example, a replayed model with no model name, got one):
+// with no model known there is no model option.
 func TestNewSessionModelOptionIsNeverEmpty(t *testing.T) {
 	w := newWorld(t)
-	cfg := "model:\n  provider: custom\n  base_url: " + w.srv.URL + "\n"
+	cfg := "model:\n  provider: replay\n"
 	if err := os.WriteFile(filepath.Join(w.home, "config.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	w.replay = "../../examples/acp/model.jsonl"
 	c := w.connect(sdk.ClientCapabilities{})
 	resp, err := c.conn.NewSession(context.Background(), sdk.NewSessionRequest{Cwd: w.work, McpServers: []sdk.McpServer{}})
 	if err != nil {

@@ -55,10 +55,14 @@ func TestFirstExchangeTitlesTheSession(t *testing.T) {
 		}
 	}
 	c, _ := rt.Open(ctx, OpenOptions{Key: "c"})
-	if err := rt.Store().SetTitle(ctx, c.ID(), "Deploy fix"); err != nil {
+	turn(c, "look at the deploy "+strings.Repeat("and more words ", 20))
+	if got := title(c); !strings.HasPrefix(got, "look at the deploy and more words") || len([]rune(got)) > titleWords {
+		t.Errorf("title of a long first prompt: %q", got)
+	}
+	if err := rt.Store().SetTitle(ctx, c.ID(), "Deploy fix"); err != nil { // /title, sessions rename
 		t.Fatal(err)
 	}
-	turn(c, "look at the deploy "+strings.Repeat("and more words ", 20))
+	turn(c, "and then?")
 	if got := title(c); got != "Deploy fix" {
 		t.Errorf("a title set by the user became %q", got)
 	}
