@@ -747,8 +747,8 @@ func TestModelPickerListsAndMarksTheCurrentModel(t *testing.T) {
 	for _, models := range [][]string{listed, append(slices.Clone(listed), "fake-model")} {
 		m.openModelPicker(modelsMsg{models: models})
 		view := ansi.Strip(m.picker.view(m))
-		if !strings.Contains(view, "fake-model  (current)") {
-			t.Errorf("the picker over %d models does not show the current model:\n%s", len(models), view)
+		if !regexp.MustCompile(`(?m)^▸ fake-model +\(current\)$`).MatchString(view) {
+			t.Errorf("the picker over %d models does not show the current model marked and selected:\n%s", len(models), view)
 		}
 		if got := m.picker.items[m.picker.sel].value; got != "fake-model" {
 			t.Errorf("the picker opens on %q, want the current model", got)
