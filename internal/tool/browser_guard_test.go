@@ -60,7 +60,7 @@ func TestBrowserGuardRefusesPrivateAddresses(t *testing.T) {
 		}
 		return fmt.Errorf("%s is a private or local address", a)
 	}
-	tools, _ := newTestBrowser(t, browser.Options{DialGuard: guard, CommandTimeout: 20 * time.Second}, false)
+	tools, _ := newTestBrowser(t, browser.Options{DialGuard: guard}, false)
 	nav := tools["browser_navigate"]
 
 	for _, u := range []string{private.URL + "/", public.URL + "/redirect",

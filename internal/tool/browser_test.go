@@ -25,6 +25,11 @@ func newTestBrowser(t *testing.T, opts browser.Options, vision bool) (map[string
 	if browser.FindChromium() == "" {
 		t.Skip("no Chromium on PATH (Debian: apt-get install chromium); .ci/run installs it")
 	}
+	if opts.CommandTimeout == 0 {
+		// A page that takes 30 s (DefaultCommandTimeout) on a loaded
+		// 2-core machine is not hung; tests of the hang set their own.
+		opts.CommandTimeout = min(time.Until(waitfor.Deadline(t))/4, 3*time.Minute)
+	}
 	m := browser.NewManager(opts)
 	t.Cleanup(func() { m.Close() })
 	out := map[string]Tool{}
