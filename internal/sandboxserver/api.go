@@ -158,11 +158,12 @@ func decodeBody(r *http.Request, v any) error {
 }
 
 // egressRules maps allow_internet_access and network onto the egress
-// gate's allow and deny lists. The gate lets deny win where E2B lets
-// allowOut win, so a deny of all traffic (0.0.0.0/0) is read as "no
-// internet" plus allowOut, which is what E2B gives.
-func egressRules(allowInternet *bool, n *networkConfig) (allow, deny []string) {
-	internet := allowInternet == nil || *allowInternet
+// gate's allow and deny lists, and says whether the sandbox has the
+// internet. The gate lets deny win where E2B lets allowOut win, so a deny
+// of all traffic (0.0.0.0/0) is read as "no internet" plus allowOut,
+// which is what E2B gives. The operator's rules are added by NewEgress.
+func egressRules(allowInternet *bool, n *networkConfig) (allow, deny []string, internet bool) {
+	internet = allowInternet == nil || *allowInternet
 	if n != nil {
 		allow = append(allow, n.AllowOut...)
 		for _, d := range n.DenyOut {
@@ -176,14 +177,16 @@ func egressRules(allowInternet *bool, n *networkConfig) (allow, deny []string) {
 	if internet {
 		allow = append(allow, "*", "0.0.0.0/0", "::/0")
 	}
-	return allow, deny
+	return allow, deny, internet
 }
 
 // checkAllowOut refuses a client's allowOut entry that would open what
 // the egress gate keeps closed unless explicitly allowed: the host's
 // loopback, private and link-local (metadata) ranges and its own
 // addresses. On E2B, allowOut reaches the internet, never E2B's hosts;
-// here only the operator opens those (--allow, terminal.box_network.allow).
+// here only the operator opens those (--allow, terminal.box_network.allow):
+// an entry inside one of the operator's allow rules is accepted, so the
+// operator's list widens what a client may open for its own sandbox.
 func (s *Server) checkAllowOut(n *networkConfig) error {
 	if n == nil || len(n.AllowOut) == 0 {
 		return nil
@@ -194,12 +197,28 @@ func (s *Server) checkAllowOut(n *networkConfig) error {
 		if err != nil {
 			return err
 		}
-		if what, ok := egress.OpensReserved(r, host); ok {
+		if what, ok := egress.OpensReserved(r, host); ok && !s.operatorAllows(r) {
 			return fmt.Errorf("network.allowOut entry %q opens %s, which a sandbox may not open for itself; "+
 				"the server's operator can (hermes sandbox serve --allow %s)", e, what, e)
 		}
 	}
 	return nil
+}
+
+// operatorAllows reports whether r (an address or range rule) lies inside
+// one of the operator's allow rules (Config.Allow).
+func (s *Server) operatorAllows(r egress.Rule) bool {
+	if r.Kind != egress.RulePrefix {
+		return false
+	}
+	for _, e := range s.cfg.Allow {
+		op, err := egress.ParseRule(e)
+		if err == nil && op.Kind == egress.RulePrefix && op.Prefix.Bits() <= r.Prefix.Bits() && op.Prefix.Contains(r.Prefix.Addr()) &&
+			(op.Port == 0 || op.Port == r.Port) {
+			return true
+		}
+	}
+	return false
 }
 
 // seconds is a client's timeout in seconds as a duration, bounded by
@@ -224,7 +243,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	if req.Timeout != nil {
 		timeout = s.seconds(*req.Timeout)
 	}
-	allow, deny := egressRules(req.AllowInternetAccess, req.Network)
+	allow, deny, internet := egressRules(req.AllowInternetAccess, req.Network)
 	if _, err := egress.NewAllowlist(allow, deny); err != nil {
 		writeError(w, http.StatusBadRequest, "network: %v", err)
 		return
@@ -244,7 +263,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		env[k] = v
 	}
 	sb := &sandbox{id: s.cfg.NewID(), template: req.TemplateID, token: randomToken(), metadata: req.Metadata,
-		env: env, allow: allow, deny: deny, allowInternet: req.AllowInternetAccess, network: req.Network,
+		env: env, allow: allow, deny: deny, internet: internet, allowInternet: req.AllowInternetAccess, network: req.Network,
 		autoPause: req.AutoPause, startedAt: s.cfg.Now(), state: "running", procs: map[uint32]*proc{}, paused: make(chan struct{})}
 	s.mu.Lock()
 	if s.closed {
