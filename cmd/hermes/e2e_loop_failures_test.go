@@ -49,7 +49,7 @@ func TestFlatStreamErrorShowsProviderWords(t *testing.T) {
 func TestOversizedPromptDoesNotStickSession(t *testing.T) {
 	e := newE2E(t, llmtest.Turn{Text: "short answer"})
 	e.configureModel()
-	e.srv.ContextLimit(30_000) // the system prompt and tools take about 16 KB
+	e.srv.ContextLimit(30_000)                                   // the system prompt and tools take about 16 KB
 	huge := strings.Repeat("a very long pasted log line ", 1500) // 42 KB
 	res := e.run("chat", "-Q", "--yolo", "-q", huge)
 	if res.code == 0 || !strings.Contains(res.stderr, "context_length_exceeded") {
