@@ -30,6 +30,7 @@ func (rt *Runtime) buildTools() error {
 		terminal: tool.TerminalOptions{
 			Backend: rt.backend, Approvals: rt.approvals, OutputDir: filepath.Join(o.Home, "cache", "terminal"),
 			Timeout: time.Duration(c.Terminal.Timeout) * time.Second, Secrets: secrets, Processes: rt.processes,
+			Charset: rt.localeCharset(),
 		},
 		files: fileOpts, secrets: secrets, rt: rt, cron: cron.NewStore(o.Home, o.Now),
 		memory: enabled(c.Memory.MemoryEnabled) || enabled(c.Memory.UserProfileEnabled),
@@ -143,4 +144,20 @@ func resolveCwd(cwd string) (string, error) {
 		return "", fmt.Errorf("terminal.cwd %q is not a directory; fix it with `hermes config set terminal.cwd DIR`", cwd)
 	}
 	return abs, nil
+}
+
+// localeCharset is the charset of the locale commands run in: the host's
+// (LANG/LC_ALL of hermes's environment) for the local backend, "" (UTF-8)
+// for the others, whose images use C.UTF-8.
+func (rt *Runtime) localeCharset() string {
+	if rt.backend == nil || rt.backend.Kind() != "local" {
+		return ""
+	}
+	env := map[string]string{}
+	for _, kv := range rt.opts.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return tool.LocaleCharset(func(k string) string { return env[k] })
 }
