@@ -222,6 +222,7 @@ func (a *Agent) stream(ctx context.Context, s *Session, withTools, tight bool) (
 		MaxTokens:       a.opts.MaxTokens,
 		ReasoningEffort: a.opts.ReasoningEffort,
 	}
+	req.Messages = boundResults(s.ID, req.Messages, a.opts.SpillDir)
 	if f, ok := a.opts.Compactor.(RequestFitter); ok {
 		req.Messages = f.FitRequest(s.ID, req.Messages, tight)
 	}
