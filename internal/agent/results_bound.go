@@ -12,13 +12,16 @@ import (
 )
 
 // Bounds on tool results in a request (the stored session keeps every
-// result whole). They follow Hermes Agent's 50,000-character cap on one
-// tool result; see README "Large tool results".
+// result whole); see README "Large tool results".
 const (
 	// MaxResultChars is the most characters of one tool result sent to
 	// the model: a longer one is sent as its first 40 % and last 60 % of
-	// this many characters around a note naming the spill file.
-	MaxResultChars = 50_000
+	// this many characters around a note naming the spill file. The
+	// terminal tool already cuts command output to 50,000 characters as
+	// Hermes Agent does (tool.MaxOutputChars); its JSON result, with
+	// newlines and quotes escaped, must pass whole, so this bound on every
+	// other tool is twice that.
+	MaxResultChars = 100_000
 	// OldResultChars is the most characters of a tool result of an
 	// earlier user turn (older than the last RecentTurns) sent again:
 	// old large results would otherwise dominate every later request.

@@ -10,12 +10,12 @@ import (
 	"github.com/hermes-go/hermes/internal/tool"
 )
 
-// TestLargeToolResultIsBoundedAndShrinksWithAge: a 100,000-character tool
+// TestLargeToolResultIsBoundedAndShrinksWithAge: a 150,000-character tool
 // result is sent as at most MaxResultChars (head and tail, the whole in
 // the spill file), and once it is older than RecentTurns user turns it
 // is re-sent at OldResultChars, so it no longer dominates later requests.
 func TestLargeToolResultIsBoundedAndShrinksWithAge(t *testing.T) {
-	big := "HEAD-" + strings.Repeat("0123456789", 10_000) + "-TAIL" // 100,010 characters
+	big := "HEAD-" + strings.Repeat("0123456789", 15_000) + "-TAIL" // 150,010 characters
 	srv, prov := newFakeModel(t,
 		llmtest.Turn{ToolCalls: []llmtest.Call{{ID: "call_big", Name: "dump", Args: `{}`}}},
 		llmtest.Turn{Text: "dumped"},
