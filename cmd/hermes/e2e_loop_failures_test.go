@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -178,5 +180,26 @@ func TestBareSGRAnswerOnTerminal(t *testing.T) {
 		if want := "PASS all 12 tests; see [the log](log.txt)\n"; got != want {
 			t.Errorf("quiet=%v: terminal got %q, want %q", quiet, got, want)
 		}
+	}
+}
+
+// TestConfigCheckRefusesUnknownToolsetKeys: platform_toolsets and
+// agent.disabled_toolsets are used, so `config check` names a mistyped
+// platform or toolset in them (it said nothing).
+func TestConfigCheckRefusesUnknownToolsetKeys(t *testing.T) {
+	e := newE2E(t)
+	cfg := filepath.Join(e.home, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("platform_toolsets:\n  acp: [file, terminl]\nagent:\n  disabled_toolsets: [terminal]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := e.run("config", "check")
+	if res.code == 0 || !strings.Contains(res.stdout+res.stderr, "platform_toolsets.acp: unknown toolset terminl") {
+		t.Fatalf("want the mistyped toolset named\n%s", res)
+	}
+	if err := os.WriteFile(cfg, []byte("platform_toolsets:\n  acp: [file]\nagent:\n  disabled_toolsets: [terminal]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res := e.run("config", "check"); res.code != 0 {
+		t.Fatalf("a valid platform_toolsets is refused\n%s", res)
 	}
 }
