@@ -115,7 +115,8 @@ func (a *Agent) RunTurn(ctx context.Context, s *Session, userText string) (TurnR
 
 // answer makes one model call (see call) and returns the model's message
 // with tool calls written as text recovered. An empty answer (no text, no
-// tool call) is asked for once more; a second one is ErrEmptyAnswer.
+// tool call) is asked for once more; a second one is ErrEmptyAnswer. The
+// wrap-up call (withTools false) is not repeated.
 func (a *Agent) answer(ctx context.Context, s *Session, withTools bool, last llm.Usage, res *TurnResult) (llm.Response, llm.Message, error) {
 	for attempt := 1; ; attempt++ {
 		resp, err := a.call(ctx, s, withTools, last, res)
@@ -133,7 +134,10 @@ func (a *Agent) answer(ctx context.Context, s *Session, withTools bool, last llm
 			}
 		}
 		if !withTools {
-			msg.ToolCalls = nil // the wrap-up call must end the turn
+			// The wrap-up call must end the turn; one without text is
+			// reported as the budget running out (Stopped "max_turns").
+			msg.ToolCalls = nil
+			return resp, msg, nil
 		}
 		if !isEmptyAnswer(msg) {
 			return resp, msg, nil
