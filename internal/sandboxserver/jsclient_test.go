@@ -121,12 +121,22 @@ func forward(t *testing.T, ip, target string) string {
 // with it every sandbox) when the test ends.
 func serve(t *testing.T, bin string, extra ...string) *served {
 	t.Helper()
-	s := &served{bin: bin, home: t.TempDir(), key: "test-key-1"}
+	s, _ := serveWithKey(t, bin, "test-key-1", extra...)
+	return s
+}
+
+// serveWithKey is serve with API key key ("": none, so keyless); it also
+// returns the server's process.
+func serveWithKey(t *testing.T, bin, key string, extra ...string) (*served, *os.Process) {
+	t.Helper()
+	s := &served{bin: bin, home: t.TempDir(), key: key}
 	api, envd := freePort(t), freePort(t)
 	s.apiURL, s.envdURL = "http://"+api, "http://"+envd
-	args := append([]string{"sandbox", "serve", "--api-addr", api, "--envd-addr", envd, "--api-key", s.key,
-		"--workspace", filepath.Join(s.home, "..", "ws")}, extra...)
-	cmd := exec.Command(bin, args...)
+	args := []string{"sandbox", "serve", "--api-addr", api, "--envd-addr", envd, "--workspace", filepath.Join(s.home, "..", "ws")}
+	if key != "" {
+		args = append(args, "--api-key", key)
+	}
+	cmd := exec.Command(bin, append(args, extra...)...)
 	cmd.Env = append(os.Environ(), "HERMES_HOME="+s.home)
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
@@ -162,7 +172,7 @@ func serve(t *testing.T, bin string, extra ...string) *served {
 			t.Fatalf("hermes sandbox serve did not listen:\n%s", log.String())
 		}
 	}
-	return s
+	return s, cmd.Process
 }
 
 // node runs a script of the JS client against s.
