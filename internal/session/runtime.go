@@ -123,7 +123,8 @@ type Runtime struct {
 	todo      *tool.TodoList
 	processes *tool.ProcessTable
 	browsers  *browser.Manager // nil without Chromium
-	tools     *tool.Registry
+	tools     *tool.Registry   // the tools of Options.Platform's sessions
+	allTools  *tool.Registry   // every tool, before toolsets are applied (see toolsFor)
 	redact    *Redactor
 	cwd       string
 	window    int
