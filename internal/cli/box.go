@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"slices"
@@ -22,6 +23,7 @@ import (
 	"github.com/hermes-go/hermes/internal/box/snapshot"
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/egress"
+	"github.com/hermes-go/hermes/internal/protect"
 )
 
 // newBoxManager builds the box backend for terminal config t with the
@@ -233,12 +235,18 @@ for this command and stops after it, and after the commands other hermes
 processes started in it meanwhile.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := a.boxTerminalConfig()
+			if err != nil {
+				return err
+			}
 			return a.withBox(cmd.Context(), args[0], create, true, publish, func(b *box.Box) error {
-				c := box.Command{Argv: args[1:], Stdout: a.Stdout, Stderr: a.Stderr, Timeout: timeout}
-				if interactive {
-					c.Stdin = a.Stdin
-				}
-				return a.runBoxCommand(cmd.Context(), b, c, stopTimeout)
+				return a.noteProtectedFailure(protect.New(t.ProtectedPaths), a.Stdout, a.Stderr, func(stdout, stderr io.Writer) error {
+					c := box.Command{Argv: args[1:], Stdout: stdout, Stderr: stderr, Timeout: timeout}
+					if interactive {
+						c.Stdin = a.Stdin
+					}
+					return a.runBoxCommand(cmd.Context(), b, c, stopTimeout)
+				})
 			})
 		},
 	}
@@ -281,8 +289,12 @@ follow, and Ctrl-C reaches the job running in the box. Otherwise the shell
 reads commands from standard input.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := a.boxTerminalConfig()
+			if err != nil {
+				return err
+			}
 			return a.withBox(cmd.Context(), args[0], create, true, publish, func(b *box.Box) error {
-				return a.boxShell(cmd.Context(), b)
+				return a.boxShell(cmd.Context(), b, protect.New(t.ProtectedPaths))
 			})
 		},
 	}

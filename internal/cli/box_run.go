@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/signal"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/backend"
 	"github.com/hermes-go/hermes/internal/box"
+	"github.com/hermes-go/hermes/internal/protect"
 )
 
 // runBoxCommand runs c in b and turns its end into hermes's exit status
@@ -73,12 +75,15 @@ func boxWaitError(w boxWait) error {
 
 // boxShell runs the box's shell: on a pseudo-terminal of the box when
 // hermes's stdin and stdout are a terminal (raw mode on the host, window
-// size followed), else reading commands from stdin.
-func (a *App) boxShell(ctx context.Context, b *box.Box) error {
+// size followed), else reading commands from stdin (then a failure that
+// points at a protected path gets noteProtectedFailure's note).
+func (a *App) boxShell(ctx context.Context, b *box.Box, protected protect.Set) error {
 	in, inOK := a.Stdin.(*os.File)
 	out, outOK := a.Stdout.(*os.File)
 	if !a.IsTerminal || !inOK || !outOK {
-		return a.runBoxCommand(ctx, b, box.Command{Argv: []string{b.Shell()}, Stdin: a.Stdin, Stdout: a.Stdout, Stderr: a.Stderr}, shellStopTimeout)
+		return a.noteProtectedFailure(protected, a.Stdout, a.Stderr, func(stdout, stderr io.Writer) error {
+			return a.runBoxCommand(ctx, b, box.Command{Argv: []string{b.Shell()}, Stdin: a.Stdin, Stdout: stdout, Stderr: stderr}, shellStopTimeout)
+		})
 	}
 	c := box.Command{Argv: []string{b.Shell()}, Stdin: in, Stdout: out, TTY: true}
 	if t := a.Getenv("TERM"); t != "" {
