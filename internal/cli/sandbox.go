@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 	"time"
 
 	"github.com/google/renameio/v2"
@@ -78,22 +79,41 @@ host only) and pass its placeholder as the env value instead.`,
 	return cmd
 }
 
+// minKeyLength is the shortest key --api-keys-file accepts (characters).
+const minKeyLength = 16
+
 // readKeys reads an API keys file: one key a line, blank lines and #
-// comments skipped.
-func readKeys(path string) ([]string, error) {
+// comments skipped. A file without a key, or with a key shorter than
+// minKeyLength, is an error naming the file (and line; never the key). A
+// file group or others may read gets a warning on warn naming chmod 600.
+func readKeys(path string, warn io.Writer) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("--api-keys-file: %w", err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Mode().Perm()&0o077 != 0 {
+		fmt.Fprintf(warn, "hermes: warning: --api-keys-file %s can be read by other users (mode %#o); run: chmod 600 %s\n", path, st.Mode().Perm(), path)
+	}
 	var keys []string
 	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k := strings.TrimSpace(sc.Text()); k != "" && !strings.HasPrefix(k, "#") {
-			keys = append(keys, k)
+	for line := 1; sc.Scan(); line++ {
+		k := strings.TrimSpace(sc.Text())
+		if k == "" || strings.HasPrefix(k, "#") {
+			continue
 		}
+		if n := utf8.RuneCountInString(k); n < minKeyLength {
+			return nil, fmt.Errorf("--api-keys-file %s line %d: the key is %d characters, shorter than %d; replace it with a long random key (e.g. the output of `openssl rand -hex 24`)", path, line, n, minKeyLength)
+		}
+		keys = append(keys, k)
 	}
-	return keys, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("--api-keys-file %s: %w", path, err)
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("--api-keys-file %s holds no keys (one key a line; blank lines and # comments are skipped); add one, e.g.: openssl rand -hex 24 >> %s", path, path)
+	}
+	return keys, nil
 }
 
 // isLoopback reports whether addr (host:port) binds loopback only.
@@ -167,7 +187,7 @@ func installHermesTemplate(dir, bin string) error {
 func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error {
 	keys := o.apiKeys
 	if o.keysFile != "" {
-		more, err := readKeys(o.keysFile)
+		more, err := readKeys(o.keysFile, a.Stderr)
 		if err != nil {
 			return err
 		}
