@@ -158,6 +158,9 @@ func (a *App) withBox(ctx context.Context, task string, create, runs bool, publi
 			return err
 		}
 		if !slices.ContainsFunc(boxes, func(b box.BoxInfo) bool { return b.Task == task }) {
+			if name, ok := onlyPrefixMatch(boxes, task); ok {
+				return fmt.Errorf("no box named %s; did you mean %s? (hermes box ls lists them)", box.QuoteName(task), box.QuoteName(name))
+			}
 			return fmt.Errorf("no box for task %q (hermes box ls lists them); to create it, run: hermes box exec --new %s -- CMD", task, task)
 		}
 	}
@@ -180,6 +183,18 @@ func (a *App) withBox(ctx context.Context, task string, create, runs bool, publi
 		fmt.Fprintf(a.Stderr, "hermes: waiting for %d command(s) other hermes processes run in box %s before stopping it (interrupt to stop it now)\n", n, task)
 	})
 	return err
+}
+
+// onlyPrefixMatch returns the name of the one box whose name starts with
+// prefix (a session id cut short), false when none or several do.
+func onlyPrefixMatch(boxes []box.BoxInfo, prefix string) (string, bool) {
+	name, n := "", 0
+	for _, b := range boxes {
+		if prefix != "" && strings.HasPrefix(b.Task, prefix) {
+			name, n = b.Task, n+1
+		}
+	}
+	return name, n == 1
 }
 
 // runAttached runs fn in b, a box another hermes process runs (withBox),

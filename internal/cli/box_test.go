@@ -113,6 +113,30 @@ func TestBoxExecUnknownTaskNeedsNew(t *testing.T) {
 	}
 }
 
+// New-user trial: `hermes box exec <session-id prefix> -- CMD` suggested
+// `--new PREFIX`; when exactly one box's name starts with it, that name is
+// suggested instead (no root needed: the check runs before a box starts).
+func TestBoxExecSuggestsTheOneBoxAPrefixNames(t *testing.T) {
+	c := &boxCLI{home: t.TempDir(), ws: t.TempDir()}
+	cfg := "terminal:\n  backend: box\n  cwd: " + c.ws + "\n"
+	if err := os.WriteFile(filepath.Join(c.home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"20261205_164900_abc123", "20261205_170000_def456"} {
+		if err := os.MkdirAll(filepath.Join(c.home, "boxes", name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, errs, code := c.run(t, "", "box", "exec", "20261205_1649", "--", "true")
+	if code == 0 || !strings.Contains(errs, "no box named 20261205_1649; did you mean 20261205_164900_abc123?") || strings.Contains(errs, "--new") {
+		t.Errorf("one prefix match: code %d, stderr %q", code, errs)
+	}
+	// Two boxes start with the prefix: no guess, the --new hint as before.
+	if _, errs, code = c.run(t, "", "box", "exec", "20261205_", "--", "true"); code == 0 || !strings.Contains(errs, "--new") || strings.Contains(errs, "did you mean") {
+		t.Errorf("two prefix matches: code %d, stderr %q", code, errs)
+	}
+}
+
 func TestBoxCLIExecPersistsAndPassesExitCode(t *testing.T) {
 	c := newBoxCLI(t)
 	out, errs, code := c.run(t, "", "box", "exec", "--new", "t1", "--", "sh", "-c", "echo kept > /root/f; cat /root/f")
