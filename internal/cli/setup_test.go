@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/llm/providers"
 )
 
 func setupConfig(t *testing.T, ta *testApp) config.Config {
@@ -129,5 +130,24 @@ func TestSetupTerminalWizard(t *testing.T) {
 	}
 	if !strings.Contains(ta.stdout.String(), `--memory "lots"`) {
 		t.Errorf("a bad answer must be explained:\n%s", ta.stdout)
+	}
+}
+
+// New-user trial: `hermes setup --non-interactive --provider openrouter`
+// without --model takes the provider's default model (providers preset),
+// on a terminal or not.
+func TestSetupNonInteractiveProviderDefaultModel(t *testing.T) {
+	want := providers.DefaultModel("openrouter")
+	if want == "" {
+		t.Fatal("openrouter has no default model")
+	}
+	for _, terminal := range []bool{false, true} {
+		ta := newTestApp(t, nil, "", terminal)
+		if code := ta.run("setup", "--non-interactive", "--provider", "openrouter"); code != 0 {
+			t.Fatalf("terminal=%v: %d %s", terminal, code, ta.stderr)
+		}
+		if m := setupConfig(t, ta).Model; m.Provider != "openrouter" || m.Default != want {
+			t.Errorf("terminal=%v: model after setup: %+v, want default %s", terminal, m, want)
+		}
 	}
 }
