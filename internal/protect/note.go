@@ -33,10 +33,17 @@ func (s Set) FailureNote(exitCode int, output string) string {
 			strings.Join(s.Paths(), ", ") + ") keeps " + why + " read-only; edit the file on the host yourself, " +
 			"or turn protection off with: hermes config set terminal.protected_paths '[]'"
 	}
+	return "writes to " + strings.Join(named, ", ") + " fail here on purpose: " + s.EntryHint(named...)
+}
+
+// EntryHint says why writes to the protected entries named (as
+// configured, e.g. ".git/config") are refused and how to change it: edit
+// them on the host, or the copyable `hermes config set
+// terminal.protected_paths '[...]'` without them, or '[]'.
+func (s Set) EntryHint(named ...string) string {
 	list := strings.Join(named, ", ")
-	return "writes to " + list + " fail here on purpose: terminal.protected_paths keeps " + why +
-		" read-only; edit " + list + " on the host yourself, or stop protecting " + pronoun(named) +
-		" with: hermes config set terminal.protected_paths " + shellQuote(s.without(named)) +
+	return "terminal.protected_paths keeps " + why + " read-only; edit " + list + " on the host yourself, or stop protecting " +
+		pronoun(named) + " with: hermes config set terminal.protected_paths " + shellQuote(s.without(named)) +
 		" (or '[]' to turn protection off)"
 }
 

@@ -67,3 +67,12 @@ func TestFailureNoteWhenItApplies(t *testing.T) {
 		t.Errorf("empty set gave a note: %q", n)
 	}
 }
+
+// The file tools' refusal names the entry and the copyable fix without it.
+func TestEntryHintNamesEntry(t *testing.T) {
+	set := protect.New([]string{".git/hooks/", ".envrc"})
+	h := set.EntryHint(".envrc")
+	if !strings.Contains(h, "edit .envrc on the host") || !strings.Contains(h, `terminal.protected_paths '[".git/hooks/"]'`) {
+		t.Errorf("EntryHint = %q", h)
+	}
+}

@@ -134,7 +134,3 @@ func (s Set) MatchAbs(ws, p string, ancestors bool) (string, bool) {
 	}
 	return s.Match(rel, ancestors)
 }
-
-// Hint is the sentence a tool result adds when a write to a protected path
-// fails or is refused: why, and how to change it.
-const Hint = "it is in terminal.protected_paths (files that make the host run code later: git config and hooks, shell rc files, editor and MCP settings, .hermes/); edit it on the host yourself, or remove the entry with `hermes config set terminal.protected_paths [...]`"

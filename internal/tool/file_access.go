@@ -243,7 +243,7 @@ func (o FileToolOptions) protectedWrite(ctx context.Context, env backend.Environ
 		return nil
 	}
 	if o.Approvals == nil {
-		r := Errorf("%s: refused to write %s: %s", toolName, p, protect.Hint)
+		r := Errorf("%s: refused to write %s: %s", toolName, p, o.Protected.EntryHint(entry))
 		return &r
 	}
 	d, err := o.Approvals.Request(ctx, approval.Request{SessionID: sessionID, Tool: toolName, Action: "write protected path", Path: abs,
@@ -251,7 +251,7 @@ func (o FileToolOptions) protectedWrite(ctx context.Context, env backend.Environ
 	if err == nil && d.Allowed {
 		return nil
 	}
-	why := protect.Hint
+	why := o.Protected.EntryHint(entry)
 	if err != nil {
 		why = err.Error() + "; " + why
 	} else if d.Reason != "" {
@@ -264,8 +264,8 @@ func (o FileToolOptions) protectedWrite(ctx context.Context, env backend.Environ
 // writeFailed is the error result of a failed write; a protected path
 // (read-only in a box) gets the reason and the fix.
 func (o FileToolOptions) writeFailed(env backend.Environment, toolName, p, abs string, err error) Result {
-	if o.protectedEntry(env, abs) != "" {
-		return Errorf("%s: could not write %s: %v (%s)", toolName, p, err, protect.Hint)
+	if entry := o.protectedEntry(env, abs); entry != "" {
+		return Errorf("%s: could not write %s: %v (%s)", toolName, p, err, o.Protected.EntryHint(entry))
 	}
 	return Errorf("%s: could not write %s: %v", toolName, p, err)
 }
