@@ -298,8 +298,8 @@ func TestEnvdAuthAndFiles(t *testing.T) {
 	_, _, api, envd := newTestServer(t)
 	sb := createSandbox(t, api.URL, `{"templateID":"base","timeout":300}`)
 	hdr := []string{"E2b-Sandbox-Id", sb.SandboxID, "X-Access-Token", sb.EnvdAccessToken}
-	if code, _, _ := call(t, "GET", envd.URL+"/files?path=x", nil, "E2b-Sandbox-Id", sb.SandboxID, "X-Access-Token", "wrong"); code != 401 {
-		t.Fatalf("wrong token: %d, want 401", code)
+	if code, _, _ := call(t, "GET", envd.URL+"/files?path=x", nil, "E2b-Sandbox-Id", sb.SandboxID, "X-Access-Token", "wrong"); code != 502 {
+		t.Fatalf("wrong token: %d, want 502, as for a sandbox that does not exist", code)
 	}
 	if code, _, _ := call(t, "GET", envd.URL+"/files?path=x", nil, "E2b-Sandbox-Id", "nosuch", "X-Access-Token", sb.EnvdAccessToken); code != 502 {
 		t.Fatalf("unknown sandbox: %d, want 502", code)

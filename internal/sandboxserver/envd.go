@@ -61,12 +61,12 @@ func (s *Server) EnvdHandler() http.Handler {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		if sb == nil {
-			writeError(w, http.StatusBadGateway, "sandbox %q not found (E2b-Sandbox-Id header)", id)
-			return
-		}
-		if !tokenOK(r.Header.Get("X-Access-Token"), sb.token) {
-			writeError(w, http.StatusUnauthorized, "invalid or missing X-Access-Token for sandbox %s (its envdAccessToken)", id)
+		// A sandbox is reached with its envdAccessToken, which only its
+		// tenant is given: without it, the sandbox is answered as one that
+		// does not exist (as E2B's proxy does, 502, which the SDKs read as
+		// "not running"), so that another tenant cannot confirm its id.
+		if sb == nil || !tokenOK(r.Header.Get("X-Access-Token"), sb.token) {
+			writeError(w, http.StatusBadGateway, "sandbox %q not found, or the X-Access-Token is not its envdAccessToken (E2b-Sandbox-Id header)", id)
 			return
 		}
 		if sb.currentState() != "running" {
