@@ -23,6 +23,7 @@ import (
 // served is a running hermes sandbox serve (a subprocess) for the tests.
 type served struct {
 	bin, home, apiURL, envdURL, key string
+	pid                             int // of the server process
 }
 
 // jsClientDir is the npm project holding the E2B SDK.
@@ -32,12 +33,7 @@ const jsClientDir = "testdata/jsclient"
 // installed (npm ci in testdata/jsclient).
 func needBoxesAndNode(t *testing.T) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("hermes sandbox serve needs root (boxes with persistent layers, the template tmpfs)")
-	}
-	if err := box.Preflight(); err != nil {
-		t.Skipf("boxes cannot run here: %v", err)
-	}
+	needBoxes(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node is not installed (the E2B JS SDK runs on it)")
@@ -46,6 +42,17 @@ func needBoxesAndNode(t *testing.T) string {
 		t.Skipf("the E2B SDK is not installed: run npm ci in internal/sandboxserver/%s", jsClientDir)
 	}
 	return node
+}
+
+// needBoxes skips unless hermes sandbox serve can run boxes here.
+func needBoxes(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("hermes sandbox serve needs root (boxes with persistent layers, the template tmpfs)")
+	}
+	if err := box.Preflight(); err != nil {
+		t.Skipf("boxes cannot run here: %v", err)
+	}
 }
 
 // buildHermes builds the hermes binary from the tree.
@@ -133,6 +140,7 @@ func serve(t *testing.T, bin string, extra ...string) *served {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	s.pid = cmd.Process.Pid
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {

@@ -98,9 +98,13 @@ type Config struct {
 	// that one key cannot lock every other out.
 	MaxSandboxesPerTeam int
 	// MaxUploadBytes bounds the bytes one upload request writes, all its
-	// files together, after gzip decoding, and one file download
-	// (default 512 MiB).
+	// files together, after gzip decoding (default 512 MiB). Downloads
+	// stream whatever the size.
 	MaxUploadBytes int64
+	// MaxTransferBytes is the server-wide budget of bytes in flight in
+	// file transfers (default 16 MiB, buffers of 128 KiB: a transfer
+	// holds one while it runs, more wait; transfer.go).
+	MaxTransferBytes int64
 	// MaxQueuedBytes bounds the command output queued for slow stream
 	// readers, all streams together (default 1 GiB); a stream that would
 	// pass it ends with ResourceExhausted (its command goes on).
@@ -129,6 +133,7 @@ type Server struct {
 	closed    bool
 	removals  sync.WaitGroup // boxes of killed sandboxes being removed
 	queued    *queueBudget   // output queued for slow stream readers
+	transfers *transferBudget
 }
 
 // sandbox is one sandbox's record.
@@ -166,6 +171,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxUploadBytes <= 0 {
 		cfg.MaxUploadBytes = 512 << 20
 	}
+	if cfg.MaxTransferBytes <= 0 {
+		cfg.MaxTransferBytes = 16 << 20
+	}
 	if cfg.MaxSandboxes <= 0 {
 		cfg.MaxSandboxes = 100
 	}
@@ -190,7 +198,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, sandboxes: map[string]*sandbox{}, gates: map[string]*egress.Gate{}, queued: &queueBudget{max: cfg.MaxQueuedBytes}}
+	s := &Server{cfg: cfg, sandboxes: map[string]*sandbox{}, gates: map[string]*egress.Gate{}, queued: &queueBudget{max: cfg.MaxQueuedBytes},
+		transfers: newTransferBudget(cfg.MaxTransferBytes)}
 	s.keys = newAPIKeys(cfg.APIKeys, cfg.Teams)
 	seen := map[[32]byte]tenant{}
 	for _, k := range s.keys {
