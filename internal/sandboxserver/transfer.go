@@ -146,6 +146,13 @@ func (f boxFiles) WriteFileFrom(ctx context.Context, p string, r io.Reader, perm
 		return err
 	}
 	_, copyErr := io.Copy(stdinOf{proc}, r)
+	if copyErr != nil && !errors.As(copyErr, new(sourceError)) && proc.Done() {
+		// The command ended before its input did (mkdir or cat failed):
+		// its words say why.
+		if res, err := proc.Wait(ctx); err == nil && res.ExitCode != 0 {
+			copyErr = commandError("write", p, res, stderr.b)
+		}
+	}
 	if copyErr != nil {
 		proc.Kill()
 		proc.Wait(context.WithoutCancel(ctx))
