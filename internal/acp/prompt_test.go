@@ -30,7 +30,7 @@ func TestLinkTextRefusesNonRegularFiles(t *testing.T) {
 	for _, path := range []string{fifo, zero} {
 		got := make(chan string, 1)
 		go func() { // opening a FIFO with no writer blocks: the old code hung here
-			got <- s.linkText(&sdk.ContentBlockResourceLink{Name: filepath.Base(path), Uri: "file://" + path}, "")
+			got <- s.linkText(&sdk.ContentBlockResourceLink{Name: filepath.Base(path), Uri: "file://" + path}, "", "")
 		}()
 		select {
 		case text := <-got:
@@ -51,7 +51,7 @@ func TestEmbeddedResourceCutAtRuneBoundary(t *testing.T) {
 	text := "aaaaaaaaa" + "é" + strings.Repeat("ü", 20) // é spans bytes 9 and 10
 	got := s.promptText([]sdk.ContentBlock{sdk.ResourceBlock(sdk.EmbeddedResourceResource{
 		TextResourceContents: &sdk.TextResourceContents{Uri: "file:///w/notes.txt", Text: text},
-	})}, "", func(s string) string { return s })
+	})}, "", "", func(s string) string { return s })
 	if !utf8.ValidString(got) {
 		t.Errorf("inlined resource is not valid UTF-8: %q", got)
 	}

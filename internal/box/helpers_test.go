@@ -47,7 +47,8 @@ func startTestBox(t testing.TB, edit func(*Options)) *testBoxEnv {
 	needBoxes(t)
 	home := t.TempDir()
 	ws := t.TempDir()
-	opts := Options{CgroupRoot: testCgroupRoot(), Terminal: testTerminal(ws), Home: home}
+	opts := Options{CgroupRoot: testCgroupRoot(), Terminal: testTerminal(ws), Home: home,
+		InitBinary: os.Getenv(testInitEnv)}
 	if edit != nil {
 		edit(&opts)
 	}

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 )
 
@@ -42,17 +41,6 @@ func needBoxesAndNode(t *testing.T) string {
 		t.Skipf("the E2B SDK is not installed: run npm ci in internal/sandboxserver/%s", jsClientDir)
 	}
 	return node
-}
-
-// needBoxes skips unless hermes sandbox serve can run boxes here.
-func needBoxes(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("hermes sandbox serve needs root (boxes with persistent layers, the template tmpfs)")
-	}
-	if err := box.Preflight(); err != nil {
-		t.Skipf("boxes cannot run here: %v", err)
-	}
 }
 
 // buildHermes builds the hermes binary from the tree.
@@ -128,12 +116,22 @@ func forward(t *testing.T, ip, target string) string {
 // with it every sandbox) when the test ends.
 func serve(t *testing.T, bin string, extra ...string) *served {
 	t.Helper()
-	s := &served{bin: bin, home: t.TempDir(), key: "test-key-1"}
+	s, _ := serveWithKey(t, bin, "test-key-1", extra...)
+	return s
+}
+
+// serveWithKey is serve with API key key ("": none, so keyless); it also
+// returns the server's process.
+func serveWithKey(t *testing.T, bin, key string, extra ...string) (*served, *os.Process) {
+	t.Helper()
+	s := &served{bin: bin, home: t.TempDir(), key: key}
 	api, envd := freePort(t), freePort(t)
 	s.apiURL, s.envdURL = "http://"+api, "http://"+envd
-	args := append([]string{"sandbox", "serve", "--api-addr", api, "--envd-addr", envd, "--api-key", s.key,
-		"--workspace", filepath.Join(s.home, "..", "ws")}, extra...)
-	cmd := exec.Command(bin, args...)
+	args := []string{"sandbox", "serve", "--api-addr", api, "--envd-addr", envd, "--workspace", filepath.Join(s.home, "..", "ws")}
+	if key != "" {
+		args = append(args, "--api-key", key)
+	}
+	cmd := exec.Command(bin, append(args, extra...)...)
 	cmd.Env = append(os.Environ(), "HERMES_HOME="+s.home)
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
@@ -170,7 +168,7 @@ func serve(t *testing.T, bin string, extra ...string) *served {
 			t.Fatalf("hermes sandbox serve did not listen:\n%s", log.String())
 		}
 	}
-	return s
+	return s, cmd.Process
 }
 
 // node runs a script of the JS client against s.

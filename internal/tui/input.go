@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,6 +12,7 @@ import (
 	"charm.land/bubbles/v2/textarea"
 
 	"github.com/hermes-go/hermes/internal/atomicfile"
+	"github.com/hermes-go/hermes/internal/workspacefile"
 )
 
 // maxEditorRows bounds the editor's height; longer input scrolls.
@@ -214,21 +216,21 @@ func (m *Model) acceptCompletion() {
 }
 
 // pathCompletions lists entries of cwd matching partial ("src/ma"):
-// directories end with "/"; hidden entries only when asked for.
+// directories end with "/"; hidden entries only when asked for. A
+// relative partial is listed with a workspacefile.Reader on cwd, so a
+// directory linked out of the workspace is not listed; an absolute one is
+// the person's own choice. Names with control characters are never
+// offered (they would reach the terminal).
 func pathCompletions(cwd, partial string) []string {
 	dir, base := filepath.Split(partial)
-	full := dir
-	if !filepath.IsAbs(dir) {
-		full = filepath.Join(cwd, dir)
-	}
-	ents, err := os.ReadDir(full)
+	ents, err := listDir(cwd, dir)
 	if err != nil {
 		return nil
 	}
 	var out []string
 	for _, e := range ents {
 		name := e.Name()
-		if !strings.HasPrefix(name, base) || (strings.HasPrefix(name, ".") && !strings.HasPrefix(base, ".")) {
+		if !strings.HasPrefix(name, base) || (strings.HasPrefix(name, ".") && !strings.HasPrefix(base, ".")) || workspacefile.HasControl(name) {
 			continue
 		}
 		if e.IsDir() {
@@ -238,6 +240,22 @@ func pathCompletions(cwd, partial string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// listDir lists dir: beneath cwd when it is relative.
+func listDir(cwd, dir string) ([]fs.DirEntry, error) {
+	if filepath.IsAbs(dir) {
+		return os.ReadDir(dir)
+	}
+	r, err := workspacefile.Open(cwd, "")
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if dir == "" {
+		dir = "."
+	}
+	return r.ReadDir(dir)
 }
 
 func firstN(s []string, n int) []string {
