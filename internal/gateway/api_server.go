@@ -221,7 +221,7 @@ func (s *APIServer) openSession(ctx context.Context, key string, conv conversati
 func (s *APIServer) answer(ctx context.Context, sess *session.Session, text string, onEvent func(session.Event)) (session.Event, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.TurnTimeout)
 	defer cancel()
-	sub := sess.Subscribe(session.SubscribeOptions{MaxPendingDeltaBytes: -1})
+	sub := sess.Subscribe(session.SubscribeOptions{MaxPendingDeltaBytes: -1, KeepPieces: true})
 	defer sub.Close()
 	turn, _, err := sess.Send(ctx, text, session.SendOptions{})
 	if err != nil {
