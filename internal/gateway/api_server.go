@@ -62,7 +62,8 @@ const (
 )
 
 // SessionHeader names the session a request continues (Hermes Agent's
-// X-Hermes-Session-Id); responses carry it back.
+// X-Hermes-Session-Id); responses carry back the stored session id, which
+// the CLI's session commands take.
 const SessionHeader = "X-Hermes-Session-Id"
 
 // APIServer is the OpenAI-compatible HTTP front end of a session runtime.
@@ -78,8 +79,8 @@ type APIServer struct {
 }
 
 type storedResponse struct {
-	sessionKey string
-	body       responseObject
+	sessionID string
+	body      responseObject
 }
 
 // NewAPIServer checks cfg and binds the listener. It refuses a
@@ -206,15 +207,30 @@ func (s *APIServer) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bo
 	return body, true
 }
 
-// openSession opens the session of key (a new key when empty), seeding a
-// new session with conv's system text and history.
-func (s *APIServer) openSession(ctx context.Context, key string, conv conversation) (*session.Session, string, error) {
-	if key == "" {
-		key = newID("api_")
+// openSession opens the session ref names, seeding a new session with
+// conv's system text and history. ref is what a client sent as
+// X-Hermes-Session-Id: a stored session id (what responses carry back,
+// so `hermes sessions show ID` takes it) continues that session; any
+// other value is the client's own name for a conversation, kept in
+// sessions.json like a chat's key; "" starts a new session.
+func (s *APIServer) openSession(ctx context.Context, ref string, conv conversation) (*session.Session, error) {
+	o := session.OpenOptions{Source: "api_server", Platform: "api_server", ExtraSystem: conv.System, History: conv.History}
+	switch {
+	case ref == "":
+	case s.storedSession(ctx, ref):
+		o.Resume = ref
+	default:
+		o.Key = "api_server:" + ref
 	}
-	sess, err := s.rt.Open(ctx, session.OpenOptions{Key: "api_server:" + key, Source: "api_server", Platform: "api_server",
-		ExtraSystem: conv.System, History: conv.History})
-	return sess, key, err
+	return s.rt.Open(ctx, o)
+}
+
+// storedSession reports whether id is the exact id of a session in
+// state.db (not a prefix or title: a client's own key must not resume
+// someone else's session by resembling its title).
+func (s *APIServer) storedSession(ctx context.Context, id string) bool {
+	st, err := s.rt.Store().Session(ctx, id)
+	return err == nil && st.ID == id
 }
 
 // answer runs one turn of sess and calls onEvent for its progress events.
@@ -262,12 +278,12 @@ func (s *APIServer) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if key != "" {
 		conv.History, conv.System = nil, "" // the session has them
 	}
-	sess, key, err := s.openSession(r.Context(), key, conv)
+	sess, err := s.openSession(r.Context(), key, conv)
 	if err != nil {
 		writeAPIError(w, http.StatusInternalServerError, "server_error", "opening the session: "+err.Error())
 		return
 	}
-	w.Header().Set(SessionHeader, key)
+	w.Header().Set(SessionHeader, sess.ID())
 	id := newID("chatcmpl-")
 	created := s.cfg.Now().Unix()
 	if req.Stream {
@@ -365,17 +381,17 @@ func (s *APIServer) createResponse(w http.ResponseWriter, r *http.Request) {
 			writeAPIError(w, http.StatusNotFound, "not_found", fmt.Sprintf("previous_response_id %q is not a stored response (deleted, expired or never created)", req.PreviousResponseID))
 			return
 		}
-		key = prev.sessionKey
+		key = prev.sessionID
 	}
 	if key != "" {
 		conv.History, conv.System = nil, ""
 	}
-	sess, key, err := s.openSession(r.Context(), key, conv)
+	sess, err := s.openSession(r.Context(), key, conv)
 	if err != nil {
 		writeAPIError(w, http.StatusInternalServerError, "server_error", "opening the session: "+err.Error())
 		return
 	}
-	w.Header().Set(SessionHeader, key)
+	w.Header().Set(SessionHeader, sess.ID())
 	final, err := s.answer(r.Context(), sess, conv.Text, nil)
 	if err != nil {
 		writeAPIError(w, http.StatusBadGateway, "upstream_error", err.Error())
@@ -392,15 +408,15 @@ func (s *APIServer) createResponse(w http.ResponseWriter, r *http.Request) {
 	if req.PreviousResponseID != "" {
 		resp.PreviousResponseID = &req.PreviousResponseID
 	}
-	s.store(resp, key)
+	s.store(resp, sess.ID())
 	writeJSON(w, http.StatusOK, resp)
 }
 
 // store keeps resp for previous_response_id, forgetting the oldest past the bound.
-func (s *APIServer) store(resp responseObject, key string) {
+func (s *APIServer) store(resp responseObject, sessionID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.responses[resp.ID] = storedResponse{sessionKey: key, body: resp}
+	s.responses[resp.ID] = storedResponse{sessionID: sessionID, body: resp}
 	s.order = append(s.order, resp.ID)
 	for len(s.responses) > s.cfg.MaxStoredResponses && len(s.order) > 0 {
 		delete(s.responses, s.order[0])
