@@ -134,6 +134,7 @@ func (a *App) gatewayPlatforms(ctx context.Context, cfg *config.Loaded, rt *sess
 		api, err := gateway.NewAPIServer(rt, gateway.APIServerConfig{
 			Key: cfg.Getenv("API_SERVER_KEY"), Host: cfg.Getenv("API_SERVER_HOST"), Port: port, Now: a.Now,
 			AllowedOrigins: splitList(cfg.Getenv("API_SERVER_CORS_ORIGINS")),
+			Warn:           func(s string) { fmt.Fprintln(a.Stderr, "hermes: "+s) },
 		})
 		if err != nil {
 			return nil, err

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"slices"
@@ -52,6 +53,8 @@ type APIServerConfig struct {
 	AllowedOrigins []string
 	// Now is the clock (time.Now).
 	Now func() time.Time
+	// Warn receives one-line messages for the operator (default: dropped).
+	Warn func(string)
 }
 
 // Defaults of APIServerConfig.
@@ -103,6 +106,9 @@ func NewAPIServer(rt *session.Runtime, cfg APIServerConfig) (*APIServer, error) 
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Warn == nil {
+		cfg.Warn = func(string) {}
 	}
 	if cfg.Key == "" && !isLoopback(cfg.Host) {
 		return nil, fmt.Errorf("API_SERVER_HOST=%s is not a loopback address and API_SERVER_KEY is empty: set API_SERVER_KEY (clients send it as a bearer token) or bind 127.0.0.1", cfg.Host)
@@ -286,11 +292,17 @@ func (s *APIServer) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(SessionHeader, sess.ID())
 	id := newID("chatcmpl-")
 	created := s.cfg.Now().Unix()
+	// A client without a session header sends the whole conversation
+	// each time and never comes back to this session: its box goes.
+	oneShot := key == ""
 	if req.Stream {
-		s.streamChat(w, r, sess, conv.Text, id, created)
+		s.streamChat(w, r, sess, conv.Text, id, created, oneShot)
 		return
 	}
 	final, err := s.answer(r.Context(), sess, conv.Text, nil)
+	if oneShot {
+		s.dropBox(sess.ID())
+	}
 	if err != nil {
 		writeAPIError(w, http.StatusBadGateway, "upstream_error", err.Error())
 		return
@@ -307,7 +319,7 @@ func (s *APIServer) chatCompletions(w http.ResponseWriter, r *http.Request) {
 
 // streamChat answers with server-sent chat.completion.chunk events; tool
 // progress goes out as `event: hermes.tool.progress`.
-func (s *APIServer) streamChat(w http.ResponseWriter, r *http.Request, sess *session.Session, text, id string, created int64) {
+func (s *APIServer) streamChat(w http.ResponseWriter, r *http.Request, sess *session.Session, text, id string, created int64, oneShot bool) {
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -341,6 +353,9 @@ func (s *APIServer) streamChat(w http.ResponseWriter, r *http.Request, sess *ses
 		}
 		flush()
 	})
+	if oneShot {
+		s.dropBox(sess.ID())
+	}
 	if err != nil {
 		writeSSE(w, "", map[string]any{"error": map[string]any{"message": err.Error(), "type": "upstream_error"}})
 	} else {
@@ -348,6 +363,24 @@ func (s *APIServer) streamChat(w http.ResponseWriter, r *http.Request, sess *ses
 	}
 	io.WriteString(w, "data: [DONE]\n\n")
 	flush()
+}
+
+// dropBox deletes the box of session id, persistent layer included, when
+// the backend keeps one per session (box): chat-completions clients
+// without X-Hermes-Session-Id (OpenAI-compatible UIs) send the whole
+// conversation with every request, so each request's session is used
+// once, and its layer (1.4 MiB or more) was left behind. The
+// conversation stays in state.db; continuing it by its id starts a fresh
+// box. It runs before the answer is written, so a client continuing the
+// session never races the removal.
+func (s *APIServer) dropBox(id string) {
+	rm, ok := s.rt.Backend().(interface{ Remove(taskID string) error })
+	if !ok {
+		return
+	}
+	if err := rm.Remove(id); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.cfg.Warn(fmt.Sprintf("API server: removing the box of session %s: %v", id, err))
+	}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
