@@ -249,7 +249,7 @@ func checkEntities(mode, text string) *apiError {
 		return nil
 	}
 	if err := ParseMarkdown(text); err != nil {
-		return &apiError{400, err.Error(), 0}
+		return &apiError{400, "Bad Request: " + err.Error(), 0}
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 // byte offset N", returned as that text.
 func ParseMarkdown(text string) error {
 	bad := func(at int) error {
-		return fmt.Errorf("Bad Request: can't parse entities: Can't find end of the entity starting at byte offset %d", at)
+		return fmt.Errorf("can't parse entities: Can't find end of the entity starting at byte offset %d", at)
 	}
 	for i := 0; i < len(text); {
 		c := text[i]
