@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -18,6 +15,7 @@ import (
 	"github.com/hermes-go/hermes/internal/backend/local"
 	"github.com/hermes-go/hermes/internal/llm"
 	"github.com/hermes-go/hermes/internal/session"
+	"github.com/hermes-go/hermes/internal/workspacefile"
 )
 
 // Prompt runs one turn and streams its progress as session/update
@@ -29,7 +27,7 @@ func (s *Server) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptRes
 	if err != nil {
 		return sdk.PromptResponse{}, err
 	}
-	text := s.promptText(p.Prompt, as.rt.Home(), as.rt.Redactor().Redact)
+	text := s.promptText(p.Prompt, as.cwd, as.rt.Home(), as.rt.Redactor().Redact)
 	if strings.TrimSpace(text) == "" {
 		return sdk.PromptResponse{}, sdk.NewInvalidParams(map[string]any{"error": "the prompt is empty: send at least one text block"})
 	}
@@ -164,14 +162,14 @@ func (s *Server) command(ctx context.Context, as *acpSession, text string) (done
 // does not carry its keys to the model; HERMES_HOME's credential stores,
 // which the tools may not read either, are named only), other resources
 // named.
-func (s *Server) promptText(blocks []sdk.ContentBlock, hermesHome string, redact func(string) string) string {
+func (s *Server) promptText(blocks []sdk.ContentBlock, cwd, hermesHome string, redact func(string) string) string {
 	var parts []string
 	for _, b := range blocks {
 		switch {
 		case b.Text != nil:
 			parts = append(parts, b.Text.Text)
 		case b.ResourceLink != nil:
-			parts = append(parts, redact(s.linkText(b.ResourceLink, hermesHome)))
+			parts = append(parts, redact(s.linkText(b.ResourceLink, cwd, hermesHome)))
 		case b.Resource != nil && b.Resource.Resource.TextResourceContents != nil:
 			r := b.Resource.Resource.TextResourceContents
 			parts = append(parts, redact(fileBlock(displayURI(r.Uri), capText(r.Text, s.opts.MaxInlineBytes))))
@@ -188,8 +186,13 @@ func (s *Server) promptText(blocks []sdk.ContentBlock, hermesHome string, redact
 }
 
 // linkText inlines a file:// link's file when it is a small text file,
-// else names it so the model can read it with its tools.
-func (s *Server) linkText(l *sdk.ContentBlockResourceLink, hermesHome string) string {
+// else names it so the model can read it with its tools. A file inside
+// the session's workspace cwd is read with a workspacefile.Reader on cwd
+// (a link out of the workspace, planted by a command, is named, not
+// read); one elsewhere is the person's own pick, read beneath "/". Either
+// way HERMES_HOME's protected files are refused by device and inode, and
+// FIFOs, devices and files over MaxInlineBytes are named, never read.
+func (s *Server) linkText(l *sdk.ContentBlockResourceLink, cwd, hermesHome string) string {
 	path, ok := filePath(l.Uri)
 	if !ok {
 		return fmt.Sprintf("[Resource %s: %s]", l.Name, l.Uri)
@@ -197,42 +200,35 @@ func (s *Server) linkText(l *sdk.ContentBlockResourceLink, hermesHome string) st
 	if hermesSecret(path, hermesHome) {
 		return fmt.Sprintf("[File %s (one of hermes' credential files in HERMES_HOME, not shown)]", path)
 	}
-	st, err := os.Stat(path)
+	root := "/"
+	if rel, err := filepath.Rel(cwd, path); cwd != "" && err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		root = cwd
+	}
+	r, err := workspacefile.Open(root, hermesHome)
+	if err != nil {
+		return fmt.Sprintf("[File %s (could not be read: %v)]", path, err)
+	}
+	defer r.Close()
+	data, err := r.ReadFile(path, s.opts.MaxInlineBytes)
+	var re *workspacefile.RefusedError
 	switch {
+	case errors.As(err, &re) && re.Kind == workspacefile.Protected:
+		return fmt.Sprintf("[File %s (one of hermes' credential files in HERMES_HOME, not shown)]", path)
+	case errors.As(err, &re) && re.Kind == workspacefile.NotFile:
+		return fmt.Sprintf("[Directory %s]", path)
+	case errors.As(err, &re) && re.Kind == workspacefile.TooLarge:
+		return fmt.Sprintf("[File %s (%s, too large to inline; read parts of it with read_file)]", path, strings.TrimPrefix(re.Reason, "is "))
+	case errors.As(err, &re) && re.Kind == workspacefile.Special:
+		return fmt.Sprintf("[File %s (%s, not shown)]", path, strings.TrimPrefix(re.Reason, "is "))
+	case errors.As(err, &re):
+		return fmt.Sprintf("[File %s (%s; not shown)]", path, strings.TrimPrefix(re.Reason, "is "))
 	case err != nil:
 		return fmt.Sprintf("[File %s (could not be read: %v)]", path, errors.Unwrap(err))
-	case st.IsDir():
-		return fmt.Sprintf("[Directory %s]", path)
-	case !st.Mode().IsRegular(): // a FIFO or device would block or never end
-		return fmt.Sprintf("[File %s (not a regular file, not shown)]", path)
-	case st.Size() > s.opts.MaxInlineBytes:
-		return fmt.Sprintf("[File %s (%d bytes, too large to inline; read parts of it with read_file)]", path, st.Size())
-	}
-	data, err := readAtMost(path, s.opts.MaxInlineBytes)
-	if err != nil {
-		return fmt.Sprintf("[File %s (could not be read: %v)]", path, errors.Unwrap(err))
-	}
-	if int64(len(data)) > s.opts.MaxInlineBytes { // grew since the stat
-		return fmt.Sprintf("[File %s (too large to inline; read parts of it with read_file)]", path)
 	}
 	if strings.ContainsRune(string(data), 0) {
 		return fmt.Sprintf("[File %s (binary, %d bytes, not shown)]", path, len(data))
 	}
 	return fileBlock(path, string(data))
-}
-
-// readAtMost reads up to limit+1 bytes of the regular file path (opened
-// non-blocking, so a file swapped for a FIFO after the stat cannot hang).
-func readAtMost(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, &os.PathError{Op: "read", Path: path, Err: errors.New("not a regular file")}
-	}
-	return io.ReadAll(io.LimitReader(f, limit+1))
 }
 
 // hermesSecret reports whether path, with its links resolved, is one of

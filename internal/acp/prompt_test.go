@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // A resource link to something that is not a regular file (a FIFO, a
@@ -30,14 +32,14 @@ func TestLinkTextRefusesNonRegularFiles(t *testing.T) {
 	for _, path := range []string{fifo, zero} {
 		got := make(chan string, 1)
 		go func() { // opening a FIFO with no writer blocks: the old code hung here
-			got <- s.linkText(&sdk.ContentBlockResourceLink{Name: filepath.Base(path), Uri: "file://" + path}, "")
+			got <- s.linkText(&sdk.ContentBlockResourceLink{Name: filepath.Base(path), Uri: "file://" + path}, "", "")
 		}()
 		select {
 		case text := <-got:
 			if !strings.Contains(text, "not a regular file") || strings.Contains(text, "\x00") {
 				t.Errorf("link to %s = %.200q, want it named as not a regular file", path, text)
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Until(waitfor.Deadline(t))):
 			t.Fatalf("link to %s: prompt blocked reading it", path)
 		}
 	}
@@ -51,7 +53,7 @@ func TestEmbeddedResourceCutAtRuneBoundary(t *testing.T) {
 	text := "aaaaaaaaa" + "é" + strings.Repeat("ü", 20) // é spans bytes 9 and 10
 	got := s.promptText([]sdk.ContentBlock{sdk.ResourceBlock(sdk.EmbeddedResourceResource{
 		TextResourceContents: &sdk.TextResourceContents{Uri: "file:///w/notes.txt", Text: text},
-	})}, "", func(s string) string { return s })
+	})}, "", "", func(s string) string { return s })
 	if !utf8.ValidString(got) {
 		t.Errorf("inlined resource is not valid UTF-8: %q", got)
 	}

@@ -250,7 +250,7 @@ func TestSafeCommandsStayAllowed(t *testing.T) {
 		"echo done >> build.log", "mkdir -p build/out", "cp a.txt b.txt", "mv old.txt new.txt", "rm tmp.txt", "touch x",
 		"cd src && make", "cd /tmp && ls", "tar -czf out.tgz src", "tar -xzf deps.tgz", "curl -s https://example.test | jq .",
 		"curl -o out.json https://example.test/data", "wget https://example.test/file.tgz", "chmod +x run.sh", "chmod 644 file",
-		"ln -s ../lib lib", "sed -n '1,10p' file", "sed -i 's/a/b/' src/main.go", "awk '{print $1}' data.txt",
+		"ln -s ../lib src/lib", "sed -n '1,10p' file", "sed -i 's/a/b/' src/main.go", "awk '{print $1}' data.txt",
 		"awk -F: '$3 > 1000 {print $1}' /etc/passwd", `python3 -c 'print(1+1)'`,
 		`python3 -c 'import json,sys; print(json.load(sys.stdin)["name"])' < package.json`, `node -e 'console.log(1)'`,
 		`perl -ne 'print if /foo/' file.txt`, `ruby -e 'puts 1+1'`, "diff -u a b", "docker ps", "kubectl get pods",
@@ -450,7 +450,7 @@ func TestMoreBypassSpellingsFailClosed(t *testing.T) {
 		`while IFS= read -r line; do echo "$line"; done < list.txt`,
 		`IFS=, read -r a b <<< "x,y"; echo $a`,
 		`cp -r src/ build/`, `rsync -a --delete src/ dst/`, `tar -xf deps.tar -C vendor`, `git clean -fdx`,
-		`ln -s ../lib lib`, `ln -sf build/app app`, `PAGER=cat git log`, `EDITOR=vim git commit`, `GIT_PAGER='less -R' git diff`,
+		`ln -s ../lib src/lib`, `ln -sf build/app app`, `PAGER=cat git log`, `EDITOR=vim git commit`, `GIT_PAGER='less -R' git diff`,
 		`git config user.name x`, `git config --global core.autocrlf input`, `perl -lne 'print if /x/' f`,
 		`perl -0777 -pe 's/a/b/' f`, `make -f build.mk all`, `export PS1='\u@\h$ '`, `patch -p1 < fix.diff`, `ed -s notes.txt < cmds`,
 	} {

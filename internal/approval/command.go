@@ -249,6 +249,7 @@ func (a *analysis) stmt(n *syntax.Stmt, r *renderer, depth int) bool {
 				ok = a.parse(text, depth+1) && ok
 			case !trivialCode(lang, text):
 				a.ask("interpreter code", "runs "+c.name()+" code that could reach the system: "+clip(text))
+				a.codeLinkFindings(c.name(), text)
 			}
 		}
 	}
@@ -330,6 +331,7 @@ func (a *analysis) pipe(n *syntax.BinaryCmd, r *renderer, depth int) bool {
 		return a.parse(text, depth+1)
 	case !trivialCode(lang, text):
 		a.ask("interpreter code", "runs "+p.to[0].name()+" code that could reach the system: "+clip(text))
+		a.codeLinkFindings(p.to[0].name(), text)
 	}
 	return true
 }
@@ -436,6 +438,7 @@ func (a *analysis) classify(c simpleCommand, depth int) bool {
 			if isDynamic(text) || !trivialCode(lang, text) {
 				a.ask("interpreter code", "runs "+name+" code that could reach the system: "+clip(text))
 			}
+			a.codeLinkFindings(name, text)
 		}
 		if isDynamic(script) {
 			a.ask("run computed code", name+" runs the program "+script+", computed at run time")

@@ -24,7 +24,7 @@ func protectedKey(key string) bool {
 	if k == "" || strings.Contains(k, "$") {
 		return true
 	}
-	for _, p := range []string{"approvals", "terminal", "terminal.backend", "terminal.local_sandbox", "terminal.writable_paths", "terminal.env_passthrough", "box"} {
+	for _, p := range []string{"approvals", "terminal", "terminal.backend", "terminal.local_sandbox", "terminal.writable_paths", "terminal.protected_paths", "terminal.env_passthrough", "box"} {
 		if k == p || strings.HasPrefix(k, p+".") && (p != "terminal") {
 			return true
 		}

@@ -2,6 +2,8 @@ package approval
 
 import (
 	"path"
+
+	"github.com/hermes-go/hermes/internal/protect"
 	"slices"
 	"strings"
 )
@@ -20,6 +22,10 @@ type dirState struct {
 type pathResolver struct {
 	home, hermesHome string
 	sensitive        []string // see sensitivePrefixes
+	// workspace is Config.Cwd, cleaned ("" = unknown); protected are
+	// terminal.protected_paths beneath it (protected.go).
+	workspace string
+	protected protect.Set
 }
 
 // placeholderHome stands for the home directory when it is not known, so

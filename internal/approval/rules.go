@@ -167,6 +167,7 @@ func (a *analysis) writeFindings(p string, dir dirState, how string, add func(ke
 		add("write to computed path", how+" writes to "+clip(p)+", a path computed at run time (or relative to one)")
 		return
 	}
+	a.protectedFindings(cands, how, add)
 	for _, c := range cands {
 		if a.paths.isSensitive(c) {
 			add("write to sensitive path", how+" writes into "+c)
@@ -286,6 +287,7 @@ func (s *Service) dangerous(a *analysis) []finding {
 		for _, t := range writeTargets(c.args) {
 			a.writeFindings(t, c.dir, name, add)
 		}
+		a.linkFindings(c, add)
 		a.containerFindings(c, add)
 		if strings.HasPrefix(name, "mkfs") || name == "mke2fs" || name == "mkswap" {
 			add("format filesystem", name+" formats a filesystem")

@@ -44,6 +44,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hermes-go/hermes/internal/protect"
 	"unicode"
 	"unicode/utf8"
 )
@@ -110,6 +112,10 @@ type Config struct {
 	// SaveAllowlist persists approvals.command_allowlist after an "always"
 	// answer; it gets the whole new list. Nil keeps it in memory only.
 	SaveAllowlist func(allowlist []string) error
+	// ProtectedPaths are terminal.protected_paths (workspace-relative; a
+	// trailing "/" covers a directory): writing them needs approval. Nil
+	// means protect.Defaults(); an empty list protects nothing.
+	ProtectedPaths []string
 }
 
 // DefaultTimeout is approvals.timeout's default.
@@ -270,6 +276,14 @@ func New(cfg Config) *Service {
 		yolo:        cfg.Yolo,
 		promptSlots: map[string]chan struct{}{},
 		paths:       newPathResolver(cfg.Home, cfg.HermesHome),
+	}
+	protected := cfg.ProtectedPaths
+	if protected == nil {
+		protected = protect.Defaults()
+	}
+	s.paths.protected = protect.New(protected)
+	if cfg.Cwd != "" && path.IsAbs(cfg.Cwd) {
+		s.paths.workspace = path.Clean(cfg.Cwd)
 	}
 	for _, g := range cfg.Deny {
 		if strings.TrimSpace(g) != "" {

@@ -173,6 +173,9 @@ func writeTargets(args []string) []string {
 			}
 			return []string{cwdFile}
 		}
+		if f := gitConfigFile(args); len(f) > 0 {
+			return f
+		}
 		if len(operands) >= 1 && operands[0] == "clone" {
 			if len(operands) >= 3 {
 				return operands[2:3]

@@ -44,9 +44,13 @@ type Options struct {
 	// Home is HERMES_HOME; boxes keep state in Home/boxes/<task>, and Home
 	// is hidden inside every box.
 	Home string
-	// Executable is the hermes binary re-executed as the box init
-	// (os.Executable in production; a test binary in tests).
+	// Executable is the hermes binary (os.Executable in production; a
+	// test binary in tests). Its hermes-box-init neighbour is the box init
+	// when present (FindInitBinary); else Executable itself is.
 	Executable string
+	// InitBinary is the program run as every box's PID 1 with InitArgs
+	// ("" = resolved from Executable as above).
+	InitBinary string
 	// InitArgs follow Executable on the init's command line (default
 	// [InitArg]).
 	InitArgs []string
@@ -168,9 +172,7 @@ func NewManager(opts Options) (*Manager, error) {
 		}
 		opts.Executable = exe
 	}
-	if len(opts.InitArgs) == 0 {
-		opts.InitArgs = []string{InitArg}
-	}
+	resolveInit(&opts)
 	if err := Preflight(); err != nil {
 		return nil, err
 	}
@@ -193,6 +195,9 @@ func NewManager(opts Options) (*Manager, error) {
 	}
 	if t.BoxWorkspace == "" {
 		t.BoxWorkspace = "bind"
+	}
+	if t.ProtectedPaths == nil {
+		t.ProtectedPaths = d.ProtectedPaths // [] (not nil) turns them off
 	}
 	if t.BoxWorkspace != "bind" && t.BoxWorkspace != "overlay" {
 		return nil, fmt.Errorf("terminal.box_workspace: %q is not bind or overlay", t.BoxWorkspace)

@@ -36,7 +36,7 @@ func benchOptions(b *testing.B, persistent bool) Options {
 	}
 	opts := Options{CgroupRoot: testCgroupRoot(), Terminal: term, Home: home}
 	if exe := os.Getenv("HERMES_BOX_BENCH_INIT"); exe != "" {
-		opts.Executable = exe
+		opts.InitBinary = exe
 	}
 	return opts
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hermes-go/hermes/internal/protect"
 	"golang.org/x/sys/unix"
 )
 
@@ -451,7 +452,38 @@ func mountWorkspace(root *boxRoot, s *initSpec) error {
 		return fmt.Errorf("find workspace mount %s: %w", s.Workspace, err)
 	}
 	defer unix.Close(mounted)
-	return noSuidNoDev(mounted)
+	if err := noSuidNoDev(mounted); err != nil {
+		return err
+	}
+	return protectWorkspace(root, s)
+}
+
+// protectWorkspace makes terminal.protected_paths read-only in the bind
+// workspace (issue 23): the host runs what .git/config and .git/hooks/
+// say on the user's next `git status`, so the box must not write them.
+// Each existing entry gets a read-only bind over itself and the
+// directories on the way to it become mount points, which cannot be
+// renamed away (protect.Set.MountReadOnly); .git/hooks/ and .git/info/
+// missing in an existing repository are created empty first. The mounts
+// are made here, before the init drops its capabilities: nothing in the
+// box can undo them.
+//
+// An entry missing when the box starts whose place is not inside an
+// existing directory of the list (.git itself, when the workspace is not
+// yet a repository; .vscode/) cannot carry a mount: the kernel offers no
+// way to forbid one name in a writable directory without putting
+// something in its place on the host. Those stay writable from the box;
+// the next box started on the workspace protects them.
+func protectWorkspace(root *boxRoot, s *initSpec) error {
+	set := protect.New(s.Protected)
+	if set.Empty() {
+		return nil
+	}
+	reopen := func() (int, error) { return root.resolve(s.Workspace) }
+	if _, err := set.MountReadOnly(reopen); err != nil {
+		return fmt.Errorf("terminal.protected_paths in workspace %s: %w", s.Workspace, err)
+	}
+	return nil
 }
 
 // overlayDirs opens each of paths (O_PATH) and returns them as

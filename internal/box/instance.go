@@ -21,6 +21,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/backend"
 	"github.com/hermes-go/hermes/internal/egress"
+	"github.com/hermes-go/hermes/internal/httpguard"
 )
 
 // maxCapturedOutput caps ExecResult.Output (the Output writer still sees
@@ -652,7 +653,7 @@ func (b *Box) Publish(hostAddr string, boxPort int) (net.Addr, error) {
 	if boxPort <= 0 || boxPort > 65535 {
 		return nil, fmt.Errorf("box port %d out of range 1-65535", boxPort)
 	}
-	ln, err := net.Listen("tcp", hostAddr)
+	ln, err := httpguard.Bind(hostAddr) // 0.0.0.0 binds IPv4, as for every hermes listener
 	if err != nil {
 		return nil, fmt.Errorf("publish %s → box port %d: %w", hostAddr, boxPort, err)
 	}

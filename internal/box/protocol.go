@@ -201,17 +201,20 @@ type initSpec struct {
 	// (layer_mount.go); the init moves it to LayerDir.
 	LayerMounted     bool
 	DiskMiB          int
-	TmpMiB           int      // size of the box's /tmp and /var/tmp tmpfs (see tmpSizeMiB)
-	Merged           string   // host path of the overlay mount point
-	Workspace        string   // absolute path, the same inside and outside
-	WorkspaceOverlay bool     // copy-on-write workspace instead of a bind mount
-	Empty            []string // host dirs shown empty (opaque in the upper layer), before the workspace mount
-	Hide             []string // host paths covered (tmpfs or /dev/null), after the workspace mount
-	Hostname         string
-	CACertPEM        []byte
-	Egress           bool // listen on 127.0.0.1:egress.ProxyPort and relay
-	UserNS           bool
-	Landlock         bool
+	TmpMiB           int    // size of the box's /tmp and /var/tmp tmpfs (see tmpSizeMiB)
+	Merged           string // host path of the overlay mount point
+	Workspace        string // absolute path, the same inside and outside
+	WorkspaceOverlay bool   // copy-on-write workspace instead of a bind mount
+	// Protected are terminal.protected_paths: read-only in a bind
+	// workspace (protect.Set.MountReadOnly).
+	Protected []string
+	Empty     []string // host dirs shown empty (opaque in the upper layer), before the workspace mount
+	Hide      []string // host paths covered (tmpfs or /dev/null), after the workspace mount
+	Hostname  string
+	CACertPEM []byte
+	Egress    bool // listen on 127.0.0.1:egress.ProxyPort and relay
+	UserNS    bool
+	Landlock  bool
 	// AttachSocket is the host path of the box's attach socket, which the
 	// init listens on for other hermes processes of the box's owner
 	// (attach.go); "" = none.

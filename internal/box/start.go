@@ -348,7 +348,7 @@ func (m *Manager) initSpec(task, dir, workspace string, view hostView, cg cgroup
 	spec := initSpec{
 		Task: task, Lower: lower, LayerDir: filepath.Join(dir, "layer"), DiskMiB: t.ContainerDisk, TmpMiB: tmpSizeMiB(t),
 		Merged: filepath.Join(dir, "merged"), Workspace: workspace,
-		WorkspaceOverlay: t.BoxWorkspace == "overlay", Empty: view.empty, Hide: view.hide, Hostname: Hostname,
+		WorkspaceOverlay: t.BoxWorkspace == "overlay", Protected: t.ProtectedPaths, Empty: view.empty, Hide: view.hide, Hostname: Hostname,
 		UserNS: userNS, Landlock: true, AttachSocket: filepath.Join(dir, attachSocketName), AttachIdle: m.opts.AttachIdleTimeout, Cgroup: cg.Name(),
 	}
 	os.Remove(spec.AttachSocket) // left by an init that died
@@ -596,7 +596,7 @@ func (m *Manager) spawnInit(logPath string, userNS bool) (*spawnedInit, error) {
 	}
 	logf, _ := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	cmd := &exec.Cmd{
-		Path: m.opts.Executable, Args: append([]string{m.opts.Executable}, m.opts.InitArgs...),
+		Path: m.opts.InitBinary, Args: append([]string{m.opts.InitBinary}, m.opts.InitArgs...),
 		Env: []string{"PATH=" + boxPath}, ExtraFiles: []*os.File{boxCtrl, boxConns},
 		SysProcAttr: &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWPID |
 			unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWNET},
@@ -621,7 +621,7 @@ func (m *Manager) spawnInit(logPath string, userNS bool) (*spawnedInit, error) {
 	if err != nil {
 		hostCtrl.Close()
 		hostConns.Close()
-		return nil, fmt.Errorf("start init %s: %w", m.opts.Executable, err)
+		return nil, fmt.Errorf("start init %s: %w", m.opts.InitBinary, err)
 	}
 	init := &spawnedInit{cmd: cmd, ctrl: hostCtrl, conns: hostConns, log: logPath, spawn: spawn, booted: make(chan struct{})}
 	go init.readBooted()

@@ -15,6 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/hermes-go/hermes/internal/protect"
 	"golang.org/x/sys/unix"
 )
 
@@ -50,6 +51,21 @@ type WorkspaceChange struct {
 	// workspace (an absolute path elsewhere, or ".." past its root).
 	Link     string
 	External bool
+	// Protected is the terminal.protected_paths entry the path falls
+	// under (or leads to, as .git does for .git/config); "" for none.
+	Protected string
+}
+
+// ErrProtectedPaths is returned by ApplyWorkspace when the changes touch
+// terminal.protected_paths and they were not allowed.
+var ErrProtectedPaths = errors.New("the box's workspace changes touch terminal.protected_paths (files that make the host run code later)")
+
+// markProtected sets Protected on the changes under terminal.protected_paths.
+func (m *Manager) markProtected(changes []WorkspaceChange) {
+	set := protect.New(m.opts.Terminal.ProtectedPaths)
+	for i := range changes {
+		changes[i].Protected, _ = set.Match(changes[i].Path, true)
+	}
 }
 
 // ErrExternalSymlinks is returned by ApplyWorkspace when the changes hold
@@ -89,6 +105,7 @@ func (m *Manager) WorkspaceDiff(task string) (string, []WorkspaceChange, error) 
 		ws = workspace
 		var err error
 		changes, err = diffWorkspace(upper, workspace)
+		m.markProtected(changes)
 		return err
 	})
 	return ws, changes, err
@@ -104,8 +121,10 @@ func (m *Manager) WorkspaceDiff(task string) (string, []WorkspaceChange, error) 
 // returns the workspace and the changes applied. Symlinks pointing
 // outside the workspace are only applied with allowExternal; otherwise
 // nothing is applied and the error wraps ErrExternalSymlinks (the changes
-// are returned so the caller can list them).
-func (m *Manager) ApplyWorkspace(task string, allowExternal bool) (string, []WorkspaceChange, error) {
+// are returned so the caller can list them). Changes to
+// terminal.protected_paths are likewise only applied with allowProtected
+// (ErrProtectedPaths).
+func (m *Manager) ApplyWorkspace(task string, allowExternal, allowProtected bool) (string, []WorkspaceChange, error) {
 	var ws string
 	var changes []WorkspaceChange
 	err := m.withWorkspaceUpper(task, func(workspace, upper string) error {
@@ -114,11 +133,15 @@ func (m *Manager) ApplyWorkspace(task string, allowExternal bool) (string, []Wor
 		if changes, err = diffWorkspace(upper, workspace); err != nil {
 			return err
 		}
-		if !allowExternal {
-			for _, c := range changes {
-				if c.External {
-					return ErrExternalSymlinks
-				}
+		m.markProtected(changes)
+		for _, c := range changes {
+			if c.External && !allowExternal {
+				return ErrExternalSymlinks
+			}
+		}
+		for _, c := range changes {
+			if c.Protected != "" && !allowProtected {
+				return ErrProtectedPaths
 			}
 		}
 		if err := applyWorkspace(upper, workspace, changes); err != nil {
@@ -400,7 +423,8 @@ func ownerOf(fi fs.FileInfo) (int, int) {
 
 // FormatChanges renders changes one per line, "A path", "M path", "D
 // path", directories with a trailing '/', symlinks as "path -> target"
-// marked "(outside the workspace)" when they point out of it. Names are
+// marked "(outside the workspace)" when they point out of it, and paths
+// under terminal.protected_paths marked "(protected: ...)". Names are
 // printed with QuoteName, so a name cannot rewrite the terminal.
 func FormatChanges(changes []WorkspaceChange) string {
 	var b strings.Builder
@@ -414,6 +438,9 @@ func FormatChanges(changes []WorkspaceChange) string {
 			if c.External {
 				p += "  (symlink outside the workspace)"
 			}
+		}
+		if c.Protected != "" {
+			p += "  (protected: terminal.protected_paths " + c.Protected + ")"
 		}
 		fmt.Fprintf(&b, "%s %s\n", c.Kind, p)
 	}

@@ -56,10 +56,10 @@ func (a *App) boxTerminalConfig() (config.TerminalConfig, error) {
 }
 
 func (a *App) newBoxCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "box", Short: "manage hermes boxes (sandboxes): ls, exec, shell, port, rm, stats, snapshot(s), restore, fork, diff, apply"}
+	cmd := &cobra.Command{Use: "box", Short: "manage hermes boxes (sandboxes): ls, exec, shell, port, rm, prune, stats, snapshot(s), restore, fork, diff, apply"}
 	cmd.AddCommand(a.newBoxLsCmd(), a.newBoxExecCmd(), a.newBoxShellCmd(), a.newBoxPortCmd(), a.newBoxRmCmd(),
 		a.newBoxStatsCmd(), a.newBoxSnapshotCmd(), a.newBoxSnapshotsCmd(), a.newBoxRestoreCmd(), a.newBoxForkCmd(),
-		a.newBoxDiffCmd(), a.newBoxApplyCmd(), a.newBoxImageCmd())
+		a.newBoxDiffCmd(), a.newBoxApplyCmd(), a.newBoxImageCmd(), a.newBoxPruneCmd())
 	return cmd
 }
 
@@ -587,7 +587,7 @@ host workspace (the box is stopped first); hermes box apply TASK copies them ove
 }
 
 func (a *App) newBoxApplyCmd() *cobra.Command {
-	var allowExternal bool
+	var allowExternal, allowProtected bool
 	cmd := &cobra.Command{
 		Use:   "apply TASK",
 		Short: "copy the copy-on-write workspace changes of the box of TASK onto the host workspace",
@@ -602,7 +602,17 @@ box's workspace layer is emptied afterwards, so the box sees the host tree again
 				return err
 			}
 			defer m.Close()
-			ws, changes, err := m.ApplyWorkspace(args[0], allowExternal)
+			ws, changes, err := m.ApplyWorkspace(args[0], allowExternal, allowProtected)
+			if errors.Is(err, box.ErrProtectedPaths) {
+				var protected []box.WorkspaceChange
+				for _, c := range changes {
+					if c.Protected != "" {
+						protected = append(protected, c)
+					}
+				}
+				fmt.Fprint(a.Stderr, box.FormatChanges(protected))
+				return fmt.Errorf("%w (listed above); nothing was applied: git, your shell or your editor on the host would run what they hold; review them with hermes box diff %s, then re-run with --allow-protected to apply them", err, box.QuoteName(args[0]))
+			}
 			if errors.Is(err, box.ErrExternalSymlinks) {
 				var external []box.WorkspaceChange
 				for _, c := range changes {
@@ -622,5 +632,6 @@ box's workspace layer is emptied afterwards, so the box sees the host tree again
 		},
 	}
 	cmd.Flags().BoolVar(&allowExternal, "allow-external-symlinks", false, "also apply symlinks that point outside the workspace")
+	cmd.Flags().BoolVar(&allowProtected, "allow-protected", false, "also apply changes to terminal.protected_paths (.git/config, .git/hooks/, shell rc files...)")
 	return cmd
 }

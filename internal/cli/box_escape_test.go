@@ -56,3 +56,50 @@ func TestBoxCLIDiffQuotesNamesAndGatesExternalSymlinks(t *testing.T) {
 		t.Errorf("an error printed raw control characters: %q", errs)
 	}
 }
+
+// TestBoxCLIApplyGatesProtectedPaths (issue 23): with an overlay workspace,
+// changes to terminal.protected_paths (.git/config, .git/hooks/...) are
+// marked in box diff and box apply refuses them, applying nothing, until
+// --allow-protected.
+func TestBoxCLIApplyGatesProtectedPaths(t *testing.T) {
+	c := overlayWorkspaceCLI(t)
+	if err := os.MkdirAll(filepath.Join(c.ws, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(c.ws, ".git", "config"), []byte("[core]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `printf '\tfsmonitor = "touch /tmp/pwned"\n' >> .git/config; mkdir -p .git/hooks; printf '#!/bin/sh\n' > .git/hooks/pre-commit; echo ok > plain.txt`
+	if _, errs, code := c.run(t, "", "box", "exec", "--new", "prot", "--", "sh", "-c", script); code != 0 {
+		t.Fatalf("exec: %s", errs)
+	}
+	out, errs, code := c.run(t, "", "box", "diff", "prot")
+	if code != 0 {
+		t.Fatalf("diff: %s", errs)
+	}
+	for _, want := range []string{
+		"M .git/config  (protected: terminal.protected_paths .git/config)\n",
+		"A .git/hooks/pre-commit  (protected: terminal.protected_paths .git/hooks/)\n",
+		"A plain.txt\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("diff output lacks %q:\n%s", want, out)
+		}
+	}
+	out, errs, code = c.run(t, "", "box", "apply", "prot")
+	if code == 0 || !strings.Contains(errs, "--allow-protected") || !strings.Contains(errs, ".git/config") {
+		t.Fatalf("apply with protected changes: want a refusal naming them and the flag; code %d\nstdout %q\nstderr %q", code, out, errs)
+	}
+	if b, _ := os.ReadFile(filepath.Join(c.ws, ".git", "config")); strings.Contains(string(b), "fsmonitor") {
+		t.Fatal("a refused apply changed .git/config")
+	}
+	if _, err := os.Stat(filepath.Join(c.ws, "plain.txt")); err == nil {
+		t.Fatal("a refused apply still applied other changes")
+	}
+	if _, errs, code = c.run(t, "", "box", "apply", "--allow-protected", "prot"); code != 0 {
+		t.Fatalf("apply --allow-protected: %s", errs)
+	}
+	if b, _ := os.ReadFile(filepath.Join(c.ws, ".git", "config")); !strings.Contains(string(b), "fsmonitor") {
+		t.Fatalf(".git/config after an allowed apply: %q", b)
+	}
+}

@@ -53,7 +53,7 @@ func (a *App) doctorChecks() []doctor.Check {
 // doctorEnv loads what the checks look at; a config that fails to load is
 // itself a finding, not an error of the command.
 func (a *App) doctorEnv(o *doctorOptions) *doctor.Env {
-	e := &doctor.Env{Home: a.Home(), Fix: o.fix, Offline: o.offline, CgroupRoot: o.cgroupRoot, Geteuid: os.Geteuid}
+	e := &doctor.Env{Home: a.Home(), Executable: a.Executable, Fix: o.fix, Offline: o.offline, CgroupRoot: o.cgroupRoot, Geteuid: os.Geteuid}
 	l, err := config.Load(e.Home, config.LoadOptions{Getenv: a.Getenv})
 	if err != nil {
 		e.ConfigErr = err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -134,7 +135,7 @@ func (a *App) gatewayPlatforms(ctx context.Context, cfg *config.Loaded, rt *sess
 		api, err := gateway.NewAPIServer(rt, gateway.APIServerConfig{
 			Key: cfg.Getenv("API_SERVER_KEY"), Host: cfg.Getenv("API_SERVER_HOST"), Port: port, Now: a.Now,
 			AllowedOrigins: splitList(cfg.Getenv("API_SERVER_CORS_ORIGINS")),
-			Warn:           func(s string) { fmt.Fprintln(a.Stderr, "hermes: "+s) },
+			Log:            slog.New(slog.NewTextHandler(a.Stderr, nil)),
 		})
 		if err != nil {
 			return nil, err

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/egress"
+	"github.com/hermes-go/hermes/internal/httpguard"
 	"github.com/hermes-go/hermes/internal/sandboxserver"
 )
 
@@ -33,6 +34,7 @@ type sandboxServeOptions struct {
 	workspace         string
 	hermesBinary      string
 	maxSandboxes      int
+	conns             httpguard.Limits
 }
 
 func (a *App) newSandboxCmd() *cobra.Command {
@@ -69,6 +71,8 @@ host only) and pass its placeholder as the env value instead.`,
 	f.StringArrayVar(&o.allow, "allow", nil, "egress allow entry for every sandbox, after terminal.box_network.allow (repeatable)")
 	f.StringVar(&o.workspace, "workspace", "/var/lib/hermes-sandbox/workspace", "empty host directory each box gets a copy-on-write view of")
 	f.IntVar(&o.maxSandboxes, "max-sandboxes", 100, "most sandboxes (running and paused) at once; creates past it get 429")
+	f.IntVar(&o.conns.MaxConns, "max-connections", 0, "most open connections of both listeners together (0: 8192 or half the open-file limit, the smaller)")
+	f.IntVar(&o.conns.MaxConnsPerClient, "max-connections-per-client", httpguard.DefaultMaxConnsPerClient, "most open connections of one client address (an IPv6 client: its /64); more are closed at once")
 	f.StringVar(&o.hermesBinary, "hermes-binary", "", "hermes binary installed in the hermes template (default: this one)")
 	cmd.AddCommand(serve)
 	return cmd
@@ -116,7 +120,7 @@ func mountTemplate(dir string) (func(), error) {
 	for unix.Unmount(dir, unix.MNT_DETACH) == nil {
 	}
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1g"); err != nil {
-		return nil, fmt.Errorf("hermes sandbox serve: mount the template layer (tmpfs) on %s: %w (run as root)", dir, err)
+		return nil, fmt.Errorf("sandbox serve: mount the template layer (tmpfs) on %s: %w (run as root)", dir, err)
 	}
 	return func() { unix.Unmount(dir, unix.MNT_DETACH) }, nil
 }
@@ -171,11 +175,11 @@ func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error
 	}
 	for _, k := range keys {
 		if strings.TrimSpace(k) == "" {
-			return errors.New("hermes sandbox serve: an --api-key is empty or blank: give a real key (e.g. `openssl rand -hex 24`)")
+			return errors.New("sandbox serve: an --api-key is empty or blank: give a real key (e.g. `openssl rand -hex 24`)")
 		}
 	}
 	if len(keys) == 0 && (!isLoopback(o.apiAddr) || !isLoopback(o.envdAddr)) {
-		return errors.New("hermes sandbox serve: a listener is not on loopback, so an API key is required: pass --api-key KEY or --api-keys-file FILE")
+		return errors.New("sandbox serve: a listener is not on loopback, so an API key is required: pass --api-key KEY or --api-keys-file FILE")
 	}
 	env := map[string]string{}
 	for _, kv := range o.env {
@@ -228,10 +232,8 @@ func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error
 		return err
 	}
 	defer srv.Close()
-	return serveBoth(ctx, log, []*http.Server{
-		{Addr: o.apiAddr, Handler: srv.APIHandler()},
-		{Addr: o.envdAddr, Handler: srv.EnvdHandler()},
-	})
+	conns := httpguard.NewConns(o.conns, log, nil)
+	return serveBoth(ctx, log, conns, []listener{{o.apiAddr, srv.APIHandler()}, {o.envdAddr, srv.EnvdHandler()}})
 }
 
 // removeLeftSandboxes removes the boxes of sandboxes a previous server
@@ -248,29 +250,41 @@ func removeLeftSandboxes(home string, mgr *box.Manager, log *slog.Logger) {
 	}
 }
 
-// serveBoth runs the listeners until ctx ends or one fails. Header reads
-// and idle connections are bounded; bodies are bounded by the handlers,
-// and streams (commands) may run long, so there is no write timeout.
-func serveBoth(ctx context.Context, log *slog.Logger, servers []*http.Server) error {
-	errc := make(chan error, len(servers))
-	for _, hs := range servers {
-		hs.ReadHeaderTimeout, hs.IdleTimeout, hs.MaxHeaderBytes = 10*time.Second, 2*time.Minute, 64<<10
-		ln, err := net.Listen("tcp", hs.Addr)
+// listener is a listen address and its handler.
+type listener struct {
+	addr    string
+	handler http.Handler
+}
+
+// serveBoth serves the listeners until ctx ends or one
+// fails. Connections are bounded by conns (one budget for both
+// listeners), header reads and idle connections by httpguard.NewServer;
+// bodies are bounded by the handlers, and streams (commands) may run
+// long, so there is no write timeout.
+func serveBoth(ctx context.Context, log *slog.Logger, conns *httpguard.Conns, listeners []listener) error {
+	errc := make(chan error, len(listeners))
+	var servers []*http.Server
+	defer func() {
+		for _, hs := range servers {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			hs.Shutdown(sctx)
+			cancel()
+		}
+	}()
+	for _, l := range listeners {
+		ln, err := conns.Listen(l.addr)
 		if err != nil {
-			return fmt.Errorf("hermes sandbox serve: listen on %s: %w", hs.Addr, err)
+			return fmt.Errorf("sandbox serve: listen on %s: %w", l.addr, err)
 		}
 		log.Info("listening", "addr", ln.Addr().String())
+		hs := httpguard.NewServer(l.handler)
+		servers = append(servers, hs)
 		go func() { errc <- hs.Serve(ln) }()
 	}
 	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
-	}
-	for _, hs := range servers {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		hs.Shutdown(sctx)
-		cancel()
 	}
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/skills"
+	"github.com/hermes-go/hermes/internal/workspacefile"
 )
 
 // skillsLibrary returns the skills of this process: HERMES_HOME/skills,
@@ -187,7 +188,9 @@ func (a *App) skillsCreate(lib *skills.Library, name, category, description, fro
 		}
 		content = string(b)
 	case from != "":
-		b, err := os.ReadFile(from)
+		// The user names the file, but it may sit in a workspace a command
+		// wrote: bounded, and a FIFO or device is refused without a hang.
+		b, err := workspacefile.ReadHostFile(from, skills.MaxSkillBytes)
 		if err != nil {
 			return fmt.Errorf("--from: %v", err)
 		}

@@ -69,8 +69,14 @@ func (l *Loaded) Problems() []string {
 			}
 		}
 	}
-	if err := checkValue("terminal.writable_paths", reflect.ValueOf(c.Terminal.WritablePaths)); err != nil {
-		out = append(out, err.Error())
+	for _, key := range []string{"terminal.writable_paths", "terminal.protected_paths"} {
+		v := reflect.ValueOf(c.Terminal.WritablePaths)
+		if key == "terminal.protected_paths" {
+			v = reflect.ValueOf(c.Terminal.ProtectedPaths)
+		}
+		if err := checkValue(key, v); err != nil {
+			out = append(out, err.Error())
+		}
 	}
 	if c.Terminal.Timeout < 0 || c.Agent.MaxTurns < 0 {
 		out = append(out, "terminal.timeout and agent.max_turns must not be negative")

@@ -95,7 +95,12 @@ type TerminalConfig struct {
 	LocalSandbox string `yaml:"local_sandbox"`
 	// WritablePaths are directories (absolute or ~/) that local commands
 	// may write besides the workspace and the temp dir (workspace-write).
-	WritablePaths       []string         `yaml:"writable_paths"`
+	WritablePaths []string `yaml:"writable_paths"`
+	// ProtectedPaths are workspace-relative paths (a trailing "/" = the
+	// whole directory) that a box with a bind workspace and the guarded
+	// local commands may not write: files that make the host run code
+	// later (internal/protect; default protect.Defaults()). [] = none.
+	ProtectedPaths      []string         `yaml:"protected_paths"`
 	ContainerCPU        float64          `yaml:"container_cpu"`        // cores, default 1
 	ContainerMemory     int              `yaml:"container_memory"`     // MiB, default 5120
 	ContainerDisk       int              `yaml:"container_disk"`       // MiB, default 51200

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/hermes-go/hermes/internal/protect"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -123,7 +124,8 @@ func Defaults() Config {
 	return Config{
 		Terminal: TerminalConfig{Backend: "local", Cwd: ".", Timeout: 180, ContainerCPU: 1,
 			ContainerMemory: 5120, ContainerDisk: 51200, ContainerPersistent: &t, LifetimeSeconds: 300,
-			BoxImage: "host", BoxWorkspace: "bind", BoxPids: 1024, LocalSandbox: "workspace-write"},
+			BoxImage: "host", BoxWorkspace: "bind", BoxPids: 1024, LocalSandbox: "workspace-write",
+			ProtectedPaths: protect.Defaults()},
 		Approvals:   ApprovalsConfig{Mode: "manual", Timeout: 300},
 		Memory:      MemoryConfig{MemoryEnabled: &t, UserProfileEnabled: &t, MemoryCharLimit: 2200, UserCharLimit: 1375, NudgeInterval: 10},
 		Skills:      SkillsConfig{CreationNudgeInterval: 10},

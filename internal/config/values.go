@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/hermes-go/hermes/internal/protect"
 	"reflect"
 	"slices"
 	"strings"
@@ -75,6 +76,13 @@ func checkValue(key string, v reflect.Value) error {
 		for i := 0; i < v.Len(); i++ {
 			if p := v.Index(i).String(); !strings.HasPrefix(p, "/") && p != "~" && !strings.HasPrefix(p, "~/") {
 				return &Error{Key: key, Msg: fmt.Sprintf("%q is not an absolute path; write it as /dir or ~/dir", p)}
+			}
+		}
+	}
+	if key == "terminal.protected_paths" && v.Kind() == reflect.Slice {
+		for i := 0; i < v.Len(); i++ {
+			if err := protect.Validate(v.Index(i).String()); err != nil {
+				return &Error{Key: key, Msg: err.Error()}
 			}
 		}
 	}

@@ -232,3 +232,35 @@ func TestProblemsReportVercelMemoryPerCPU(t *testing.T) {
 		}
 	}
 }
+
+// terminal.protected_paths defaults to protect.Defaults(); entries must be
+// clean workspace-relative paths at set time and in config check; an
+// explicit [] turns the protection off.
+func TestProtectedPathsDefaultAndCheck(t *testing.T) {
+	home := t.TempDir()
+	l, err := Load(home, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(l.Config.Terminal.ProtectedPaths, " "); !strings.Contains(got, ".git/config") || !strings.Contains(got, ".git/hooks/") {
+		t.Fatalf("default protected_paths = %q", got)
+	}
+	err = Set(home, "terminal.protected_paths", "[.git/config, /etc/passwd]")
+	if err == nil || !strings.Contains(err.Error(), `"/etc/passwd" is not relative to the workspace`) || !strings.Contains(err.Error(), "terminal.protected_paths") {
+		t.Fatalf("want an error naming the key and the absolute path, got %v", err)
+	}
+	writeFile(t, filepath.Join(home, "config.yaml"), "terminal:\n  protected_paths: [../up]\n")
+	if l, err = Load(home, LoadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(l.Problems(), "\n"); !strings.Contains(got, `terminal.protected_paths: "../up" is not a clean relative path`) {
+		t.Errorf("Problems lack the bad entry:\n%s", got)
+	}
+	writeFile(t, filepath.Join(home, "config.yaml"), "terminal:\n  protected_paths: []\n")
+	if l, err = Load(home, LoadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Config.Terminal.ProtectedPaths) != 0 {
+		t.Errorf("[] kept %v", l.Config.Terminal.ProtectedPaths)
+	}
+}

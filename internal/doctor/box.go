@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hermes-go/hermes/internal/box"
 )
 
 // boxControllers are the cgroup controllers box limits need (internal/box
@@ -32,8 +34,25 @@ func checkBox(_ context.Context, e *Env) []Result {
 	}
 	return []Result{
 		checkNamespaces(e), checkUserNS(e), checkOverlay(e), checkCgroups(e),
-		checkSeccomp(e), checkLandlock(e), checkBoxDisk(e), checkEgressCA(e),
+		checkSeccomp(e), checkLandlock(e), checkBoxDisk(e), checkEgressCA(e), checkInitBinary(e),
 	}
+}
+
+// checkInitBinary: boxes start faster and smaller with hermes-box-init
+// beside hermes (box.FindInitBinary); without it hermes runs as the init
+// itself, which works the same.
+func checkInitBinary(e *Env) Result {
+	const name = "box init"
+	if e.Executable == "" {
+		return Result{Status: Skip, Name: name, Detail: "the hermes binary's path is unknown"}
+	}
+	path, err := box.FindInitBinary(e.Executable)
+	if err != nil {
+		return Result{Status: Warn, Name: name,
+			Detail: err.Error() + "; boxes use hermes itself as their init (slower start, more memory per box)",
+			Fix:    "install both binaries: make install, or go build -o DIR/ ./cmd/hermes ./cmd/hermes-box-init"}
+	}
+	return Result{Status: OK, Name: name, Detail: path}
 }
 
 func checkNamespaces(e *Env) Result {

@@ -177,7 +177,14 @@ func checkProvider(ctx context.Context, e *Env) []Result {
 	if m.Default == "" {
 		return []Result{{Status: Fail, Name: "provider", Detail: name + ": no model chosen (model.default)", Fix: "hermes model"}}
 	}
-	out := []Result{{Status: OK, Name: "provider", Detail: fmt.Sprintf("%s, model %s, credential present", name, m.Default)}}
+	credential := "credential present"
+	if m.APIKey == "" && len(keys) == 0 {
+		// A custom endpoint has no key variable: with model.api_key unset it
+		// is called without a key (fine for a local server, refused by most
+		// hosted ones).
+		credential = "no API key set (requests go without one; set model.api_key if the endpoint needs one)"
+	}
+	out := []Result{{Status: OK, Name: "provider", Detail: fmt.Sprintf("%s, model %s, %s", name, m.Default, credential)}}
 	switch {
 	case e.Offline:
 		return append(out, Result{Status: Skip, Name: "provider /models", Detail: "skipped (--offline)"})

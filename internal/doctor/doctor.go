@@ -53,6 +53,9 @@ type Result struct {
 type Env struct {
 	// Home is HERMES_HOME.
 	Home string
+	// Executable is the running hermes binary ("" skips the box init
+	// check).
+	Executable string
 	// Config is the loaded configuration, nil when it failed to load
 	// (ConfigErr then says why).
 	Config    *config.Loaded

@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"net/textproto"
 	"net/url"
@@ -354,5 +356,34 @@ func TestBasicAuthPlaceholderIsSubstituted(t *testing.T) {
 	}
 	if !used {
 		t.Errorf("no audit record says API_KEY was used: %+v", recs)
+	}
+}
+
+// Issue 23: a placeholder sent over plain HTTP to a host bound to its
+// secret goes out unchanged (by design: the value never crosses a network
+// in clear text), and egress.jsonl says so.
+func TestPlainHTTPPlaceholderIsLoggedNotSubstituted(t *testing.T) {
+	r, _, _, ph := secretRig(t)
+	got := make(chan string, 1)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		got <- req.Header.Get("Authorization")
+	}))
+	t.Cleanup(up.Close)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(up.URL, "http://"))
+	req, _ := http.NewRequest("GET", "http://api.secret.test:"+port+"/v1/models", nil)
+	req.Header.Set("Authorization", "Bearer "+ph)
+	resp, err := r.client(nil).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if auth := <-got; auth != "Bearer "+ph || strings.Contains(auth, realKey) {
+		t.Fatalf("upstream saw %q, want the placeholder unchanged", auth)
+	}
+	r.closeAndWait(t)
+	recs, raw := r.audit(t)
+	rec := findRecord(t, recs, "http", "api.secret.test")
+	if !strings.Contains(rec.Reason, "placeholder not substituted: plain HTTP (API_KEY)") || strings.Contains(raw, realKey) {
+		t.Fatalf("audit record %+v", rec)
 	}
 }

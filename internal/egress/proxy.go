@@ -12,6 +12,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -273,6 +275,7 @@ func (b *box) handleForward(w http.ResponseWriter, r *http.Request) {
 		b.deny(w, rec, d)
 		return
 	}
+	unsubstituted := placeholdersIn(r, d.secrets)
 	counted := &countingBody{ReadCloser: newStallBody(w, r.Body, b.limits.BodyStallTimeout)}
 	r.Body = counted
 	out := *r.URL
@@ -281,8 +284,51 @@ func (b *box) handleForward(w http.ResponseWriter, r *http.Request) {
 	b.serveProxied(cw, r, d, &rec, &out)
 	redactHeader(w.Header(), b.redactorFor(d))
 	rec.Decision, rec.Reason = "allow", d.reason
+	if len(unsubstituted) > 0 {
+		// By design: the gate substitutes only inside TLS it intercepts, so
+		// a secret's value never crosses a network in clear text.
+		how := "plain HTTP"
+		if r.URL.Scheme == "https" {
+			how = "absolute-URI proxy request (use CONNECT)"
+		}
+		rec.Reason += "; placeholder not substituted: " + how + " (" + strings.Join(unsubstituted, ", ") + ")"
+	}
 	rec.BytesOut, rec.BytesIn = counted.n.Load(), cw.n
 	b.record(rec)
+}
+
+// placeholdersIn returns the names of the secrets whose placeholders r
+// carries in its headers (Basic credentials decoded), path or query;
+// handleForward sends them on unchanged and says so in the audit log.
+func placeholdersIn(r *http.Request, secrets []*boxSecret) []string {
+	if len(secrets) == 0 {
+		return nil
+	}
+	var names []string
+	note := func(s string) {
+		for _, sec := range secrets {
+			if strings.Contains(s, sec.placeholder) && !slices.Contains(names, sec.name) {
+				names = append(names, sec.name)
+			}
+		}
+	}
+	for _, vs := range r.Header {
+		for _, v := range vs {
+			note(v)
+			if scheme, cred, ok := strings.Cut(strings.TrimSpace(v), " "); ok && strings.EqualFold(scheme, "Basic") {
+				if plain, ok := decodeBase64(strings.TrimSpace(cred)); ok {
+					note(plain)
+				}
+			}
+		}
+	}
+	note(r.URL.Path)
+	note(r.URL.RawQuery)
+	if q, err := url.QueryUnescape(r.URL.RawQuery); err == nil {
+		note(q)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // redactorFor is the box's redactor for a host bound to secrets, nil

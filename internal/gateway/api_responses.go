@@ -52,11 +52,12 @@ func complete(resp *responseObject, msgID, text string, u llm.Usage) {
 }
 
 func (s *APIServer) createResponse(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	body, release, ok := s.readBody(w, r)
 	if !ok {
 		return
 	}
 	req, conv, err := parseResponsesRequest(body)
+	release()
 	if err != nil {
 		writeAPIError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 		return

@@ -5,6 +5,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -14,14 +15,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/hermes-go/hermes/internal/httpguard"
 	"github.com/hermes-go/hermes/internal/session"
 )
 
@@ -51,10 +53,21 @@ type APIServerConfig struct {
 	// form-encoded or text/plain POST needs no CORS preflight) and have
 	// the agent's tools run them.
 	AllowedOrigins []string
+	// MaxBodyBytesInFlight bounds the request-body bytes read and not yet
+	// parsed, all requests together (default 16 × MaxBodyBytes); requests
+	// past it wait their turn.
+	MaxBodyBytesInFlight int64
+	// BodyTimeout bounds the time a request body may take to arrive
+	// (httpguard.BodyDeadline; default 30 s).
+	BodyTimeout time.Duration
+	// Conns bounds the server's connections, in total and per client
+	// address (httpguard defaults when zero).
+	Conns httpguard.Limits
 	// Now is the clock (time.Now).
 	Now func() time.Time
-	// Warn receives one-line messages for the operator (default: dropped).
-	Warn func(string)
+	// Log receives the server's warnings (connection limits hit, a box
+	// that could not be removed; nil = discard).
+	Log *slog.Logger
 }
 
 // Defaults of APIServerConfig.
@@ -71,10 +84,11 @@ const SessionHeader = "X-Hermes-Session-Id"
 
 // APIServer is the OpenAI-compatible HTTP front end of a session runtime.
 type APIServer struct {
-	cfg APIServerConfig
-	rt  *session.Runtime
-	srv *http.Server
-	ln  net.Listener
+	cfg    APIServerConfig
+	rt     *session.Runtime
+	srv    *http.Server
+	ln     net.Listener
+	bodies *httpguard.Budget
 
 	mu        sync.Mutex
 	responses map[string]storedResponse
@@ -104,20 +118,21 @@ func NewAPIServer(rt *session.Runtime, cfg APIServerConfig) (*APIServer, error) 
 	if cfg.MaxStoredResponses <= 0 {
 		cfg.MaxStoredResponses = 1000
 	}
+	if cfg.MaxBodyBytesInFlight <= 0 {
+		cfg.MaxBodyBytesInFlight = 16 * cfg.MaxBodyBytes
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Warn == nil {
-		cfg.Warn = func(string) {}
-	}
-	if cfg.Key == "" && !isLoopback(cfg.Host) {
+	if cfg.Key == "" && !httpguard.LoopbackHost(cfg.Host) {
 		return nil, fmt.Errorf("API_SERVER_HOST=%s is not a loopback address and API_SERVER_KEY is empty: set API_SERVER_KEY (clients send it as a bearer token) or bind 127.0.0.1", cfg.Host)
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
+	conns := httpguard.NewConns(cfg.Conns, cfg.Log, cfg.Now)
+	ln, err := conns.Listen(net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {
 		return nil, fmt.Errorf("API server: listening on %s:%d (API_SERVER_HOST, API_SERVER_PORT): %w", cfg.Host, cfg.Port, err)
 	}
-	s := &APIServer{cfg: cfg, rt: rt, ln: ln, responses: map[string]storedResponse{}}
+	s := &APIServer{cfg: cfg, rt: rt, ln: ln, responses: map[string]storedResponse{}, bodies: httpguard.NewBudget(cfg.MaxBodyBytesInFlight)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /v1/models", s.auth(s.models))
@@ -125,8 +140,10 @@ func NewAPIServer(rt *session.Runtime, cfg APIServerConfig) (*APIServer, error) 
 	mux.HandleFunc("POST /v1/responses", s.auth(s.createResponse))
 	mux.HandleFunc("GET /v1/responses/{id}", s.auth(s.getResponse))
 	mux.HandleFunc("DELETE /v1/responses/{id}", s.auth(s.deleteResponse))
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
-		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	policy := httpguard.Policy{Keyed: cfg.Key != "", AllowedOrigins: cfg.AllowedOrigins,
+		KeyHint: "API_SERVER_KEY", OriginHint: "API_SERVER_CORS_ORIGINS",
+		Refuse: func(w http.ResponseWriter, status int, reason, msg string) { writeAPIError(w, status, reason, msg) }}
+	s.srv = httpguard.NewServer(httpguard.BodyDeadline(policy.Handler(mux), cfg.BodyTimeout))
 	return s, nil
 }
 
@@ -144,39 +161,10 @@ func (s *APIServer) Serve() error {
 // Shutdown stops accepting requests and waits for running ones until ctx ends.
 func (s *APIServer) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
 
-// loopbackHost reports whether a request's Host header ("localhost:8642",
-// "127.0.0.1", "[::1]:8642") names this machine's loopback.
-func loopbackHost(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = strings.Trim(hostport, "[]")
-	}
-	return isLoopback(strings.ToLower(strings.TrimSuffix(host, ".")))
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// auth refuses browser pages of other origins and, without a key, Host
-// names other than loopback ones (DNS rebinding), then checks the bearer
-// token in constant time.
+// auth checks the bearer token in constant time (the browser checks,
+// Origin and Host, are the listener's httpguard.Policy).
 func (s *APIServer) auth(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if o := r.Header.Get("Origin"); o != "" && !slices.Contains(s.cfg.AllowedOrigins, o) {
-			writeAPIError(w, http.StatusForbidden, "forbidden_origin", fmt.Sprintf("requests from web pages of origin %q are refused; "+
-				"add it to API_SERVER_CORS_ORIGINS to allow it", o))
-			return
-		}
-		if s.cfg.Key == "" && !loopbackHost(r.Host) {
-			writeAPIError(w, http.StatusForbidden, "forbidden_host", fmt.Sprintf("Host %q is not a loopback name; without API_SERVER_KEY "+
-				"the server answers only requests to localhost or a loopback address", r.Host))
-			return
-		}
 		if s.cfg.Key != "" {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.cfg.Key)) != 1 {
@@ -198,19 +186,38 @@ func (s *APIServer) models(w http.ResponseWriter, _ *http.Request) {
 	}}})
 }
 
-// readBody reads a bounded request body, answering 413 past the bound.
-func (s *APIServer) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+// readBody reads a request body of at most MaxBodyBytes, answering 413
+// past it (before reading when Content-Length says so), once the server's
+// MaxBodyBytesInFlight has room for it. Call release once the body is
+// parsed.
+func (s *APIServer) readBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), ok bool) {
+	tooLarge := func() {
+		writeAPIError(w, http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("the request body is larger than %d bytes", s.cfg.MaxBodyBytes))
+	}
+	want := s.cfg.MaxBodyBytes
+	if r.ContentLength > want {
+		tooLarge()
+		return nil, nil, false
+	} else if r.ContentLength >= 0 {
+		want = r.ContentLength
+	}
+	release, err := s.bodies.Reserve(r.Context(), want)
 	if err != nil {
+		writeAPIError(w, http.StatusServiceUnavailable, "server_busy", "the server is reading too many request bodies; try again")
+		return nil, nil, false
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, min(want, 64<<10)))
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, want)); err != nil {
+		release()
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeAPIError(w, http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("the request body is larger than %d bytes", s.cfg.MaxBodyBytes))
+			tooLarge()
 		} else {
 			writeAPIError(w, http.StatusBadRequest, "invalid_request_error", "reading the request body: "+err.Error())
 		}
-		return nil, false
+		return nil, nil, false
 	}
-	return body, true
+	return buf.Bytes(), release, true
 }
 
 // openSession opens the session ref names, seeding a new session with
@@ -271,11 +278,12 @@ func (s *APIServer) answer(ctx context.Context, sess *session.Session, text stri
 }
 
 func (s *APIServer) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	body, release, ok := s.readBody(w, r)
 	if !ok {
 		return
 	}
 	req, conv, err := parseChatRequest(body)
+	release()
 	if err != nil {
 		writeAPIError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 		return
@@ -379,7 +387,9 @@ func (s *APIServer) dropBox(id string) {
 		return
 	}
 	if err := rm.Remove(id); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		s.cfg.Warn(fmt.Sprintf("API server: removing the box of session %s: %v", id, err))
+		if s.cfg.Log != nil {
+			s.cfg.Log.Warn("API server: removing the box of a session failed", "session", id, "err", err)
+		}
 	}
 }
 

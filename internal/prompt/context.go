@@ -1,11 +1,16 @@
 package prompt
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/hermes-go/hermes/internal/backend/local"
+	"github.com/hermes-go/hermes/internal/workspacefile"
 )
 
 // DefaultContextMaxChars is the cap on a context file in the system
@@ -26,53 +31,108 @@ type ContextFile struct {
 	Truncated bool
 }
 
+// MaxContextFileBytes bounds a project context file or SOUL.md read from
+// disk, in bytes; a larger file is refused (not read) with a warning.
+// Files within it are then cut to the character cap (TruncateHeadTail).
+const MaxContextFileBytes = 1 << 20
+
+// contextNamesUp are looked for from cwd up to the git root, nearest
+// first; contextNamesHere only in cwd, in this order.
+var (
+	contextNamesUp   = []string{".hermes.md", "HERMES.md"}
+	contextNamesHere = []string{"AGENTS.md", "CLAUDE.md", ".cursorrules"}
+)
+
 // FindContextFile returns the path of the one project context file that
 // applies to cwd, or "" (Hermes "prompt-assembly.md", context files): the
 // nearest .hermes.md or HERMES.md from cwd up to the git root (cwd only
 // when cwd is not inside a git work tree, so a file planted in a parent
 // such as /tmp is not picked up), else AGENTS.md, else CLAUDE.md, else
-// .cursorrules in cwd. Only one file is loaded.
-func FindContextFile(cwd string) string {
+// .cursorrules in cwd. Only one file is loaded. home is HERMES_HOME; a
+// candidate the workspace reader refuses (see LoadContextFile) is passed
+// over.
+func FindContextFile(cwd, home string) string {
+	cf, _, _ := LoadContextFile(cwd, home, 0)
+	if cf == nil {
+		return ""
+	}
+	return cf.Path
+}
+
+// LoadContextFile reads the project context file for cwd (the search of
+// FindContextFile), strips YAML frontmatter, scans it (Scan) and cuts it
+// to maxChars characters (0 = DefaultContextMaxChars) with
+// TruncateHeadTail. It returns nil when there is no context file.
+//
+// The files are workspace content a command or a box may have written, so
+// each is read with a workspacefile.Reader rooted at its own directory: a
+// symbolic link out of it (to HERMES_HOME/.env, /proc/self/root/...), a
+// hard link to one of HERMES_HOME's (home) protected files, a FIFO, a
+// socket, a device, a directory, a name with control characters or a file
+// over MaxContextFileBytes is not loaded and the search goes on; each such
+// refusal is one line in refused ("AGENTS.md is a symbolic link to a path
+// outside the workspace; not loaded"). err is a failure to read HERMES_HOME
+// or a directory; the prompt is then built without project context.
+func LoadContextFile(cwd, home string, maxChars int) (cf *ContextFile, refused []string, err error) {
 	abs, err := filepath.Abs(cwd)
 	if err != nil {
-		return ""
+		return nil, nil, err
+	}
+	pf, err := local.LoadProtectedFiles(home)
+	if err != nil {
+		return nil, nil, fmt.Errorf("project context not loaded: %w", err)
 	}
 	root := gitRoot(abs)
 	for dir := abs; ; dir = filepath.Dir(dir) {
-		for _, name := range []string{".hermes.md", "HERMES.md"} {
-			if isFile(filepath.Join(dir, name)) {
-				return filepath.Join(dir, name)
-			}
+		b, path, why, err := readFirst(dir, abs, contextNamesUp, pf)
+		refused = append(refused, why...)
+		if err != nil || path != "" {
+			return scanned(path, b, maxChars), refused, err
 		}
 		if root == "" || dir == root || filepath.Dir(dir) == dir {
 			break
 		}
 	}
-	for _, name := range []string{"AGENTS.md", "CLAUDE.md", ".cursorrules"} {
-		if isFile(filepath.Join(abs, name)) {
-			return filepath.Join(abs, name)
+	b, path, why, err := readFirst(abs, abs, contextNamesHere, pf)
+	refused = append(refused, why...)
+	if err != nil || path == "" {
+		return nil, refused, err
+	}
+	return scanned(path, b, maxChars), refused, nil
+}
+
+// readFirst reads the first of names in dir that the workspace reader
+// hands out; path is "" when there is none. Refusals are returned as
+// lines naming the file relative to cwd.
+func readFirst(dir, cwd string, names []string, pf *local.ProtectedFiles) (b []byte, path string, refused []string, err error) {
+	r, err := workspacefile.OpenWith(dir, pf)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("project context not loaded: %w", err)
+	}
+	defer r.Close()
+	for _, name := range names {
+		b, err := r.ReadFile(name, MaxContextFileBytes)
+		var re *workspacefile.RefusedError
+		switch {
+		case err == nil:
+			return b, filepath.Join(dir, name), refused, nil
+		case errors.As(err, &re):
+			if rel, rerr := filepath.Rel(cwd, filepath.Join(dir, name)); rerr == nil {
+				re.Name = rel
+			}
+			refused = append(refused, re.Error()+"; not loaded")
+		case !errors.Is(err, fs.ErrNotExist):
+			refused = append(refused, fmt.Sprintf("%s: %v; not loaded", name, errors.Unwrap(err)))
 		}
 	}
-	return ""
+	return nil, "", refused, nil
 }
 
-// LoadContextFile reads the project context file for cwd (FindContextFile),
-// strips YAML frontmatter, scans it (Scan) and cuts it to maxChars
-// characters (0 = DefaultContextMaxChars) with TruncateHeadTail. It returns
-// nil, nil when there is no context file.
-func LoadContextFile(cwd string, maxChars int) (*ContextFile, error) {
-	path := FindContextFile(cwd)
+// scanned de-frontmatters, scans and truncates the content b of path
+// (nil when path is "").
+func scanned(path string, b []byte, maxChars int) *ContextFile {
 	if path == "" {
-		return nil, nil
-	}
-	return loadScanned(path, maxChars)
-}
-
-// loadScanned reads, de-frontmatters, scans and truncates one file.
-func loadScanned(path string, maxChars int) (*ContextFile, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read context file: %w", err)
+		return nil
 	}
 	if !utf8.Valid(b) {
 		b = []byte(strings.ToValidUTF8(string(b), "\uFFFD"))
@@ -84,7 +144,20 @@ func loadScanned(path string, maxChars int) (*ContextFile, error) {
 		maxChars = DefaultContextMaxChars
 	}
 	cut, truncated := TruncateHeadTail(clean, maxChars, name)
-	return &ContextFile{Path: path, Name: name, Content: strings.TrimSpace(cut), Findings: findings, Truncated: truncated}, nil
+	return &ContextFile{Path: path, Name: name, Content: strings.TrimSpace(cut), Findings: findings, Truncated: truncated}
+}
+
+// loadSoul reads HERMES_HOME's SOUL.md (the user's own file, so links are
+// followed), bounded by MaxContextFileBytes; nil, nil when there is none.
+func loadSoul(path string, maxChars int) (*ContextFile, error) {
+	b, err := workspacefile.ReadHostFile(path, MaxContextFileBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("SOUL.md not loaded: %w", err)
+	}
+	return scanned(path, b, maxChars), nil
 }
 
 // StripFrontmatter removes a leading "---" YAML frontmatter block (and a
@@ -131,12 +204,4 @@ func gitRoot(dir string) string {
 			return ""
 		}
 	}
-}
-
-func isFile(path string) bool {
-	st, err := os.Stat(path)
-	if err != nil {
-		return false
-	}
-	return st.Mode().IsRegular()
 }

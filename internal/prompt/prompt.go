@@ -103,16 +103,14 @@ func Assemble(opts Options) Result {
 	identity := DefaultIdentity
 	if !opts.IgnoreRules && opts.Home != "" {
 		soulPath := filepath.Join(opts.Home, "SOUL.md")
-		if isFile(soulPath) {
-			soul, err := loadScanned(soulPath, opts.ContextMaxChars)
-			switch {
-			case err != nil:
-				res.Warnings = append(res.Warnings, err.Error())
-			case soul.Content != "":
-				identity = soul.Content
-				res.SoulPath = soulPath
-				res.Findings = append(res.Findings, prefixed(soul.Name, soul.Findings)...)
-			}
+		soul, err := loadSoul(soulPath, opts.ContextMaxChars)
+		switch {
+		case err != nil:
+			res.Warnings = append(res.Warnings, err.Error())
+		case soul != nil && soul.Content != "":
+			identity = soul.Content
+			res.SoulPath = soulPath
+			res.Findings = append(res.Findings, prefixed(soul.Name, soul.Findings)...)
 		}
 	}
 	add(identity)
@@ -127,7 +125,8 @@ func Assemble(opts Options) Result {
 		add(opts.PreloadedSkills)
 	}
 	if !opts.IgnoreRules && opts.Cwd != "" {
-		cf, err := LoadContextFile(opts.Cwd, opts.ContextMaxChars)
+		cf, refused, err := LoadContextFile(opts.Cwd, opts.Home, opts.ContextMaxChars)
+		res.Warnings = append(res.Warnings, refused...)
 		if err != nil {
 			res.Warnings = append(res.Warnings, err.Error())
 		}

@@ -24,34 +24,34 @@ func TestFindContextFilePrecedence(t *testing.T) {
 	sub := filepath.Join(repo, "pkg", "sub")
 	os.MkdirAll(sub, 0o755)
 
-	if got := FindContextFile(sub); got != "" {
+	if got := FindContextFile(sub, ""); got != "" {
 		t.Errorf("empty repo: %q", got)
 	}
 	write(t, filepath.Join(sub, ".cursorrules"), "cursor")
-	if got := FindContextFile(sub); got != filepath.Join(sub, ".cursorrules") {
+	if got := FindContextFile(sub, ""); got != filepath.Join(sub, ".cursorrules") {
 		t.Errorf("want .cursorrules, got %q", got)
 	}
 	write(t, filepath.Join(sub, "CLAUDE.md"), "claude")
-	if got := FindContextFile(sub); filepath.Base(got) != "CLAUDE.md" {
+	if got := FindContextFile(sub, ""); filepath.Base(got) != "CLAUDE.md" {
 		t.Errorf("CLAUDE.md beats .cursorrules, got %q", got)
 	}
 	write(t, filepath.Join(sub, "AGENTS.md"), "agents")
-	if got := FindContextFile(sub); filepath.Base(got) != "AGENTS.md" {
+	if got := FindContextFile(sub, ""); filepath.Base(got) != "AGENTS.md" {
 		t.Errorf("AGENTS.md beats CLAUDE.md, got %q", got)
 	}
 	// AGENTS.md is only looked for in the working directory.
-	if got := FindContextFile(filepath.Join(repo, "pkg")); got != "" {
+	if got := FindContextFile(filepath.Join(repo, "pkg"), ""); got != "" {
 		t.Errorf("AGENTS.md of a subdirectory must not apply to its parent, got %q", got)
 	}
 	// HERMES.md at the git root beats AGENTS.md in cwd (walk up to the root).
 	write(t, filepath.Join(repo, "HERMES.md"), "hermes")
-	if got := FindContextFile(sub); got != filepath.Join(repo, "HERMES.md") {
+	if got := FindContextFile(sub, ""); got != filepath.Join(repo, "HERMES.md") {
 		t.Errorf("want root HERMES.md, got %q", got)
 	}
 	// The nearest one wins, and .hermes.md beats HERMES.md in one directory.
 	write(t, filepath.Join(repo, "pkg", "HERMES.md"), "nearer")
 	write(t, filepath.Join(repo, "pkg", ".hermes.md"), "dot")
-	if got := FindContextFile(sub); got != filepath.Join(repo, "pkg", ".hermes.md") {
+	if got := FindContextFile(sub, ""); got != filepath.Join(repo, "pkg", ".hermes.md") {
 		t.Errorf("want nearest .hermes.md, got %q", got)
 	}
 }
@@ -61,13 +61,13 @@ func TestFindContextFileStopsAtGitRoot(t *testing.T) {
 	write(t, filepath.Join(outer, "HERMES.md"), "planted above the repo")
 	repo := filepath.Join(outer, "repo")
 	os.MkdirAll(filepath.Join(repo, ".git"), 0o755)
-	if got := FindContextFile(repo); got != "" {
+	if got := FindContextFile(repo, ""); got != "" {
 		t.Errorf("walked past the git root: %q", got)
 	}
 	// Outside a git work tree only cwd itself counts.
 	plain := filepath.Join(outer, "plain", "dir")
 	os.MkdirAll(plain, 0o755)
-	if got := FindContextFile(plain); got != "" {
+	if got := FindContextFile(plain, ""); got != "" {
 		t.Errorf("no git root: walked up to %q", got)
 	}
 }
@@ -76,7 +76,7 @@ func TestLoadContextFileFrontmatterAndTruncation(t *testing.T) {
 	dir := t.TempDir()
 	body := "HEAD-" + strings.Repeat("a", 30000) + strings.Repeat("z", 5000) + "-TAIL"
 	write(t, filepath.Join(dir, "AGENTS.md"), "---\ntitle: x\nglobs: '*.go'\n---\n\n"+body)
-	cf, err := LoadContextFile(dir, 0)
+	cf, _, err := LoadContextFile(dir, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

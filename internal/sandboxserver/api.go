@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/egress"
+	"github.com/hermes-go/hermes/internal/httpguard"
 )
 
 // The REST API of E2B (github.com/e2b-dev/E2B spec/openapi.yml, Apache-2.0):
@@ -111,7 +112,7 @@ func (s *Server) APIHandler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "%s %s is not served by hermes sandbox serve (it serves sandbox create, list, get, kill, timeout, pause, resume and connect)", r.Method, r.URL.Path)
 	})
-	return s.boundBodyTime(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.guard(nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/health" && !s.checkKey(apiKey(r)) {
 			writeError(w, http.StatusUnauthorized, "invalid or missing API key (X-API-Key header; set E2B_API_KEY to a key hermes sandbox serve was given)")
 			return
@@ -119,6 +120,16 @@ func (s *Server) APIHandler() http.Handler {
 		r.Body = http.MaxBytesReader(w, r.Body, maxJSONBody)
 		mux.ServeHTTP(w, r)
 	}))
+}
+
+// guard puts h behind the listeners' httpguard.Policy (browser pages of
+// other origins refused, and DNS-rebound Host names when the server has
+// no key; bodies of bodyTypes(r), JSON when nil) and bounds the time its
+// request bodies take.
+func (s *Server) guard(bodyTypes func(*http.Request) []string, h http.Handler) http.Handler {
+	p := httpguard.Policy{Keyed: len(s.keys) > 0, KeyHint: "an API key (--api-key)", BodyTypes: bodyTypes,
+		Refuse: func(w http.ResponseWriter, status int, _, msg string) { writeError(w, status, "%s", msg) }}
+	return httpguard.BodyDeadline(p.Handler(h), s.cfg.BodyTimeout)
 }
 
 func apiKey(r *http.Request) string {
@@ -147,11 +158,12 @@ func decodeBody(r *http.Request, v any) error {
 }
 
 // egressRules maps allow_internet_access and network onto the egress
-// gate's allow and deny lists. The gate lets deny win where E2B lets
-// allowOut win, so a deny of all traffic (0.0.0.0/0) is read as "no
-// internet" plus allowOut, which is what E2B gives.
-func egressRules(allowInternet *bool, n *networkConfig) (allow, deny []string) {
-	internet := allowInternet == nil || *allowInternet
+// gate's allow and deny lists, and says whether the sandbox has the
+// internet. The gate lets deny win where E2B lets allowOut win, so a deny
+// of all traffic (0.0.0.0/0) is read as "no internet" plus allowOut,
+// which is what E2B gives. The operator's rules are added by NewEgress.
+func egressRules(allowInternet *bool, n *networkConfig) (allow, deny []string, internet bool) {
+	internet = allowInternet == nil || *allowInternet
 	if n != nil {
 		allow = append(allow, n.AllowOut...)
 		for _, d := range n.DenyOut {
@@ -165,14 +177,16 @@ func egressRules(allowInternet *bool, n *networkConfig) (allow, deny []string) {
 	if internet {
 		allow = append(allow, "*", "0.0.0.0/0", "::/0")
 	}
-	return allow, deny
+	return allow, deny, internet
 }
 
 // checkAllowOut refuses a client's allowOut entry that would open what
 // the egress gate keeps closed unless explicitly allowed: the host's
 // loopback, private and link-local (metadata) ranges and its own
 // addresses. On E2B, allowOut reaches the internet, never E2B's hosts;
-// here only the operator opens those (--allow, terminal.box_network.allow).
+// here only the operator opens those (--allow, terminal.box_network.allow):
+// an entry inside one of the operator's allow rules is accepted, so the
+// operator's list widens what a client may open for its own sandbox.
 func (s *Server) checkAllowOut(n *networkConfig) error {
 	if n == nil || len(n.AllowOut) == 0 {
 		return nil
@@ -183,12 +197,28 @@ func (s *Server) checkAllowOut(n *networkConfig) error {
 		if err != nil {
 			return err
 		}
-		if what, ok := egress.OpensReserved(r, host); ok {
+		if what, ok := egress.OpensReserved(r, host); ok && !s.operatorAllows(r) {
 			return fmt.Errorf("network.allowOut entry %q opens %s, which a sandbox may not open for itself; "+
 				"the server's operator can (hermes sandbox serve --allow %s)", e, what, e)
 		}
 	}
 	return nil
+}
+
+// operatorAllows reports whether r (an address or range rule) lies inside
+// one of the operator's allow rules (Config.Allow).
+func (s *Server) operatorAllows(r egress.Rule) bool {
+	if r.Kind != egress.RulePrefix {
+		return false
+	}
+	for _, e := range s.cfg.Allow {
+		op, err := egress.ParseRule(e)
+		if err == nil && op.Kind == egress.RulePrefix && op.Prefix.Bits() <= r.Prefix.Bits() && op.Prefix.Contains(r.Prefix.Addr()) &&
+			(op.Port == 0 || op.Port == r.Port) {
+			return true
+		}
+	}
+	return false
 }
 
 // seconds is a client's timeout in seconds as a duration, bounded by
@@ -213,7 +243,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	if req.Timeout != nil {
 		timeout = s.seconds(*req.Timeout)
 	}
-	allow, deny := egressRules(req.AllowInternetAccess, req.Network)
+	allow, deny, internet := egressRules(req.AllowInternetAccess, req.Network)
 	if _, err := egress.NewAllowlist(allow, deny); err != nil {
 		writeError(w, http.StatusBadRequest, "network: %v", err)
 		return
@@ -233,7 +263,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		env[k] = v
 	}
 	sb := &sandbox{id: s.cfg.NewID(), template: req.TemplateID, token: randomToken(), metadata: req.Metadata,
-		env: env, allow: allow, deny: deny, allowInternet: req.AllowInternetAccess, network: req.Network,
+		env: env, allow: allow, deny: deny, internet: internet, allowInternet: req.AllowInternetAccess, network: req.Network,
 		autoPause: req.AutoPause, startedAt: s.cfg.Now(), state: "running", procs: map[uint32]*proc{}, paused: make(chan struct{})}
 	s.mu.Lock()
 	if s.closed {

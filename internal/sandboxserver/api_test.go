@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/egress"
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // fakeBoxes is the box backend at the network edge of the unit tests: an
@@ -128,6 +130,9 @@ func call(t *testing.T, method, url string, body io.Reader, headers ...string) (
 	req, err := http.NewRequest(method, url, body)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json") // as the SDKs send; headers may say otherwise
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
@@ -270,13 +275,7 @@ func TestListPaging(t *testing.T) {
 // waitFor polls cond (an event, not a duration under test).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for range 500 {
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("%s did not happen", what)
+	waitfor.Until(t, what, cond)
 }
 
 func TestTimeoutKillsOrPauses(t *testing.T) {
@@ -369,7 +368,7 @@ func TestEgressRules(t *testing.T) {
 		{nil, &networkConfig{AllowOut: []string{"8.8.8.8"}, DenyOut: []string{"0.0.0.0/0"}}, []string{"8.8.8.8"}, nil},
 	}
 	for i, c := range cases {
-		allow, deny := egressRules(c.internet, c.net)
+		allow, deny, _ := egressRules(c.internet, c.net)
 		if !slices.Equal(allow, c.allow) || !slices.Equal(deny, c.deny) {
 			t.Errorf("case %d: allow %v deny %v, want %v %v", i, allow, deny, c.allow, c.deny)
 		}
@@ -490,5 +489,55 @@ func TestDownloadIsBounded(t *testing.T) {
 	code, data, _ := call(t, "GET", envd.URL+"/files?path=/big", nil, "E2b-Sandbox-Id", sb.SandboxID, "X-Access-Token", sb.EnvdAccessToken)
 	if code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("2 KiB file under a 1 KiB bound: %d (%d bytes), want 413", code, len(data))
+	}
+}
+
+// Issue 23: E2B's allowInternetAccess: false means no egress but the
+// client's own network.allowOut. The operator's --allow entries (here the
+// host's loopback service 127.0.0.1:8080) were opened for every sandbox,
+// that one too; now they reach only sandboxes with internet access, and
+// they widen what a client's allowOut may name.
+func TestNoInternetSandboxGetsOnlyItsAllowOut(t *testing.T) {
+	var gates [][2][]string
+	srv, err := New(Config{Boxes: newFakeBoxes(), APIKeys: []string{testKey}, Templates: map[string]Template{"base": {}},
+		Allow: []string{"127.0.0.1:8080", "10.0.0.0/8"}, Deny: []string{"blocked.example"},
+		NewGate: func(allow, deny []string) (*egress.Gate, error) {
+			gates = append(gates, [2][]string{allow, deny})
+			return nil, errors.New("no gate in this test")
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(srv.APIHandler())
+	t.Cleanup(func() { api.Close(); srv.Close() })
+	rules := func(body string) (allow, deny []string) {
+		t.Helper()
+		sb := createSandbox(t, api.URL, body)
+		gates = nil
+		_, _ = srv.NewEgress(Task(sb.SandboxID))
+		if len(gates) != 1 {
+			t.Fatalf("%s: NewGate called %d times", body, len(gates))
+		}
+		return gates[0][0], gates[0][1]
+	}
+	allow, deny := rules(`{"templateID":"base","allow_internet_access":false}`)
+	if len(allow) != 0 || !slices.Contains(deny, "blocked.example") {
+		t.Errorf("no internet: allow %v deny %v, want nothing allowed and the operator's deny kept", allow, deny)
+	}
+	allow, _ = rules(`{"templateID":"base","allow_internet_access":false,"network":{"allowOut":["api.example.com","10.1.2.3"]}}`)
+	if !slices.Equal(allow, []string{"api.example.com", "10.1.2.3"}) {
+		t.Errorf("no internet with allowOut: allow %v, want only the allowOut entries", allow)
+	}
+	allow, _ = rules(`{"templateID":"base"}`)
+	if !slices.Contains(allow, "127.0.0.1:8080") || !slices.Contains(allow, "*") {
+		t.Errorf("internet: allow %v, want the operator's entries and the internet", allow)
+	}
+	// The operator's list widens allowOut; what it does not cover stays refused.
+	createSandbox(t, api.URL, `{"templateID":"base","allow_internet_access":false,"network":{"allowOut":["127.0.0.1:8080"]}}`)
+	for _, e := range []string{"127.0.0.1", "127.0.0.1:22", "192.168.1.1"} {
+		body := fmt.Sprintf(`{"templateID":"base","network":{"allowOut":[%q]}}`, e)
+		if code, data, _ := call(t, "POST", api.URL+"/v2/sandboxes", strings.NewReader(body), "X-API-Key", testKey); code != http.StatusForbidden {
+			t.Errorf("allowOut %s outside the operator's list: %d %s, want 403", e, code, data)
+		}
 	}
 }

@@ -21,9 +21,11 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 	api, envd := httptest.NewServer(srv.APIHandler()), httptest.NewServer(srv.EnvdHandler())
 	t.Cleanup(func() { api.Close(); envd.Close(); srv.Close() })
 	for _, c := range []struct{ url, head string }{
-		{api.URL, "POST /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: " + testKey + "\r\nContent-Length: 100\r\n\r\n{"},
+		{api.URL, "POST /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: " + testKey + "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"},
+		{api.URL, "POST /sandboxes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"},
+		{envd.URL, "POST /files?path=a HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 100\r\n\r\n{"},
+		// A refused request (no Content-Type) does not wait for its body.
 		{api.URL, "POST /sandboxes HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"},
-		{envd.URL, "POST /files?path=a HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"},
 	} {
 		conn, err := net.Dial("tcp", strings.TrimPrefix(c.url, "http://"))
 		if err != nil {

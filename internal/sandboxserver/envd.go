@@ -15,6 +15,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/hermes-go/hermes/internal/httpguard"
 	"github.com/hermes-go/hermes/internal/sandboxserver/envd/filesystem/filesystemconnect"
 	"github.com/hermes-go/hermes/internal/sandboxserver/envd/process/processconnect"
 )
@@ -41,7 +42,7 @@ func (s *Server) EnvdHandler() http.Handler {
 	mux.Handle(fsPath, fsHandler)
 	mux.HandleFunc("GET /files", s.handleFileGet)
 	mux.HandleFunc("POST /files", s.handleFilePost)
-	return s.boundBodyTime(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.guard(envdBodyTypes, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("E2b-Sandbox-Id")
 		sb := s.lookup(id)
 		if r.URL.Path == "/health" {
@@ -75,6 +76,19 @@ func (s *Server) EnvdHandler() http.Handler {
 		}
 		mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sandboxKey{}, sb)))
 	}))
+}
+
+// envdBodyTypes are the body media types of envd's routes: the Connect
+// protocol's on its services, and on POST /files what the E2B SDKs send
+// (multipart/form-data, or application/octet-stream from envd 0.5.7).
+func envdBodyTypes(r *http.Request) []string {
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/"+processconnect.ProcessName+"/"), strings.HasPrefix(r.URL.Path, "/"+filesystemconnect.FilesystemName+"/"):
+		return httpguard.ConnectTypes
+	case r.URL.Path == "/files":
+		return []string{"multipart/form-data", "application/octet-stream"}
+	}
+	return nil
 }
 
 func (sb *sandbox) currentState() string {

@@ -53,7 +53,10 @@ func FuzzCreateBody(f *testing.F) {
 		}
 		defer srv.Close()
 		rec := httptest.NewRecorder()
-		srv.APIHandler().ServeHTTP(rec, httptest.NewRequest("POST", "/v2/sandboxes", strings.NewReader(body)))
+		req := httptest.NewRequest("POST", "/v2/sandboxes", strings.NewReader(body))
+		req.Host = "127.0.0.1:3000" // keyless: a loopback Host
+		req.Header.Set("Content-Type", "application/json")
+		srv.APIHandler().ServeHTTP(rec, req)
 		if rec.Code >= 500 {
 			t.Fatalf("body %q: %d %s", body, rec.Code, rec.Body)
 		}
@@ -79,6 +82,7 @@ func FuzzUpload(f *testing.F) {
 		sb := &sandbox{id: "s", token: "t", state: "running", procs: map[uint32]*proc{}, paused: make(chan struct{})}
 		srv.sandboxes["s"] = sb
 		req := httptest.NewRequest("POST", "/files?path=up.txt", bytes.NewBufferString(body))
+		req.Host = "127.0.0.1:49983" // keyless: a loopback Host
 		req.Header.Set("Content-Type", ctype)
 		req.Header.Set("E2b-Sandbox-Id", "s")
 		req.Header.Set("X-Access-Token", "t")

@@ -74,8 +74,12 @@ type Config struct {
 	// Env is added to every sandbox's commands (after the template's,
 	// before the sandbox's envVars), e.g. a provider's base URL.
 	Env map[string]string
-	// Allow and Deny are egress rules for every sandbox (terminal.box_network
-	// syntax), before the sandbox's own network rules.
+	// Allow and Deny are the operator's egress rules (terminal.box_network
+	// syntax). Deny holds for every sandbox. Allow is opened for sandboxes
+	// with internet access (E2B's default) and never for one created with
+	// allowInternetAccess: false, which reaches only its own
+	// network.allowOut; a client's allowOut may name the loopback,
+	// private or host addresses Allow covers.
 	Allow, Deny []string
 	// NewGate builds an egress gate for a set of rules; nil = boxes have no
 	// network at all.
@@ -126,6 +130,7 @@ type sandbox struct {
 	metadata            map[string]string
 	env                 map[string]string
 	allow, deny         []string
+	internet            bool // the sandbox has the internet (and the operator's allow rules)
 	allowInternet       *bool
 	network             *networkConfig
 	autoPause           bool
@@ -240,8 +245,16 @@ func (s *Server) NewEgress(task string) (*egress.BoxSession, error) {
 		return nil, nil
 	}
 	sb := s.lookup(strings.TrimPrefix(task, TaskPrefix))
-	allow, deny := append([]string{}, s.cfg.Allow...), append([]string{}, s.cfg.Deny...)
+	// E2B's rule: a sandbox without internet reaches nothing but its own
+	// network.allowOut. The operator's allow rules are part of the
+	// internet this server gives, so only sandboxes that have it get them;
+	// the operator's deny rules hold for every sandbox.
+	var allow []string
+	deny := append([]string{}, s.cfg.Deny...)
 	if sb != nil {
+		if sb.internet {
+			allow = append(allow, s.cfg.Allow...)
+		}
 		allow, deny = append(allow, sb.allow...), append(deny, sb.deny...)
 	}
 	key := strings.Join(allow, "\x00") + "\x01" + strings.Join(deny, "\x00")

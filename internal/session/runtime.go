@@ -209,7 +209,7 @@ func New(ctx context.Context, o Options) (*Runtime, error) {
 	rt.approvals = approval.New(approval.Config{
 		Mode: c.Approvals.Mode, Yolo: o.Yolo, Isolated: backend.Isolated(rt.backend), Deny: c.Approvals.Deny,
 		Allowlist: c.Approvals.CommandAllowlist, Timeout: time.Duration(c.Approvals.Timeout) * time.Second,
-		Home: o.UserHome, HermesHome: o.Home, Cwd: rt.cwd,
+		Home: o.UserHome, HermesHome: o.Home, Cwd: rt.cwd, ProtectedPaths: c.Terminal.ProtectedPaths,
 		SaveAllowlist: func(list []string) error {
 			return config.Set(o.Home, "approvals.command_allowlist", "["+strings.Join(quoteAll(list), ", ")+"]")
 		},

@@ -244,7 +244,11 @@ func (s *Session) runTurn(t *Turn) Event {
 	}
 	s.mcpReady(t.ctx)
 	s.publish(Event{TurnID: t.ID, Kind: TurnStart, Text: t.Text})
+	first := len(s.state.History) == 0
 	t.res, t.err = s.agent.RunTurn(t.ctx, s.state, t.Text)
+	if first && t.err == nil {
+		s.autoTitle(context.WithoutCancel(t.ctx), t.Text)
+	}
 	if st, err := s.rt.store.Session(context.WithoutCancel(t.ctx), s.id); err == nil {
 		s.seen = st.MessageCount
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/cron"
 	"github.com/hermes-go/hermes/internal/memory"
+	"github.com/hermes-go/hermes/internal/protect"
 	"github.com/hermes-go/hermes/internal/skills"
 	"github.com/hermes-go/hermes/internal/tool"
 )
@@ -25,11 +26,14 @@ func (rt *Runtime) buildTools() error {
 	rt.todo = tool.NewTodoList()
 	rt.processes = tool.NewProcessTable()
 	secrets := rt.redact.Values()
-	fileOpts := tool.FileToolOptions{Backend: rt.backend, Home: o.UserHome, HermesHome: o.Home, Files: o.Files}
+	protected := protect.New(c.Terminal.ProtectedPaths)
+	fileOpts := tool.FileToolOptions{Backend: rt.backend, Home: o.UserHome, HermesHome: o.Home, Files: o.Files,
+		Protected: protected, Approvals: rt.approvals}
 	all := newRegistry(toolDeps{
 		terminal: tool.TerminalOptions{
 			Backend: rt.backend, Approvals: rt.approvals, OutputDir: filepath.Join(o.Home, "cache", "terminal"),
 			Timeout: time.Duration(c.Terminal.Timeout) * time.Second, Secrets: secrets, Processes: rt.processes,
+			Protected: protected,
 		},
 		files: fileOpts, secrets: secrets, rt: rt, cron: cron.NewStore(o.Home, o.Now),
 		memory: enabled(c.Memory.MemoryEnabled) || enabled(c.Memory.UserProfileEnabled),

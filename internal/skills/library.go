@@ -3,14 +3,15 @@ package skills
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/hermes-go/hermes/internal/workspacefile"
 )
 
 // RootKind says where a root comes from; it sets precedence when two roots
@@ -39,6 +40,10 @@ func (k RootKind) String() string {
 type Root struct {
 	Dir  string
 	Kind RootKind
+	// Workspace and HermesHome are set on a Project root: its files are
+	// read beneath Workspace (the working directory), never through a link
+	// out of it, and HERMES_HOME's protected files are refused.
+	Workspace, HermesHome string
 }
 
 // Roots returns the discovery roots of a session: HERMES_HOME/skills (home
@@ -60,7 +65,7 @@ func Roots(home string, externalDirs []string, workDir, userHome string) []Root 
 		roots = append(roots, Root{Dir: d, Kind: External})
 	}
 	if workDir != "" {
-		roots = append(roots, Root{Dir: filepath.Join(workDir, ".hermes", "skills"), Kind: Project})
+		roots = append(roots, Root{Dir: filepath.Join(workDir, ".hermes", "skills"), Kind: Project, Workspace: workDir, HermesHome: home})
 	}
 	return roots
 }
@@ -120,42 +125,69 @@ func (l *Library) Scan() ([]*Skill, []Diagnostic) {
 }
 
 func scanRoot(root Root) ([]*Skill, []Diagnostic) {
-	entries, err := os.ReadDir(root.Dir)
+	t, err := openTree(root)
+	if err != nil {
+		return nil, []Diagnostic{{Path: root.Dir, Reason: "cannot read skills directory: " + err.Error(), Skipped: true}}
+	}
+	defer t.close()
+	entries, err := t.readDir(root.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, []Diagnostic{{Path: root.Dir, Reason: "cannot read skills directory: " + err.Error(), Skipped: true}}
+		return nil, []Diagnostic{{Path: root.Dir, Reason: "cannot read skills directory: " + refusal(err), Skipped: true}}
 	}
 	var skills []*Skill
 	var diags []Diagnostic
 	add := func(dir, category string) {
-		s, d := readSkill(root, dir, category)
+		s, d := readSkill(t, root, dir, category)
 		diags = append(diags, d...)
 		if s != nil {
 			skills = append(skills, s)
 		}
 	}
+	// folder reports whether e of parent is a folder to look into; a
+	// refused one (a project skill folder linked out of the workspace) is
+	// a diagnostic.
+	folder := func(parent string, e fs.DirEntry) bool {
+		if strings.HasPrefix(e.Name(), ".") {
+			return false
+		}
+		ok, err := t.isDir(parent, e)
+		if errors.Is(err, workspacefile.ErrRefused) {
+			diags = append(diags, Diagnostic{Path: filepath.Join(parent, e.Name()), Reason: refusal(err), Skipped: true})
+		}
+		return ok && err == nil
+	}
+	// hasSkill reports whether dir holds a SKILL.md (a refused one is a
+	// diagnostic and counts as none).
+	hasSkill := func(dir string) bool {
+		ok, err := t.exists(filepath.Join(dir, FileName))
+		if err != nil {
+			diags = append(diags, Diagnostic{Path: filepath.Join(dir, FileName), Reason: refusal(err), Skipped: true})
+		}
+		return ok
+	}
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") || !isDir(root.Dir, e) {
+		if !folder(root.Dir, e) {
 			continue
 		}
 		dir := filepath.Join(root.Dir, e.Name())
-		if exists(filepath.Join(dir, FileName)) {
+		if hasSkill(dir) {
 			add(dir, "")
 			continue
 		}
-		subs, err := os.ReadDir(dir)
+		subs, err := t.readDir(dir)
 		if err != nil {
-			diags = append(diags, Diagnostic{Path: dir, Reason: "cannot read category directory: " + err.Error(), Skipped: true})
+			diags = append(diags, Diagnostic{Path: dir, Reason: "cannot read category directory: " + refusal(err), Skipped: true})
 			continue
 		}
 		for _, sub := range subs {
-			if strings.HasPrefix(sub.Name(), ".") || !isDir(dir, sub) {
+			if !folder(dir, sub) {
 				continue
 			}
 			skillDir := filepath.Join(dir, sub.Name())
-			if exists(filepath.Join(skillDir, FileName)) {
+			if hasSkill(skillDir) {
 				add(skillDir, e.Name())
 			}
 		}
@@ -163,23 +195,29 @@ func scanRoot(root Root) ([]*Skill, []Diagnostic) {
 	return skills, diags
 }
 
+// refusal is the reason of a workspace refusal, without the path the
+// Diagnostic already names.
+func refusal(err error) string {
+	var re *workspacefile.RefusedError
+	if errors.As(err, &re) {
+		return re.Reason + "; not loaded"
+	}
+	return err.Error()
+}
+
 // readSkill parses dir/SKILL.md; it returns nil when the skill is skipped.
-func readSkill(root Root, dir, category string) (*Skill, []Diagnostic) {
+func readSkill(t tree, root Root, dir, category string) (*Skill, []Diagnostic) {
 	path := filepath.Join(dir, FileName)
 	skip := func(reason string) (*Skill, []Diagnostic) {
 		return nil, []Diagnostic{{Path: path, Reason: reason, Skipped: true}}
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return skip("cannot open: " + err.Error())
-	}
-	raw, err := io.ReadAll(io.LimitReader(f, MaxSkillBytes+1))
-	f.Close()
-	if err != nil {
-		return skip("cannot read: " + err.Error())
-	}
-	if len(raw) > MaxSkillBytes {
+	raw, err := t.readFile(path, MaxSkillBytes)
+	var re *workspacefile.RefusedError
+	switch {
+	case errors.As(err, &re) && re.Kind == workspacefile.TooLarge:
 		return skip(fmt.Sprintf("file larger than %d KiB", MaxSkillBytes>>10))
+	case err != nil:
+		return skip("cannot read: " + refusal(err))
 	}
 	res, err := Parse(raw)
 	if err != nil {
@@ -213,22 +251,6 @@ func readSkill(root Root, dir, category string) (*Skill, []Diagnostic) {
 		Category: category, Dir: dir, Path: path, Root: root,
 		Raw: text, Body: res.Body,
 	}, diags
-}
-
-func isDir(parent string, e os.DirEntry) bool {
-	if e.IsDir() {
-		return true
-	}
-	if e.Type()&os.ModeSymlink != 0 { // a symlinked skill or category folder
-		st, err := os.Stat(filepath.Join(parent, e.Name()))
-		return err == nil && st.IsDir()
-	}
-	return false
-}
-
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }
 
 // List returns the skills for this platform, only those of category when it
@@ -375,72 +397,93 @@ func oneLine(s string, limit int) string {
 	return s
 }
 
+// maxSkillFiles bounds the files Files lists.
+const maxSkillFiles = 10000
+
 // Files lists the files of a skill folder other than SKILL.md, as
 // slash-separated paths relative to the folder, sorted. Symbolic links are
-// listed but not followed.
+// listed but not followed; hidden files and folders are left out.
 func (s *Skill) Files() ([]string, error) {
+	r, err := s.folder()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
 	var out []string
-	err := filepath.WalkDir(s.Dir, func(p string, d fs.DirEntry, err error) error {
+	var walk func(rel string) error
+	walk = func(rel string) error {
+		ents, err := r.ReadDir(rel)
 		if err != nil {
 			return err
 		}
-		if d.IsDir() {
-			if p != s.Dir && strings.HasPrefix(d.Name(), ".") {
-				return filepath.SkipDir
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".") || len(out) >= maxSkillFiles {
+				continue
 			}
-			return nil
-		}
-		rel, err := filepath.Rel(s.Dir, p)
-		if err != nil {
-			return err
-		}
-		if rel != FileName && !strings.HasPrefix(d.Name(), ".") {
-			out = append(out, filepath.ToSlash(rel))
+			p := path.Join(rel, e.Name())
+			switch {
+			case e.IsDir():
+				if err := walk(p); err != nil {
+					return err
+				}
+			case p != FileName:
+				out = append(out, p)
+			}
 		}
 		return nil
-	})
+	}
+	err = walk(".")
 	sort.Strings(out)
 	return out, err
+}
+
+// folder returns a reader rooted at the skill folder: for a project skill
+// reached beneath the workspace (never through a link out of it), else
+// the folder itself.
+func (s *Skill) folder() (*workspacefile.Reader, error) {
+	if s.Root.Kind != Project || s.Root.Workspace == "" {
+		return workspacefile.Open(s.Dir, "")
+	}
+	ws, err := workspacefile.Open(s.Root.Workspace, s.Root.HermesHome)
+	if err != nil {
+		return nil, err
+	}
+	defer ws.Close()
+	return ws.Sub(s.Dir)
 }
 
 // MaxViewBytes caps what ReadFile returns.
 const MaxViewBytes = 256 << 10
 
 // ReadFile returns a file of the skill folder. The path is validated by
-// CleanFilePath and opened through an os.Root on the folder, so neither
-// ".." nor a symbolic link can reach outside it. Binary files and files over
-// MaxViewBytes are refused.
+// CleanFilePath and read with a workspacefile.Reader on the folder (a
+// project skill's folder reached beneath the workspace), so neither ".."
+// nor a symbolic link can reach outside it, and a FIFO or device is
+// refused without a hang. Binary files and files over MaxViewBytes are
+// refused.
 func (s *Skill) ReadFile(p string) (string, error) {
 	clean, err := CleanFilePath(p)
 	if err != nil {
 		return "", err
 	}
-	root, err := os.OpenRoot(s.Dir)
+	r, err := s.folder()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("cannot open skill %q: %s", s.Name, refusal(err))
 	}
-	defer root.Close()
-	f, err := root.Open(clean)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("skill %q has no file %q", s.Name, clean)
-		}
-		return "", fmt.Errorf("cannot open %q in skill %q: %v", clean, s.Name, errors.Unwrap(err))
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	if st.IsDir() {
+	defer r.Close()
+	b, err := r.ReadFile(clean, MaxViewBytes)
+	var re *workspacefile.RefusedError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("skill %q has no file %q", s.Name, clean)
+	case errors.As(err, &re) && re.Kind == workspacefile.NotFile:
 		return "", fmt.Errorf("%q in skill %q is a folder; view one of its files", clean, s.Name)
-	}
-	if st.Size() > MaxViewBytes {
-		return "", fmt.Errorf("%q in skill %q is %d bytes, over the %d KiB view limit", clean, s.Name, st.Size(), MaxViewBytes>>10)
-	}
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return "", err
+	case errors.As(err, &re) && re.Kind == workspacefile.TooLarge:
+		return "", fmt.Errorf("%q in skill %q %s (the %d KiB view limit)", clean, s.Name, strings.TrimSuffix(re.Reason, fmt.Sprintf(", over the %d-byte limit", MaxViewBytes)), MaxViewBytes>>10)
+	case errors.As(err, &re):
+		return "", fmt.Errorf("%q in skill %q %s", clean, s.Name, re.Reason)
+	case err != nil:
+		return "", fmt.Errorf("cannot open %q in skill %q: %v", clean, s.Name, errors.Unwrap(err))
 	}
 	if !utf8.Valid(b) || strings.ContainsRune(string(b), 0) {
 		return "", fmt.Errorf("%q in skill %q is a binary file (%d bytes); it cannot be shown as text", clean, s.Name, len(b))

@@ -12,8 +12,10 @@ import (
 
 	"github.com/agnivade/levenshtein"
 
+	"github.com/hermes-go/hermes/internal/approval"
 	"github.com/hermes-go/hermes/internal/backend"
 	"github.com/hermes-go/hermes/internal/backend/local"
+	"github.com/hermes-go/hermes/internal/protect"
 )
 
 // FileToolOptions are the dependencies of read_file, write_file, patch and
@@ -31,6 +33,10 @@ type FileToolOptions struct {
 	// Files, when set, is asked first to read and write text files (an
 	// editor's buffers through ACP fs/*); it declines per call.
 	Files FileAccess
+	// Protected are terminal.protected_paths beneath the workdir: writes
+	// there need Approvals (nil Approvals: refused).
+	Protected protect.Set
+	Approvals *approval.Service
 }
 
 // FileAccess reads and writes a session's text files another way than the
@@ -207,6 +213,61 @@ func (o FileToolOptions) writeRefusal(env backend.Environment, abs string) strin
 		hostView.HermesHome = resolveLinks(o.HermesHome)
 	}
 	return hostView.writeBlocked(resolved)
+}
+
+// protectedEntry returns the terminal.protected_paths entry abs falls
+// under (relative to the environment's workdir; on the local backend also
+// with links resolved), or "".
+func (o FileToolOptions) protectedEntry(env backend.Environment, abs string) string {
+	if o.Protected.Empty() {
+		return ""
+	}
+	if e, ok := o.Protected.MatchAbs(env.Workdir(), abs, false); ok {
+		return e
+	}
+	if o.Backend != nil && o.Backend.Kind() == "local" {
+		if e, ok := o.Protected.MatchAbs(resolveLinks(env.Workdir()), resolveLinks(abs), false); ok {
+			return e
+		}
+	}
+	return ""
+}
+
+// protectedWrite asks for approval before toolName writes a protected
+// path (issue 23: .git/config, .git/hooks/... make the host run code
+// later). It returns nil when the write may go ahead, else the result
+// refusing it.
+func (o FileToolOptions) protectedWrite(ctx context.Context, env backend.Environment, sessionID, toolName, p, abs string) *Result {
+	entry := o.protectedEntry(env, abs)
+	if entry == "" {
+		return nil
+	}
+	if o.Approvals == nil {
+		r := Errorf("%s: refused to write %s: %s", toolName, p, protect.Hint)
+		return &r
+	}
+	d, err := o.Approvals.Request(ctx, approval.Request{SessionID: sessionID, Tool: toolName, Action: "write protected path", Path: abs,
+		Reason: "terminal.protected_paths entry " + entry + ": the host may run what is written here (git, shells, editors)"})
+	if err == nil && d.Allowed {
+		return nil
+	}
+	why := protect.Hint
+	if err != nil {
+		why = err.Error() + "; " + why
+	} else if d.Reason != "" {
+		why = d.Reason + "; " + why
+	}
+	r := Errorf("%s: refused to write %s: %s", toolName, p, why)
+	return &r
+}
+
+// writeFailed is the error result of a failed write; a protected path
+// (read-only in a box) gets the reason and the fix.
+func (o FileToolOptions) writeFailed(env backend.Environment, toolName, p, abs string, err error) Result {
+	if o.protectedEntry(env, abs) != "" {
+		return Errorf("%s: could not write %s: %v (%s)", toolName, p, err, protect.Hint)
+	}
+	return Errorf("%s: could not write %s: %v", toolName, p, err)
 }
 
 // resolveLinks returns p with every symbolic link resolved; when p does

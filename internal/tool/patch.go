@@ -80,6 +80,9 @@ func (t *PatchTool) Run(ctx context.Context, call Call) Result {
 	if why := t.opts.writeRefusal(env, abs); why != "" {
 		return Errorf("patch: refused to edit %s: %s. Writes there are always blocked; ask the user to make this change", args.Path, why)
 	}
+	if r := t.opts.protectedWrite(ctx, env, call.SessionID, "patch", args.Path, abs); r != nil {
+		return *r
+	}
 	data, err := t.opts.readText(ctx, env, call.SessionID, abs)
 	if errors.Is(err, fs.ErrNotExist) {
 		return notFound(ctx, env, "patch", args.Path, abs)
@@ -115,7 +118,7 @@ func (t *PatchTool) Run(ctx context.Context, call Call) Result {
 		count = 1
 	}
 	if err := t.opts.writeText(ctx, env, call.SessionID, "patch", abs, content, []byte(updated)); err != nil {
-		return Errorf("patch: could not write %s: %v", args.Path, err)
+		return t.opts.writeFailed(env, "patch", args.Path, abs, err)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Patched %s: %d replacement(s)%s\n", abs, count, note)

@@ -12,6 +12,7 @@ import (
 	"github.com/hermes-go/hermes/internal/approval"
 	"github.com/hermes-go/hermes/internal/backend"
 	"github.com/hermes-go/hermes/internal/llm"
+	"github.com/hermes-go/hermes/internal/protect"
 )
 
 // Terminal defaults (Hermes "tools-reference.md": terminal.timeout 180 s;
@@ -38,6 +39,9 @@ type TerminalOptions struct {
 	Secrets []string
 	// Processes records background processes for the process tool.
 	Processes *ProcessTable
+	// Protected are terminal.protected_paths: a failed command that ran
+	// into them gets a note saying why and how to change it.
+	Protected protect.Set
 }
 
 // TerminalTool is the `terminal` tool (toolset terminal).
@@ -170,7 +174,27 @@ func (t *TerminalTool) Run(ctx context.Context, call Call) Result {
 	shown, truncated, fullPath := t.saveOutput(ctx, env, tap, rawPath)
 	r := terminalResult{Output: shown, ExitCode: res.ExitCode, Signal: res.Signal, Truncated: truncated, FullOutputPath: fullPath, Note: note}
 	r.Error = explainExit(res, timeout)
+	if n := protectedNote(t.opts.Protected, res.ExitCode, shown); n != "" {
+		r.Note = strings.TrimPrefix(r.Note+"; "+n, "; ")
+	}
 	return jsonResult(r)
+}
+
+// protectedNote explains a failure that looks like a write into a
+// protected path (EROFS, or a protected name in the output of a failed
+// command), or returns "".
+func protectedNote(set protect.Set, exitCode int, output string) string {
+	if set.Empty() || exitCode == 0 {
+		return ""
+	}
+	hit := strings.Contains(output, "Read-only file system")
+	for _, p := range set.Rel() {
+		hit = hit || strings.Contains(output, p)
+	}
+	if !hit {
+		return ""
+	}
+	return "writes to " + strings.Join(set.Paths(), ", ") + " fail here on purpose: " + protect.Hint
 }
 
 // saveOutput returns the output for the model, whether it was cut, and

@@ -13,6 +13,8 @@ import (
 
 	"github.com/hermes-go/hermes/internal/approval"
 	"github.com/hermes-go/hermes/internal/backend/local"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // hostEnviron is a minimal host environment plus extra entries.
@@ -94,7 +96,7 @@ func TestTerminalTimeoutExplained(t *testing.T) {
 	}
 	b, _ := os.ReadFile(pidFile)
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := waitfor.Deadline(t)
 	for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
 		if st, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); strings.Contains(string(st), ") Z") {
 			break

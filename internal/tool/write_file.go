@@ -65,6 +65,9 @@ func (t *WriteFileTool) Run(ctx context.Context, call Call) Result {
 	if why := t.opts.writeRefusal(env, abs); why != "" {
 		return Errorf("write_file: refused to write %s: %s. Writes there are always blocked; ask the user to make this change", args.Path, why)
 	}
+	if r := t.opts.protectedWrite(ctx, env, call.SessionID, "write_file", args.Path, abs); r != nil {
+		return *r
+	}
 	verb, old := "Created", ""
 	if st, err := env.Stat(ctx, abs); err == nil {
 		if st.IsDir {
@@ -80,7 +83,7 @@ func (t *WriteFileTool) Run(ctx context.Context, call Call) Result {
 		return Errorf("write_file: %v", err)
 	}
 	if err := t.opts.writeText(ctx, env, call.SessionID, "write_file", abs, old, []byte(*args.Content)); err != nil {
-		return Errorf("write_file: could not write %s: %v", args.Path, err)
+		return t.opts.writeFailed(env, "write_file", args.Path, abs, err)
 	}
 	lines := strings.Count(*args.Content, "\n")
 	if *args.Content != "" && !strings.HasSuffix(*args.Content, "\n") {

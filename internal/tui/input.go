@@ -2,6 +2,8 @@ package tui
 
 import (
 	"fmt"
+	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,6 +13,7 @@ import (
 	"charm.land/bubbles/v2/textarea"
 
 	"github.com/hermes-go/hermes/internal/atomicfile"
+	"github.com/hermes-go/hermes/internal/workspacefile"
 )
 
 // maxEditorRows bounds the editor's height; longer input scrolls.
@@ -24,7 +27,15 @@ func newEditor() textarea.Model {
 	ta.Prompt = "› "
 	ta.ShowLineNumbers = false
 	ta.CharLimit = 0
-	ta.MaxHeight = 0
+	// The editor grows with its content counted in visual rows (a long
+	// line soft-wraps at the width and shows every row; counting logical
+	// lines kept one row, so a long line scrolled sideways out of view),
+	// up to maxEditorRows; MaxContentHeight lifts the legacy limit of
+	// MaxHeight logical lines on what can be typed.
+	ta.DynamicHeight = true
+	ta.MinHeight = 1
+	ta.MaxHeight = maxEditorRows
+	ta.MaxContentHeight = math.MaxInt32
 	ta.SetHeight(1)
 	ta.Placeholder = "Ask anything · / for commands · @ for files"
 	ta.KeyMap.InsertNewline = key.NewBinding(key.WithKeys("alt+enter", "ctrl+j"))
@@ -33,14 +44,6 @@ func newEditor() textarea.Model {
 	ta.SetStyles(s)
 	ta.SetWidth(78)
 	return ta
-}
-
-// fitEditor grows the editor with its content, up to maxEditorRows.
-func (m *Model) fitEditor() {
-	rows := min(max(m.input.LineCount(), 1), maxEditorRows)
-	if m.input.Height() != rows {
-		m.input.SetHeight(rows)
-	}
 }
 
 // historyFile is the input history in HERMES_HOME.
@@ -136,7 +139,6 @@ func (m *Model) historyKey(k string) bool {
 	default:
 		return false
 	}
-	m.fitEditor()
 	return true
 }
 
@@ -214,21 +216,21 @@ func (m *Model) acceptCompletion() {
 }
 
 // pathCompletions lists entries of cwd matching partial ("src/ma"):
-// directories end with "/"; hidden entries only when asked for.
+// directories end with "/"; hidden entries only when asked for. A
+// relative partial is listed with a workspacefile.Reader on cwd, so a
+// directory linked out of the workspace is not listed; an absolute one is
+// the person's own choice. Names with control characters are never
+// offered (they would reach the terminal).
 func pathCompletions(cwd, partial string) []string {
 	dir, base := filepath.Split(partial)
-	full := dir
-	if !filepath.IsAbs(dir) {
-		full = filepath.Join(cwd, dir)
-	}
-	ents, err := os.ReadDir(full)
+	ents, err := listDir(cwd, dir)
 	if err != nil {
 		return nil
 	}
 	var out []string
 	for _, e := range ents {
 		name := e.Name()
-		if !strings.HasPrefix(name, base) || (strings.HasPrefix(name, ".") && !strings.HasPrefix(base, ".")) {
+		if !strings.HasPrefix(name, base) || (strings.HasPrefix(name, ".") && !strings.HasPrefix(base, ".")) || workspacefile.HasControl(name) {
 			continue
 		}
 		if e.IsDir() {
@@ -238,6 +240,22 @@ func pathCompletions(cwd, partial string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// listDir lists dir: beneath cwd when it is relative.
+func listDir(cwd, dir string) ([]fs.DirEntry, error) {
+	if filepath.IsAbs(dir) {
+		return os.ReadDir(dir)
+	}
+	r, err := workspacefile.Open(cwd, "")
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if dir == "" {
+		dir = "."
+	}
+	return r.ReadDir(dir)
 }
 
 func firstN(s []string, n int) []string {
@@ -262,7 +280,6 @@ func (m *Model) paste(text string) {
 	lines := strings.Count(text, "\n") + 1
 	if len(text) <= pasteInlineBytes && lines <= pasteInlineLines {
 		m.input.InsertString(text)
-		m.fitEditor()
 		return
 	}
 	if m.pastes == nil {
@@ -271,7 +288,6 @@ func (m *Model) paste(text string) {
 	ph := fmt.Sprintf("[pasted text #%d · %d lines · %s]", len(m.pastes)+1, lines, byteSize(len(text)))
 	m.pastes[ph] = text
 	m.input.InsertString(ph)
-	m.fitEditor()
 }
 
 // expandPastes replaces paste placeholders in text with what was pasted.

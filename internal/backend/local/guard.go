@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hermes-go/hermes/internal/protect"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
@@ -99,6 +100,12 @@ type guard struct {
 	stat   func(string) (unix.Stat_t, error)
 
 	setID []bpf.RawInstruction // seccomp filter refusing setuid/setgid modes (root only); nil = none
+
+	// protected are terminal.protected_paths beneath workspace; when
+	// protectMounts, each command gets them read-only (protected.go).
+	protected     protect.Set
+	workspace     string
+	protectMounts bool
 }
 
 // dirStamp is a directory enumerated into the ruleset: its identity and
@@ -418,6 +425,12 @@ func (g *guard) start(cmd *exec.Cmd) (release func(), err error) {
 		// Never unlocked: the goroutine's exit ends this thread, so its
 		// Landlock domain is never reused for other goroutines.
 		runtime.LockOSThread()
+		if g.protectMounts {
+			if err := g.mountProtected(); err != nil {
+				started <- err
+				return
+			}
+		}
 		if err := dropPtraceCapability(); err != nil {
 			started <- err
 			return

@@ -86,6 +86,10 @@ type Options struct {
 	// Warn receives the one-line notice that the kernel lacks Landlock;
 	// nil = os.Stderr.
 	Warn io.Writer
+	// ProtectedPaths are terminal.protected_paths (protect.Defaults() in
+	// hermes's config): workspace-relative paths commands may not write
+	// under SandboxWorkspaceWrite (protected.go); nil = none.
+	ProtectedPaths []string
 	// LandlockABI overrides the kernel's Landlock ABI when > 0, or
 	// pretends there is none when < 0 (tests of the fallback).
 	LandlockABI int
@@ -127,6 +131,11 @@ func NewWithOptions(o Options) (*Backend, error) {
 		}
 	}
 	g := newGuard(mode, max(abi, 0), o.HermesHome, writable)
+	warn := o.Warn
+	if warn == nil {
+		warn = os.Stderr
+	}
+	g.setProtected(o.ProtectedPaths, dir, hasSysAdmin(), warn)
 	return &Backend{cwd: dir, passthrough: o.Passthrough, environ: environ, guard: g,
 		sup: newSupervisor(supervisorShell(o.Supervise)), envs: map[string]*Environment{}}, nil
 }

@@ -1,0 +1,72 @@
+package box
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// boxHostGit runs git in dir on the host, with a HOME of its own.
+func boxHostGit(t *testing.T, dir, home string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GIT_CONFIG_NOSYSTEM=1"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("host git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// Issue 23, attack 3 in a box with the bind workspace: a command writes
+// core.fsmonitor into .git/config by redirection, installs
+// .git/hooks/pre-commit, runs git config, or swaps .git away; the user's
+// next `git status` and `git commit` on the host run none of it, while
+// git add and commit inside the box still work and the files stay
+// readable.
+func TestBoxBindWorkspaceProtectedPaths(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	gitHome := t.TempDir()
+	marker := filepath.Join(t.TempDir(), "ran")
+	e := startTestBox(t, func(o *Options) {
+		ws := o.Terminal.Cwd
+		boxHostGit(t, ws, gitHome, "init", "-q")
+		boxHostGit(t, ws, gitHome, "config", "user.email", "u@example.com")
+		boxHostGit(t, ws, gitHome, "config", "user.name", "u")
+		if err := os.RemoveAll(filepath.Join(ws, ".git", "hooks")); err != nil { // created by the box
+			t.Fatal(err)
+		}
+	})
+	res := e.run(t, `cd `+e.workspace+` && export HOME=/tmp GIT_CONFIG_NOSYSTEM=1
+printf '[core]\n\tfsmonitor = "touch `+marker+`; false"\n' >> .git/config; echo "config=$?"
+mkdir -p .git/hooks; printf '#!/bin/sh\ntouch `+marker+`\n' > .git/hooks/pre-commit; echo "hook=$?"
+git config core.hooksPath /tmp; echo "gitconfig=$?"
+mv .git .git-old; echo "mv=$?"
+grep -q user .git/config; echo "read=$?"
+echo hello > a.txt && git add a.txt && git commit -q -m first && git branch side && git checkout -q side && git checkout -q - && echo committed`)
+	out := string(res.Output)
+	for _, want := range []string{"config=1", "hook=1", "mv=1", "read=0", "committed", "Read-only file system"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("box output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "gitconfig=0") {
+		t.Errorf("git config wrote .git/config in the box:\n%s", out)
+	}
+	boxHostGit(t, e.workspace, gitHome, "status")
+	boxHostGit(t, e.workspace, gitHome, "commit", "-q", "--allow-empty", "-m", "second")
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("git on the host ran code the box planted")
+	}
+	if got := boxHostGit(t, e.workspace, gitHome, "log", "--format=%s"); !strings.Contains(got, "first") {
+		t.Errorf("the commit made in the box is missing:\n%s", got)
+	}
+	if _, err := os.Stat(filepath.Join(e.workspace, ".git", "hooks")); err != nil {
+		t.Errorf(".git/hooks was not laid out for its mount: %v", err)
+	}
+}
