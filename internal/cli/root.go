@@ -181,6 +181,8 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newCronCmd(),
 		a.newMCPCmd(),
 		a.newACPCmd(),
+		a.newProxyCmd(),
+		a.newUpdateCmd(),
 	)
 	root.AddCommand(a.newPairingCmd())
 	root.AddCommand(a.faceCommands()...)

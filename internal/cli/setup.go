@@ -178,6 +178,7 @@ func (a *App) setupTerminal(given map[string]string, interactive bool) error {
 	for _, s := range terminalSettings() {
 		vals[s.flag] = s.current(cur)
 	}
+	a.vercelLinkDefaults(l.Getenv, vals)
 	for _, s := range terminalSettings() {
 		v, ok := given[s.flag]
 		if !s.applies(backend) && !ok {
@@ -192,6 +193,8 @@ func (a *App) setupTerminal(given map[string]string, interactive bool) error {
 			if err != nil {
 				return err
 			}
+		case interactive && vercelIDSetting(s.flag) && vals[s.flag] == "" && l.Getenv("VERCEL_TOKEN") == "":
+			continue // OIDC auth names its project; nothing linked to offer
 		case interactive:
 			if norm, err = a.askSetting(in, home, s, wizardDefault(backend, s, vals), func(v string) error {
 				return checkPair(backend, s.flag, v, vals)
@@ -205,6 +208,9 @@ func (a *App) setupTerminal(given map[string]string, interactive bool) error {
 			backend = norm
 		}
 		vals[s.flag] = norm
+		if norm == "" && config.IsEnvKey(s.key) {
+			continue // nothing to save in .env
+		}
 		writes = append(writes, write{s.key, norm})
 	}
 	if err := checkBackendSettings(backend, vals); err != nil {

@@ -166,13 +166,17 @@ func checkProvider(ctx context.Context, e *Env) []Result {
 		return []Result{{Status: OK, Name: "provider", Detail: "replay (plays back a recording; nothing to reach)"}}
 	}
 	keys := config.ProviderKeyEnv(name)
-	hasKey := m.APIKey != "" || len(keys) == 0
+	hasKey := m.APIKey != "" || len(keys) == 0 || name == "lmstudio"
 	for _, k := range keys {
 		hasKey = hasKey || e.Config.Getenv(k) != ""
 	}
 	if !hasKey {
 		return []Result{{Status: Fail, Name: "provider", Detail: fmt.Sprintf("%s has no API key (%s)", name, keys[0]),
 			Fix: "hermes config set " + keys[0] + " (input hidden), or hermes setup model"}}
+	}
+	if m.Default == "" {
+		m.Default = providers.DefaultModel(name)
+		o.Model = m.Default
 	}
 	if m.Default == "" {
 		return []Result{{Status: Fail, Name: "provider", Detail: name + ": no model chosen (model.default)", Fix: "hermes model"}}
@@ -188,8 +192,8 @@ func checkProvider(ctx context.Context, e *Env) []Result {
 	switch {
 	case e.Offline:
 		return append(out, Result{Status: Skip, Name: "provider /models", Detail: "skipped (--offline)"})
-	case name == "anthropic":
-		return append(out, Result{Status: Skip, Name: "provider /models", Detail: "not checked for anthropic"})
+	case name == "anthropic" || name == "minimax" || name == "minimax-cn":
+		return append(out, Result{Status: Skip, Name: "provider /models", Detail: "not checked for " + name})
 	}
 	_, err = providers.ContextLength(ctx, o, e.timeout())
 	switch {

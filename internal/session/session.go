@@ -470,7 +470,8 @@ func (rt *Runtime) newSession(st store.Session, system string, history []llm.Mes
 		Provider: rt.provider, Model: rt.model, Tools: s.tools, Recorder: rt.recorder(),
 		MaxTurns: c.Agent.MaxTurns, MaxTokens: c.Model.MaxTokens, ReasoningEffort: c.Agent.ReasoningEffort,
 		ParseTextToolCalls: textcall.Extract, Compactor: s.compactor, OnEvent: s.onAgentEvent, Now: rt.opts.Now,
-		Redact: rt.redact.Redact,
+		SpillDir: filepath.Join(rt.opts.Home, "cache", "context"),
+		Redact:   rt.redact.Redact,
 	})
 	return s
 }

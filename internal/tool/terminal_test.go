@@ -178,8 +178,22 @@ func TestTerminalInvalidUTF8AndSplitMultibyte(t *testing.T) {
 	f := newTerminalFixture(t, nil)
 	// "é" (C3 A9) written in two separate writes with a pause between, then an invalid byte.
 	out := decodeTerminal(t, run(t, f.term, `{"command": "printf 'caf\\303'; sleep 0.2; printf '\\251 ok \\377\\376 end\\n'"}`))
-	if out.Output != "café ok \uFFFD end\n" {
+	if out.Output != `café ok \xff\xfe end`+"\n" {
 		t.Fatalf("got %q", out.Output)
+	}
+}
+
+// TestTerminalGBKOutput: a command that sets a GBK locale for itself has its output
+// decoded from GBK; without one the bytes are shown escaped.
+func TestTerminalGBKOutput(t *testing.T) {
+	f := newTerminalFixture(t, nil)
+	out := decodeTerminal(t, run(t, f.term, `{"command": "env LC_ALL=zh_CN.GBK printf '\\304\\343\\272\\303\\n'"}`))
+	if out.Output != "你好\n" {
+		t.Errorf("with LC_ALL=zh_CN.GBK: %q", out.Output)
+	}
+	out = decodeTerminal(t, run(t, f.term, `{"command": "printf '\\304\\343\\272\\303\\n'"}`))
+	if out.Output != `\xc4\xe3\xba\xc3`+"\n" {
+		t.Errorf("without a charset: %q", out.Output)
 	}
 }
 
