@@ -50,7 +50,7 @@ func TestSandboxServeKeysFileChecks(t *testing.T) {
 	var warn strings.Builder
 	good := filepath.Join(dir, "good")
 	os.WriteFile(good, []byte("0123456789abcdef0123\n"), 0o600)
-	if keys, err := readKeys(good, &warn); err != nil || len(keys) != 1 || warn.Len() != 0 {
+	if keys, _, err := readKeys(good, &warn); err != nil || len(keys) != 1 || warn.Len() != 0 {
 		t.Errorf("good keys file: %v %v warn %q", keys, err, warn.String())
 	}
 }
