@@ -187,8 +187,9 @@ func (s *APIServer) models(w http.ResponseWriter, _ *http.Request) {
 }
 
 // readBody reads a request body of at most MaxBodyBytes, answering 413
-// past it (before reading when Content-Length says so), once the server's
-// MaxBodyBytesInFlight has room for it. Call release once the body is
+// past it (before reading when Content-Length says so), and 503 with
+// Retry-After when the server's MaxBodyBytesInFlight has no room for it
+// now (httpguard.Budget.Reserve). Call release once the body is
 // parsed.
 func (s *APIServer) readBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), ok bool) {
 	tooLarge := func() {
@@ -201,8 +202,9 @@ func (s *APIServer) readBody(w http.ResponseWriter, r *http.Request) (body []byt
 	} else if r.ContentLength >= 0 {
 		want = r.ContentLength
 	}
-	release, err := s.bodies.Reserve(r.Context(), want)
+	release, err := s.bodies.Reserve(want)
 	if err != nil {
+		httpguard.RefuseBusy(w)
 		writeAPIError(w, http.StatusServiceUnavailable, "server_busy", "the server is reading too many request bodies; try again")
 		return nil, nil, false
 	}

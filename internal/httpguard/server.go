@@ -1,7 +1,7 @@
 package httpguard
 
 import (
-	"context"
+	"errors"
 	"io"
 	"net/http"
 	"sync"
@@ -91,23 +91,41 @@ func (b *timedBody) Read(p []byte) (int, error) {
 
 // Budget bounds the request-body bytes a server holds at once, all
 // requests together: a request reserves what its body may take before
-// reading it and gives it back once parsed. Requests past the budget wait
-// their turn (first come, first served) until their context ends.
+// reading it and gives it back once parsed. A reservation that does not
+// fit at once fails with ErrBusy instead of waiting: the caller answers
+// 503 with Retry-After (RetryAfterSeconds) and Connection: close. Waiting
+// let a few stalled bodies, each holding a large reservation until
+// BodyDeadline ended it (~30 s), queue every other request behind them.
 type Budget struct {
 	max int64
 	sem *semaphore.Weighted
 }
 
+// ErrBusy is Reserve's error when the budget has no room at once.
+var ErrBusy = errors.New("the server is reading too many request bodies; try again")
+
+// RetryAfterSeconds is the Retry-After (seconds) to send with ErrBusy's 503.
+const RetryAfterSeconds = "1"
+
 // NewBudget returns a Budget of max bytes.
 func NewBudget(max int64) *Budget { return &Budget{max: max, sem: semaphore.NewWeighted(max)} }
 
-// Reserve waits until n bytes (at most the whole budget) are free and
-// returns the function that frees them (call it once); it fails only when
-// ctx ends first.
-func (b *Budget) Reserve(ctx context.Context, n int64) (release func(), err error) {
+// Reserve takes n bytes (at most the whole budget; negative counts as 0)
+// if they are free now and returns the function that frees them (call it
+// once; later calls do nothing). It returns ErrBusy without waiting when
+// they are not free.
+func (b *Budget) Reserve(n int64) (release func(), err error) {
 	n = min(max(n, 0), b.max)
-	if err := b.sem.Acquire(ctx, n); err != nil {
-		return nil, err
+	if !b.sem.TryAcquire(n) {
+		return nil, ErrBusy
 	}
 	return sync.OnceFunc(func() { b.sem.Release(n) }), nil
+}
+
+// RefuseBusy sets the headers of the 503 answering ErrBusy: Retry-After,
+// and Connection: close, so that net/http does not read the unread body
+// before answering. The caller writes the status and the body.
+func RefuseBusy(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", RetryAfterSeconds)
+	w.Header().Set("Connection", "close")
 }
