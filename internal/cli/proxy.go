@@ -94,7 +94,9 @@ func (a *App) runProxyStart(o *proxyOptions) error {
 	// The proxy's listener is guarded as every hermes listener is
 	// (httpguard): connections bounded in total and per client, 0.0.0.0 on
 	// IPv4, Origin refused to web pages, JSON bodies only, bounded
-	// header/body/idle times. Every request but /health needs the token.
+	// header/body/idle times, request bodies bounded in total
+	// (modelproxy.Config.MaxBodyBytesInFlight). Every request needs the
+	// token, GET /status included (the proxy has no /health).
 	conns := httpguard.NewConns(httpguard.Limits{}, nil, a.Now)
 	ln, err := conns.Listen(addr)
 	if err != nil {

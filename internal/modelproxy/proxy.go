@@ -40,6 +40,9 @@ import (
 // Defaults of Config.
 const (
 	DefaultMaxBody = 16 << 20         // bytes of one request body
+	// DefaultMaxBodyBytesInFlight is MaxBodyBytesInFlight's default, in
+	// multiples of MaxBody.
+	DefaultMaxBodyBytesInFlight = 4
 	DefaultTimeout = 15 * time.Minute // one forwarded request, stream included
 	// maxErrorBody bounds an upstream error body read for redaction.
 	maxErrorBody = 1 << 20
@@ -56,6 +59,12 @@ type Config struct {
 	Client *http.Client
 	// MaxBody bounds a request body in bytes (default DefaultMaxBody).
 	MaxBody int64
+	// MaxBodyBytesInFlight bounds the request-body bytes held at once, all
+	// requests together, from before a body is read until it has been
+	// sent upstream (default DefaultMaxBodyBytesInFlight × MaxBody). A
+	// body that does not fit at once is answered 503 with Retry-After
+	// (httpguard.Budget): without it, 40 connections × 15 MiB held 1 GB.
+	MaxBodyBytesInFlight int64
 	// Timeout bounds one forwarded request end to end (default DefaultTimeout).
 	Timeout time.Duration
 	// Now is the clock (default time.Now).
@@ -80,6 +89,7 @@ type Proxy struct {
 	cfg                                      Config
 	token                                    [sha256.Size]byte
 	started                                  time.Time
+	bodies                                   *httpguard.Budget
 	requests, failed, unauthorized, inFlight atomic.Int64
 }
 
@@ -94,6 +104,9 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
 	}
+	if cfg.MaxBodyBytesInFlight <= 0 {
+		cfg.MaxBodyBytesInFlight = DefaultMaxBodyBytesInFlight * cfg.MaxBody
+	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
@@ -105,7 +118,8 @@ func New(cfg Config) (*Proxy, error) {
 		t.ResponseHeaderTimeout = 5 * time.Minute
 		cfg.Client = &http.Client{Transport: t}
 	}
-	return &Proxy{cfg: cfg, token: sha256.Sum256([]byte(cfg.Token)), started: cfg.Now()}, nil
+	return &Proxy{cfg: cfg, token: sha256.Sum256([]byte(cfg.Token)), started: cfg.Now(),
+		bodies: httpguard.NewBudget(cfg.MaxBodyBytesInFlight)}, nil
 }
 
 // Stats returns the counters.
@@ -141,6 +155,11 @@ func (p *Proxy) authorize(next http.Handler) http.Handler {
 		sum := sha256.Sum256([]byte(given))
 		if given == "" || subtle.ConstantTimeCompare(sum[:], p.token[:]) != 1 {
 			p.unauthorized.Add(1)
+			if r.ContentLength != 0 {
+				// Close rather than let net/http read the unread body
+				// (up to BodyDeadline) before the 401 goes out.
+				w.Header().Set("Connection", "close")
+			}
 			apiError(w, http.StatusUnauthorized, "invalid_api_key",
 				"missing or wrong proxy token: send the token `hermes proxy start` printed as the API key (Authorization: Bearer TOKEN)")
 			return
@@ -181,12 +200,14 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, upstreamPath str
 	p.inFlight.Add(1)
 	defer p.inFlight.Add(-1)
 	var body []byte
+	release := func() {}
 	if r.Method == http.MethodPost {
 		var err error
-		if body, err = p.readBody(w, r); err != nil {
+		if body, release, err = p.readBody(w, r); err != nil {
 			p.failed.Add(1)
 			return
 		}
+		defer release()
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), p.cfg.Timeout)
 	defer cancel()
@@ -197,6 +218,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, upstreamPath str
 		return
 	}
 	resp, err := p.cfg.Client.Do(req)
+	release() // the body has been sent (or never will be)
 	if err != nil {
 		p.failed.Add(1)
 		apiError(w, http.StatusBadGateway, "upstream_unreachable", p.redact(fmt.Sprintf("%s did not answer: %v", p.cfg.Endpoint.Name, unwrapURLError(err))))
@@ -220,9 +242,39 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, upstreamPath str
 }
 
 // readBody reads a bounded JSON object body and fills "model" when the
-// caller left it out; it answers 400 or 413 itself on error.
-func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.cfg.MaxBody))
+// caller left it out; it answers 400, 413 or 503 (the server's
+// MaxBodyBytesInFlight has no room now) itself on error. Call release
+// once the body has been sent upstream.
+func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), err error) {
+	tooLarge := func() {
+		apiError(w, http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("request body over %d bytes", p.cfg.MaxBody))
+	}
+	want := p.cfg.MaxBody
+	if r.ContentLength > want {
+		w.Header().Set("Connection", "close")
+		tooLarge()
+		return nil, nil, errors.New("body too large")
+	} else if r.ContentLength >= 0 {
+		want = r.ContentLength
+	}
+	release, err = p.bodies.Reserve(want)
+	if err != nil {
+		httpguard.RefuseBusy(w)
+		apiError(w, http.StatusServiceUnavailable, "server_busy", err.Error())
+		return nil, nil, err
+	}
+	body, err = p.parseBody(w, r, want)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return body, release, nil
+}
+
+// parseBody reads at most limit bytes of JSON object and fills "model"
+// when the caller left it out; it answers 400 or 413 itself on error.
+func (p *Proxy) parseBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
