@@ -39,11 +39,11 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultMaxBody = 16 << 20         // bytes of one request body
+	DefaultMaxBody = 16 << 20 // bytes of one request body
 	// DefaultMaxBodyBytesInFlight is MaxBodyBytesInFlight's default, in
 	// multiples of MaxBody.
 	DefaultMaxBodyBytesInFlight = 4
-	DefaultTimeout = 15 * time.Minute // one forwarded request, stream included
+	DefaultTimeout              = 15 * time.Minute // one forwarded request, stream included
 	// maxErrorBody bounds an upstream error body read for redaction.
 	maxErrorBody = 1 << 20
 )
