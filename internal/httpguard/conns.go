@@ -54,8 +54,10 @@ func (l Limits) withDefaults() Limits {
 // one process should share one) and refuses new ones past its Limits: a
 // connection past a limit is accepted and closed at once, so that it holds
 // no descriptor and the kernel's accept queue keeps moving for other
-// clients. That a limit was hit is logged at most once per LogEvery, with
-// the number of connections refused since the last line.
+// clients. That a limit was hit is logged at most once per LogEvery for
+// each limit ("total", "per-client") on its own, so that one kind's lines
+// do not hide the other's, with the number of connections that limit
+// refused since its last line.
 type Conns struct {
 	lim Limits
 	log *slog.Logger
@@ -64,8 +66,13 @@ type Conns struct {
 	mu        sync.Mutex
 	total     int
 	perClient map[netip.Prefix]int
-	refused   int
-	lastLog   time.Time
+	refusals  map[string]*refusals // by limit
+}
+
+// refusals counts one limit's refusals since its last log line.
+type refusals struct {
+	count   int
+	lastLog time.Time
 }
 
 // NewConns returns a Conns with limits l (defaults filled in), logging to
@@ -77,7 +84,7 @@ func NewConns(l Limits, log *slog.Logger, now func() time.Time) *Conns {
 	if now == nil {
 		now = time.Now
 	}
-	return &Conns{lim: l.withDefaults(), log: log, now: now, perClient: map[netip.Prefix]int{}}
+	return &Conns{lim: l.withDefaults(), log: log, now: now, perClient: map[netip.Prefix]int{}, refusals: map[string]*refusals{}}
 }
 
 // Limits returns the limits in force.
@@ -140,17 +147,23 @@ func (c *Conns) release(client netip.Prefix) {
 	}
 }
 
-// refuse notes a refused connection and logs once per LogEvery.
+// refuse notes a connection refused by limit and logs once per LogEvery
+// for that limit.
 func (c *Conns) refuse(ln net.Addr, limit string, client netip.Prefix) {
 	c.mu.Lock()
-	c.refused++
+	r := c.refusals[limit]
+	if r == nil {
+		r = &refusals{}
+		c.refusals[limit] = r
+	}
+	r.count++
 	now := c.now()
-	if !c.lastLog.IsZero() && now.Sub(c.lastLog) < LogEvery {
+	if !r.lastLog.IsZero() && now.Sub(r.lastLog) < LogEvery {
 		c.mu.Unlock()
 		return
 	}
-	refused := c.refused
-	c.lastLog, c.refused = now, 0
+	refused := r.count
+	r.lastLog, r.count = now, 0
 	c.mu.Unlock()
 	max := c.lim.MaxConns
 	if limit == "per-client" {

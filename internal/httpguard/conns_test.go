@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"strconv"
@@ -295,5 +296,31 @@ func TestDefaultLimitsAreBelowTheDescriptorLimit(t *testing.T) {
 				t.Errorf("total %d is more than half of RLIMIT_NOFILE %d", l.MaxConns, soft)
 			}
 		}
+	}
+}
+
+// Each limit is rate-limited on its own: per-client refusals logged this
+// minute do not hide the first total-limit refusal.
+func TestLimitKindsAreLoggedSeparately(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	var log lockedBuffer
+	c := NewConns(Limits{MaxConns: 2, MaxConnsPerClient: 1}, slog.New(slog.NewTextHandler(&log, nil)), clock.Now)
+	ln := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}
+	client := netip.MustParsePrefix("127.0.0.1/32")
+	for range 3 {
+		c.refuse(ln, "per-client", client)
+	}
+	c.refuse(ln, "total", client)
+	c.refuse(ln, "total", client)
+	if n := strings.Count(log.String(), "limit=per-client"); n != 1 {
+		t.Fatalf("per-client logged %d times, want once:\n%s", n, log.String())
+	}
+	if n := strings.Count(log.String(), "limit=total"); n != 1 {
+		t.Fatalf("total logged %d times after per-client refusals, want once:\n%s", n, log.String())
+	}
+	clock.Add(LogEvery)
+	c.refuse(ln, "total", client)
+	if !strings.Contains(log.String(), "limit=total max=2 client=127.0.0.1/32 refused=2") {
+		t.Fatalf("a minute later, want the total line counting its own 2 refusals:\n%s", log.String())
 	}
 }
