@@ -119,6 +119,7 @@ func (s *Server) APIHandler() http.Handler {
 		}
 		t, ok := s.tenantOf(apiKey(r))
 		if !ok {
+			closeUnreadBody(w, r)
 			writeError(w, http.StatusUnauthorized, "invalid or missing API key (X-API-Key header; set E2B_API_KEY to a key hermes sandbox serve was given)")
 			return
 		}

@@ -322,8 +322,16 @@ func TestEnvdAuthAndFiles(t *testing.T) {
 	if code, _, _ := call(t, "GET", envd.URL+"/files?path=x", nil, "E2b-Sandbox-Id", "nosuch", "X-Access-Token", sb.EnvdAccessToken); code != 502 {
 		t.Fatalf("unknown sandbox: %d, want 502", code)
 	}
-	if code, _, _ := call(t, "GET", envd.URL+"/health", nil, "E2b-Sandbox-Id", sb.SandboxID); code != 204 {
+	if code, _, _ := call(t, "GET", envd.URL+"/health", nil, hdr...); code != 204 {
 		t.Fatalf("health: %d, want 204", code)
+	}
+	// Without its token (another tenant probing ids) a running sandbox's
+	// health answers as a made-up id's does.
+	if code, _, _ := call(t, "GET", envd.URL+"/health", nil, "E2b-Sandbox-Id", sb.SandboxID); code != 502 {
+		t.Fatalf("health of an existing sandbox without its token: %d, want 502 as for an unknown id", code)
+	}
+	if code, _, _ := call(t, "GET", envd.URL+"/health", nil, "E2b-Sandbox-Id", sb.SandboxID, "X-Access-Token", "wrong"); code != 502 {
+		t.Fatalf("health with a wrong token: %d, want 502", code)
 	}
 	// deploy/kubernetes's readiness probe asks envd's /health with no
 	// sandbox id: the server is up, so the pod must become ready.
@@ -367,7 +375,7 @@ func TestEnvdAuthAndFiles(t *testing.T) {
 		t.Fatalf("missing file: %d %s (want 404 naming the path once)", code, data)
 	}
 	call(t, "POST", api.URL+"/sandboxes/"+sb.SandboxID+"/pause", nil, "X-API-Key", testKey)
-	if code, _, _ := call(t, "GET", envd.URL+"/health", nil, "E2b-Sandbox-Id", sb.SandboxID); code != 502 {
+	if code, _, _ := call(t, "GET", envd.URL+"/health", nil, hdr...); code != 502 {
 		t.Fatalf("health of a paused sandbox: %d, want 502", code)
 	}
 }

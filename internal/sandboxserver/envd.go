@@ -50,12 +50,16 @@ func (s *Server) EnvdHandler() http.Handler {
 			// Kubernetes readiness probe of deploy/kubernetes): 204.
 			// With one, as envd behind E2B's proxy: 204 when the sandbox
 			// runs, 502 when it does not (the SDK reads 502 as "not
-			// running").
+			// running"). The sandbox's token is required as on every
+			// other route (the E2B SDKs' envd client sends X-Access-Token
+			// on /health too): without it a running sandbox answers 502
+			// as a made-up id does, so that another tenant cannot confirm
+			// its id.
 			if id == "" {
 				w.WriteHeader(http.StatusNoContent)
 				return
 			}
-			if sb == nil || sb.currentState() != "running" {
+			if sb == nil || !tokenOK(r.Header.Get("X-Access-Token"), sb.token) || sb.currentState() != "running" {
 				w.WriteHeader(http.StatusBadGateway)
 				return
 			}
@@ -67,6 +71,7 @@ func (s *Server) EnvdHandler() http.Handler {
 		// does not exist (as E2B's proxy does, 502, which the SDKs read as
 		// "not running"), so that another tenant cannot confirm its id.
 		if sb == nil || !tokenOK(r.Header.Get("X-Access-Token"), sb.token) {
+			closeUnreadBody(w, r)
 			writeError(w, http.StatusBadGateway, "sandbox %q not found, or the X-Access-Token is not its envdAccessToken (E2b-Sandbox-Id header)", id)
 			return
 		}
@@ -280,4 +285,13 @@ func (s *Server) handleFilePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, written)
+}
+
+// closeUnreadBody sets Connection: close on a refusal of a request whose
+// body was not read, so that net/http closes the connection instead of
+// reading a (perhaps trickled) body before the refusal goes out.
+func closeUnreadBody(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+	}
 }
