@@ -121,14 +121,25 @@ func (s *Server) countOf(t tenant) int {
 // "TEAM KEY" (the keys of one team share their sandboxes); blank lines
 // and lines starting with # are skipped. name is the file's name, for
 // errors, which give the line number but never the line (it holds a key).
+// A key given twice (twice alone, in two teams, or alone and in a team) is
+// refused naming both lines: which tenant it would open was left to map
+// order.
 func ParseAPIKeys(r io.Reader, name string) (lone []string, teams map[string][]string, err error) {
 	sc := bufio.NewScanner(r)
+	seen := map[string]int{} // key → line
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		switch f := strings.Fields(line); len(f) {
+		f := strings.Fields(line)
+		if key := f[len(f)-1]; len(f) <= 2 {
+			if first, dup := seen[key]; dup {
+				return nil, nil, fmt.Errorf("%s line %d: the key of line %d again: give each key once (to one tenant or one team)", name, n, first)
+			}
+			seen[key] = n
+		}
+		switch len(f) {
 		case 1:
 			lone = append(lone, f[0])
 		case 2:

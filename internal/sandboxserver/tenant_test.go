@@ -164,4 +164,11 @@ func TestParseAPIKeys(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "keys.txt line 2") || strings.Contains(err.Error(), "secret") {
 		t.Fatalf("three words: %v, want the file and line and no key", err)
 	}
+	// A key given twice would open whichever tenant map order picked.
+	for _, file := range []string{"secret1\nteam-a secret1\n", "team-a secret1\nteam-b secret1\n", "secret1\n# x\nsecret1\n", "team-a secret1\nsecret1\n"} {
+		_, _, err = ParseAPIKeys(strings.NewReader(file), "keys.txt")
+		if err == nil || !strings.Contains(err.Error(), "keys.txt line ") || !strings.Contains(err.Error(), "of line 1") || strings.Contains(err.Error(), "secret") {
+			t.Fatalf("%q: %v, want the file, both lines and no key", file, err)
+		}
+	}
 }
