@@ -29,7 +29,11 @@ func TestProjectSkillIndexIsBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := len(w.library().Index()); n > 100_000 {
+	idx := w.library().Index()
+	if n := len(idx); n > 100_000 {
 		t.Fatalf("the skill index of a planted .hermes/skills is %d bytes; it must be bounded", n)
+	}
+	if !strings.Contains(idx, "2900 more skills are not listed") {
+		t.Errorf("the index does not say what it left out: ...%s", idx[max(0, len(idx)-200):])
 	}
 }
