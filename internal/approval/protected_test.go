@@ -91,6 +91,10 @@ func TestGitConfigElsewhereNeedsApproval(t *testing.T) {
 	for _, cmd := range []string{
 		`echo evil > .git/commondir`,
 		`mkdir -p t && printf '[core]\n\tfsmonitor = x\n' > t/config && git init -q --template=t sub`,
+		`git clone --template t https://example.com/r.git r`,
+		`echo ../../evil > .git/worktrees/w/commondir`,
+		`cp x a/b/.git/hooks/pre-commit`,
+		`git -c core.worktree=/tmp status`,
 	} {
 		if v := s.Check(cmd); v.Action != Ask {
 			t.Errorf("%q: want Ask, got %v %v (%s)", cmd, v.Action, v.Keys, v.Reason)
