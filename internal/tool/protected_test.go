@@ -55,7 +55,10 @@ func TestFileToolsAskBeforeWritingProtectedPaths(t *testing.T) {
 	}
 	var asked approval.Prompt
 	allow := approval.New(approval.Config{})
-	allow.Attach(approval.PrompterFunc(func(_ context.Context, p approval.Prompt) (approval.Answer, error) { asked = p; return approval.Once, nil }))
+	allow.Attach(approval.PrompterFunc(func(_ context.Context, p approval.Prompt) (approval.Answer, error) {
+		asked = p
+		return approval.Once, nil
+	}))
 	f.opts.Approvals = allow
 	if r := run(NewWriteFileTool(f.opts), `{"path": ".gitmodules", "content": "x"}`); r.IsError {
 		t.Fatalf("an approved write was refused: %s", r.Content)
