@@ -9,9 +9,11 @@ GO ?= go
 # hermes and hermes-box-init (every box's PID 1, found beside hermes) are
 # built together into one directory.
 build:
+	@echo "building bin/hermes and bin/hermes-box-init (the first build compiles every dependency: a few minutes, silent; later ones take seconds)"
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/ ./cmd/hermes ./cmd/hermes-box-init
 
 install:
+	@echo "building $(PREFIX)/bin/hermes and hermes-box-init (the first build compiles every dependency: a few minutes, silent; later ones take seconds)"
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(PREFIX)/bin/ ./cmd/hermes ./cmd/hermes-box-init
 	ln -sf hermes $(PREFIX)/bin/hermes-agent
 	ln -sf hermes $(PREFIX)/bin/hermes-acp

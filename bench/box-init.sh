@@ -53,8 +53,10 @@ measure() {
 		/usr/bin/time -f '%e %M' -a -o "$out" "$@" >/dev/null 2>&1 || true
 	done
 	local wall rss
-	wall=$(awk '{print $1*1000}' "$out" | sort -n | awk -v n="$RUNS" 'NR==int((n+1)/2)')
-	rss=$(awk '{print $2}' "$out" | sort -n | awk -v n="$RUNS" 'NR==int((n+1)/2)')
+	# time(1) adds "Command exited with non-zero status N" lines: keep the figures.
+	grep -E '^[0-9.]+ [0-9]+$' "$out" >"$out.figures"
+	wall=$(awk '{print $1*1000}' "$out.figures" | sort -n | awk -v n="$RUNS" 'NR==int((n+1)/2)')
+	rss=$(awk '{print $2}' "$out.figures" | sort -n | awk -v n="$RUNS" 'NR==int((n+1)/2)')
 	echo "$name $wall $rss"
 }
 

@@ -12,12 +12,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // boxClient is an ACP client that records permission requests (the
@@ -76,7 +77,7 @@ func TestACPBoxBackendAsksNothing(t *testing.T) {
 	e.writeFile("build/out.o", "x")
 	e.writeFile("a.txt", "one\n")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, hermesBin, "acp")
 	cmd.Dir = e.workspace

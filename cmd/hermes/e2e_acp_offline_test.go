@@ -7,7 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // readmeACPCommand is how the README's "Editors (ACP)" section tells a
@@ -29,7 +30,7 @@ func TestACPOfflineExampleFromREADME(t *testing.T) {
 	if err != nil {
 		t.Skip("bash is not installed")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bash, "examples/acp/try.sh")
 	cmd.Dir = "../.."

@@ -9,9 +9,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // tsClientDir holds the ACP TypeScript client test (npm ci by .ci/run).
@@ -49,7 +50,7 @@ func TestACPWithTypeScriptClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, script)
 	cmd.Dir = filepath.Dir(script)

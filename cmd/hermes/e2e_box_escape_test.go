@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hermes-go/hermes/internal/box"
@@ -171,5 +172,47 @@ func TestBoxSpillFileReadableInBox(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(e.home, "cache", "terminal", "terminal-*.log")); len(left) != 0 {
 		t.Errorf("spill files left under HERMES_HOME, where the box cannot read them: %v", left)
+	}
+}
+
+// TestBoxSpillFileSurvivesResume: the spill file a box session's history
+// names is still there after -c (the box restarted; its /tmp is a new
+// tmpfs): read_file on it returns the saved output.
+func TestBoxSpillFileSurvivesResume(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the box needs root (CI runs as root)")
+	}
+	if err := box.Preflight(); err != nil {
+		t.Skipf("the box cannot run here: %v", err)
+	}
+	e := newE2E(t,
+		llmtest.Turn{ToolCalls: []llmtest.Call{{ID: "long", Name: "terminal", Args: args(map[string]any{"command": "seq 1 40000"})}}},
+		llmtest.Turn{Text: "counted"},
+	)
+	e.configureModel()
+	e.mustRun("config", "set", "terminal.backend", "box")
+	t.Cleanup(func() { e.run("box", "rm", e.latestSessionID()) })
+	e.mustRun("chat", "-Q", "-q", "count")
+	var first struct {
+		FullOutputPath string `json:"full_output_path"`
+	}
+	if err := json.Unmarshal([]byte(toolResults(t, e.request(1))["long"]), &first); err != nil || first.FullOutputPath == "" {
+		t.Fatalf("no spill file named (%v): %s", err, toolResults(t, e.request(1))["long"])
+	}
+	var n atomic.Int32
+	e.srv.SetResponder(func(llmtest.Request) llmtest.Turn {
+		if n.Add(1) == 1 {
+			return llmtest.Turn{ToolCalls: []llmtest.Call{{ID: "reread", Name: "read_file",
+				Args: args(map[string]any{"path": first.FullOutputPath, "offset": 39999, "limit": 5})}}}
+		}
+		return llmtest.Turn{Text: "read it"}
+	})
+	res := e.mustRun("chat", "-Q", "-c", "-q", "read the saved output's end")
+	if res.stdout != "read it\n" {
+		t.Fatalf("stdout = %q", res.stdout)
+	}
+	got := toolResults(t, e.request(3))["reread"]
+	if !strings.Contains(got, "40000") || strings.Contains(strings.ToLower(got), "not found") {
+		t.Fatalf("read_file on %s after -c:\n%s", first.FullOutputPath, got)
 	}
 }

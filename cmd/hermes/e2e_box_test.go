@@ -13,6 +13,8 @@ import (
 
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 const calcC = `#include <stdio.h>
@@ -131,7 +133,7 @@ func TestBoxLeftoversOfKilledHermesAreCleaned(t *testing.T) {
 	)
 	e.configureModel()
 	e.mustRun("config", "set", "terminal.backend", "box")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	cmd, _, stderr := e.command(ctx, nil, "chat", "-Q", "-q", "wait")
 	if err := cmd.Start(); err != nil {
@@ -140,7 +142,7 @@ func TestBoxLeftoversOfKilledHermesAreCleaned(t *testing.T) {
 	pid := cmd.Process.Pid
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	// Wait for the box (running sleep) and the refilled spare.
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := waitfor.Deadline(t)
 	for {
 		var box, spare bool
 		for _, g := range ownGroups(pid) {
@@ -168,7 +170,7 @@ func TestBoxLeftoversOfKilledHermesAreCleaned(t *testing.T) {
 	// The killed hermes's inits end as their sockets close; then its groups
 	// are empty, and the next hermes removes them.
 	var res result
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	for deadline := waitfor.Deadline(t); ; {
 		res = e.mustRun("box", "ls")
 		if len(ownGroups(pid)) == 0 || time.Now().After(deadline) {
 			break
@@ -184,7 +186,7 @@ func TestBoxLeftoversOfKilledHermesAreCleaned(t *testing.T) {
 	if spares, _ := os.ReadDir(filepath.Join(e.home, "boxes", ".spare")); len(spares) > 0 {
 		t.Errorf("the killed hermes's prestart files are still there: %v", spares)
 	}
-	for deadline := time.Now().Add(5 * time.Second); len(loopsUnder(e.home)) > 0 && time.Now().Before(deadline); {
+	for deadline := waitfor.Deadline(t); len(loopsUnder(e.home)) > 0 && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if loops := loopsUnder(e.home); len(loops) > 0 {

@@ -6,9 +6,10 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // Regression (issue 8): values and flags that used to be accepted and fail
@@ -85,7 +86,7 @@ func TestSessionsListOnReadOnlyHome(t *testing.T) {
 	script := `mount --bind "$HERMES_HOME" "$HERMES_HOME" && mount -o remount,ro,bind "$HERMES_HOME" && ` +
 		`touch "$HERMES_HOME/probe" 2>/dev/null && { echo still writable >&2; exit 99; }; ` +
 		`"$0" sessions list && "$0" sessions search walrus`
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "unshare", "-m", "--propagation", "private", "sh", "-c", script, hermesBin)
 	cmd.Dir = e.workspace

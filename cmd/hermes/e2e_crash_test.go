@@ -15,6 +15,8 @@ import (
 	"github.com/hermes-go/hermes/internal/llm"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 	"github.com/hermes-go/hermes/internal/store"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // storedSession is a session read from state.db with its active messages.
@@ -281,7 +283,7 @@ func TestDevNullIsNotATerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer null.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	cmd, _, stderr := e.command(ctx, nil, "chat", "-q", "hello")
 	cmd.Stdin, cmd.Stdout = null, null

@@ -16,6 +16,8 @@ import (
 
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // forwardTCP listens on ip:0 and relays each connection to target (the
@@ -122,7 +124,7 @@ func TestGatewayRunsInABoxBehindAForwardedPort(t *testing.T) {
 	task := "seed002-" + strconv.Itoa(os.Getpid())
 	t.Cleanup(func() { e.run("box", "rm", task) })
 	hostPort := freePort(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	cmd, stdout, stderr := e.command(ctx, nil, "box", "exec", "--new", "--stop-timeout", "60s", "-p", fmt.Sprintf("%d:8642", hostPort), task, "--",
 		"env", "HERMES_HOME="+inner, filepath.Join(e.workspace, "hermes"), "gateway", "run")
@@ -146,7 +148,7 @@ func TestGatewayRunsInABoxBehindAForwardedPort(t *testing.T) {
 	// turn in flight and exits 0; box exec exits with it.
 	answered := make(chan string, 1)
 	go func() { answered <- chatText(base, key, "slow one") }()
-	for deadline := time.Now().Add(20 * time.Second); len(e.srv.Requests()) < 2; {
+	for deadline := waitfor.Deadline(t); len(e.srv.Requests()) < 2; {
 		if time.Now().After(deadline) {
 			t.Fatal("the slow request never reached the model")
 		}
@@ -167,7 +169,7 @@ func TestGatewayRunsInABoxBehindAForwardedPort(t *testing.T) {
 		if err != nil {
 			t.Fatalf("box exec after SIGTERM: %v\n%s\n%s", err, stdout.String(), stderr.String())
 		}
-	case <-time.After(90 * time.Second):
+	case <-time.After(time.Until(waitfor.Deadline(t))):
 		t.Fatalf("box exec did not end after SIGTERM\n%s", stderr.String())
 	}
 	// box exec passes the command's stdout and stderr on separately.

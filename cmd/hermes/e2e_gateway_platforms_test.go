@@ -13,6 +13,8 @@ import (
 	"github.com/hermes-go/hermes/internal/gateway/slacktest"
 	"github.com/hermes-go/hermes/internal/gateway/telegramtest"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // countingEcho answers "echo: TEXT #N", N the user messages the model saw
@@ -52,7 +54,7 @@ func TestGatewayAllChatPlatformsKillAndResume(t *testing.T) {
 		"DISCORD_BOT_TOKEN=" + dc.Token, "DISCORD_BASE_URL=" + dc.URL,
 		"SLACK_BOT_TOKEN=" + sl.BotToken, "SLACK_APP_TOKEN=" + sl.AppToken, "SLACK_API_URL=" + sl.URL,
 		"GATEWAY_ALLOWED_USERS=11,21,U31"}
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 
 	cmd, _, stderr := e.command(ctx, env, "gateway", "run")
@@ -105,7 +107,7 @@ func TestGatewayAllChatPlatformsKillAndResume(t *testing.T) {
 	// Discord delivers a message to the connections open when it is sent
 	// (a new session gets no backlog): wait for the restarted gateway's
 	// IDENTIFY, as the killed one's socket may still look open.
-	for deadline := time.Now().Add(30 * time.Second); dc.Identifies() <= identified; time.Sleep(20 * time.Millisecond) {
+	for deadline := waitfor.Deadline(t); dc.Identifies() <= identified; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the restarted gateway did not connect to Discord:\n%s", stderr.String())
 		}

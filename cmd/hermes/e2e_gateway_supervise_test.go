@@ -18,6 +18,8 @@ import (
 	"github.com/hermes-go/hermes/internal/gateway/discordtest"
 	"github.com/hermes-go/hermes/internal/gateway/telegramtest"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // killGatewayAtEnd SIGKILLs a gateway a failed test left running.
@@ -128,7 +130,7 @@ func TestGatewayStartStatusRestartStop(t *testing.T) {
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	answered := make(chan string, 1)
 	go func() { answered <- chat(base, key) }()
-	for deadline := time.Now().Add(20 * time.Second); len(e.srv.Requests()) == 0; {
+	for deadline := waitfor.Deadline(t); len(e.srv.Requests()) == 0; {
 		if time.Now().After(deadline) {
 			t.Fatal("the request never reached the model")
 		}
@@ -174,7 +176,7 @@ func TestGatewayDrainIsBounded(t *testing.T) {
 	e.configureModel()
 	e.srv.SetResponder(func(llmtest.Request) llmtest.Turn { return llmtest.Turn{Stall: true} })
 	port := freePort(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	cmd, _, stderr := e.command(ctx, []string{"API_SERVER_ENABLED=true", "API_SERVER_PORT=" + strconv.Itoa(port),
 		"API_SERVER_KEY=k-123456789", "HERMES_RESTART_DRAIN_TIMEOUT=1"}, "gateway", "run")
@@ -184,7 +186,7 @@ func TestGatewayDrainIsBounded(t *testing.T) {
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	waitHTTP(t, base+"/health", stderr.String)
 	go chat(base, "k-123456789")
-	for deadline := time.Now().Add(20 * time.Second); len(e.srv.Requests()) == 0; {
+	for deadline := waitfor.Deadline(t); len(e.srv.Requests()) == 0; {
 		if time.Now().After(deadline) {
 			t.Fatalf("the request never reached the model\n%s", stderr.String())
 		}
@@ -215,7 +217,7 @@ func TestGatewayTicksCronJobs(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	cmd, _, stderr := e.command(ctx, []string{"TELEGRAM_BOT_TOKEN=" + fake.Token, "TELEGRAM_BASE_URL=" + fake.URL,
 		"GATEWAY_ALLOWED_USERS=11"}, "gateway", "run")
@@ -262,7 +264,7 @@ func TestGatewayCronDeliversThroughLivePlatforms(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	cmd, _, stderr := e.command(ctx, []string{"DISCORD_BOT_TOKEN=" + dc.Token, "DISCORD_BASE_URL=" + dc.URL,
 		"GATEWAY_ALLOWED_USERS=11"}, "gateway", "run")
@@ -294,7 +296,7 @@ func TestGatewayStopKillsAfterItsTimeout(t *testing.T) {
 		"HERMES_RESTART_DRAIN_TIMEOUT=600")
 	pid := gatewayPIDOf(t, e.mustRun("gateway", "start"))
 	go chat("http://127.0.0.1:"+strconv.Itoa(port), key)
-	for deadline := time.Now().Add(20 * time.Second); len(e.srv.Requests()) == 0; {
+	for deadline := waitfor.Deadline(t); len(e.srv.Requests()) == 0; {
 		if time.Now().After(deadline) {
 			t.Fatal("the request never reached the model")
 		}

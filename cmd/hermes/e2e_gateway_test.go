@@ -14,6 +14,8 @@ import (
 
 	"github.com/hermes-go/hermes/internal/gateway/telegramtest"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // freePort returns a loopback TCP port that was free a moment ago.
@@ -30,7 +32,7 @@ func freePort(t *testing.T) int {
 // waitHTTP polls url until it answers 200 or the deadline passes.
 func waitHTTP(t *testing.T, url string, stderr func() string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := waitfor.Deadline(t)
 	for time.Now().Before(deadline) {
 		if resp, err := http.Get(url); err == nil {
 			resp.Body.Close()
@@ -54,7 +56,7 @@ func TestGatewayAPIServerServesAndDrainsOnSIGTERM(t *testing.T) {
 		return llmtest.Turn{Text: "drained answer"}
 	})
 	port := freePort(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	cmd, _, stderr := e.command(ctx, []string{"API_SERVER_ENABLED=true", "API_SERVER_PORT=" + strconv.Itoa(port), "API_SERVER_KEY=k-123456789"},
 		"gateway", "run")
@@ -89,7 +91,7 @@ func TestGatewayAPIServerServesAndDrainsOnSIGTERM(t *testing.T) {
 		answered <- out.Choices[0].Message.Content
 	}()
 	// Wait until the turn reached the model, then stop the gateway.
-	for deadline := time.Now().Add(20 * time.Second); len(e.srv.Requests()) == 0; {
+	for deadline := waitfor.Deadline(t); len(e.srv.Requests()) == 0; {
 		if time.Now().After(deadline) {
 			t.Fatalf("the request never reached the model\n%s", stderr.String())
 		}
@@ -125,7 +127,7 @@ func TestGatewayTelegramEndToEnd(t *testing.T) {
 	e.srv.SetResponder(func(r llmtest.Request) llmtest.Turn { return llmtest.Turn{Text: "hi from the agent"} })
 	fake := telegramtest.New("42:E2ETOKEN")
 	defer fake.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	cmd, _, stderr := e.command(ctx, []string{"TELEGRAM_BOT_TOKEN=" + fake.Token, "TELEGRAM_BASE_URL=" + fake.URL,
 		"GATEWAY_ALLOWED_USERS=11"}, "gateway", "run")

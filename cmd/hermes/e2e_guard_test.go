@@ -14,6 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // dotEnvKey is a provider key kept only in HERMES_HOME/.env.
@@ -122,7 +124,7 @@ func TestKillNineEndsLocalCommands(t *testing.T) {
 	var pids []int
 	for _, name := range []string{"bg.pid", "bg-child.pid", "sleeper.pid", "fg-child.pid"} {
 		var pid int
-		for deadline := time.Now().Add(10 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for deadline := waitfor.Deadline(t); pid == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			b, _ := os.ReadFile(filepath.Join(e.workspace, name))
 			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		}
@@ -134,7 +136,7 @@ func TestKillNineEndsLocalCommands(t *testing.T) {
 	}
 	signal(syscall.SIGKILL)
 	wait()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := waitfor.Deadline(t); ; time.Sleep(20 * time.Millisecond) {
 		var alive []int
 		for _, p := range pids {
 			if running(p) {

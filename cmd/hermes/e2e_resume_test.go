@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // hasExchange reports whether an OpenAI-wire request carries the user
@@ -224,7 +226,7 @@ func TestSigtermDuringToolCallStoresCancelledResult(t *testing.T) {
 	}
 	// The command's process is gone (killed with its process group).
 	gone := false
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := waitfor.Deadline(t); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if syscall.Kill(pid, 0) != nil || isZombie(pid) {
 			gone = true
 			break

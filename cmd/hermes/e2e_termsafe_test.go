@@ -13,6 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // openPTY returns the master and slave ends of a new pseudo-terminal.
@@ -53,7 +55,7 @@ func TestAnswerOnTerminalIsNeutralised(t *testing.T) {
 	e.configureModel()
 	for _, quiet := range []bool{false, true} {
 		master, slave := openPTY(t)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 		args := []string{"chat", "--yolo", "-q", "hi"}
 		if quiet {
 			args = append(args, "-Q")
@@ -67,7 +69,7 @@ func TestAnswerOnTerminalIsNeutralised(t *testing.T) {
 		slave.Close()
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(5 * time.Second): // the reader drains; then it is closed
 			master.Close()
 			<-done
 		}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // tmuxPane is hermes running in a detached tmux session of its own server.
@@ -241,7 +243,7 @@ func TestTUIBigAnswerKeepsLiveRegion(t *testing.T) {
 	p.waitBottom("abc", "anthropic/claude-sonnet-4.6")
 
 	p.keys("C-l")
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := waitfor.Deadline(t)
 	for {
 		rows := p.visible()
 		if len(rows) == 2 && strings.HasPrefix(rows[0], "› abc") {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // A client that sends session/prompt and closes stdin (lines piped into
@@ -52,7 +54,7 @@ func TestPromptAnsweredAfterStdinEnds(t *testing.T) {
 		if err != nil {
 			t.Errorf("Serve: %v", err)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(time.Until(waitfor.Deadline(t))):
 		t.Fatal("Serve did not return after answering the last request")
 	}
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 	"github.com/hermes-go/hermes/internal/session"
 	"github.com/hermes-go/hermes/internal/tool"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // world is one test's HERMES_HOME, workspace and fake model server (the
@@ -30,6 +32,8 @@ type world struct {
 	work string
 	// maxRuntimes is Options.MaxRuntimes of the servers connect starts.
 	maxRuntimes int
+	// replay is session.Options.ReplayPath (--replay) of its runtimes.
+	replay string
 }
 
 func newWorld(t testing.TB, turns ...llmtest.Turn) *world {
@@ -59,7 +63,7 @@ func (w *world) newRuntime(ctx context.Context, cwd string, files tool.FileAcces
 		return nil, err
 	}
 	return session.New(ctx, session.Options{Config: loaded, Home: w.home, UserHome: w.t.TempDir(),
-		Environ: func() []string { return []string{"PATH=/usr/bin:/bin"} }, Platform: Source, Files: files,
+		Environ: func() []string { return []string{"PATH=/usr/bin:/bin"} }, Platform: Source, Files: files, ReplayPath: w.replay,
 		Lock: session.WaitLock("acp test", nil)})
 }
 
@@ -210,7 +214,7 @@ func (c *client) snapshot() []sdk.SessionNotification {
 // own schedule, e.g. after a response); it fails the test after 30 s.
 func (c *client) waitFor(t testing.TB, what string, ok func(sdk.SessionUpdate) bool) {
 	t.Helper()
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(time.Until(waitfor.Deadline(t)))
 	for {
 		for _, n := range c.snapshot() {
 			if ok(n.Update) {

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // A resource link to something that is not a regular file (a FIFO, a
@@ -37,7 +39,7 @@ func TestLinkTextRefusesNonRegularFiles(t *testing.T) {
 			if !strings.Contains(text, "not a regular file") || strings.Contains(text, "\x00") {
 				t.Errorf("link to %s = %.200q, want it named as not a regular file", path, text)
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Until(waitfor.Deadline(t))):
 			t.Fatalf("link to %s: prompt blocked reading it", path)
 		}
 	}

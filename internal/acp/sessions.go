@@ -291,11 +291,19 @@ func (s *Server) SetSessionConfigOption(ctx context.Context, p sdk.SetSessionCon
 const configModel = "model"
 
 // configOptions are the session's options: the model, with the runtime's
-// default and the session's current choice.
+// default and the session's current choice. With no model known (no
+// model.default in config.yaml) there is no model option: an option with
+// an empty name and value offers nothing to choose.
 func (s *Server) configOptions(as *acpSession) []sdk.SessionConfigOption {
-	cur := as.s.Model()
+	cur, def := as.s.Model(), as.rt.Model()
+	if cur == "" {
+		cur = def
+	}
+	if cur == "" {
+		return nil
+	}
 	opts := sdk.SessionConfigSelectOptionsUngrouped{{Name: cur, Value: sdk.SessionConfigValueId(cur)}}
-	if def := as.rt.Model(); def != cur {
+	if def != "" && def != cur {
 		opts = append(opts, sdk.SessionConfigSelectOption{Name: def, Value: sdk.SessionConfigValueId(def)})
 	}
 	return []sdk.SessionConfigOption{{Select: &sdk.SessionConfigOptionSelect{

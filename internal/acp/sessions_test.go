@@ -2,6 +2,8 @@ package acp
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -55,5 +57,35 @@ func TestResumeConfigAndClose(t *testing.T) {
 	_, err = c2.conn.Prompt(ctx, sdk.PromptRequest{SessionId: sdk.SessionId(id), Prompt: []sdk.ContentBlock{sdk.TextBlock("three")}})
 	if err == nil || !strings.Contains(err.Error(), "load or resume") {
 		t.Errorf("prompt after close: %v", err)
+	}
+}
+
+// session/new never offers a model option with an empty name or value
+// (the README's ACP example, a replayed model with no model name, got one):
+// with no model known there is no model option.
+func TestNewSessionModelOptionIsNeverEmpty(t *testing.T) {
+	w := newWorld(t)
+	cfg := "model:\n  provider: replay\n"
+	if err := os.WriteFile(filepath.Join(w.home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.replay = "../../examples/acp/model.jsonl"
+	c := w.connect(sdk.ClientCapabilities{})
+	resp, err := c.conn.NewSession(context.Background(), sdk.NewSessionRequest{Cwd: w.work, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range resp.ConfigOptions {
+		if o.Select == nil || o.Select.Options.Ungrouped == nil {
+			continue
+		}
+		if o.Select.CurrentValue == "" {
+			t.Errorf("option %s has an empty current value", o.Select.Id)
+		}
+		for _, v := range *o.Select.Options.Ungrouped {
+			if v.Name == "" || v.Value == "" {
+				t.Errorf("option %s offers an empty choice %+v", o.Select.Id, v)
+			}
+		}
 	}
 }

@@ -78,7 +78,10 @@ type Options struct {
 	// RepeatedFailureLimit stops a turn when the same failing tool call (same
 	// name and arguments) has failed this many times. 0 = 3.
 	RepeatedFailureLimit int
-	Now                  func() time.Time
+	// SpillDir receives the whole text of tool results cut in a request
+	// (see boundResults; "" = none: the stored session keeps them whole).
+	SpillDir string
+	Now      func() time.Time
 }
 
 // EventKind tells which fields of an Event are set.

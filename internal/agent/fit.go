@@ -2,12 +2,8 @@ package agent
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/google/renameio/v2"
 
 	"github.com/hermes-go/hermes/internal/llm"
 )
@@ -78,21 +74,7 @@ func (c *Compressor) FitRequest(sessionID string, msgs []llm.Message, tight bool
 // spill writes a tool result to SpillDir once and returns its path ("" when
 // there is no SpillDir or the write failed).
 func (c *Compressor) spill(sessionID string, m llm.Message) string {
-	if c.opts.SpillDir == "" {
-		return ""
-	}
-	name := safeName(sessionID) + "-" + safeName(m.ToolCallID) + ".txt"
-	path := filepath.Join(c.opts.SpillDir, name)
-	if _, err := os.Stat(path); err == nil {
-		return path
-	}
-	if err := os.MkdirAll(c.opts.SpillDir, 0o700); err != nil {
-		return ""
-	}
-	if err := renameio.WriteFile(path, []byte(m.Content), 0o600); err != nil {
-		return ""
-	}
-	return path
+	return spillResult(c.opts.SpillDir, sessionID, m)
 }
 
 // safeName keeps letters, digits, '-' and '_' of s (for a file name).

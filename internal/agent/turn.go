@@ -62,27 +62,23 @@ func (a *Agent) RunTurn(ctx context.Context, s *Session, userText string) (TurnR
 				return res, err
 			}
 		}
-		resp, err := a.call(ctx, s, withTools, lastUsage, &res)
+		resp, msg, err := a.answer(ctx, s, withTools, lastUsage, &res)
 		if err != nil {
 			if ctx.Err() != nil {
 				return res, ErrCancelled
 			}
+			var apiErr *llm.APIError
+			if errors.As(err, &apiErr) && apiErr.ContextOverflow {
+				a.notice("%s", overflowNotice(userText))
+				if rerr := a.record(ctx, s, llm.Message{Role: llm.RoleAssistant, Content: OverflowAnswer, FinishReason: FinishContextOverflow}); rerr != nil {
+					return res, rerr
+				}
+			}
 			return res, err
 		}
 		lastUsage = resp.Usage
-		msg := resp.Message
-		if resp.FinishReason == "length" {
-			a.notice("the model's answer was cut off at its output token limit (raise model.max_tokens)")
-		}
-		if len(msg.ToolCalls) == 0 && withTools && a.opts.ParseTextToolCalls != nil && msg.Content != "" {
-			known := func(name string) bool { _, ok := a.opts.Tools.Get(name); return ok }
-			if calls, rest := a.opts.ParseTextToolCalls(msg.Content, known); len(calls) > 0 {
-				msg.ToolCalls, msg.Content = calls, rest
-			}
-		}
-		if !withTools {
-			msg.ToolCalls = nil // the wrap-up call must end the turn
-		}
+		calls := msg.ToolCalls // as the model wrote them: runTool repairs and notes
+		msg.ToolCalls = ranArguments(calls)
 		if err := a.recordAnswer(ctx, s, msg, resp.Usage); err != nil {
 			return res, err
 		}
@@ -93,7 +89,7 @@ func (a *Agent) RunTurn(ctx context.Context, s *Session, userText string) (TurnR
 			}
 			return res, nil
 		}
-		results, err := a.runTools(ctx, s.ID, msg.ToolCalls)
+		results, err := a.runTools(ctx, s.ID, calls)
 		res.ToolCalls += len(msg.ToolCalls)
 		// Each result was stored as its call finished; the history gets
 		// them in call order, the order a resumed session loads them in.
@@ -114,6 +110,43 @@ func (a *Agent) RunTurn(ctx context.Context, s *Session, userText string) (TurnR
 			}
 			return res, nil
 		}
+	}
+}
+
+// answer makes one model call (see call) and returns the model's message
+// with tool calls written as text recovered. An empty answer (no text, no
+// tool call) is asked for once more; a second one is ErrEmptyAnswer. The
+// wrap-up call (withTools false) is not repeated.
+func (a *Agent) answer(ctx context.Context, s *Session, withTools bool, last llm.Usage, res *TurnResult) (llm.Response, llm.Message, error) {
+	for attempt := 1; ; attempt++ {
+		resp, err := a.call(ctx, s, withTools, last, res)
+		if err != nil {
+			return resp, llm.Message{}, err
+		}
+		msg := resp.Message
+		if resp.FinishReason == "length" {
+			a.notice("the model's answer was cut off at its output token limit (raise model.max_tokens)")
+		}
+		if len(msg.ToolCalls) == 0 && withTools && a.opts.ParseTextToolCalls != nil && msg.Content != "" {
+			known := func(name string) bool { _, ok := a.opts.Tools.Get(name); return ok }
+			if calls, rest := a.opts.ParseTextToolCalls(msg.Content, known); len(calls) > 0 {
+				msg.ToolCalls, msg.Content = calls, rest
+			}
+		}
+		if !withTools {
+			// The wrap-up call must end the turn; one without text is
+			// reported as the budget running out (Stopped "max_turns").
+			msg.ToolCalls = nil
+			return resp, msg, nil
+		}
+		if !isEmptyAnswer(msg) {
+			return resp, msg, nil
+		}
+		if attempt > 1 || ctx.Err() != nil {
+			return resp, msg, ErrEmptyAnswer
+		}
+		a.emit(Event{Kind: EventRetry, Text: "the model returned an empty answer (no text, no tool call); asking once more"})
+		last = resp.Usage
 	}
 }
 
@@ -189,10 +222,11 @@ func (a *Agent) stream(ctx context.Context, s *Session, withTools, tight bool) (
 	req := llm.Request{
 		Model:           a.Model(),
 		System:          s.System,
-		Messages:        requestMessages(currentImagesOnly(ValidArguments(s.History))),
+		Messages:        requestMessages(currentImagesOnly(ValidArguments(dropOverflowedTurns(s.History)))),
 		MaxTokens:       a.opts.MaxTokens,
 		ReasoningEffort: a.opts.ReasoningEffort,
 	}
+	req.Messages = boundResults(s.ID, req.Messages, a.opts.SpillDir)
 	if f, ok := a.opts.Compactor.(RequestFitter); ok {
 		req.Messages = f.FitRequest(s.ID, req.Messages, tight)
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 	"github.com/hermes-go/hermes/internal/store"
 	"github.com/hermes-go/hermes/internal/tool"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // signalRecorder forwards to the store and reports each stored tool result.
@@ -42,7 +44,7 @@ func TestToolResultStoredAsSoonAsItsCallFinishes(t *testing.T) {
 		select {
 		case id := <-rec.results:
 			sawFast <- id == "f"
-		case <-time.After(20 * time.Second): // the old code stores nothing until this call returns
+		case <-time.After(time.Until(waitfor.Deadline(t))): // the old code stores nothing until this call returns
 			sawFast <- false
 		}
 		return tool.Result{Content: "slow done"}

@@ -14,6 +14,8 @@ import (
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 	"github.com/hermes-go/hermes/internal/store"
 	"github.com/hermes-go/hermes/internal/tool"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // openStore opens a real session store in a temp dir with one session.
@@ -55,7 +57,7 @@ func TestToolCallsRunConcurrentlyAndReturnInCallOrder(t *testing.T) {
 		started.Done()
 		select {
 		case <-allStarted:
-		case <-time.After(20 * time.Second):
+		case <-time.After(time.Until(waitfor.Deadline(t))):
 			return tool.Errorf("call %d: the other calls never started: tools ran sequentially", a.N)
 		}
 		if a.N+1 < n { // finish in reverse order: wait for the next call

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 type closeRecorder struct {
@@ -39,7 +41,7 @@ func TestLifecycle(t *testing.T) {
 	go func() { killed <- l.Kill() }()
 	select {
 	case <-l.Killed(): // the wait loop sees the request and ends the process
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Until(waitfor.Deadline(t))):
 		t.Fatal("Kill did not signal the wait loop")
 	}
 	if !l.KillRequested() {

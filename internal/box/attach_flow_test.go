@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/backend"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // bigStdin is more stdin than the init could ever queue (the old init
@@ -39,7 +41,7 @@ func TestStdinReachesLateReaderWhole(t *testing.T) {
 	e := startTestBox(t, nil)
 	data, sum := bigStdin()
 	want := sum + "\n" + strconv.Itoa(len(data))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 
 	res, err := e.env.Exec(ctx, backend.ExecRequest{Command: lateReader, Stdin: bytes.NewReader(data), Timeout: time.Minute})
@@ -147,8 +149,8 @@ func TestOwnerWaitsForAttachedCommands(t *testing.T) {
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
 	must(t, c.Start())
-	for i := 0; !strings.Contains(out.String(), "started"); i++ {
-		if i == 400 {
+	for !strings.Contains(out.String(), "started") {
+		if time.Now().After(waitfor.Deadline(t)) {
 			c.Process.Kill()
 			t.Fatalf("attached command did not start: %q", errb.String())
 		}
@@ -320,7 +322,7 @@ func TestStalledOwnerDoesNotFreezeAttachedCommand(t *testing.T) {
 	go func() { done <- c.Wait() }()
 	select {
 	case err = <-done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(time.Until(waitfor.Deadline(t))):
 		c.Process.Kill()
 		<-done
 		release()

@@ -22,6 +22,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hermes-go/hermes/internal/backend"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // attachClientArg makes the test binary an attaching client (TestMain):
@@ -144,11 +146,11 @@ func TestAttachedClientEndKillsItsCommands(t *testing.T) {
 	pid := strings.TrimSpace(line)
 	c.Process.Kill()
 	c.Wait()
-	for i := 0; ; i++ {
+	for {
 		if res := e.run(t, "kill -0 "+pid+" 2>/dev/null"); res.ExitCode != 0 {
 			break
 		}
-		if i == 100 {
+		if time.Now().After(waitfor.Deadline(t)) {
 			t.Fatalf("pid %s in the box outlived the attached process that started it", pid)
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -206,7 +208,7 @@ func TestAttachOwnerStopEndsAttachedCommand(t *testing.T) {
 	if err := e.m.Stop("test-task"); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	if _, err := p.Wait(ctx); !errors.Is(err, ErrBoxStopped) {
 		t.Fatalf("attached command after the owner stopped the box: %v, want ErrBoxStopped", err)
@@ -247,12 +249,10 @@ func TestManagerAttachesToBoxOfAnotherManager(t *testing.T) {
 		t.Fatal("the second manager started a box of its own")
 	}
 	var conn net.Conn
-	for i := 0; i < 100; i++ {
-		if conn, err = b2.DialBox(context.Background(), 7071); err == nil {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitfor.Poll(t, func() bool {
+		conn, err = b2.DialBox(context.Background(), 7071)
+		return err == nil
+	})
 	if err != nil {
 		t.Fatalf("dial the box's port through the attach socket: %v", err)
 	}
@@ -366,8 +366,8 @@ func TestCommandOnTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; !strings.Contains(out.String(), "ready"); i++ {
-		if i == 200 {
+	for !strings.Contains(out.String(), "ready") {
+		if time.Now().After(waitfor.Deadline(t)) {
 			p.Kill()
 			t.Fatalf("no ready line: %q", out.String())
 		}
@@ -377,15 +377,15 @@ func TestCommandOnTerminal(t *testing.T) {
 		t.Errorf("terminal output %q: want a /dev/pts terminal of 30 rows and 100 columns", out.String())
 	}
 	p.Resize(40, 120)
-	for i := 0; !strings.Contains(out.String(), "40 120"); i++ {
-		if i == 200 {
+	for !strings.Contains(out.String(), "40 120") {
+		if time.Now().After(waitfor.Deadline(t)) {
 			p.Kill()
 			t.Fatalf("no SIGWINCH and new size after Resize: %q", out.String())
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
 	pw.Write([]byte{3}) // ^C, typed on the terminal
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	res, err := p.Wait(ctx)
 	if err != nil || res.Signal != "SIGINT" {

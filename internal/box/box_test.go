@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/backend"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 func TestBoxRunsCommandsInItsOwnNamespaces(t *testing.T) {
@@ -211,7 +213,7 @@ func TestBoxIdleStopAndRestart(t *testing.T) {
 	<-mu
 	clock.now = clock.now.Add(time.Hour)
 	mu <- struct{}{}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := waitfor.Deadline(t)
 	for len(e.m.Running()) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("idle box was not stopped")

@@ -10,9 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hermes-go/hermes/internal/backend"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // pinSocketsPerl opens up to 400 loopback TCP connections in the box,
@@ -43,7 +44,7 @@ func TestLimitSocketBuffersCharged(t *testing.T) {
 	}
 	const limitMiB = 64
 	e := startTestBox(t, func(o *Options) { o.Terminal.ContainerMemory = limitMiB })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	script := filepath.Join(e.workspace, "pin.pl")
 	if err := os.WriteFile(script, []byte(pinSocketsPerl), 0o644); err != nil {

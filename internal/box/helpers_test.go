@@ -10,6 +10,8 @@ import (
 
 	"github.com/hermes-go/hermes/internal/backend"
 	"github.com/hermes-go/hermes/internal/config"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // testBoxEnv is a started box for one test, with its HERMES_HOME and
@@ -69,7 +71,7 @@ func startTestBox(t testing.TB, edit func(*Options)) *testBoxEnv {
 // run executes command in the box and fails the test on box errors.
 func (e *testBoxEnv) run(t testing.TB, command string) backend.ExecResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	res, err := e.env.Exec(ctx, backend.ExecRequest{Command: command, Timeout: time.Minute})
 	if err != nil {

@@ -8,9 +8,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // fakeUserHome makes a home directory on the host's root file system (not
@@ -261,7 +262,7 @@ func TestEscapeHomeMadeAfterFirstStart(t *testing.T) {
 	must(t, os.Remove(home))
 	t.Cleanup(func() { os.RemoveAll(home) })
 	m := persistentTestManager(t, func(o *Options) { o.UserHome = home })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	if _, err := m.Open(ctx, "later-home"); err != nil {
 		t.Fatal(err)

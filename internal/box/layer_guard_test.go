@@ -17,6 +17,8 @@ import (
 
 	"github.com/hermes-go/hermes/internal/box/snapshot"
 	"golang.org/x/sys/unix"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // layerHolderArg makes the test binary a process that mounts a box's
@@ -143,7 +145,7 @@ func TestLayerMountEndsWithKilledProcess(t *testing.T) {
 			cmd.Process.Signal(syscall.SIGKILL)
 			cmd.Wait()
 			left := layerLeftovers(image, filepath.Join(home, "boxes"))
-			for deadline := time.Now().Add(10 * time.Second); len(left) > 0 && time.Now().Before(deadline); {
+			for deadline := waitfor.Deadline(t); len(left) > 0 && time.Now().Before(deadline); {
 				time.Sleep(10 * time.Millisecond)
 				left = layerLeftovers(image, filepath.Join(home, "boxes"))
 			}

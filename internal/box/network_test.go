@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/egress"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // loopbackResolver resolves upstream.test to 127.0.0.1 (the fake
@@ -84,7 +86,7 @@ func TestPublishForwardsHostPortToBox(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []byte
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := waitfor.Deadline(t)
 	for time.Now().Before(deadline) {
 		c, err := net.Dial("tcp", addr.String())
 		if err != nil {

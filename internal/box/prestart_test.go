@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // waitSpare waits until m has a prestarted init that has booted (and, for persistent
@@ -16,7 +18,7 @@ import (
 func waitSpare(t testing.TB, m *Manager) (int, string) {
 	t.Helper()
 	wantDisk := m.persistent() && os.Geteuid() == 0
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := waitfor.Deadline(t)
 	for {
 		m.spareMu.Lock()
 		sp, disk := m.spare, m.spareDisk

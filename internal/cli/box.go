@@ -56,10 +56,10 @@ func (a *App) boxTerminalConfig() (config.TerminalConfig, error) {
 }
 
 func (a *App) newBoxCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "box", Short: "manage hermes boxes (sandboxes): ls, exec, shell, port, rm, stats, snapshot(s), restore, fork, diff, apply"}
+	cmd := &cobra.Command{Use: "box", Short: "manage hermes boxes (sandboxes): ls, exec, shell, port, rm, prune, stats, snapshot(s), restore, fork, diff, apply"}
 	cmd.AddCommand(a.newBoxLsCmd(), a.newBoxExecCmd(), a.newBoxShellCmd(), a.newBoxPortCmd(), a.newBoxRmCmd(),
 		a.newBoxStatsCmd(), a.newBoxSnapshotCmd(), a.newBoxSnapshotsCmd(), a.newBoxRestoreCmd(), a.newBoxForkCmd(),
-		a.newBoxDiffCmd(), a.newBoxApplyCmd(), a.newBoxImageCmd())
+		a.newBoxDiffCmd(), a.newBoxApplyCmd(), a.newBoxImageCmd(), a.newBoxPruneCmd())
 	return cmd
 }
 

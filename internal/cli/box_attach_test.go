@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // startOwner runs `hermes box exec -i --new TASK -- sh -c 'echo up; read
@@ -20,8 +22,8 @@ func (c *boxCLI) startOwner(t *testing.T, task string) func() (int, string) {
 	go func() {
 		code <- c.runIO(pr, &out, &errb, "box", "exec", "-i", "--new", task, "--", "sh", "-c", "echo up; read x")
 	}()
-	for i := 0; !strings.Contains(out.String(), "up"); i++ {
-		if i == 600 {
+	for !strings.Contains(out.String(), "up") {
+		if time.Now().After(waitfor.Deadline(t)) {
 			pw.Close()
 			t.Fatalf("owner did not start: %q %q", out.String(), errb.String())
 		}
@@ -84,8 +86,8 @@ func TestBoxCLIOwnerWaitsForAttachedExec(t *testing.T) {
 	go func() {
 		owner <- c.runIO(strings.NewReader(""), &out, &errb, "box", "exec", "--new", "r1", "--", "sh", "-c", "echo up; sleep 1")
 	}()
-	for i := 0; !strings.Contains(out.String(), "up"); i++ {
-		if i == 600 {
+	for !strings.Contains(out.String(), "up") {
+		if time.Now().After(waitfor.Deadline(t)) {
 			t.Fatalf("owner did not start: %q %q", out.String(), errb.String())
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // A layer an older hermes left mounted on the host (its snapshot was
@@ -53,7 +55,7 @@ func TestBoxLsAdvisesUnmountingALeakedLayer(t *testing.T) {
 	if out, err := exec.Command("umount", layer).CombinedOutput(); err != nil {
 		t.Fatalf("the advised umount: %v %s", err, out)
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := waitfor.Deadline(t); ; time.Sleep(10 * time.Millisecond) {
 		ta.run("box", "ls")
 		if ta.stderr.Len() == 0 {
 			break

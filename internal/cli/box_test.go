@@ -16,6 +16,8 @@ import (
 
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/box/snapshot"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // TestMain lets this test binary serve as the box init, as the hermes
@@ -387,8 +389,8 @@ func TestBoxCLIExecAttachesToRunningBox(t *testing.T) {
 		owner <- c.runIO(pr, &ownerOut, &ownerErr, "box", "exec", "-i", "--new", "t1", "--", "sh", "-c", "echo mark > /tmp/mark; echo up; read x; echo bye")
 	}()
 	defer pw.Close()
-	for i := 0; !strings.Contains(ownerOut.String(), "up"); i++ {
-		if i == 600 {
+	for !strings.Contains(ownerOut.String(), "up") {
+		if time.Now().After(waitfor.Deadline(t)) {
 			t.Fatalf("owner did not start: %q %q", ownerOut.String(), ownerErr.String())
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -99,11 +99,13 @@ func OnlyVersion(args []string) bool {
 }
 
 // PrintVersion writes what `hermes --version` prints: the version and
-// release date, the install directory (executable, the running binary's
-// path) and the Go version it was built with.
+// release date, the running binary's path (executable; Hermes Agent prints
+// its install directory there, a Go build has one file) and the Go version
+// it was built with, and how it was installed (InstallMethod).
 func PrintVersion(w io.Writer, executable string) {
 	fmt.Fprintf(w, "Hermes Agent v%s (%s)\n", strings.TrimPrefix(Version, "v"), releaseDateLabel(ReleaseDate))
-	fmt.Fprintf(w, "Install directory: %s\n", executable)
+	fmt.Fprintf(w, "Binary: %s\n", executable)
+	fmt.Fprintf(w, "Install method: %s\n", InstallMethod())
 	fmt.Fprintf(w, "Go: %s\n", runtime.Version())
 }
 

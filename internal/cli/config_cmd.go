@@ -14,6 +14,7 @@ import (
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/llm"
+	"github.com/hermes-go/hermes/internal/session"
 	"github.com/hermes-go/hermes/internal/tool"
 )
 
@@ -320,6 +321,9 @@ func (a *App) configCheck() error {
 		return &ExitError{Code: 1, Err: err}
 	}
 	problems := l.Problems()
+	if err := session.CheckToolsetKeys(toolCatalog(), &l.Config); err != nil {
+		problems = append(problems, err.Error())
+	}
 	// An unknown key is a problem here, listed once (not also as a warning).
 	for _, w := range l.Warnings {
 		if l.IsUnknownKeyWarning(w) {

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"time"
 
+	"github.com/hermes-go/hermes/internal/backend/vercel"
 	"github.com/hermes-go/hermes/internal/doctor"
 )
 
@@ -20,6 +22,12 @@ func (a *App) hostedBackendCheck() doctor.Check {
 		switch kind {
 		case "", "local", "box":
 			return nil // the local guard and box checks cover these
+		case vercel.Kind:
+			now := time.Now()
+			if a.Now != nil {
+				now = a.Now()
+			}
+			return a.vercelChecks(e.Config, now)
 		}
 		b, err := a.newTerminalBackend(e.Config, e.Home)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // On a clean HERMES_HOME (local backend, a key for the chosen provider)
@@ -108,15 +109,15 @@ func TestDoctorHostedBackendCredentials(t *testing.T) {
 	if code := ta.run("setup", "terminal", "--non-interactive", "--backend", "vercel_sandbox", "--cpu", "1", "--memory", "2048"); code != 0 {
 		t.Fatal(ta.stderr)
 	}
-	if code := ta.run("doctor", "--offline"); code != 1 || !strings.Contains(ta.stdout.String(), "✗ terminal backend: vercel_sandbox") ||
+	if code := ta.run("doctor", "--offline"); code != 1 || !strings.Contains(ta.stdout.String(), "✗ vercel auth: no credentials") || !strings.Contains(ta.stdout.String(), "✓ vercel runtime: node24") ||
 		!strings.Contains(ta.stdout.String(), "VERCEL_OIDC_TOKEN") {
 		t.Fatalf("want exit 1 naming VERCEL_OIDC_TOKEN, got %d\n%s", code, ta.stdout)
 	}
-	if code := ta.run("config", "set", "VERCEL_OIDC_TOKEN", "a.b.c"); code != 0 {
+	if code := ta.run("config", "set", "VERCEL_OIDC_TOKEN", fakeOIDC(ta.Now().Add(2*time.Hour))); code != 0 {
 		t.Fatal(ta.stderr)
 	}
 	ta.run("doctor", "--offline")
-	if !strings.Contains(ta.stdout.String(), "✓ terminal backend: vercel_sandbox") {
+	if !strings.Contains(ta.stdout.String(), "✓ vercel auth: OIDC token (VERCEL_OIDC_TOKEN, development only), expires 2026-11-30T16:55:00Z (in 2h0m0s)") {
 		t.Errorf("with the token in .env:\n%s", ta.stdout)
 	}
 }

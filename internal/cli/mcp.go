@@ -125,6 +125,12 @@ func (a *App) mcpAdd(name string, command []string, o mcpAddOptions) error {
 		return err
 	}
 	fmt.Fprintf(a.Stdout, "Added MCP server %s to %s. Check it with `hermes mcp test %s`.\n", name, config.ConfigPath(a.Home()), name)
+	if srv.Command != "" && !srv.Host {
+		if cfg, err := a.loadConfig(); err == nil && cfg.Config.Terminal.Backend == "box" {
+			fmt.Fprintf(a.Stdout, "With terminal.backend: box, stdio MCP servers run inside the box, so %q must exist there; "+
+				"`hermes mcp add %s --host -- COMMAND ARGS...` runs it on the host instead.\n", srv.Command, name)
+		}
+	}
 	if srv.Command != "" {
 		if _, err := exec.LookPath(srv.Command); err != nil {
 			fmt.Fprintf(a.Stderr, "hermes: warning: mcp_servers.%s.command %q is not found on this host (%v); install it or fix the entry with `hermes mcp add %s -- COMMAND ARGS...` (in a box it must exist inside the box)\n",

@@ -53,3 +53,26 @@ func TestMCPAddListTestRemove(t *testing.T) {
 		t.Fatalf("test of a missing command: %d %s", rc, ta.stderr)
 	}
 }
+
+// With the box backend, `mcp add` of a stdio server says it runs inside
+// the box and how to run it on the host (a host path failed later with
+// only "No such file or directory"); --host says nothing of the box.
+func TestMCPAddOnBoxBackendSaysWhereTheServerRuns(t *testing.T) {
+	ta := newTestApp(t, map[string]string{"PATH": os.Getenv("PATH")}, "", false)
+	if rc := ta.run("config", "set", "terminal.backend", "box"); rc != 0 {
+		t.Fatalf("config set: %s", ta.stderr)
+	}
+	if rc := ta.run("mcp", "add", "files", "--", "/home/me/mcp/server.py"); rc != 0 {
+		t.Fatalf("mcp add: %s", ta.stderr)
+	}
+	if out := ta.stdout.String(); !strings.Contains(out, "run inside the box") || !strings.Contains(out, "hermes mcp add files --host") {
+		t.Errorf("mcp add on the box backend says:\n%s", out)
+	}
+	ta.stdout.Reset()
+	if rc := ta.run("mcp", "add", "onhost", "--host", "--", "/home/me/mcp/server.py"); rc != 0 {
+		t.Fatalf("mcp add --host: %s", ta.stderr)
+	}
+	if strings.Contains(ta.stdout.String(), "inside the box") {
+		t.Errorf("mcp add --host: %s", ta.stdout)
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/llm/providers"
+	"github.com/hermes-go/hermes/internal/llm/providers/preset"
 )
 
 // modelOptions are the flags of `hermes model`.
@@ -29,15 +30,28 @@ type modelOptions struct {
 // menuProvider is one entry of the `hermes model` provider menu.
 type menuProvider struct{ name, about string }
 
-// menuProviders returns the providers `hermes model` offers (replay is
-// chosen per run with --provider replay, not saved).
+// menuProviders returns the providers `hermes model` offers: the presets
+// under their labels ("Vercel AI Gateway"), then custom (replay is chosen
+// per run with --provider replay, not saved).
 func menuProviders() []menuProvider {
-	return []menuProvider{
-		{"openrouter", "OpenRouter, many models behind one key (OPENROUTER_API_KEY)"},
-		{"openai", "OpenAI (OPENAI_API_KEY)"},
-		{"anthropic", "Anthropic (ANTHROPIC_API_KEY)"},
-		{"custom", "any OpenAI-compatible endpoint: Ollama, vLLM, llama.cpp, LM Studio"},
+	var out []menuProvider
+	for _, p := range preset.All() {
+		about := p.Label
+		if len(p.KeyEnv) > 0 {
+			about += " (" + strings.Join(p.KeyEnv, " or ") + ")"
+		}
+		out = append(out, menuProvider{p.Slug, about})
 	}
+	return append(out, menuProvider{"custom", "any OpenAI-compatible endpoint: Ollama, vLLM, llama.cpp, LM Studio"})
+}
+
+// menuNames lists the menu's provider names for errors.
+func menuNames() string {
+	var names []string
+	for _, m := range menuProviders() {
+		names = append(names, m.name)
+	}
+	return strings.Join(names, ", ")
 }
 
 // newModelCmd is `hermes model`: choose the provider and model and save
@@ -54,7 +68,7 @@ func (a *App) newModelCmd() *cobra.Command {
 		RunE:  func(*cobra.Command, []string) error { return a.runModel(o) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.provider, "provider", "", "openrouter, openai, anthropic or custom")
+	f.StringVar(&o.provider, "provider", "", "provider slug: openrouter, ai-gateway, anthropic, openai, nous, … or custom (see the menu)")
 	f.StringVar(&o.model, "model", "", "model id, e.g. anthropic/claude-sonnet-4 on openrouter")
 	f.StringVar(&o.baseURL, "base-url", "", "endpoint URL (required for custom, e.g. http://localhost:11434/v1)")
 	f.StringVar(&o.apiKey, "api-key", "", "API key to save in .env (prefer the prompt: flags end up in shell history)")
@@ -81,10 +95,14 @@ func (a *App) runModel(o *modelOptions) error {
 		choice.provider = cur.Provider
 	}
 	if !isMenuProvider(choice.provider) {
-		return fmt.Errorf("--provider %q: use one of openrouter, openai, anthropic, custom", choice.provider)
+		return fmt.Errorf("--provider %q: use one of %s", choice.provider, menuNames())
 	}
+	choice.provider = preset.Canonical(choice.provider)
 	if choice.model == "" && choice.provider == cur.Provider {
 		choice.model = cur.Default
+	}
+	if choice.model == "" {
+		choice.model = providers.DefaultModel(choice.provider)
 	}
 	if choice.model == "" {
 		return fmt.Errorf("no model chosen: pass --model, e.g. hermes model --provider %s --model MODEL_ID", choice.provider)
@@ -195,7 +213,7 @@ func (a *App) askModel(l *config.Loaded, c *modelOptions) error {
 		menu := menuProviders()
 		fmt.Fprintln(a.Stdout, "Providers:")
 		for i, p := range menu {
-			fmt.Fprintf(a.Stdout, "  %d) %-11s %s\n", i+1, p.name, p.about)
+			fmt.Fprintf(a.Stdout, "  %2d) %-15s %s\n", i+1, p.name, p.about)
 		}
 		for tries := 0; c.provider == ""; tries++ {
 			if tries == 3 {
@@ -261,8 +279,8 @@ func (a *App) askModelID(in *lineReader, l *config.Loaded, c *modelOptions) erro
 		return nil
 	}
 	cur := l.Config.Model
-	def := ""
-	if c.provider == cur.Provider {
+	def := providers.DefaultModel(c.provider)
+	if c.provider == cur.Provider && cur.Default != "" {
 		def = cur.Default
 	}
 	key := c.apiKey
@@ -365,7 +383,7 @@ func (a *App) readSecret(in *lineReader, prompt string) (string, error) {
 
 func isMenuProvider(p string) bool {
 	for _, m := range menuProviders() {
-		if m.name == p {
+		if m.name == preset.Canonical(p) {
 			return true
 		}
 	}

@@ -56,15 +56,16 @@ func TestModelFlagsWithoutTerminal(t *testing.T) {
 }
 
 func TestModelInteractiveCustom(t *testing.T) {
-	// provider 4 (custom), a bad URL then a good one, the key, the model
+	// provider custom (by name), a bad URL then a good one, the key, the model
 	// id (typed: the endpoint does not answer /models).
-	stdin := "4\nnot a url\nhttp://127.0.0.1:1/v1\nsk-local-key-7777\nqwen2.5-coder\n"
+	stdin := "custom\nnot a url\nhttp://127.0.0.1:1/v1\nsk-local-key-7777\nqwen2.5-coder\n"
 	ta := newTestApp(t, nil, stdin, true)
 	if code := ta.run("model"); code != 0 {
 		t.Fatalf("%d %s\n%s", code, ta.stderr, ta.stdout)
 	}
 	out := ta.stdout.String()
-	if !strings.Contains(out, "1) openrouter") || !strings.Contains(out, "4) custom") || strings.Contains(out, "sk-local-key") {
+	if !strings.Contains(out, "1) openrouter") || !strings.Contains(out, ") custom") || !strings.Contains(out, ") ai-gateway      Vercel AI Gateway (AI_GATEWAY_API_KEY or VERCEL_OIDC_TOKEN)") ||
+		strings.Contains(out, "sk-local-key") {
 		t.Errorf("prompt output:\n%s", out)
 	}
 	l := loadTestConfig(t, ta)
@@ -152,5 +153,28 @@ func TestModelSwitchDropsOldKey(t *testing.T) {
 	}
 	if l := loadTestConfig(t, ta); l.Config.Model.APIKey != "" {
 		t.Errorf("host A's key kept for host B: %+v", l.Config.Model)
+	}
+}
+
+// TestModelPresetDefaultModel: `hermes model --provider ai-gateway` without
+// --model saves the preset's default model, and the Hermes alias
+// openai-api is saved as openai.
+func TestModelPresetDefaultModel(t *testing.T) {
+	ta := newTestApp(t, nil, "", false)
+	if code := ta.run("model", "--provider", "ai-gateway"); code != 0 {
+		t.Fatalf("%d %s", code, ta.stderr)
+	}
+	m := loadTestConfig(t, ta).Config.Model
+	if m.Provider != "ai-gateway" || m.Default != "anthropic/claude-opus-4.6" {
+		t.Errorf("model = %+v", m)
+	}
+	if !strings.Contains(ta.stdout.String(), "AI_GATEWAY_API_KEY is not set") {
+		t.Errorf("no hint for the key:\n%s", ta.stdout)
+	}
+	if code := ta.run("model", "--provider", "openai-api", "--model", "gpt-5.4"); code != 0 {
+		t.Fatalf("%d %s", code, ta.stderr)
+	}
+	if m := loadTestConfig(t, ta).Config.Model; m.Provider != "openai" {
+		t.Errorf("alias saved as %q", m.Provider)
 	}
 }

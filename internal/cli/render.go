@@ -42,14 +42,14 @@ func (r *renderer) event(ev session.Event) {
 		if r.safe != nil {
 			text = r.safe.Clean(text)
 		}
-		fmt.Fprint(r.out, text)
+		r.writeStreamed(text)
 		r.streamed = true
-		if text != "" {
-			r.midLine = !strings.HasSuffix(text, "\n")
-		}
 	case session.ToolStart:
 		if r.quiet && !r.verbose {
 			return
+		}
+		if r.safe != nil && !r.quiet {
+			r.writeStreamed(r.safe.Flush())
 		}
 		r.endLine()
 		fmt.Fprintf(r.diag, "  ⚙ %s %s\n", termsafe.Clean(ev.Tool), preview(ev.Args, 120))
@@ -75,6 +75,15 @@ func (r *renderer) event(ev session.Event) {
 	}
 }
 
+// writeStreamed writes a piece of the streamed answer to out.
+func (r *renderer) writeStreamed(text string) {
+	if text == "" {
+		return
+	}
+	fmt.Fprint(r.out, text)
+	r.midLine = !strings.HasSuffix(text, "\n")
+}
+
 // endLine terminates a streamed line before other output.
 func (r *renderer) endLine() {
 	if r.midLine {
@@ -95,6 +104,9 @@ func (r *renderer) finish(text string) {
 			fmt.Fprintln(r.out, strings.TrimRight(text, "\n"))
 		}
 	} else {
+		if r.safe != nil {
+			r.writeStreamed(r.safe.Flush())
+		}
 		r.endLine()
 	}
 	r.streamed = false

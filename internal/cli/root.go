@@ -105,12 +105,27 @@ func (a *App) Run(ctx context.Context, args []string) int {
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		if !ee.Silent && ee.Err != nil {
-			fmt.Fprintln(a.Stderr, "hermes:", escapeControls(ee.Err.Error()))
+			fmt.Fprintln(a.Stderr, errorLine(ee.Err))
 		}
 		return ee.Code
 	}
-	fmt.Fprintln(a.Stderr, "hermes:", escapeControls(err.Error()))
+	fmt.Fprintln(a.Stderr, errorLine(err))
 	return 1
+}
+
+// errorLine is the line Run prints for err: "hermes: " and its message
+// with controls escaped, the program named once even when the message
+// already starts with it ("hermes sandbox serve: listen ..." was printed
+// "hermes: hermes sandbox serve: listen ...").
+func errorLine(err error) string {
+	msg := escapeControls(err.Error())
+	for _, p := range []string{"hermes: ", "hermes:", "hermes "} {
+		if rest, ok := strings.CutPrefix(msg, p); ok {
+			msg = rest
+			break
+		}
+	}
+	return "hermes: " + msg
 }
 
 // escapeControls writes the control characters of an error message other
@@ -166,6 +181,8 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newCronCmd(),
 		a.newMCPCmd(),
 		a.newACPCmd(),
+		a.newProxyCmd(),
+		a.newUpdateCmd(),
 	)
 	root.AddCommand(a.newPairingCmd())
 	root.AddCommand(a.faceCommands()...)

@@ -120,7 +120,7 @@ func mountTemplate(dir string) (func(), error) {
 	for unix.Unmount(dir, unix.MNT_DETACH) == nil {
 	}
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1g"); err != nil {
-		return nil, fmt.Errorf("hermes sandbox serve: mount the template layer (tmpfs) on %s: %w (run as root)", dir, err)
+		return nil, fmt.Errorf("sandbox serve: mount the template layer (tmpfs) on %s: %w (run as root)", dir, err)
 	}
 	return func() { unix.Unmount(dir, unix.MNT_DETACH) }, nil
 }
@@ -175,11 +175,11 @@ func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error
 	}
 	for _, k := range keys {
 		if strings.TrimSpace(k) == "" {
-			return errors.New("hermes sandbox serve: an --api-key is empty or blank: give a real key (e.g. `openssl rand -hex 24`)")
+			return errors.New("sandbox serve: an --api-key is empty or blank: give a real key (e.g. `openssl rand -hex 24`)")
 		}
 	}
 	if len(keys) == 0 && (!isLoopback(o.apiAddr) || !isLoopback(o.envdAddr)) {
-		return errors.New("hermes sandbox serve: a listener is not on loopback, so an API key is required: pass --api-key KEY or --api-keys-file FILE")
+		return errors.New("sandbox serve: a listener is not on loopback, so an API key is required: pass --api-key KEY or --api-keys-file FILE")
 	}
 	env := map[string]string{}
 	for _, kv := range o.env {
@@ -274,7 +274,7 @@ func serveBoth(ctx context.Context, log *slog.Logger, conns *httpguard.Conns, li
 	for _, l := range listeners {
 		ln, err := conns.Listen(l.addr)
 		if err != nil {
-			return fmt.Errorf("hermes sandbox serve: listen on %s: %w", l.addr, err)
+			return fmt.Errorf("sandbox serve: listen on %s: %w", l.addr, err)
 		}
 		log.Info("listening", "addr", ln.Addr().String())
 		hs := httpguard.NewServer(l.handler)

@@ -187,10 +187,10 @@ func (a *App) newSessionsExportCmd() *cobra.Command {
 }
 
 func (a *App) newSessionsDeleteCmd() *cobra.Command {
-	var yes bool
+	var yes, keepBox bool
 	cmd := &cobra.Command{
 		Use:   "delete ID",
-		Short: "delete a session and its messages",
+		Short: "delete a session, its messages and its box (asked on a terminal; --keep-box keeps the box)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withSessionStore(func(st *store.Store) error {
@@ -213,11 +213,13 @@ func (a *App) newSessionsDeleteCmd() *cobra.Command {
 					return err
 				}
 				fmt.Fprintf(a.Stdout, "Deleted session %s%s\n", s.ID, sessionQuotedTitle(s))
+				a.deleteSessionBox(s.ID, keepBox, yes)
 				return nil
 			})
 		},
 	}
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation (the session's box is deleted too unless --keep-box)")
+	cmd.Flags().BoolVar(&keepBox, "keep-box", false, "keep the session's box and its persistent layer (hermes box rm ID deletes it later)")
 	return cmd
 }
 

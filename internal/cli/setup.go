@@ -65,22 +65,32 @@ func (s setupSetting) applies(backend string) bool {
 // written; each write is config.Set's atomic update of config.yaml or .env.
 func (a *App) newSetupCmd() *cobra.Command {
 	var nonInteractive bool
+	o := &modelOptions{}
 	cmd := &cobra.Command{
 		Use:   "setup [model|terminal|tools|gateway]",
 		Short: "configure the model, the terminal backend, the toolsets and the gateway (a wizard, or flags with --non-interactive)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
+			// Plain `setup` takes the model flags as Hermes's does
+			// (`hermes setup --non-interactive --provider P --model M`).
+			given := *o != modelOptions{}
 			if nonInteractive || !a.IsTerminal {
-				return errors.New("name what to set up with flags: hermes setup model --non-interactive --provider P --model M, " +
-					"or hermes setup terminal --non-interactive --backend box --memory 4096 (hermes setup terminal --help lists the backends)")
+				if !given {
+					return errors.New("name what to set up with flags: hermes setup --non-interactive --provider P --model M, " +
+						"or hermes setup terminal --non-interactive --backend box --memory 4096 (hermes setup terminal --help lists the backends)")
+				}
+				b := *a
+				b.IsTerminal = false
+				return b.runModel(o)
 			}
-			if err := a.runModel(&modelOptions{}); err != nil {
+			if err := a.runModel(o); err != nil {
 				return err
 			}
 			return a.setupTerminal(map[string]string{}, true)
 		},
 	}
 	cmd.PersistentFlags().BoolVar(&nonInteractive, "non-interactive", false, "never prompt; take every value from flags")
+	addModelFlags(cmd, o)
 	// `setup gateway` is `gateway setup` (its own --non-interactive flag
 	// shadows the inherited one).
 	gw := a.newGatewaySetupCmd()
@@ -101,12 +111,18 @@ func (a *App) newSetupModelCmd(nonInteractive *bool) *cobra.Command {
 			return b.runModel(o)
 		},
 	}
+	addModelFlags(cmd, o)
+	return cmd
+}
+
+// addModelFlags adds the model choice flags (--provider, --model,
+// --base-url, --api-key) of `setup` and `setup model` to cmd, into o.
+func addModelFlags(cmd *cobra.Command, o *modelOptions) {
 	f := cmd.Flags()
 	f.StringVar(&o.provider, "provider", "", "openrouter, openai, anthropic or custom")
 	f.StringVar(&o.model, "model", "", "model id, e.g. anthropic/claude-sonnet-4 on openrouter")
 	f.StringVar(&o.baseURL, "base-url", "", "endpoint URL (required for custom)")
 	f.StringVar(&o.apiKey, "api-key", "", "API key to save in .env (mode 0600)")
-	return cmd
 }
 
 func (a *App) newSetupTerminalCmd(nonInteractive *bool) *cobra.Command {
@@ -162,6 +178,7 @@ func (a *App) setupTerminal(given map[string]string, interactive bool) error {
 	for _, s := range terminalSettings() {
 		vals[s.flag] = s.current(cur)
 	}
+	a.vercelLinkDefaults(l.Getenv, vals)
 	for _, s := range terminalSettings() {
 		v, ok := given[s.flag]
 		if !s.applies(backend) && !ok {
@@ -176,6 +193,8 @@ func (a *App) setupTerminal(given map[string]string, interactive bool) error {
 			if err != nil {
 				return err
 			}
+		case interactive && vercelIDSetting(s.flag) && vals[s.flag] == "" && l.Getenv("VERCEL_TOKEN") == "":
+			continue // OIDC auth names its project; nothing linked to offer
 		case interactive:
 			if norm, err = a.askSetting(in, home, s, wizardDefault(backend, s, vals), func(v string) error {
 				return checkPair(backend, s.flag, v, vals)
@@ -189,6 +208,9 @@ func (a *App) setupTerminal(given map[string]string, interactive bool) error {
 			backend = norm
 		}
 		vals[s.flag] = norm
+		if norm == "" && config.IsEnvKey(s.key) {
+			continue // nothing to save in .env
+		}
 		writes = append(writes, write{s.key, norm})
 	}
 	if err := checkBackendSettings(backend, vals); err != nil {

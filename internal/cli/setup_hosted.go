@@ -25,6 +25,7 @@ var vercelRuntimes = []string{"node24", "node22", "python3.13"}
 // config.yaml: its keys live in .env).
 func hostedSettings() []setupSetting {
 	ssh := []string{"ssh"}
+	vc := []string{vercel.Kind}
 	return []setupSetting{
 		{flag: "docker-image", key: "terminal.docker_image", label: "Docker image", backends: []string{"docker"},
 			current: func(t config.TerminalConfig) string {
@@ -38,6 +39,10 @@ func hostedSettings() []setupSetting {
 			current: func(t config.TerminalConfig) string { return strconv.Itoa(cmpOrInt(t.SSHPort, 22)) }, check: checkSSHPort},
 		{flag: "ssh-key", key: "terminal.ssh_key", label: "SSH private key file (empty: ssh-agent, then ~/.ssh/id_*)", backends: ssh,
 			current: func(t config.TerminalConfig) string { return t.SSHKey }, check: checkSSHKey},
+		{flag: "vercel-project-id", key: "VERCEL_PROJECT_ID", label: "Vercel project id for VERCEL_TOKEN auth (Enter keeps; empty with OIDC)", backends: vc,
+			current: func(config.TerminalConfig) string { return "" }, check: checkVercelID("--vercel-project-id")},
+		{flag: "vercel-team-id", key: "VERCEL_TEAM_ID", label: "Vercel team id for VERCEL_TOKEN auth (Enter keeps; empty with OIDC)", backends: vc,
+			current: func(config.TerminalConfig) string { return "" }, check: checkVercelID("--vercel-team-id")},
 	}
 }
 
@@ -175,5 +180,48 @@ func (a *App) credentialNotice(backend string, getenv func(string) string) {
 	}
 	if msg != "" {
 		fmt.Fprintf(a.Stdout, "Note: %s (saved in %s).\n", msg, filepath.Join(a.Home(), ".env"))
+	}
+}
+
+// vercelIDSetting is whether flag is one of the Vercel project/team ids.
+func vercelIDSetting(flag string) bool {
+	return flag == "vercel-project-id" || flag == "vercel-team-id"
+}
+
+// vercelLinkDefaults fills the Vercel id defaults: VERCEL_PROJECT_ID and
+// VERCEL_TEAM_ID when set, else the nearest .vercel/project.json (written
+// by `vercel link`) at or above the working directory, as seed 004 says.
+// A broken project.json is reported and ignored.
+func (a *App) vercelLinkDefaults(getenv func(string) string, vals map[string]string) {
+	vals["vercel-project-id"], vals["vercel-team-id"] = getenv("VERCEL_PROJECT_ID"), getenv("VERCEL_TEAM_ID")
+	if vals["vercel-project-id"] != "" && vals["vercel-team-id"] != "" {
+		return
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return
+	}
+	link, found, err := vercel.FindProjectLink(wd)
+	if err != nil {
+		fmt.Fprintf(a.Stderr, "warning: %v\n", err)
+		return
+	}
+	if !found {
+		return
+	}
+	vals["vercel-project-id"] = cmpOrString(vals["vercel-project-id"], link.ProjectID)
+	vals["vercel-team-id"] = cmpOrString(vals["vercel-team-id"], link.OrgID)
+}
+
+// checkVercelID accepts a Vercel id (prj_…, team_…) or nothing.
+func checkVercelID(flag string) func(string, string) (string, error) {
+	return func(_, v string) (string, error) {
+		v = strings.TrimSpace(v)
+		if v != "" && (len(v) > 128 || strings.ContainsFunc(v, func(r rune) bool {
+			return !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+		})) {
+			return "", fmt.Errorf("%s %q: give a Vercel id such as prj_abc123 or team_abc123", flag, v)
+		}
+		return v, nil
 	}
 }

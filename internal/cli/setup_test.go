@@ -96,6 +96,23 @@ func TestSetupModelNonInteractiveRoundTrip(t *testing.T) {
 	}
 }
 
+// Plain `setup` takes the model flags as Hermes's does: `hermes setup
+// --non-interactive --provider P --model M` was "unknown flag: --provider".
+func TestSetupTakesTheModelFlags(t *testing.T) {
+	ta := newTestApp(t, nil, "", true)
+	code := ta.run("setup", "--non-interactive", "--provider", "custom", "--model", "qwen3",
+		"--base-url", "http://localhost:11434/v1")
+	if code != 0 {
+		t.Fatalf("setup --non-interactive --provider ...: %d %s", code, ta.stderr)
+	}
+	if m := setupConfig(t, ta).Model; m.Provider != "custom" || m.Default != "qwen3" || m.BaseURL != "http://localhost:11434/v1" {
+		t.Errorf("model after setup: %+v", m)
+	}
+	if code := ta.run("setup", "--non-interactive"); code != 1 || !strings.Contains(ta.stderr.String(), "--provider") {
+		t.Errorf("setup --non-interactive without flags: %d %s", code, ta.stderr)
+	}
+}
+
 // On a terminal the wizard asks each setting, re-asks after a bad answer,
 // and takes the default on Enter.
 func TestSetupTerminalWizard(t *testing.T) {

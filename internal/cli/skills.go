@@ -12,6 +12,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/skills"
+	"github.com/hermes-go/hermes/internal/skills/bundled"
 	"github.com/hermes-go/hermes/internal/workspacefile"
 )
 
@@ -46,6 +47,7 @@ func (a *App) newSkillsCmd() *cobra.Command {
 		Short: "list installed skills",
 		Args:  cobra.NoArgs,
 		RunE: withLibrary(func(lib *skills.Library, _ []string) error {
+			_ = a.syncBundled(false)
 			return a.skillsList(lib, category)
 		}),
 	}
@@ -92,7 +94,13 @@ func (a *App) newSkillsCmd() *cobra.Command {
 			return a.skillsCheck(lib)
 		}),
 	}
-	cmd.AddCommand(list, show, create, del, check)
+	sync := &cobra.Command{
+		Use:   "sync",
+		Short: "install or refresh the skills bundled with hermes (copies you edited are kept)",
+		Args:  cobra.NoArgs,
+		RunE:  func(*cobra.Command, []string) error { return a.syncBundled(true) },
+	}
+	cmd.AddCommand(list, show, create, del, check, sync)
 	return cmd
 }
 
@@ -251,4 +259,42 @@ func (a *App) skillsCheck(lib *skills.Library) error {
 	}
 	fmt.Fprintf(a.Stdout, "%d problem(s) in %d file(s); %d skill(s) usable.\n", len(diags), len(files), len(list))
 	return &ExitError{Code: 1, Silent: true}
+}
+
+// syncBundled seeds or refreshes the bundled skills in HERMES_HOME/skills
+// (package bundled). verbose reports every outcome (`hermes skills sync`);
+// otherwise only changes and kept edits are mentioned, on stderr.
+func (a *App) syncBundled(verbose bool) error {
+	rep, err := bundled.Sync(a.Home())
+	if err != nil {
+		err = fmt.Errorf("bundled skills: %w", err)
+		if !verbose {
+			fmt.Fprintln(a.Stderr, "warning:", err)
+			return nil
+		}
+		return err
+	}
+	w := a.Stderr
+	if verbose {
+		w = a.Stdout
+	}
+	switch {
+	case rep.OptedOut:
+		if verbose {
+			fmt.Fprintf(w, "Bundled skills are off (%s exists in %s/skills).\n", bundled.OptOut, a.Home())
+		}
+		return nil
+	case len(rep.Installed) > 0:
+		fmt.Fprintf(w, "Installed bundled skills: %s\n", strings.Join(rep.Installed, ", "))
+	}
+	if len(rep.Updated) > 0 {
+		fmt.Fprintf(w, "Updated bundled skills: %s\n", strings.Join(rep.Updated, ", "))
+	}
+	if len(rep.Kept) > 0 {
+		fmt.Fprintf(w, "Kept your edited copies of: %s\n", strings.Join(rep.Kept, ", "))
+	}
+	if verbose && !rep.Changed() && len(rep.Kept) == 0 {
+		fmt.Fprintln(w, "Bundled skills are up to date.")
+	}
+	return nil
 }

@@ -27,6 +27,13 @@ func skillsTestApp(t *testing.T, stdin string) (*App, *bytes.Buffer, *bytes.Buff
 
 func TestSkillsCreateListShowDelete(t *testing.T) {
 	app, out, errOut, home := skillsTestApp(t, "")
+	// This test is about the person's own skills: no bundled ones.
+	if err := os.MkdirAll(filepath.Join(home, "skills"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "skills", ".no-bundled-skills"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	run := func(args ...string) int {
 		out.Reset()
 		errOut.Reset()
@@ -137,5 +144,23 @@ func TestYAMLScalarRoundTrips(t *testing.T) {
 		if got := yamlScalar(in); got != want {
 			t.Errorf("%q → %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestSkillsListShowsBundled: on a new HERMES_HOME `hermes skills list`
+// shows the skills bundled with hermes (issue 25: "skills list says none").
+func TestSkillsListShowsBundled(t *testing.T) {
+	app, out, errOut, _ := skillsTestApp(t, "")
+	if code := app.Run(context.Background(), []string{"skills", "list"}); code != 0 {
+		t.Fatal(errOut)
+	}
+	for _, want := range []string{"working-in-a-box", "secrets-and-egress", "triaging-logs", "writing-a-skill"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("list lacks %s:\n%s", want, out)
+		}
+	}
+	out.Reset()
+	if code := app.Run(context.Background(), []string{"skills", "sync"}); code != 0 || !strings.Contains(out.String(), "up to date") {
+		t.Errorf("sync: %d %s %s", code, out, errOut)
 	}
 }

@@ -49,6 +49,10 @@ func (a *App) printStatusConfig(l *config.Loaded) {
 	fmt.Fprintf(w, "config       %s%s\n", l.Path, note)
 	c := l.Config
 	prov, err := providers.Resolve(providers.Options{Provider: c.Model.Provider, BaseURL: c.Model.BaseURL, Getenv: l.Getenv})
+	defaultModel := ""
+	if err == nil {
+		defaultModel = providers.DefaultModel(prov)
+	}
 	switch {
 	case err != nil:
 		prov = "none (run hermes model)"
@@ -57,6 +61,9 @@ func (a *App) printStatusConfig(l *config.Loaded) {
 	}
 	fmt.Fprintf(w, "provider     %s\n", prov)
 	model := c.Model.Default
+	if model == "" && defaultModel != "" {
+		model = defaultModel + " (the provider's default)"
+	}
 	if model == "" {
 		model = "none (run hermes model)"
 	}

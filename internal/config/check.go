@@ -2,15 +2,23 @@ package config
 
 import (
 	"fmt"
+	"github.com/hermes-go/hermes/internal/llm/providers/preset"
 	"net/url"
 	"reflect"
 	"slices"
 	"strings"
 )
 
-// Providers returns the model providers this build knows, in menu order
-// (issue 2 "Providers"; replay plays back a --record file).
-func Providers() []string { return []string{"openrouter", "openai", "anthropic", "custom", "replay"} }
+// Providers returns the model providers this build knows, in menu order:
+// the presets (package preset, Hermes's slugs), custom and replay (plays
+// back a --record file).
+func Providers() []string { return append(preset.Slugs(), "custom", "replay") }
+
+// keyOptional is whether provider runs without a key (a local server).
+func keyOptional(provider string) bool {
+	p, _ := preset.Lookup(provider)
+	return p.KeyOptional
+}
 
 // Problems checks values that parse but cannot work: an unknown provider,
 // backend, approvals mode, box workspace, local sandbox, API mode or reasoning effort, a custom provider without model.base_url, a
@@ -21,7 +29,7 @@ func (l *Loaded) Problems() []string {
 	var out []string
 	c := l.Config
 	where := l.Where
-	if p := c.Model.Provider; p != "" && !slices.Contains(Providers(), p) {
+	if p := c.Model.Provider; p != "" && !slices.Contains(Providers(), preset.Canonical(p)) {
 		out = append(out, fmt.Sprintf("%s: unknown provider %q; use one of %s (hermes model)", where("model.provider"), p, strings.Join(Providers(), ", ")))
 	}
 	if c.Model.Provider == "custom" && c.Model.BaseURL == "" {
@@ -32,7 +40,7 @@ func (l *Loaded) Problems() []string {
 			out = append(out, fmt.Sprintf("%s: %v", where("model.base_url"), err))
 		}
 	}
-	if names := ProviderKeyEnv(c.Model.Provider); len(names) > 0 {
+	if names := ProviderKeyEnv(c.Model.Provider); len(names) > 0 && !keyOptional(c.Model.Provider) {
 		found := false
 		for _, n := range names {
 			found = found || l.Getenv(n) != ""

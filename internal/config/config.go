@@ -14,9 +14,13 @@ type Config struct {
 	Skills      SkillsConfig      `yaml:"skills"`
 	Compression CompressionConfig `yaml:"compression"`
 	Toolsets    []string          `yaml:"toolsets"`
-	Web         WebConfig         `yaml:"web"`
-	Browser     BrowserConfig     `yaml:"browser"`
-	Security    SecurityConfig    `yaml:"security"`
+	// PlatformToolsets chooses the toolsets of one platform's sessions
+	// (Hermes "platform_toolsets": cli, acp, api_server, telegram, discord,
+	// slack, cron), instead of toolsets. --toolsets overrides both.
+	PlatformToolsets map[string][]string `yaml:"platform_toolsets"`
+	Web              WebConfig           `yaml:"web"`
+	Browser          BrowserConfig       `yaml:"browser"`
+	Security         SecurityConfig      `yaml:"security"`
 	// ContextFileMaxChars caps a project context file (AGENTS.md, ...) in
 	// the system prompt, in characters; 0 = 20,000 (Hermes
 	// "context_file_max_chars").
@@ -82,6 +86,9 @@ type AgentConfig struct {
 	MaxTurns        int    `yaml:"max_turns"` // 0 = default (90)
 	ReasoningEffort string `yaml:"reasoning_effort"`
 	SystemPrompt    string `yaml:"system_prompt"`
+	// DisabledToolsets are removed from every platform's toolsets last
+	// (Hermes "agent.disabled_toolsets"): toolset names or tool names.
+	DisabledToolsets []string `yaml:"disabled_toolsets"`
 }
 
 // TerminalConfig is the terminal: section.

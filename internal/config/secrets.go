@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/hermes-go/hermes/internal/llm/providers/preset"
 	"github.com/hermes-go/hermes/internal/secret"
 )
 
@@ -116,17 +117,13 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 	return atomicfile.Write(path, data, perm)
 }
 
-// ProviderKeyEnv lists, per built-in provider, the environment variables
+// ProviderKeyEnv lists, per preset provider, the environment variables
 // that can hold its API key, in order of preference (Hermes
-// "environment-variables.md"). The custom provider uses model.api_key.
+// "environment-variables.md", package preset). The custom provider uses
+// model.api_key.
 func ProviderKeyEnv(provider string) []string {
-	switch provider {
-	case "openrouter":
-		return []string{"OPENROUTER_API_KEY"}
-	case "openai":
-		return []string{"OPENAI_API_KEY"}
-	case "anthropic":
-		return []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_TOKEN"}
+	if p, ok := preset.Lookup(provider); ok {
+		return append([]string(nil), p.KeyEnv...)
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ func TestSetValidatesEnumeratedValues(t *testing.T) {
 		{"terminal.box_workspace", "overlayfs", "bind, overlay", "overlay"},
 		{"terminal.local_sandbox", "workspace", "workspace-write, read-only, off", "workspace-write"},
 		{"terminal.local_sandbox", "readonly", "workspace-write, read-only, off", "read-only"},
-		{"model.provider", "openruter", "openrouter, openai, anthropic, custom, replay, auto", "openrouter"},
+		{"model.provider", "openruter", "openrouter, anthropic, openai, ai-gateway, nous", "openrouter"},
 		{"model.provider", "OpenAI", "openrouter", "openai"},
 		{"model.api_mode", "chat", "chat_completions, anthropic_messages", ""},
 		{"agent.reasoning_effort", "hihg", "high", "high"},

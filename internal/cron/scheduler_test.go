@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // fakeClock is a settable clock whose After channels fire when the test
@@ -263,7 +265,7 @@ func TestLoopTicksOnTheInjectedClock(t *testing.T) {
 	start := date("2026-05-01 08:00")
 	clock := &fakeClock{now: start}
 	s, cr := newTestScheduler(t, clock)
-	mustAdd(t, s.Store, Job{Name: "j", Schedule: "every 5m", Prompt: "x"})
+	job := mustAdd(t, s.Store, Job{Name: "j", Schedule: "every 5m", Prompt: "x"})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -271,14 +273,27 @@ func TestLoopTicksOnTheInjectedClock(t *testing.T) {
 		close(done)
 	}()
 	runs := func() int { cr.mu.Lock(); defer cr.mu.Unlock(); return cr.runs["j"] }
+	// ended: the job's run lock is free, so its last run has ended. The
+	// count goes up when Run is called, but the run holds the lock until
+	// its output is written and recorded; under load the 08:05 run was
+	// still recording at 08:10, the 08:10 claim was skipped as a run
+	// still going (never twice at once), and the test waited in vain.
+	ended := func() bool {
+		unlock, err := s.runLock(job.ID)
+		if err != nil {
+			return false
+		}
+		unlock()
+		return true
+	}
 	for m := 1; m <= 12; m++ {
-		waitFor(t, func() bool { return clock.pending() == 1 })
-		// A run still going at the next due time is skipped (never twice
-		// at once), so let the 08:05 run end before 08:10 under load.
-		waitFor(t, func() bool { return runs() == (m-1)/5 })
+		waitfor.Until(t, "the loop to wait on the clock", func() bool { return clock.pending() == 1 })
+		waitfor.Until(t, fmt.Sprintf("%d run(s) ended before %02d:%02d", (m-1)/5, 8, m), func() bool {
+			return runs() == (m-1)/5 && ended()
+		})
 		clock.Set(start.Add(time.Duration(m) * time.Minute))
 	}
-	waitFor(t, func() bool { return clock.pending() == 1 })
+	waitfor.Until(t, "the loop to wait on the clock", func() bool { return clock.pending() == 1 })
 	cancel()
 	<-done
 	cr.mu.Lock()
@@ -286,17 +301,6 @@ func TestLoopTicksOnTheInjectedClock(t *testing.T) {
 	if cr.runs["j"] != 2 { // at 08:05 and 08:10
 		t.Fatalf("runs in 12 minutes of an every-5m job: %d, want 2", cr.runs["j"])
 	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for i := 0; i < 5000; i++ {
-		if cond() {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatal("condition not reached")
 }
 
 func TestStoreValidatesAndNamesTheFix(t *testing.T) {
@@ -423,7 +427,7 @@ func TestNoOverlapWithARunInAnotherProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Process.Kill()
-	waitFor(t, func() bool { _, err := os.Stat(log + ".started"); return err == nil })
+	waitfor.Until(t, "the helper's run to start", func() bool { _, err := os.Stat(log + ".started"); return err == nil })
 	// ...so B's tick, when the job falls due, skips it, and B's manual run refuses.
 	out, err := helper(t, home, log, start.Add(2*time.Hour)).Output()
 	if err != nil || !strings.Contains(string(out), "RUNS: 0") {

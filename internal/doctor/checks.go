@@ -166,7 +166,7 @@ func checkProvider(ctx context.Context, e *Env) []Result {
 		return []Result{{Status: OK, Name: "provider", Detail: "replay (plays back a recording; nothing to reach)"}}
 	}
 	keys := config.ProviderKeyEnv(name)
-	hasKey := m.APIKey != "" || len(keys) == 0
+	hasKey := m.APIKey != "" || len(keys) == 0 || name == "lmstudio"
 	for _, k := range keys {
 		hasKey = hasKey || e.Config.Getenv(k) != ""
 	}
@@ -175,14 +175,25 @@ func checkProvider(ctx context.Context, e *Env) []Result {
 			Fix: "hermes config set " + keys[0] + " (input hidden), or hermes setup model"}}
 	}
 	if m.Default == "" {
+		m.Default = providers.DefaultModel(name)
+		o.Model = m.Default
+	}
+	if m.Default == "" {
 		return []Result{{Status: Fail, Name: "provider", Detail: name + ": no model chosen (model.default)", Fix: "hermes model"}}
 	}
-	out := []Result{{Status: OK, Name: "provider", Detail: fmt.Sprintf("%s, model %s, credential present", name, m.Default)}}
+	credential := "credential present"
+	if m.APIKey == "" && len(keys) == 0 {
+		// A custom endpoint has no key variable: with model.api_key unset it
+		// is called without a key (fine for a local server, refused by most
+		// hosted ones).
+		credential = "no API key set (requests go without one; set model.api_key if the endpoint needs one)"
+	}
+	out := []Result{{Status: OK, Name: "provider", Detail: fmt.Sprintf("%s, model %s, %s", name, m.Default, credential)}}
 	switch {
 	case e.Offline:
 		return append(out, Result{Status: Skip, Name: "provider /models", Detail: "skipped (--offline)"})
-	case name == "anthropic":
-		return append(out, Result{Status: Skip, Name: "provider /models", Detail: "not checked for anthropic"})
+	case name == "anthropic" || name == "minimax" || name == "minimax-cn":
+		return append(out, Result{Status: Skip, Name: "provider /models", Detail: "not checked for " + name})
 	}
 	_, err = providers.ContextLength(ctx, o, e.timeout())
 	switch {

@@ -228,3 +228,21 @@ func TestFixLeavesOthersFilesAlone(t *testing.T) {
 		t.Fatalf("--fix: %+v; the other user's file is %v", got, st.Mode())
 	}
 }
+
+// A custom endpoint without model.api_key is not reported as having a
+// credential (doctor said "credential present" for one with no key).
+func TestCustomEndpointWithoutKeyIsNotCalledCredentialed(t *testing.T) {
+	home := t.TempDir()
+	cfg := "model:\n  provider: custom\n  base_url: http://127.0.0.1:9/v1\n  default: local-model\n"
+	if err := os.WriteFile(config.ConfigPath(home), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := config.Load(home, config.LoadOptions{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := find(t, Run(context.Background(), &Env{Home: home, Config: l, Offline: true}, Checks()), "provider")
+	if strings.Contains(got.Detail, "credential present") || !strings.Contains(got.Detail, "no API key") {
+		t.Errorf("custom endpoint without a key: %+v", got)
+	}
+}

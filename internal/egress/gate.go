@@ -349,7 +349,9 @@ func (b *box) decide(ctx context.Context, host string, port int) decision {
 		a = a.Unmap().WithZone("")
 		addrs[i] = a
 		if why := l.checkAddr(a, port, true); why != "" {
-			d.reason = host + " resolves to " + why
+			// "vm resolves to 127.0.0.1, which is a loopback address (...)":
+			// why is a sentence about the address ("127.0.0.1 is ...").
+			d.reason = host + " resolves to " + strings.Replace(why, " is ", ", which is ", 1)
 			d.hint = "if this is intended, allow it with `hermes egress allow " + hostRule(a, port).String() + "`"
 			return d
 		}

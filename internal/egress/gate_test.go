@@ -260,3 +260,19 @@ func TestCAFileVerifiesPrivateUpstreams(t *testing.T) {
 		}
 	}
 }
+
+// A name refused for the address it resolves to says so in one sentence:
+// "vm resolves to 127.0.0.1, which is a loopback address", not "vm
+// resolves to 127.0.0.1 is a loopback address".
+func TestRefusalOfAResolvedNameIsASentence(t *testing.T) {
+	g, err := New(Options{Home: t.TempDir(), Allow: []string{"vm"},
+		InterfaceAddrs: func() ([]net.Addr, error) { return nil, nil },
+		Resolver:       newFakeResolver(map[string]string{"vm": "127.0.0.1"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := (&box{gate: g}).decide(context.Background(), "vm", 80)
+	if d.allowed || !strings.HasPrefix(d.reason, "vm resolves to 127.0.0.1, which is a") || !strings.Contains(d.reason, "loopback") {
+		t.Errorf("refusal: %q", d.reason)
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 func TestSessionKeysFollowHermes(t *testing.T) {
@@ -132,7 +134,7 @@ func TestDeliveryToOneChatDoesNotWaitForAnother(t *testing.T) {
 	go func() { _ = c.Deliver(context.Background(), "fast", "through"); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Until(waitfor.Deadline(t))):
 		t.Fatal("a delivery to another chat waited")
 	}
 	for i := range 100 {

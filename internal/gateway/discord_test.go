@@ -9,6 +9,8 @@ import (
 
 	"github.com/hermes-go/hermes/internal/gateway/discordtest"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // Discord tests must not run in parallel: discordgo's endpoints are
@@ -275,7 +277,7 @@ func TestDiscordReconnectsAndStopsOnRevokedToken(t *testing.T) {
 			t.Fatalf("run ended with %v", err)
 		}
 		w.done <- err
-	case <-time.After(30 * time.Second):
+	case <-time.After(time.Until(waitfor.Deadline(t))):
 		t.Fatal("a revoked token did not stop the adapter")
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/hermes-go/hermes/internal/gateway/slacktest"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 type slWorld struct {
@@ -236,7 +238,7 @@ func TestSlackReconnectsAndStopsOnRevokedToken(t *testing.T) {
 			t.Fatalf("run ended with %v", err)
 		}
 		w.done <- err
-	case <-time.After(30 * time.Second):
+	case <-time.After(time.Until(waitfor.Deadline(t))):
 		t.Fatal("a revoked token did not stop the adapter")
 	}
 }

@@ -77,12 +77,14 @@ func TestFloodFromOneClient(t *testing.T) {
 	cmd.Env = append(os.Environ(), floodServerEnv+"="+strconv.Itoa(perClient))
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderrPipe, _ := cmd.StderrPipe()
+	var stderr lockedBuffer
+	stderrDone := make(chan struct{})
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	go func() { io.Copy(&stderr, stderrPipe); close(stderrDone) }()
+	t.Cleanup(func() { stdin.Close(); <-stderrDone; cmd.Wait() })
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
 		t.Fatalf("the server process did not start: %v\n%s", err, stderr.String())
@@ -148,6 +150,9 @@ func TestFloodFromOneClient(t *testing.T) {
 	if got > base+perClient+8 {
 		t.Errorf("the server holds %d descriptors during a flood of %d connections (%d before, per-client limit %d)", got, flood, base, perClient)
 	}
+	// The server exits when its stdin closes; then its log is all in.
+	stdin.Close()
+	<-stderrDone
 	if n := strings.Count(stderr.String(), "connection limit reached"); n != 1 {
 		t.Errorf("the limit was logged %d times, want once:\n%s", n, stderr.String())
 	}

@@ -149,10 +149,27 @@ func StreamError(provider, errType, message string) *APIError {
 			break
 		}
 	}
+	if isClientErrorType(errType) {
+		e.Retryable = false
+	}
 	if IsContextOverflowMessage(message) {
 		e.ContextOverflow, e.Retryable = true, false
 	}
 	return e
+}
+
+// isClientErrorType reports whether a stream error's type names a fault
+// of the request (OpenAI invalid_request_error, LiteLLM BadRequestError,
+// Anthropic invalid_request_error, authentication and permission errors):
+// repeating the same request cannot succeed.
+func isClientErrorType(errType string) bool {
+	t := strings.ToLower(strings.NewReplacer("_", "", "-", "", " ", "").Replace(errType))
+	for _, s := range []string{"badrequest", "invalidrequest", "authentication", "permission", "notfound", "unprocessable", "contextlength"} {
+		if strings.Contains(t, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrorBodyMessage extracts a readable message from an HTTP error body:

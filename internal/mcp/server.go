@@ -125,6 +125,9 @@ func (s *server) connect() (*sdk.ClientSession, []tool.Tool, error) {
 				err = withBoxLog(ctx, s.m.opts.Backend, s.m.opts.SessionID, s.name, err)
 			}
 		}
+		if err != nil {
+			err = inBoxHint(s.name, s.cfg, err)
+		}
 	default:
 		addRoot(client, root)
 		stderr := &tail{}

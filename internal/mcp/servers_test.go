@@ -14,6 +14,8 @@ import (
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/mcp/mcptest"
 	"github.com/hermes-go/hermes/internal/tool"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // testEnviron is a minimal host environment for servers (node on PATH).
@@ -45,7 +47,7 @@ func startManager(t *testing.T, servers map[string]config.MCPServer, tune func(*
 	}
 	m := Start(o)
 	t.Cleanup(func() { m.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	if err := m.Ready(ctx); err != nil {
 		t.Fatal(err)
@@ -59,7 +61,7 @@ func call(t *testing.T, reg *tool.Registry, name, args string) tool.Result {
 	if !ok {
 		t.Fatalf("tool %s not registered; have %v", name, reg.Names())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	return tl.Run(ctx, tool.Call{ID: "c1", SessionID: "s1", Args: []byte(args)})
 }
@@ -246,7 +248,7 @@ func kill(t *testing.T, pidFile string) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := waitfor.Deadline(t)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

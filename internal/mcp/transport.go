@@ -186,6 +186,15 @@ func boxTransport(ctx context.Context, b backend.Backend, sessionID, name string
 	return &sdk.IOTransport{Reader: outR, Writer: &procWriter{w: inW, proc: proc}}, nil
 }
 
+// inBoxHint adds to the start error of a box-run stdio server that it ran
+// inside the box, where a host path or program may not exist ("No such
+// file or directory" said nothing of where), and how to run it on the host.
+func inBoxHint(name string, c config.MCPServer, err error) error {
+	return fmt.Errorf("%w (stdio MCP servers run inside the box with terminal.backend: box, so %q must exist there; "+
+		"to run it on the host instead: `hermes mcp add %s --host -- COMMAND ARGS...` or mcp_servers.%s.host: true)",
+		err, c.Command, name, name)
+}
+
 // boxLog is where a box-run server's stderr goes, inside the box.
 func boxLog(name string) string { return "/tmp/hermes-mcp-" + sanitize(name) + ".log" }
 

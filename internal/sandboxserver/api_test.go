@@ -22,6 +22,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/backend"
 	"github.com/hermes-go/hermes/internal/egress"
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // fakeBoxes is the box backend at the network edge of the unit tests: an
@@ -274,13 +275,7 @@ func TestListPaging(t *testing.T) {
 // waitFor polls cond (an event, not a duration under test).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for range 500 {
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("%s did not happen", what)
+	waitfor.Until(t, what, cond)
 }
 
 func TestTimeoutKillsOrPauses(t *testing.T) {

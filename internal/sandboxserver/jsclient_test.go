@@ -18,6 +18,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // served is a running hermes sandbox serve (a subprocess) for the tests.
@@ -149,7 +150,7 @@ func serveWithKey(t *testing.T, bin, key string, extra ...string) (*served, *os.
 		cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-exited:
-		case <-time.After(30 * time.Second):
+		case <-time.After(time.Until(waitfor.Deadline(t))):
 			cmd.Process.Kill()
 			<-exited
 		}
@@ -157,20 +158,20 @@ func serveWithKey(t *testing.T, bin, key string, extra ...string) (*served, *os.
 			t.Logf("server log:\n%s", log.String())
 		}
 	})
-	for i := 0; ; i++ {
-		resp, err := http.Get(s.apiURL + "/health")
-		if err == nil {
-			resp.Body.Close()
-			break
-		}
+	listening := waitfor.Poll(t, func() bool {
 		select {
 		case <-exited:
 			t.Fatalf("hermes sandbox serve exited:\n%s", log.String())
-		case <-time.After(50 * time.Millisecond):
+		default:
 		}
-		if i > 400 {
-			t.Fatalf("hermes sandbox serve did not listen:\n%s", log.String())
+		resp, err := http.Get(s.apiURL + "/health")
+		if err == nil {
+			resp.Body.Close()
 		}
+		return err == nil
+	})
+	if !listening {
+		t.Fatalf("hermes sandbox serve did not listen:\n%s", log.String())
 	}
 	return s, cmd.Process
 }
@@ -178,7 +179,7 @@ func serveWithKey(t *testing.T, bin, key string, extra ...string) (*served, *os.
 // node runs a script of the JS client against s.
 func (s *served) node(t *testing.T, node, script string, env ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, script)
 	cmd.Dir = jsClientDir
@@ -195,7 +196,7 @@ func (s *served) node(t *testing.T, node, script string, env ...string) string {
 // e2bCLI runs E2B's CLI (@e2b/cli) against s.
 func (s *served) e2bCLI(t *testing.T, node string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join("node_modules", "@e2b", "cli", "dist", "index.js")}, args...)...)
 	cmd.Dir = jsClientDir
@@ -301,11 +302,8 @@ func TestSeed000WithTheE2BSDK(t *testing.T) {
 		}
 		s.do(t, "DELETE", "/sandboxes/"+id, "", http.StatusNoContent)
 		// The box is removed in the background, right after the answer.
-		for i := 0; strings.Contains(s.boxesLeft(t), "sbx-"); i++ {
-			if i == 100 {
-				t.Fatalf("killed sandboxes left boxes:\n%s", s.boxesLeft(t))
-			}
-			time.Sleep(100 * time.Millisecond)
+		if !waitfor.Poll(t, func() bool { return !strings.Contains(s.boxesLeft(t), "sbx-") }) {
+			t.Fatalf("killed sandboxes left boxes:\n%s", s.boxesLeft(t))
 		}
 	})
 }

@@ -36,8 +36,12 @@ func contextWindow(ctx context.Context, home string, configured int, o providers
 	}
 	n, err := providers.ContextLength(ctx, o, 3*time.Second)
 	if err != nil || n <= 0 {
-		// Not every endpoint lists windows (Ollama, Anthropic): use the family
-		// default; model.context_length pins it.
+		// Not every endpoint lists windows (Ollama, Anthropic): use the
+		// preset's figure for its default model, else the family default;
+		// model.context_length pins it.
+		if d := providers.DefaultContextLength(provider, o.Model); d > 0 {
+			return d
+		}
 		return agent.DefaultContextWindow(o.Model)
 	}
 	cache[key] = n

@@ -7,10 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // newTestRuntime starts a runtime in a fresh HERMES_HOME against the fake
@@ -69,7 +70,7 @@ func echo(r llmtest.Request) llmtest.Turn { return llmtest.Turn{Text: "echo: " +
 // collect reads events until the end of turnID (Final or Error).
 func collect(t *testing.T, sub *Subscription, turnID string) []Event {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	var out []Event
 	for {

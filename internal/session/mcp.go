@@ -23,15 +23,13 @@ func (rt *Runtime) startMCP(s *Session, extra map[string]config.MCPServer) {
 	for _, from := range slices.Sorted(maps.Keys(renamed)) {
 		rt.opts.Warn(fmt.Sprintf("warning: the client's MCP server %s connects as %s: mcp_servers in config.yaml already has a server %s (its trust and tool filters stay its own)", from, renamed[from], from))
 	}
+	tools := rt.toolsFor(s.platform)
 	if len(servers) == 0 {
-		s.tools = rt.tools
+		s.tools = tools
 		return
 	}
-	toolsets := rt.opts.Toolsets
-	if len(toolsets) == 0 {
-		toolsets = rt.cfg.Toolsets
-	}
-	s.tools = rt.tools.Clone()
+	toolsets := rt.toolsetsFor(s.platform)
+	s.tools = tools.Clone()
 	s.mcp = mcp.Start(mcp.Options{
 		Servers: servers, SessionID: s.id, Workspace: rt.cwd, Backend: rt.backend, Environ: rt.opts.Environ,
 		Tools: s.tools, Toolsets: toolsets, CacheDir: filepath.Join(rt.opts.Home, "cache", "mcp"), Approvals: rt.approvals, Redact: rt.redact.Redact,

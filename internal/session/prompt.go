@@ -24,7 +24,7 @@ func (rt *Runtime) buildSystemPrompt(sessionID, platform string) string {
 		platform = rt.opts.Platform
 	}
 	res := prompt.Assemble(prompt.Options{
-		Home: rt.opts.Home, Cwd: rt.cwd, IgnoreRules: rt.opts.IgnoreRules, ToolNames: rt.tools.Names(),
+		Home: rt.opts.Home, Cwd: rt.cwd, IgnoreRules: rt.opts.IgnoreRules, ToolNames: rt.toolsFor(platform).Names(),
 		SystemPrompt: c.Agent.SystemPrompt, MemoryBlock: memBlock, UserBlock: userBlock,
 		SkillsIndex: rt.skills.Index(), ContextMaxChars: c.ContextFileMaxChars,
 		Now: rt.opts.Now(), SessionID: sessionID, Platform: platform,

@@ -123,7 +123,8 @@ type Runtime struct {
 	todo      *tool.TodoList
 	processes *tool.ProcessTable
 	browsers  *browser.Manager // nil without Chromium
-	tools     *tool.Registry
+	tools     *tool.Registry   // the tools of Options.Platform's sessions
+	allTools  *tool.Registry   // every tool, before toolsets are applied (see toolsFor)
 	redact    *Redactor
 	cwd       string
 	window    int
@@ -246,6 +247,11 @@ func (rt *Runtime) buildProvider() error {
 	var err error
 	if rt.provName, err = providers.Resolve(rt.popts); err != nil {
 		return err
+	}
+	if rt.model == "" {
+		// Hermes starts with the provider's default model when none is set.
+		rt.model = providers.DefaultModel(rt.provName)
+		rt.popts.Model = rt.model
 	}
 	if rt.provider, err = providers.New(rt.popts); err != nil {
 		return err

@@ -244,7 +244,11 @@ func (s *Session) runTurn(t *Turn) Event {
 	}
 	s.mcpReady(t.ctx)
 	s.publish(Event{TurnID: t.ID, Kind: TurnStart, Text: t.Text})
+	first := len(s.state.History) == 0
 	t.res, t.err = s.agent.RunTurn(t.ctx, s.state, t.Text)
+	if first && t.err == nil {
+		s.autoTitle(context.WithoutCancel(t.ctx), t.Text)
+	}
 	if st, err := s.rt.store.Session(context.WithoutCancel(t.ctx), s.id); err == nil {
 		s.seen = st.MessageCount
 	}
@@ -466,7 +470,8 @@ func (rt *Runtime) newSession(st store.Session, system string, history []llm.Mes
 		Provider: rt.provider, Model: rt.model, Tools: s.tools, Recorder: rt.recorder(),
 		MaxTurns: c.Agent.MaxTurns, MaxTokens: c.Model.MaxTokens, ReasoningEffort: c.Agent.ReasoningEffort,
 		ParseTextToolCalls: textcall.Extract, Compactor: s.compactor, OnEvent: s.onAgentEvent, Now: rt.opts.Now,
-		Redact: rt.redact.Redact,
+		SpillDir: filepath.Join(rt.opts.Home, "cache", "context"),
+		Redact:   rt.redact.Redact,
 	})
 	return s
 }

@@ -8,11 +8,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/approval"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // lastRole is the role of the last message of a chat request.
@@ -403,7 +404,7 @@ func TestBusySessionIsNotEvicted(t *testing.T) {
 	if _, err := turn.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	if err := rt.Drain(ctx); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/hermes-go/hermes/internal/memory"
 	"github.com/hermes-go/hermes/internal/protect"
 	"github.com/hermes-go/hermes/internal/skills"
+	"github.com/hermes-go/hermes/internal/skills/bundled"
 	"github.com/hermes-go/hermes/internal/tool"
 )
 
@@ -22,6 +24,10 @@ import (
 func (rt *Runtime) buildTools() error {
 	c, o := rt.cfg, rt.opts
 	rt.memory = memory.NewStore(filepath.Join(o.Home, "memories"), c.Memory.MemoryCharLimit, c.Memory.UserCharLimit, o.Now)
+	// Seed or refresh the skills bundled with this binary (cheap when the
+	// manifest is current; edited copies are kept). A failure leaves the
+	// skills as they were: the run goes on.
+	_, _ = bundled.Sync(o.Home)
 	rt.skills = skills.NewLibrary(skills.Roots(o.Home, c.Skills.ExternalDirs, rt.cwd, o.UserHome)...)
 	rt.todo = tool.NewTodoList()
 	rt.processes = tool.NewProcessTable()
@@ -33,16 +39,16 @@ func (rt *Runtime) buildTools() error {
 		terminal: tool.TerminalOptions{
 			Backend: rt.backend, Approvals: rt.approvals, OutputDir: filepath.Join(o.Home, "cache", "terminal"),
 			Timeout: time.Duration(c.Terminal.Timeout) * time.Second, Secrets: secrets, Processes: rt.processes,
-			Protected: protected,
+			Charset: rt.localeCharset(), Protected: protected,
 		},
 		files: fileOpts, secrets: secrets, rt: rt, cron: cron.NewStore(o.Home, o.Now),
 		memory: enabled(c.Memory.MemoryEnabled) || enabled(c.Memory.UserProfileEnabled),
 	})
 	rt.addBrowserTools(all)
 	rt.addWebTools(all)
-	toolsets := o.Toolsets
-	if len(toolsets) == 0 {
-		toolsets = c.Toolsets
+	toolsets := rt.toolsetsFor(o.Platform)
+	if err := CheckToolsetKeys(all, c); err != nil {
+		return err
 	}
 	unknown, unavailable := all.CheckToolsets(toolsets)
 	if len(unknown) > 0 {
@@ -52,7 +58,8 @@ func (rt *Runtime) buildTools() error {
 	if len(unavailable) > 0 {
 		o.Warn(fmt.Sprintf("warning: toolset %s is not available in this build", strings.Join(unavailable, ", ")))
 	}
-	rt.tools = all.Filter(toolsets)
+	rt.allTools = all
+	rt.tools = rt.toolsFor(o.Platform)
 	if !mcpSelected(toolsets, c.MCPServers, o.Warn) && len(rt.tools.Names()) == 0 {
 		o.Warn("warning: no tools are enabled for this run")
 	}
@@ -147,4 +154,67 @@ func resolveCwd(cwd string) (string, error) {
 		return "", fmt.Errorf("terminal.cwd %q is not a directory; fix it with `hermes config set terminal.cwd DIR`", cwd)
 	}
 	return abs, nil
+}
+
+// localeCharset is the charset of the locale commands run in: the host's
+// (LANG/LC_ALL of hermes's environment) for the local backend, "" (UTF-8)
+// for the others, whose images use C.UTF-8.
+func (rt *Runtime) localeCharset() string {
+	if rt.backend == nil || rt.backend.Kind() != "local" {
+		return ""
+	}
+	env := map[string]string{}
+	for _, kv := range rt.opts.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return tool.LocaleCharset(func(k string) string { return env[k] })
+}
+
+// ToolsetPlatforms are the platform keys of platform_toolsets (Hermes's
+// names; each is the Platform of its sessions).
+var ToolsetPlatforms = []string{"cli", "acp", "api_server", "telegram", "discord", "slack", "cron"}
+
+// toolsetsFor is the toolset list of a platform's sessions: --toolsets,
+// else platform_toolsets.<platform>, else toolsets (empty = all).
+func (rt *Runtime) toolsetsFor(platform string) []string {
+	if platform == "" {
+		platform = rt.opts.Platform
+	}
+	if len(rt.opts.Toolsets) > 0 {
+		return rt.opts.Toolsets
+	}
+	if ts, ok := rt.cfg.PlatformToolsets[platform]; ok && len(ts) > 0 {
+		return ts
+	}
+	return rt.cfg.Toolsets
+}
+
+// toolsFor is the tool registry of a platform's sessions: the toolsets of
+// toolsetsFor, without agent.disabled_toolsets (subtracted last, as in
+// Hermes Agent).
+func (rt *Runtime) toolsFor(platform string) *tool.Registry {
+	if rt.allTools == nil {
+		return rt.tools
+	}
+	return rt.allTools.Filter(rt.toolsetsFor(platform)).Without(rt.cfg.Agent.DisabledToolsets)
+}
+
+// CheckToolsetKeys refuses platform_toolsets keys that name no platform
+// and toolsets of platform_toolsets or agent.disabled_toolsets that name
+// no toolset or tool of all, naming the key and the fix.
+func CheckToolsetKeys(all *tool.Registry, c *config.Config) error {
+	for _, p := range slices.Sorted(maps.Keys(c.PlatformToolsets)) {
+		if !slices.Contains(ToolsetPlatforms, p) {
+			return fmt.Errorf("platform_toolsets.%s: unknown platform %q; use one of %s", p, p, strings.Join(ToolsetPlatforms, ", "))
+		}
+		if unknown, _ := all.CheckToolsets(c.PlatformToolsets[p]); len(unknown) > 0 {
+			return fmt.Errorf("platform_toolsets.%s: unknown toolset %s; available: %s", p, strings.Join(unknown, ", "), strings.Join(all.Toolsets(), ", "))
+		}
+	}
+	if unknown, _ := all.CheckToolsets(c.Agent.DisabledToolsets); len(unknown) > 0 {
+		return fmt.Errorf("agent.disabled_toolsets: unknown toolset %s; available: %s", strings.Join(unknown, ", "), strings.Join(all.Toolsets(), ", "))
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -48,6 +49,55 @@ func TestToolsetsMCPServerSelection(t *testing.T) {
 		got := strings.Join(warnings, "\n")
 		if tc.want == "" && strings.Contains(got, "no tools are enabled") || tc.want != "" && !strings.Contains(got, tc.want) {
 			t.Errorf("--toolsets %v: warnings %q", tc.toolsets, warnings)
+		}
+	}
+}
+
+// platform_toolsets chooses each platform's tools and
+// agent.disabled_toolsets removes toolsets or tools from all of them (ACP
+// offered and ran terminal although both said no); the system prompt
+// names only the platform's tools. Unknown keys and toolsets are refused.
+func TestPlatformToolsetsAndDisabledToolsets(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	rt := newTestRuntime(t, srv, func(o *Options) {
+		o.Config.Config.PlatformToolsets = map[string][]string{"acp": {"file", "terminal"}, "telegram": {"memory"}}
+		o.Config.Config.Agent.DisabledToolsets = []string{"terminal", "search_files"}
+		o.Platform = "cli"
+	})
+	tools := func(platform string) []string {
+		s, err := rt.Open(context.Background(), OpenOptions{Key: platform + ":x", Source: platform, Platform: platform})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Tools().Names()
+	}
+	acp := tools("acp")
+	if slices.Contains(acp, "terminal") || slices.Contains(acp, "search_files") || !slices.Contains(acp, "read_file") || slices.Contains(acp, "memory") {
+		t.Errorf("acp tools = %v; want the file toolset without search_files, no terminal", acp)
+	}
+	if tg := tools("telegram"); !slices.Equal(tg, []string{"memory"}) {
+		t.Errorf("telegram tools = %v, want [memory]", tg)
+	}
+	cli := tools("cli")
+	if slices.Contains(cli, "terminal") || !slices.Contains(cli, "memory") || !slices.Contains(cli, "read_file") {
+		t.Errorf("cli tools = %v; want every toolset but terminal", cli)
+	}
+	if p := rt.buildSystemPrompt("x", "acp"); strings.Contains(p, "the memory tool") {
+		t.Errorf("the acp system prompt gives guidance for the memory tool it does not have")
+	}
+	if p := rt.buildSystemPrompt("x", "telegram"); !strings.Contains(p, "the memory tool") {
+		t.Errorf("the telegram system prompt lacks the memory guidance")
+	}
+	for _, c := range []struct {
+		cfg  config.Config
+		want string
+	}{
+		{config.Config{PlatformToolsets: map[string][]string{"tui": {"file"}}}, "platform_toolsets.tui: unknown platform"},
+		{config.Config{PlatformToolsets: map[string][]string{"acp": {"fiel"}}}, "platform_toolsets.acp: unknown toolset fiel"},
+		{config.Config{Agent: config.AgentConfig{DisabledToolsets: []string{"terminl"}}}, "agent.disabled_toolsets: unknown toolset terminl"},
+	} {
+		if err := CheckToolsetKeys(rt.allTools, &c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("CheckToolsetKeys(%+v) = %v, want %q", c.cfg, err, c.want)
 		}
 	}
 }

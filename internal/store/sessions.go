@@ -184,7 +184,8 @@ func (s *Store) Latest(ctx context.Context, source string) (Session, error) {
 }
 
 // Resolve finds the session a person means by ref: "latest", an exact id,
-// a title (case-insensitive), or a unique prefix of an id, in that order.
+// a title (case-insensitive), a unique prefix of an id, or a unique prefix
+// of a title, in that order.
 // A prefix matching several sessions is an error listing them.
 func (s *Store) Resolve(ctx context.Context, ref string) (Session, error) {
 	ref = strings.TrimSpace(ref)
@@ -240,7 +241,51 @@ func (s *Store) Resolve(ctx context.Context, ref string) (Session, error) {
 			return Session{}, errors.New(b.String())
 		}
 	}
+	if x, err := s.resolveTitlePrefix(ctx, ref); err == nil || !errors.Is(err, ErrNotFound) {
+		return x, err
+	}
 	return Session{}, notFound(fmt.Sprintf("no session matches %q (run `hermes sessions list`)", ref))
+}
+
+// resolveTitlePrefix finds the one session whose title starts with ref
+// (case-insensitive, as Hermes Agent's --resume does with titles); several
+// are an error listing them, none is ErrNotFound.
+func (s *Store) resolveTitlePrefix(ctx context.Context, ref string) (Session, error) {
+	esc := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(ref)
+	rows, err := s.db.QueryContext(ctx, "SELECT "+sessionColumns+
+		` FROM sessions AS s WHERE s.title LIKE ? || '%' ESCAPE '\' ORDER BY s.started_at DESC LIMIT 11`, esc)
+	if err != nil {
+		return Session{}, err
+	}
+	defer rows.Close()
+	var found []Session
+	for rows.Next() {
+		x, err := scanSession(rows)
+		if err != nil {
+			return Session{}, err
+		}
+		found = append(found, x)
+	}
+	if err := rows.Err(); err != nil {
+		return Session{}, err
+	}
+	switch len(found) {
+	case 0:
+		return Session{}, notFound(fmt.Sprintf("no session title starts with %q", ref))
+	case 1:
+		return found[0], nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "session reference %q is ambiguous; these titles start with it:", ref)
+	for i, x := range found {
+		if i == 10 {
+			b.WriteString("\n  …")
+			break
+		}
+		fmt.Fprintf(&b, "\n  %s  %q", x.ID, x.Title)
+	}
+	b.WriteString("\ngive more of the title, or the id")
+	return Session{}, errors.New(b.String())
 }
 
 // isIDPrefix reports whether ref can only be part of an id (no GLOB
@@ -359,6 +404,12 @@ func (s *Store) checkTitleNotID(ctx context.Context, q queryer, title string) er
 		return fmt.Errorf("check title: %w", err)
 	}
 	return nil
+}
+
+// IsSessionID reports whether t has the shape of a whole session id
+// (20261130_145500_a1b2c3), as boxes of sessions are named.
+func IsSessionID(t string) bool {
+	return len(t) == len("20261130_145500_a1b2c3") && hasSessionIDShape(t)
 }
 
 // hasSessionIDShape reports whether t is a session id

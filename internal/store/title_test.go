@@ -44,3 +44,27 @@ func TestSetTitleRefusesIDLikeTitles(t *testing.T) {
 		t.Errorf("Import with an id-like title = %v", err)
 	}
 }
+
+// --resume takes a unique prefix of a title (case-insensitive); LIKE's
+// wildcards in the reference are plain characters.
+func TestResolveByTitlePrefix(t *testing.T) {
+	st := openTestStore(t, "")
+	ctx := context.Background()
+	a := mustCreate(t, st, NewSession{})
+	b := mustCreate(t, st, NewSession{})
+	if err := st.SetTitle(ctx, a.ID, "say hi to the team"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetTitle(ctx, b.ID, "50% done"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.Resolve(ctx, "Say hi"); err != nil || got.ID != a.ID {
+		t.Errorf("Resolve(Say hi) = %v, %v; want %s", got.ID, err, a.ID)
+	}
+	if got, err := st.Resolve(ctx, "50%"); err != nil || got.ID != b.ID {
+		t.Errorf("Resolve(50%%) = %v, %v", got.ID, err)
+	}
+	if _, err := st.Resolve(ctx, "%"); err == nil {
+		t.Error("a bare % matched a title")
+	}
+}

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/hermes-go/hermes/internal/llm"
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // holdWrites takes the store's write slot in a transaction until the
@@ -32,15 +32,11 @@ func holdWrites(t *testing.T, st *Store) (release func()) {
 // waitPending waits until n appends are queued.
 func waitPending(t *testing.T, st *Store, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	waitfor.Until(t, fmt.Sprintf("%d queued appends", n), func() bool {
 		st.pendingMu.Lock()
-		got := len(st.pending)
-		st.pendingMu.Unlock()
-		if got == n {
-			return
-		}
-	}
-	t.Fatalf("%d appends never queued", n)
+		defer st.pendingMu.Unlock()
+		return len(st.pending) == n
+	})
 }
 
 // Appends from many sessions that wait behind another write are committed

@@ -17,9 +17,21 @@ import (
 // split between two streamed deltas. The zero value is ready to use.
 // Text going to a pipe or file is not filtered (see README "Output").
 // Stream is for one stream of deltas; Clean cleans a whole string.
+//
+// SGR colour sequences whose ESC byte was lost on the way ("[32mok[0m":
+// a bracket, numeric parameters of one to three digits separated by ';',
+// and "m", as tool output shows them after a program or a model dropped
+// the ESC) are removed too, like tool output's (see internal/tool). A
+// bracket that may start one is held back until the sequence completes
+// or cannot; Flush returns what is held at the end of a stream.
 type Stream struct {
-	state int
+	state   int
+	pending []byte // a possible ESC-less SGR sequence: "[", digits, ';'
 }
+
+// maxBareSGR is the longest ESC-less SGR sequence held back: "[" and
+// up to four parameters of three digits.
+const maxBareSGR = 1 + 4*4
 
 const (
 	tsText   = iota
@@ -31,11 +43,14 @@ const (
 
 // Clean returns s with control sequences removed.
 func (f *Stream) Clean(s string) string {
-	if f.state == tsText && !needsFilter(s) {
+	if f.state == tsText && len(f.pending) == 0 && !needsFilter(s) && !strings.Contains(s, "[") {
 		return s
 	}
 	var b strings.Builder
 	for _, r := range s {
+		if f.state == tsText && f.bareSGR(&b, r) {
+			continue
+		}
 		switch f.state {
 		case tsEsc:
 			switch {
@@ -94,12 +109,52 @@ func (f *Stream) Clean(s string) string {
 	return b.String()
 }
 
+// bareSGR feeds r to the ESC-less SGR matcher and reports whether r was
+// consumed (held back or dropped with a complete sequence). When r ends
+// a held prefix that is no sequence, the prefix is written to b and r is
+// left to the caller.
+func (f *Stream) bareSGR(b *strings.Builder, r rune) bool {
+	if len(f.pending) == 0 {
+		if r != '[' {
+			return false
+		}
+		f.pending = append(f.pending, '[')
+		return true
+	}
+	digits := 0 // digits at the end of pending
+	for i := len(f.pending) - 1; i > 0 && f.pending[i] >= '0' && f.pending[i] <= '9'; i-- {
+		digits++
+	}
+	switch {
+	case r == 'm' && digits > 0:
+		f.pending = f.pending[:0] // a whole sequence: dropped
+		return true
+	case r >= '0' && r <= '9' && digits < 3 && len(f.pending) < maxBareSGR:
+		f.pending = append(f.pending, byte(r))
+		return true
+	case r == ';' && digits > 0 && len(f.pending) < maxBareSGR:
+		f.pending = append(f.pending, ';')
+		return true
+	}
+	b.Write(f.pending)
+	f.pending = f.pending[:0]
+	return f.bareSGR(b, r) // a new '[' may start another sequence
+}
+
+// Flush returns the text held back at the end of a stream (a bracket
+// that could have started an ESC-less SGR sequence) and resets f.
+func (f *Stream) Flush() string {
+	out := string(f.pending)
+	*f = Stream{}
+	return out
+}
+
 // Clean returns s with its control sequences and characters removed
 // (newlines and tabs are kept); an unterminated sequence runs to the
 // line end.
 func Clean(s string) string {
 	var f Stream
-	return f.Clean(s)
+	return f.Clean(s) + f.Flush()
 }
 
 // needsFilter reports whether s holds any byte Clean would act on.

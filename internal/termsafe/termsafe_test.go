@@ -31,3 +31,27 @@ func TestStreamClean(t *testing.T) {
 		})
 	}
 }
+
+// TestBareSGRInModelText: colour sequences whose ESC was lost ("[32m…[0m"),
+// as models copy them from tool output, are removed from text shown on a
+// terminal, also when a sequence is split between streamed deltas;
+// brackets that start no such sequence are kept.
+func TestBareSGRInModelText(t *testing.T) {
+	if got := Clean("[32mPASS[0m 12 tests, [1;31m0 failed[0m"); got != "PASS 12 tests, 0 failed" {
+		t.Errorf("Clean = %q", got)
+	}
+	var f Stream
+	var out string
+	for _, piece := range []string{"ok [3", "2", "mgreen[", "0m done [", "1] and a[0] ", "[12;"} {
+		out += f.Clean(piece)
+	}
+	out += f.Flush()
+	if want := "ok green done [1] and a[0] [12;"; out != want {
+		t.Errorf("streamed = %q, want %q", out, want)
+	}
+	for _, keep := range []string{"see [the docs](https://x)", "x[1]", "[]", "[", "[1234m", "items[10]m"} {
+		if got := Clean(keep); got != keep {
+			t.Errorf("Clean(%q) = %q, must be unchanged", keep, got)
+		}
+	}
+}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/browser"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // serveOn starts h on addr (host:0).
@@ -58,7 +60,7 @@ func TestBrowserGuardRefusesPrivateAddresses(t *testing.T) {
 		}
 		return fmt.Errorf("%s is a private or local address", a)
 	}
-	tools, _ := newTestBrowser(t, browser.Options{DialGuard: guard, CommandTimeout: 20 * time.Second}, false)
+	tools, _ := newTestBrowser(t, browser.Options{DialGuard: guard}, false)
 	nav := tools["browser_navigate"]
 
 	for _, u := range []string{private.URL + "/", public.URL + "/redirect",
@@ -123,7 +125,7 @@ func TestDriveByDownloadStaysOutOfTheWorkspaceRoot(t *testing.T) {
 	tools, _ := newTestBrowser(t, browser.Options{Workdir: func(string) string { return ws }}, false)
 	runTool(t, tools["browser_navigate"], "s", fmt.Sprintf(`{"url":%q}`, srv.URL))
 	landed := filepath.Join(ws, browser.DownloadDir, "HERMES.md")
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := waitfor.Deadline(t); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if _, err := os.Stat(landed); err == nil {
 			break
 		}

@@ -16,12 +16,19 @@ import (
 
 	"github.com/hermes-go/hermes/internal/browser"
 	"github.com/hermes-go/hermes/internal/llm"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 func newTestBrowser(t *testing.T, opts browser.Options, vision bool) (map[string]Tool, *browser.Manager) {
 	t.Helper()
 	if browser.FindChromium() == "" {
 		t.Skip("no Chromium on PATH (Debian: apt-get install chromium); .ci/run installs it")
+	}
+	if opts.CommandTimeout == 0 {
+		// A page that takes 30 s (DefaultCommandTimeout) on a loaded
+		// 2-core machine is not hung; tests of the hang set their own.
+		opts.CommandTimeout = min(time.Until(waitfor.Deadline(t))/4, 3*time.Minute)
 	}
 	m := browser.NewManager(opts)
 	t.Cleanup(func() { m.Close() })
@@ -86,7 +93,7 @@ func TestBrowserHangAndCrashGiveAFreshBrowser(t *testing.T) {
 	for _, p := range pids {
 		syscall.Kill(p, syscall.SIGKILL)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := waitfor.Deadline(t)
 	var r Result
 	for time.Now().Before(deadline) {
 		if r = runTool(t, tools["browser_snapshot"], "s1", `{}`); r.IsError {
@@ -141,7 +148,7 @@ func TestBrowserVisionRefsAndDownloads(t *testing.T) {
 	if r := runTool(t, tools["browser_click"], "s", `{"ref":"`+ref+`"}`); r.IsError {
 		t.Fatal(r.Content)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := waitfor.Deadline(t)
 	for time.Now().Before(deadline) {
 		if b, err := os.ReadFile(filepath.Join(ws, browser.DownloadDir, "report.csv")); err == nil && string(b) == "a,b\n1,2\n" {
 			return
@@ -161,7 +168,7 @@ func TestBrowserClosedWhenIdle(t *testing.T) {
 	if r := runTool(t, tools["browser_navigate"], "s", `{"url":"`+srv.URL+`/"}`); r.IsError {
 		t.Fatal(r.Content)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := waitfor.Deadline(t)
 	for len(chromiumPIDs(profiles+"/hermes-browser-")) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the idle browser is still running")

@@ -27,10 +27,11 @@ var ansiSequence = lazyregexp.New(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]
 
 // cleanOutput turns raw command output into text for the model: bytes are
 // decoded once, as a whole, so a multibyte character split across reads is
-// intact; invalid UTF-8 becomes U+FFFD (one per invalid run); terminal escape
-// sequences are removed; secret values are replaced by [REDACTED].
-func cleanOutput(raw []byte, secrets []string) string {
-	s := strings.ToValidUTF8(string(raw), "\uFFFD")
+// intact; output that is not UTF-8 is decoded from charset, or its invalid
+// bytes are escaped as \xNN (decodeOutput); terminal escape sequences are
+// removed; secret values are replaced by [REDACTED].
+func cleanOutput(raw []byte, charset string, secrets []string) string {
+	s := decodeOutput(raw, charset)
 	s = ansiSequence().ReplaceAllString(s, "")
 	return redact(s, secrets)
 }
@@ -92,17 +93,17 @@ func byteOffset(s string, runes int) int {
 	return len(s)
 }
 
-// copyRedacted copies src to dst line by line, decoding invalid UTF-8 to
-// U+FFFD and replacing secret values. Lines are decoded whole ('\n' never
-// occurs inside a multibyte character); lines longer than 1 MiB are
-// processed in 1 MiB pieces.
-func copyRedacted(dst io.Writer, src io.Reader, secrets []string) error {
+// copyRedacted copies src to dst line by line, decoding it as
+// decodeOutput does and replacing secret values. Lines are decoded whole
+// ('\n' never occurs inside a multibyte character of UTF-8, GBK or
+// Shift_JIS); lines longer than 1 MiB are processed in 1 MiB pieces.
+func copyRedacted(dst io.Writer, src io.Reader, charset string, secrets []string) error {
 	r := bufio.NewReaderSize(src, 1<<20)
 	w := bufio.NewWriter(dst)
 	for {
 		line, err := r.ReadSlice('\n')
 		if len(line) > 0 {
-			if _, werr := w.WriteString(redact(strings.ToValidUTF8(string(line), "\uFFFD"), secrets)); werr != nil {
+			if _, werr := w.WriteString(redact(decodeOutput(line, charset), secrets)); werr != nil {
 				return werr
 			}
 		}
@@ -118,9 +119,9 @@ func copyRedacted(dst io.Writer, src io.Reader, secrets []string) error {
 	}
 }
 
-// saveRedacted rewrites the raw output file at rawPath as its redacted,
-// UTF-8-clean version at the same path.
-func saveRedacted(rawPath string, secrets []string) error {
+// saveRedacted rewrites the raw output file at rawPath as its redacted
+// UTF-8 version (decoded from charset, see decodeOutput) at the same path.
+func saveRedacted(rawPath, charset string, secrets []string) error {
 	raw, err := os.Open(rawPath)
 	if err != nil {
 		return err
@@ -130,7 +131,7 @@ func saveRedacted(rawPath string, secrets []string) error {
 	if err != nil {
 		return err
 	}
-	if err := copyRedacted(tmp, raw, secrets); err != nil {
+	if err := copyRedacted(tmp, raw, charset, secrets); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
 		return err

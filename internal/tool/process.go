@@ -184,7 +184,7 @@ func (p *ProcessTool) poll(e *processEntry) Result {
 	start := min(e.logRead, len(out))
 	e.logRead = len(out)
 	p.table.mu.Unlock()
-	text := cleanOutput(out[start:], p.secrets)
+	text := cleanOutput(out[start:], "", p.secrets)
 	if n := len([]rune(text)); n > pollTailChars {
 		text = fmt.Sprintf("[... %d earlier characters; use action log to read them ...]\n", n-pollTailChars) + string([]rune(text)[n-pollTailChars:])
 	}
@@ -204,7 +204,7 @@ func (p *ProcessTool) log(e *processEntry, offset, limit int) Result {
 	if limit <= 0 {
 		limit = defaultLogLimit
 	}
-	text := cleanOutput(e.proc.Output(), p.secrets)
+	text := cleanOutput(e.proc.Output(), "", p.secrets)
 	lines := strings.SplitAfter(text, "\n")
 	if len(lines) > 0 && lines[len(lines)-1] == "" {
 		lines = lines[:len(lines)-1]
@@ -260,7 +260,7 @@ func (p *ProcessTool) status(e *processEntry, verb string, withOutput bool) Resu
 		}
 	}
 	if withOutput {
-		out, _ := capOutput(cleanOutput(e.proc.Output(), p.secrets), MaxOutputChars, "")
+		out, _ := capOutput(cleanOutput(e.proc.Output(), "", p.secrets), MaxOutputChars, "")
 		r["output"] = out
 	}
 	return jsonResult(r)

@@ -37,6 +37,11 @@ type TerminalOptions struct {
 	MaxTimeout time.Duration
 	// Secrets are values redacted from output (the scrubbed env values).
 	Secrets []string
+	// Charset is the charset of the environment's locale (LocaleCharset of
+	// its LANG/LC_ALL; "" = UTF-8 or unknown). Output that is not UTF-8 is
+	// decoded from the charset the command sets for itself, else from this
+	// one, else its invalid bytes are shown as \xNN.
+	Charset string
 	// Processes records background processes for the process tool.
 	Processes *ProcessTable
 	// Protected are terminal.protected_paths: a failed command that ran
@@ -171,7 +176,7 @@ func (t *TerminalTool) Run(ctx context.Context, call Call) Result {
 		}
 		return Errorf("terminal: could not run the command: %v", err)
 	}
-	shown, truncated, fullPath := t.saveOutput(ctx, env, tap, rawPath)
+	shown, truncated, fullPath := t.saveOutput(ctx, env, tap, rawPath, commandCharset(args.Command, t.opts.Charset))
 	r := terminalResult{Output: shown, ExitCode: res.ExitCode, Signal: res.Signal, Truncated: truncated, FullOutputPath: fullPath, Note: note}
 	r.Error = explainExit(res, timeout)
 	if n := protectedNote(t.opts.Protected, res.ExitCode, shown); n != "" {
@@ -201,12 +206,12 @@ func protectedNote(set protect.Set, exitCode int, output string) string {
 // where the whole output is when it was: the spill file at rawPath,
 // redacted and moved where the model can read it. A spill file that is not
 // needed or cannot be saved is removed.
-func (t *TerminalTool) saveOutput(ctx context.Context, env backend.Environment, tap *outputTap, rawPath string) (string, bool, string) {
+func (t *TerminalTool) saveOutput(ctx context.Context, env backend.Environment, tap *outputTap, rawPath, charset string) (string, bool, string) {
 	var fullPath string
 	if rawPath != "" {
 		fullPath = spillPath(t.opts.Backend.Kind(), rawPath)
 	}
-	shown, truncated := tap.shown(t.opts.Secrets, fullPath)
+	shown, truncated := tap.shown(charset, t.opts.Secrets, fullPath)
 	if rawPath == "" {
 		return shown, truncated, ""
 	}
@@ -214,13 +219,13 @@ func (t *TerminalTool) saveOutput(ctx context.Context, env backend.Environment, 
 		os.Remove(rawPath)
 		return shown, false, ""
 	}
-	err := saveRedacted(rawPath, t.opts.Secrets)
+	err := saveRedacted(rawPath, charset, t.opts.Secrets)
 	if err == nil {
 		err = moveSpill(ctx, env, rawPath, fullPath)
 	}
 	if err != nil {
 		os.Remove(rawPath)
-		shown, _ = tap.shown(t.opts.Secrets, "")
+		shown, _ = tap.shown(charset, t.opts.Secrets, "")
 		return shown, true, ""
 	}
 	return shown, true, fullPath

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/hermes-go/hermes/internal/backend"
 )
@@ -14,16 +15,24 @@ import (
 // Spill files hold the full output of a command whose output was cut for
 // the model. They are capped (MaxSpillBytes) and pruned (KeepSpillFiles).
 // With a backend other than local the model's file tools cannot see the
-// host, so the file is moved into the environment (BoxSpillDir) and the
-// result names that path.
+// host, so the file is moved into the environment (BoxSpillDir in the
+// box, SandboxSpillDir elsewhere) and the result names that path.
 const (
 	// MaxSpillBytes is the most output one spill file keeps (16 MiB); the
 	// rest is counted and dropped.
 	MaxSpillBytes = 16 << 20
-	// KeepSpillFiles is how many spill files OutputDir keeps, newest first.
+	// KeepSpillFiles is how many spill files OutputDir (and the directory
+	// inside the box) keeps, newest first.
 	KeepSpillFiles = 20
-	// BoxSpillDir is where spill files go inside a non-local environment.
-	BoxSpillDir = "/tmp/hermes-output"
+	// BoxSpillDir is where spill files go inside the box
+	// (terminal.backend: box): on its persistent layer, so that a resumed
+	// session (-c) can still read the files its history names. The box's
+	// /tmp and /var/tmp are tmpfs, empty after every start.
+	BoxSpillDir = "/var/lib/hermes/output"
+	// SandboxSpillDir is where spill files go inside other non-local
+	// environments (containers, hosted sandboxes, ssh hosts), whose /tmp
+	// lives as long as the environment and is writable by any user.
+	SandboxSpillDir = "/tmp/hermes-output"
 )
 
 // spillWriter writes at most MaxSpillBytes to f and counts the rest.
@@ -97,16 +106,21 @@ func pruneSpills(dir string, keep int) {
 }
 
 // spillPath returns where the model can read the spill file hostPath:
-// the host path for the local backend, else BoxSpillDir/NAME inside env.
+// the host path for the local backend, else NAME under BoxSpillDir
+// (box) or SandboxSpillDir inside env.
 func spillPath(kind, hostPath string) string {
-	if kind == "local" {
+	switch kind {
+	case "local":
 		return hostPath
+	case "box":
+		return BoxSpillDir + "/" + filepath.Base(hostPath)
 	}
-	return BoxSpillDir + "/" + filepath.Base(hostPath)
+	return SandboxSpillDir + "/" + filepath.Base(hostPath)
 }
 
-// moveSpill copies hostPath into env at path (unless path is hostPath)
-// and removes the host copy.
+// moveSpill copies hostPath into env at path (unless path is hostPath),
+// removes the host copy and prunes the spill files in env's directory to
+// KeepSpillFiles.
 func moveSpill(ctx context.Context, env backend.Environment, hostPath, path string) error {
 	if path == hostPath {
 		return nil
@@ -116,5 +130,34 @@ func moveSpill(ctx context.Context, env backend.Environment, hostPath, path stri
 	if err != nil {
 		return err
 	}
-	return env.WriteFile(ctx, path, data, 0o600)
+	if err := env.WriteFile(ctx, path, data, 0o600); err != nil {
+		return err
+	}
+	pruneEnvSpills(ctx, env, filepath.Dir(path))
+	return nil
+}
+
+// pruneEnvSpills removes all but the KeepSpillFiles newest spill files
+// (terminal-*.log) of dir inside env; failures are ignored (the files
+// are only a convenience).
+func pruneEnvSpills(ctx context.Context, env backend.Environment, dir string) {
+	entries, err := env.ReadDir(ctx, dir)
+	if err != nil {
+		return
+	}
+	var spills []backend.FileInfo
+	for _, e := range entries {
+		if ok, _ := filepath.Match("terminal-*.log", e.Name); ok && !e.IsDir {
+			spills = append(spills, e)
+		}
+	}
+	if len(spills) <= KeepSpillFiles {
+		return
+	}
+	sort.Slice(spills, func(i, j int) bool { return spills[i].ModTime.After(spills[j].ModTime) })
+	cmd := "rm -f --"
+	for _, e := range spills[KeepSpillFiles:] {
+		cmd += " '" + dir + "/" + e.Name + "'" // names are terminal-<digits>.log: no quote inside
+	}
+	_, _ = env.Exec(ctx, backend.ExecRequest{Command: cmd, Timeout: 30 * time.Second})
 }

@@ -97,14 +97,14 @@ func (t *outputTap) tailBytes() []byte {
 // (counted on the raw bytes, so escape sequences count as characters).
 // The cuts fall far from the ends of the kept pieces, so a secret or
 // escape sequence split where the in-memory copy was cut is never shown.
-func (t *outputTap) shown(secrets []string, fullPath string) (string, bool) {
+func (t *outputTap) shown(charset string, secrets []string, fullPath string) (string, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.dropped() {
-		return capOutput(cleanOutput(append(t.head, t.tailBytes()...), secrets), MaxOutputChars, fullPath)
+		return capOutput(cleanOutput(append(t.head, t.tailBytes()...), charset, secrets), MaxOutputChars, fullPath)
 	}
-	headText := cleanOutput(t.head, secrets)
-	tailText := cleanOutput(t.tailBytes(), secrets)
+	headText := cleanOutput(t.head, charset, secrets)
+	tailText := cleanOutput(t.tailBytes(), charset, secrets)
 	headChars := MaxOutputChars * 40 / 100
 	tailChars := MaxOutputChars - headChars
 	h := headText[:byteOffset(headText, headChars)]

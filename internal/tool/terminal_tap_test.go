@@ -38,7 +38,7 @@ func TestOutputTapMarkerCountsWholeStream(t *testing.T) {
 	for range n {
 		tap.Write([]byte(line))
 	}
-	shown, cut := tap.shown(nil, "/x/full.log")
+	shown, cut := tap.shown("", nil, "/x/full.log")
 	if !cut {
 		t.Fatal("not cut")
 	}

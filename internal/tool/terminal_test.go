@@ -13,6 +13,8 @@ import (
 
 	"github.com/hermes-go/hermes/internal/approval"
 	"github.com/hermes-go/hermes/internal/backend/local"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // hostEnviron is a minimal host environment plus extra entries.
@@ -94,7 +96,7 @@ func TestTerminalTimeoutExplained(t *testing.T) {
 	}
 	b, _ := os.ReadFile(pidFile)
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := waitfor.Deadline(t)
 	for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
 		if st, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); strings.Contains(string(st), ") Z") {
 			break
@@ -176,8 +178,22 @@ func TestTerminalInvalidUTF8AndSplitMultibyte(t *testing.T) {
 	f := newTerminalFixture(t, nil)
 	// "é" (C3 A9) written in two separate writes with a pause between, then an invalid byte.
 	out := decodeTerminal(t, run(t, f.term, `{"command": "printf 'caf\\303'; sleep 0.2; printf '\\251 ok \\377\\376 end\\n'"}`))
-	if out.Output != "café ok \uFFFD end\n" {
+	if out.Output != `café ok \xff\xfe end`+"\n" {
 		t.Fatalf("got %q", out.Output)
+	}
+}
+
+// TestTerminalGBKOutput: a command that sets a GBK locale for itself has its output
+// decoded from GBK; without one the bytes are shown escaped.
+func TestTerminalGBKOutput(t *testing.T) {
+	f := newTerminalFixture(t, nil)
+	out := decodeTerminal(t, run(t, f.term, `{"command": "env LC_ALL=zh_CN.GBK printf '\\304\\343\\272\\303\\n'"}`))
+	if out.Output != "你好\n" {
+		t.Errorf("with LC_ALL=zh_CN.GBK: %q", out.Output)
+	}
+	out = decodeTerminal(t, run(t, f.term, `{"command": "printf '\\304\\343\\272\\303\\n'"}`))
+	if out.Output != `\xc4\xe3\xba\xc3`+"\n" {
+		t.Errorf("without a charset: %q", out.Output)
 	}
 }
 

@@ -237,6 +237,33 @@ func (r *Registry) Filter(toolsets []string) *Registry {
 	return out
 }
 
+// Without returns r without the tools whose toolset or name is in names
+// (agent.disabled_toolsets); r itself when names removes nothing.
+func (r *Registry) Without(names []string) *Registry {
+	drop := map[string]bool{}
+	for _, n := range names {
+		if n = strings.TrimSpace(n); n != "" {
+			drop[n] = true
+		}
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	hit := false
+	for _, t := range r.tools {
+		hit = hit || drop[t.Toolset()] || drop[t.Spec().Name]
+	}
+	if !hit {
+		return r
+	}
+	out := &Registry{tools: map[string]Tool{}, down: maps.Clone(r.down)}
+	for n, t := range r.tools {
+		if !drop[t.Toolset()] && !drop[t.Spec().Name] {
+			out.tools[n] = t
+		}
+	}
+	return out
+}
+
 // ToolsetSelected reports whether toolset is enabled by a --toolsets /
 // toolsets: list: an empty list, all, *, hermes-cli and hermes-acp enable
 // every toolset; "mcp" enables every MCP server's toolset ("mcp-<server>").

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -337,24 +338,38 @@ func (m *Model) modelCommand(name string) tea.Cmd {
 }
 
 func (m *Model) openModelPicker(msg modelsMsg) tea.Cmd {
+	current := m.rt.Model()
 	if msg.err != nil || len(msg.models) == 0 {
 		why := "the provider lists none"
 		if msg.err != nil {
 			why = msg.err.Error()
 		}
-		return m.printLines(fmt.Sprintf("model list unavailable (%s); type /model NAME", why))
+		return m.printLines(fmt.Sprintf("model list unavailable (%s); current model: %s; type /model NAME",
+			why, termsafe.Clean(current)))
 	}
-	sort.Strings(msg.models)
-	var items []pickItem
-	for _, id := range msg.models {
-		label := id
-		if id == m.rt.Model() {
-			label += "  (current)"
-		}
-		items = append(items, pickItem{value: id, label: label})
-	}
-	m.picker = &picker{title: "switch model (type to filter, ↑/↓, Enter, Esc)", items: items, choose: m.switchModel, filterable: true}
+	m.picker = modelPicker(msg.models, current, m.switchModel)
 	return nil
+}
+
+// modelPicker lists models sorted, with current always in the list (a
+// custom endpoint or a long list may not have it), marked "(current)" and
+// selected, so it shows when the picker opens.
+func modelPicker(models []string, current string, choose func(string) tea.Cmd) *picker {
+	models = slices.Clone(models)
+	if current != "" && !slices.Contains(models, current) {
+		models = append(models, current)
+	}
+	sort.Strings(models)
+	p := &picker{title: "switch model (type to filter, ↑/↓, Enter, Esc)", choose: choose, filterable: true}
+	for i, id := range models {
+		label := id
+		if id == current {
+			label += "  (current)"
+			p.sel = i
+		}
+		p.items = append(p.items, pickItem{value: id, label: label})
+	}
+	return p
 }
 
 // switchModel restarts the runtime on name, keeping the session.

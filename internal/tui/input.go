@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -26,7 +27,15 @@ func newEditor() textarea.Model {
 	ta.Prompt = "› "
 	ta.ShowLineNumbers = false
 	ta.CharLimit = 0
-	ta.MaxHeight = 0
+	// The editor grows with its content counted in visual rows (a long
+	// line soft-wraps at the width and shows every row; counting logical
+	// lines kept one row, so a long line scrolled sideways out of view),
+	// up to maxEditorRows; MaxContentHeight lifts the legacy limit of
+	// MaxHeight logical lines on what can be typed.
+	ta.DynamicHeight = true
+	ta.MinHeight = 1
+	ta.MaxHeight = maxEditorRows
+	ta.MaxContentHeight = math.MaxInt32
 	ta.SetHeight(1)
 	ta.Placeholder = "Ask anything · / for commands · @ for files"
 	ta.KeyMap.InsertNewline = key.NewBinding(key.WithKeys("alt+enter", "ctrl+j"))
@@ -35,14 +44,6 @@ func newEditor() textarea.Model {
 	ta.SetStyles(s)
 	ta.SetWidth(78)
 	return ta
-}
-
-// fitEditor grows the editor with its content, up to maxEditorRows.
-func (m *Model) fitEditor() {
-	rows := min(max(m.input.LineCount(), 1), maxEditorRows)
-	if m.input.Height() != rows {
-		m.input.SetHeight(rows)
-	}
 }
 
 // historyFile is the input history in HERMES_HOME.
@@ -138,7 +139,6 @@ func (m *Model) historyKey(k string) bool {
 	default:
 		return false
 	}
-	m.fitEditor()
 	return true
 }
 
@@ -280,7 +280,6 @@ func (m *Model) paste(text string) {
 	lines := strings.Count(text, "\n") + 1
 	if len(text) <= pasteInlineBytes && lines <= pasteInlineLines {
 		m.input.InsertString(text)
-		m.fitEditor()
 		return
 	}
 	if m.pastes == nil {
@@ -289,7 +288,6 @@ func (m *Model) paste(text string) {
 	ph := fmt.Sprintf("[pasted text #%d · %d lines · %s]", len(m.pastes)+1, lines, byteSize(len(text)))
 	m.pastes[ph] = text
 	m.input.InsertString(ph)
-	m.fitEditor()
 }
 
 // expandPastes replaces paste placeholders in text with what was pasted.

@@ -319,7 +319,6 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 		return m.submit()
 	case "alt+enter", "ctrl+j", "shift+enter":
 		m.input.InsertString("\n")
-		m.fitEditor()
 		return nil
 	case "tab":
 		if m.complete.active() {
@@ -340,7 +339,6 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	}
 	var cmd tea.Cmd
 	m.input, cmd = m.input.Update(k)
-	m.fitEditor()
 	m.updateCompletion()
 	return cmd
 }
@@ -365,7 +363,6 @@ func (m *Model) onCtrlC() tea.Cmd {
 	}
 	if m.input.Value() != "" {
 		m.input.Reset()
-		m.fitEditor()
 		return nil
 	}
 	m.hint = "Ctrl-C again (or Ctrl-D) to quit"
@@ -393,7 +390,6 @@ func (m *Model) submit() tea.Cmd {
 	m.history.add(text)
 	text = m.expandPastes(text)
 	m.input.Reset()
-	m.fitEditor()
 	m.complete = completion{}
 	if isCommand(text) {
 		return m.command(text)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/hermes-go/hermes/internal/llm"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 	"github.com/hermes-go/hermes/internal/session"
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // fixedNow is the clock of the golden frames.
@@ -109,7 +111,7 @@ func start(t *testing.T, o Options, width, height int) (*teatest.TestModel, *out
 	tm := teatest.NewTestModel(t, probe{m}, teatest.WithInitialTermSize(width, height))
 	t.Cleanup(func() {
 		_ = tm.Quit()
-		tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
+		tm.WaitFinished(t, teatest.WithFinalTimeout(time.Until(waitfor.Deadline(t))))
 		m.close()
 	})
 	return tm, &output{r: tm.Output()}
@@ -119,7 +121,7 @@ func start(t *testing.T, o Options, width, height int) (*teatest.TestModel, *out
 // until it contains want, and returns it.
 func waitFrame(t *testing.T, tm *teatest.TestModel, want string) string {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := waitfor.Deadline(t)
 	last := ""
 	for time.Now().Before(deadline) {
 		ch := make(snapshotMsg, 1)
@@ -152,7 +154,7 @@ func (o *output) wait(t *testing.T, want string) {
 		o.buf.Write(b[seen:])
 		seen = len(b)
 		return strings.Contains(ansi.Strip(o.buf.String()), want)
-	}, teatest.WithDuration(15*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+	}, teatest.WithDuration(time.Until(waitfor.Deadline(t))), teatest.WithCheckInterval(20*time.Millisecond))
 }
 
 // waitCount waits until the program has written want n times (ANSI
@@ -171,7 +173,7 @@ func (o *output) waitCount(t *testing.T, want string, n int) {
 		seen = len(b)
 		got = strings.Count(ansi.Strip(o.buf.String()), want)
 		return got >= n
-	}, teatest.WithDuration(15*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+	}, teatest.WithDuration(time.Until(waitfor.Deadline(t))), teatest.WithCheckInterval(20*time.Millisecond))
 }
 
 // waitAll waits until the program has written each of wants: a turn's
@@ -188,7 +190,7 @@ func (o *output) waitAll(t *testing.T, wants ...string) {
 // "working"): an answer shows in the live region before its turn ends.
 func waitIdle(t *testing.T, tm *teatest.TestModel) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := waitfor.Deadline(t)
 	for time.Now().Before(deadline) {
 		ch := make(snapshotMsg, 1)
 		tm.Send(ch)
@@ -465,7 +467,7 @@ func TestCtrlCCancelsThenQuits(t *testing.T) {
 	tm.Send(tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl})
 	waitFrame(t, tm, "Ctrl-C again")
 	tm.Send(tea.KeyPressMsg{Code: 'd', Mod: tea.ModCtrl})
-	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
+	tm.WaitFinished(t, teatest.WithFinalTimeout(time.Until(waitfor.Deadline(t))))
 }
 
 // TestPathCompletion: @ completes file names of the working directory.
@@ -615,7 +617,7 @@ func TestRecapOnStartAndClockTicks(t *testing.T) {
 	// Every call of the clock is a second later: a tick redraws the status
 	// bar with a later time than the first frame's.
 	first := waitFrame(t, tm, "│ 00:")
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := waitfor.Deadline(t)
 	for time.Now().Before(deadline) {
 		if f := waitFrame(t, tm, "│ 00:"); f != first {
 			return
@@ -694,6 +696,62 @@ func TestListCommandsFitAndHint(t *testing.T) {
 	for _, name := range w.rt.Tools().Names() {
 		if !regexp.MustCompile(`(?m)(^|[ :,])` + name + `(,|$)`).MatchString(strings.Join(tools, "\n")) {
 			t.Errorf("tool %s is cut across lines:\n%s", name, strings.Join(tools, "\n"))
+		}
+	}
+}
+
+// A line longer than the terminal soft-wraps in the editor and every row
+// of it shows (at 70 columns a long line kept one row and scrolled out of
+// view); the editor stops growing at maxEditorRows.
+func TestEditorWrapsLongLinesAt70Columns(t *testing.T) {
+	w := newWorld(t)
+	m := New(context.Background(), w.options(t))
+	defer m.close()
+	m.Update(tea.WindowSizeMsg{Width: 70, Height: 30})
+	words := strings.Repeat("wrapme ", 25) + "thelastword"
+	m.input.InsertString(words)
+	if h := m.input.Height(); h < 3 {
+		t.Fatalf("a %d-character line at 70 columns: editor height %d rows, want ≥ 3", len(words), h)
+	}
+	view := m.input.View()
+	for _, want := range []string{"wrapme", "thelastword"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the editor does not show %q:\n%s", want, view)
+		}
+	}
+	for _, l := range strings.Split(view, "\n") {
+		if n := ansi.StringWidth(l); n > 70 {
+			t.Errorf("an editor row is %d columns wide at 70: %q", n, l)
+		}
+	}
+	m.input.InsertString(strings.Repeat(" more words", 200))
+	if h := m.input.Height(); h != maxEditorRows {
+		t.Errorf("a long input: editor height %d, want %d (then it scrolls)", h, maxEditorRows)
+	}
+	if !strings.HasSuffix(strings.TrimSpace(m.input.Value()), "more words") {
+		t.Error("input was cut short")
+	}
+}
+
+// The /model picker lists the current model even when the provider's list
+// does not, marks it, and opens on it (on a long list it was out of view).
+func TestModelPickerListsAndMarksTheCurrentModel(t *testing.T) {
+	w := newWorld(t)
+	m := New(context.Background(), w.options(t))
+	defer m.close()
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 30})
+	var listed []string
+	for i := range 30 {
+		listed = append(listed, fmt.Sprintf("vendor/model-%02d", i))
+	}
+	for _, models := range [][]string{listed, append(slices.Clone(listed), "fake-model")} {
+		m.openModelPicker(modelsMsg{models: models})
+		view := ansi.Strip(m.picker.view(m))
+		if !regexp.MustCompile(`(?m)^▸ fake-model +\(current\)$`).MatchString(view) {
+			t.Errorf("the picker over %d models does not show the current model marked and selected:\n%s", len(models), view)
+		}
+		if got := m.picker.items[m.picker.sel].value; got != "fake-model" {
+			t.Errorf("the picker opens on %q, want the current model", got)
 		}
 	}
 }

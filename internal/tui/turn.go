@@ -141,6 +141,7 @@ func (m *Model) onEvent(ev session.Event) tea.Cmd {
 		}
 		return tea.Batch(tea.Sequence(out, m.flushParagraphs(false)), redraw)
 	case session.ToolStart:
+		t.text += t.textSafe.Flush()
 		out := tea.Sequence(m.flushThinking(), m.flushParagraphs(true))
 		t.printed = false
 		t.tools = append(t.tools, &runningTool{callID: ev.CallID, name: ev.Tool, args: ev.Args, started: m.now()})
@@ -163,6 +164,7 @@ func (m *Model) onEvent(ev session.Event) tea.Cmd {
 func (m *Model) endTurn(ev session.Event, err error) tea.Cmd {
 	var cmds []tea.Cmd
 	if m.turn != nil && (ev.TurnID == m.turn.id || ev.TurnID == "") {
+		m.turn.text += m.turn.textSafe.Flush()
 		cmds = append(cmds, m.flushThinking(), m.flushParagraphs(true))
 		m.turn = nil
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/hermes-go/hermes/internal/backend/conformance"
 	"github.com/hermes-go/hermes/internal/backend/e2b"
 	"github.com/hermes-go/hermes/internal/box"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 func freeAddr(t *testing.T) string {
@@ -59,7 +61,7 @@ func serveBoxes(t *testing.T) (api, envd, key string) {
 		cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-exited:
-		case <-time.After(30 * time.Second):
+		case <-time.After(time.Until(waitfor.Deadline(t))):
 			cmd.Process.Kill()
 			<-exited
 		}
@@ -67,12 +69,12 @@ func serveBoxes(t *testing.T) (api, envd, key string) {
 			t.Logf("server log:\n%s", log.String())
 		}
 	})
-	for i := 0; ; i++ {
+	for {
 		if resp, err := http.Get("http://" + apiAddr + "/health"); err == nil {
 			resp.Body.Close()
 			break
 		}
-		if i > 400 {
+		if time.Now().After(waitfor.Deadline(t)) {
 			t.Fatalf("hermes sandbox serve did not listen:\n%s", log.String())
 		}
 		time.Sleep(50 * time.Millisecond)

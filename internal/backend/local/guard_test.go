@@ -16,6 +16,8 @@ import (
 
 	"github.com/hermes-go/hermes/internal/backend"
 	"golang.org/x/sys/unix"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // guardFixture is a fake user: HOME with a HERMES_HOME inside, a project
@@ -268,7 +270,7 @@ func TestSupervisorEndsGroupsWhenHermesDies(t *testing.T) {
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	var got []int
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := waitfor.Deadline(t)
 	for len(got) < 4 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 		b, _ := os.ReadFile(pids)
@@ -284,7 +286,7 @@ func TestSupervisorEndsGroupsWhenHermesDies(t *testing.T) {
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
-	deadline = time.Now().Add(10 * time.Second)
+	deadline = waitfor.Deadline(t)
 	for {
 		alive := []int{}
 		for _, p := range got {

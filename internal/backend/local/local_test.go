@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/backend"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 func newEnv(t *testing.T, environ []string, passthrough ...string) (*Backend, *Environment) {
@@ -122,7 +124,7 @@ func TestExecTimeoutKillsGrandchildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := waitfor.Deadline(t)
 	for alive(pid) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -19,6 +19,8 @@ import (
 
 	"github.com/hermes-go/hermes/internal/backend"
 	"github.com/hermes-go/hermes/internal/backend/conformance"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // testServer is a real OpenSSH server on loopback with throwaway keys.
@@ -106,7 +108,7 @@ MaxStartups 100
 			t.Logf("sshd log:\n%s", log.String())
 		}
 	})
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := waitfor.Deadline(t); ; time.Sleep(20 * time.Millisecond) {
 		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err == nil {
 			c.Close()

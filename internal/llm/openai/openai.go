@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -75,7 +77,7 @@ func New(cfg Config) *Provider {
 			if res, err = llm.CheckResponse(cfg.Name, res, err, cfg.Hints, cfg.Now()); err != nil {
 				return nil, err
 			}
-			res.Body = newNullErrorFilter(res.Body)
+			res.Body = newErrorShapeFilter(res.Body)
 			return res, nil
 		}),
 	}
@@ -162,19 +164,7 @@ func (s *stream) pull() bool {
 func (s *stream) mapError(err error) error {
 	var se *ssestream.StreamError
 	if errors.As(err, &se) {
-		var body struct {
-			Error struct {
-				Message string          `json:"message"`
-				Type    string          `json:"type"`
-				Code    json.RawMessage `json:"code"`
-			} `json:"error"`
-		}
-		_ = json.Unmarshal(se.Event.Data, &body)
-		code := body.Error.Type + " " + string(body.Error.Code)
-		if body.Error.Message == "" && body.Error.Type == "" && len(body.Error.Code) == 0 {
-			return llm.StreamError(s.provider, "", string(se.Event.Data))
-		}
-		return llm.StreamError(s.provider, code, body.Error.Message)
+		return streamErrorOf(s.provider, se.Event.Data)
 	}
 	var ae *llm.APIError
 	if errors.As(err, &ae) || errors.Is(err, context.Canceled) {
@@ -343,4 +333,33 @@ func usageOf(u openai.CompletionUsage) llm.Usage {
 		CacheWriteTokens: write,
 		ReasoningTokens:  int(u.CompletionTokensDetails.ReasoningTokens),
 	}
+}
+
+// streamErrorOf maps the data of an error frame ({"error": {"message",
+// "type", "code"}}, see errorShapeFilter) to an *llm.APIError carrying
+// the provider's words. An HTTP-like code of 400–499 other than 408, 409,
+// 425 and 429 is never retried: the same request would fail again.
+func streamErrorOf(provider string, data []byte) *llm.APIError {
+	var body struct {
+		Error struct {
+			Message string          `json:"message"`
+			Type    string          `json:"type"`
+			Code    json.RawMessage `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(data, &body)
+	if body.Error.Message == "" && body.Error.Type == "" && len(body.Error.Code) == 0 {
+		return llm.StreamError(provider, "", string(data))
+	}
+	code := rawString(body.Error.Code)
+	e := llm.StreamError(provider, strings.TrimSpace(body.Error.Type+" "+code), body.Error.Message)
+	if n, err := strconv.Atoi(code); err == nil && n >= 400 && n < 500 {
+		switch n {
+		case 408, 409, 425, 429:
+			e.Retryable = true
+		default:
+			e.Retryable = false
+		}
+	}
+	return e
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/hermes-go/hermes/internal/llm/providers/preset"
 )
 
 // ContextLength asks an OpenAI-compatible endpoint's GET /models for the
@@ -25,7 +27,7 @@ import (
 // Anthropic and replay providers return 0, nil (no such endpoint).
 func ContextLength(ctx context.Context, o Options, timeout time.Duration) (int, error) {
 	name, err := Resolve(o)
-	if err != nil || name == "anthropic" || name == "replay" {
+	if err != nil || !listsModels(name) {
 		return 0, err
 	}
 	list, base, err := fetchModels(ctx, name, o, timeout)
@@ -41,6 +43,15 @@ func ContextLength(ctx context.Context, o Options, timeout time.Duration) (int, 
 		}
 	}
 	return 0, fmt.Errorf("%s/models does not list %s", base, o.Model)
+}
+
+// listsModels is whether provider name has an OpenAI-compatible GET
+// /models (not replay nor the Anthropic Messages presets).
+func listsModels(name string) bool {
+	if p, ok := preset.Lookup(name); ok {
+		return p.Wire == preset.OpenAI
+	}
+	return name != "replay"
 }
 
 // modelEntry is one model of a /models listing, with the window fields of
@@ -77,7 +88,7 @@ func ListModels(ctx context.Context, o Options, timeout time.Duration) ([]string
 	if err != nil {
 		return nil, err
 	}
-	if name == "anthropic" || name == "replay" {
+	if !listsModels(name) {
 		return nil, fmt.Errorf("provider %s has no model list here; type the model id", name)
 	}
 	list, _, err := fetchModels(ctx, name, o, timeout)
@@ -111,11 +122,10 @@ func plausibleModelID(id string) bool {
 func fetchModels(ctx context.Context, name string, o Options, timeout time.Duration) ([]modelEntry, string, error) {
 	getenv := getenvOf(o)
 	base, key := o.BaseURL, o.APIKey
-	switch name {
-	case "openrouter", "openai":
-		env := strings.ToUpper(name)
-		base = firstNonEmpty(o.BaseURL, getenv(env+"_BASE_URL"), defaultURL(name))
-		key = firstNonEmpty(o.APIKey, getenv(env+"_API_KEY"))
+	if p, ok := preset.Lookup(name); ok {
+		k, _ := p.Key(getenv)
+		base = firstNonEmpty(o.BaseURL, p.URL(getenv))
+		key = firstNonEmpty(o.APIKey, k)
 	}
 	if base == "" {
 		return nil, "", fmt.Errorf("no base URL for provider %s", name)

@@ -1,6 +1,6 @@
 // Package providers builds the llm.Provider a run uses from the provider
 // name, model, base URL and key that flags, config.yaml and the environment
-// give (Hermes Agent providers: openrouter, openai, anthropic, custom; plus
+// give (Hermes Agent providers: the presets of package preset, custom, and
 // replay). It applies the retry policy and, when asked, recording.
 package providers
 
@@ -15,6 +15,7 @@ import (
 	"github.com/hermes-go/hermes/internal/llm"
 	"github.com/hermes-go/hermes/internal/llm/anthropic"
 	"github.com/hermes-go/hermes/internal/llm/openai"
+	"github.com/hermes-go/hermes/internal/llm/providers/preset"
 	"github.com/hermes-go/hermes/internal/llm/replay"
 )
 
@@ -25,8 +26,31 @@ const (
 	AnthropicBaseURL  = "https://api.anthropic.com"
 )
 
-// Names returns the accepted provider names ("" and "auto" infer one).
-func Names() []string { return []string{"openrouter", "openai", "anthropic", "custom", "replay"} }
+// Names returns the accepted provider names ("" and "auto" infer one):
+// the preset slugs, custom and replay.
+func Names() []string { return append(preset.Slugs(), "custom", "replay") }
+
+// autoFirst are the presets whose keys are checked before a base URL
+// selects custom (the order before presets existed); the other presets
+// come after, so a key for one provider never goes to a configured base URL.
+var autoFirst = []string{"openrouter", "anthropic", "openai"}
+
+// DefaultModel returns the model a provider uses when model.default is
+// unset (the preset's, as Hermes starts with its default); "" for custom
+// and replay.
+func DefaultModel(provider string) string {
+	p, _ := preset.Lookup(provider)
+	return p.DefaultModel
+}
+
+// DefaultContextLength returns model's context window when it is the
+// provider's default model (the preset's figure), else 0.
+func DefaultContextLength(provider, model string) int {
+	if p, ok := preset.Lookup(provider); ok && model == p.DefaultModel {
+		return p.ContextLength
+	}
+	return 0
+}
 
 // Options selects and configures a provider.
 type Options struct {
@@ -64,7 +88,7 @@ type Options struct {
 // Resolve returns the provider name Options selects, applying the "auto"
 // inference described on Options.Provider.
 func Resolve(o Options) (string, error) {
-	name := strings.ToLower(strings.TrimSpace(o.Provider))
+	name := preset.Canonical(o.Provider)
 	getenv := getenvOf(o)
 	if name != "" && name != "auto" {
 		for _, n := range Names() {
@@ -74,17 +98,21 @@ func Resolve(o Options) (string, error) {
 		}
 		return "", fmt.Errorf("unknown provider %q: use one of %s (model.provider in config.yaml or --provider)", o.Provider, strings.Join(Names(), ", "))
 	}
-	switch {
-	case o.ReplayPath != "":
+	if o.ReplayPath != "" {
 		return "replay", nil
-	case getenv("OPENROUTER_API_KEY") != "":
-		return "openrouter", nil
-	case getenv("ANTHROPIC_API_KEY") != "" || getenv("ANTHROPIC_AUTH_TOKEN") != "":
-		return "anthropic", nil
-	case getenv("OPENAI_API_KEY") != "":
-		return "openai", nil
-	case o.BaseURL != "":
+	}
+	for _, n := range autoFirst {
+		if p, _ := preset.Lookup(n); p.AutoKey(getenv) {
+			return n, nil
+		}
+	}
+	if o.BaseURL != "" {
 		return "custom", nil
+	}
+	for _, p := range preset.All() {
+		if !p.KeyOptional && p.AutoKey(getenv) {
+			return p.Slug, nil
+		}
 	}
 	return "", errors.New("no model provider configured: set an API key, e.g. `hermes config set OPENROUTER_API_KEY sk-or-...`, " +
 		"or choose a provider and model with `hermes model`")
@@ -120,28 +148,13 @@ func New(o Options) (llm.Provider, error) {
 		return record(p, o)
 	}
 	if strings.TrimSpace(o.Model) == "" {
+		o.Model = DefaultModel(name)
+	}
+	if strings.TrimSpace(o.Model) == "" {
 		return nil, fmt.Errorf("no model set for provider %s: set model.default in config.yaml or pass --model", name)
 	}
 	var base llm.Provider
-	switch name {
-	case "openrouter", "openai":
-		env := strings.ToUpper(name)
-		key := firstNonEmpty(o.APIKey, getenv(env+"_API_KEY"))
-		if key == "" {
-			return nil, missingKey(name, env+"_API_KEY")
-		}
-		cfg := openai.Config{
-			Name:       name,
-			BaseURL:    firstNonEmpty(o.BaseURL, getenv(env+"_BASE_URL"), defaultURL(name)),
-			APIKey:     key,
-			HTTPClient: o.HTTPClient,
-			Hints:      llm.ErrorHints{KeyFix: keyFix(env + "_API_KEY")},
-		}
-		if name == "openrouter" {
-			cfg.Headers = map[string]string{"HTTP-Referer": "https://github.com/hermes-go/hermes", "X-Title": "Hermes Agent"}
-		}
-		base = openai.New(cfg)
-	case "custom":
+	if name == "custom" {
 		if o.BaseURL == "" {
 			return nil, errors.New("provider custom needs an endpoint: set model.base_url in config.yaml " +
 				"(e.g. `hermes config set model.base_url http://localhost:11434/v1`) or pass --base-url")
@@ -150,21 +163,65 @@ func New(o Options) (llm.Provider, error) {
 			Name: "custom", BaseURL: o.BaseURL, APIKey: o.APIKey, HTTPClient: o.HTTPClient,
 			Hints: llm.ErrorHints{KeyFix: "set model.api_key in config.yaml (`hermes config set model.api_key ...`)"},
 		})
-	case "anthropic":
-		key, token := firstNonEmpty(o.APIKey, getenv("ANTHROPIC_API_KEY")), getenv("ANTHROPIC_AUTH_TOKEN")
+	} else {
+		p, _ := preset.Lookup(name)
+		var err error
+		if base, err = presetProvider(p, o, getenv); err != nil {
+			return nil, err
+		}
+	}
+	return record(llm.WithRetry(llm.WithTimeouts(base, o.Timeouts), o.Retry), o)
+}
+
+// presetProvider builds the client of a preset provider: its key from
+// model.api_key or its variables, its base URL from model.base_url, its
+// base URL variable or the preset.
+func presetProvider(p preset.Preset, o Options, getenv func(string) string) (llm.Provider, error) {
+	if p.Wire == preset.Anthropic {
+		return anthropicProvider(p, o, getenv)
+	}
+	key, _ := p.Key(getenv)
+	key = firstNonEmpty(o.APIKey, key)
+	if key == "" && !p.KeyOptional {
+		return nil, missingKey(p.Slug, p.KeyEnv[0])
+	}
+	cfg := openai.Config{
+		Name:       p.Slug,
+		BaseURL:    firstNonEmpty(o.BaseURL, p.URL(getenv)),
+		APIKey:     key,
+		HTTPClient: o.HTTPClient,
+		Hints:      llm.ErrorHints{KeyFix: keyFix(strings.Join(p.KeyEnv, " or "))},
+	}
+	if p.Slug == "openrouter" {
+		cfg.Headers = map[string]string{"HTTP-Referer": "https://github.com/hermes-go/hermes", "X-Title": "Hermes Agent"}
+	}
+	return openai.New(cfg), nil
+}
+
+// anthropicProvider builds an Anthropic Messages client. For anthropic
+// itself ANTHROPIC_AUTH_TOKEN is a bearer token; other presets on this
+// wire (MiniMax) send their key as x-api-key.
+func anthropicProvider(p preset.Preset, o Options, getenv func(string) string) (llm.Provider, error) {
+	key, token := "", ""
+	if p.Slug == "anthropic" {
+		key, token = firstNonEmpty(o.APIKey, getenv("ANTHROPIC_API_KEY"), getenv("ANTHROPIC_TOKEN")), getenv("ANTHROPIC_AUTH_TOKEN")
 		if key == "" && token == "" {
 			return nil, errors.New("provider anthropic needs a credential: set ANTHROPIC_API_KEY (an API key) or ANTHROPIC_AUTH_TOKEN " +
 				"(a bearer token), e.g. `hermes config set ANTHROPIC_API_KEY ...`, or model.api_key in config.yaml")
 		}
-		base = anthropic.New(anthropic.Config{
-			BaseURL:    strings.TrimSuffix(strings.TrimSuffix(firstNonEmpty(o.BaseURL, getenv("ANTHROPIC_BASE_URL"), AnthropicBaseURL), "/"), "/v1"),
-			APIKey:     key,
-			AuthToken:  token,
-			HTTPClient: o.HTTPClient,
-			Hints:      llm.ErrorHints{KeyFix: "set ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN (or model.api_key in config.yaml)"},
-		})
+	} else {
+		k, _ := p.Key(getenv)
+		if key = firstNonEmpty(o.APIKey, k); key == "" {
+			return nil, missingKey(p.Slug, p.KeyEnv[0])
+		}
 	}
-	return record(llm.WithRetry(llm.WithTimeouts(base, o.Timeouts), o.Retry), o)
+	return anthropic.New(anthropic.Config{
+		BaseURL:    strings.TrimSuffix(strings.TrimSuffix(firstNonEmpty(o.BaseURL, p.URL(getenv)), "/"), "/v1"),
+		APIKey:     key,
+		AuthToken:  token,
+		HTTPClient: o.HTTPClient,
+		Hints:      llm.ErrorHints{KeyFix: "set " + strings.Join(p.KeyEnv, " or ") + " (or model.api_key in config.yaml)"},
+	}), nil
 }
 
 func record(p llm.Provider, o Options) (llm.Provider, error) {
@@ -172,13 +229,6 @@ func record(p llm.Provider, o Options) (llm.Provider, error) {
 		return p, nil
 	}
 	return replay.NewRecorder(p, o.RecordPath)
-}
-
-func defaultURL(name string) string {
-	if name == "openrouter" {
-		return OpenRouterBaseURL
-	}
-	return OpenAIBaseURL
 }
 
 func keyFix(env string) string {

@@ -49,7 +49,7 @@ func TestResolveAuto(t *testing.T) {
 	if _, err := Resolve(Options{Getenv: env(nil)}); err == nil || !strings.Contains(err.Error(), "hermes config set OPENROUTER_API_KEY") {
 		t.Errorf("no provider: %v", err)
 	}
-	if _, err := Resolve(Options{Provider: "gemini"}); err == nil || !strings.Contains(err.Error(), "openrouter, openai, anthropic, custom, replay") {
+	if _, err := Resolve(Options{Provider: "nonesuch"}); err == nil || !strings.Contains(err.Error(), "openrouter, anthropic, openai, ai-gateway") {
 		t.Errorf("unknown provider: %v", err)
 	}
 }
@@ -67,7 +67,7 @@ func TestMissingKeyAndSettings(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "model.base_url") {
 		t.Errorf("custom without url: %v", err)
 	}
-	_, err = New(Options{Provider: "openai", Getenv: env(map[string]string{"OPENAI_API_KEY": "k"})})
+	_, err = New(Options{Provider: "custom", BaseURL: "http://127.0.0.1:1/v1", Getenv: env(nil)})
 	if err == nil || !strings.Contains(err.Error(), "model.default") {
 		t.Errorf("no model: %v", err)
 	}

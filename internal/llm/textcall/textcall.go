@@ -38,12 +38,17 @@ const (
 // call's body do not open code. known reports whether a tool name is
 // registered.
 //
-// Two more forms are recovered when the Hermes form is absent: an
+// Three more forms are recovered when the Hermes form is absent: calls
+// whose opening tag is missing, after a reasoning close (see
+// extractOrphanClose), an
 // Anthropic-XML <function_calls> block at the end of the message (see
 // extractXML) and a message that is nothing but one JSON call object (see
 // extractBare).
 func Extract(content string, known func(string) bool) (calls []llm.ToolCall, remaining string) {
 	if !strings.Contains(content, openTag) {
+		if strings.Contains(content, closeTag) {
+			return extractOrphanClose(content, known)
+		}
 		if strings.Contains(content, xmlOpen) {
 			return extractXML(content, known)
 		}
