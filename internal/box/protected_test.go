@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/protect"
 )
 
 // boxHostGit runs git in dir on the host, with a HOME of its own.
@@ -107,5 +110,28 @@ echo evil > .git/commondir && echo commondir`)
 		if _, err := os.Stat(marker + which); err == nil {
 			t.Errorf("git status on the host ran code the box planted (%s)", which)
 		}
+	}
+}
+
+// Attacker trial on issue 23: box diff marked .git/config but not a nested
+// repository's .git/config or a new .git/commondir, so box apply copied
+// them onto the host without --allow-protected.
+func TestWorkspaceDiffMarksNestedGitConfig(t *testing.T) {
+	m := &Manager{opts: Options{Terminal: config.TerminalConfig{ProtectedPaths: protect.Defaults()}}}
+	changes := []WorkspaceChange{
+		{Path: "sub/.git/config", Kind: ChangeAdded},
+		{Path: "a/b/.git/hooks/post-checkout", Kind: ChangeAdded},
+		{Path: ".git/commondir", Kind: ChangeAdded},
+		{Path: "sub/.git", Kind: ChangeAdded, IsDir: true},
+		{Path: "sub/main.go", Kind: ChangeAdded},
+	}
+	m.markProtected(changes)
+	for _, c := range changes[:4] {
+		if c.Protected == "" {
+			t.Errorf("%s is not marked protected", c.Path)
+		}
+	}
+	if changes[4].Protected != "" {
+		t.Errorf("sub/main.go is marked protected (%s)", changes[4].Protected)
 	}
 }
