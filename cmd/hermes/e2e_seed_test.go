@@ -79,9 +79,24 @@ func TestProxyStartStatusStop(t *testing.T) {
 		t.Fatalf("banner: base %q token %q; stderr %s", base, token, stderr)
 	}
 	go func() { _, _ = io.Copy(io.Discard, out) }()
+	// A web page (another Origin) is refused even with the token, as on
+	// every hermes listener (httpguard), and reaches no provider.
 	req, _ := http.NewRequest(http.MethodPost, base+"/chat/completions", strings.NewReader(`{"messages":[{"role":"user","content":"hi"}]}`))
 	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "http://evil.example")
 	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || len(e.srv.Requests()) != 0 {
+		t.Fatalf("cross-origin request: %d, %d upstream requests; want 403 and none", resp.StatusCode, len(e.srv.Requests()))
+	}
+	req, _ = http.NewRequest(http.MethodPost, base+"/chat/completions", strings.NewReader(`{"messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-go/hermes/internal/httpguard"
 	"github.com/hermes-go/hermes/internal/llm/providers"
 	"github.com/hermes-go/hermes/internal/llm/providers/preset"
 	"github.com/hermes-go/hermes/internal/modelproxy"
@@ -90,7 +91,12 @@ func (a *App) runProxyStart(o *proxyOptions) error {
 		return fmt.Errorf("--port %d: use 0-65535", o.port)
 	}
 	addr := net.JoinHostPort(o.host, strconv.Itoa(o.port))
-	ln, err := net.Listen(modelproxy.Network(o.host), addr)
+	// The proxy's listener is guarded as every hermes listener is
+	// (httpguard): connections bounded in total and per client, 0.0.0.0 on
+	// IPv4, Origin refused to web pages, JSON bodies only, bounded
+	// header/body/idle times. Every request but /health needs the token.
+	conns := httpguard.NewConns(httpguard.Limits{}, nil, a.Now)
+	ln, err := conns.Listen(addr)
 	if err != nil {
 		return fmt.Errorf("hermes proxy: listen on %s: %w (another process may use the port: pass --port)", addr, err)
 	}
@@ -103,7 +109,8 @@ func (a *App) runProxyStart(o *proxyOptions) error {
 	a.printProxyBanner(bound, ep, token, home)
 	ctx, stop := SignalContext()
 	defer stop()
-	err = modelproxy.Serve(ctx, ln, p.Handler(), 10*time.Second)
+	policy := httpguard.Policy{Keyed: true, KeyHint: "the proxy token"}
+	err = modelproxy.Serve(ctx, ln, httpguard.BodyDeadline(policy.Handler(p.Handler()), 0), 10*time.Second)
 	st := p.Stats()
 	fmt.Fprintf(a.Stdout, "hermes proxy stopped: %d requests, %d failed, %d unauthorised\n", st.Requests, st.Failed, st.Unauthorized)
 	return err

@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hermes-go/hermes/internal/httpguard"
 	"io"
 	"net"
 	"net/http"
@@ -329,17 +330,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// Server returns the http.Server for h with bounded header, body-read and
-// idle times (the write side is unbounded: streams last as long as the model).
-func Server(h http.Handler) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 2 * time.Minute,
-		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-}
-
 // Serve serves h on ln until ctx ends, then shuts down, giving requests in
-// flight up to grace to finish.
+// flight up to grace to finish. The server has httpguard's header, idle
+// and header-size bounds; wrap h in httpguard.BodyDeadline to bound body
+// reads (a ReadTimeout would cut streams).
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration) error {
-	srv := Server(h)
+	srv := httpguard.NewServer(h)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -354,13 +350,4 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 	}
 	<-errc
 	return nil
-}
-
-// Network is the network to listen on for host: "tcp4" for an IPv4
-// literal (0.0.0.0 listens on IPv4 only, as Python's servers do), else "tcp".
-func Network(host string) string {
-	if ip := net.ParseIP(host); ip != nil && ip.To4() != nil {
-		return "tcp4"
-	}
-	return "tcp"
 }

@@ -218,11 +218,3 @@ func TestAnthropicWire(t *testing.T) {
 		t.Errorf("chat on anthropic: %d %s", resp.StatusCode, body)
 	}
 }
-
-func TestNetwork(t *testing.T) {
-	for host, want := range map[string]string{"0.0.0.0": "tcp4", "127.0.0.1": "tcp4", "::": "tcp", "localhost": "tcp"} {
-		if got := Network(host); got != want {
-			t.Errorf("Network(%q) = %q, want %q", host, got, want)
-		}
-	}
-}
