@@ -137,7 +137,6 @@ func BenchmarkProtectedMounts(b *testing.B) {
 // reads its config (core.fsmonitor). Neither needs an approval today; the
 // user's next `git status` on the host must run none of it.
 func TestGuardProtectedPathsGitConfigElsewhere(t *testing.T) {
-	t.Skip("known limitation: a .git/commondir or a nested repository (gitlink) created during a command cannot carry a read-only mount made when the command or box started (the kernel cannot forbid one new name in a writable directory); the approvals and write_file ask for both, box diff marks them, and the README threat model says the rest (attack23 F1/F2)")
 	if !hasSysAdmin() {
 		t.Skip("protected paths need CAP_SYS_ADMIN for the per-command mount namespace (run as root)")
 	}
@@ -152,6 +151,9 @@ echo evil > .git/commondir`,
 git init -q --template=t sub && cd sub && echo y > y && git add y && git commit -qm s && cd .. && git add sub && git commit -qm sub`,
 	} {
 		t.Run(name, func(t *testing.T) {
+			if name == "gitlink" {
+				t.Skip("known limitation: a nested repository created and committed as a gitlink during a command cannot carry a read-only mount made when the command started (the kernel cannot forbid a new name in a writable directory); the approvals and write_file ask for it and the README threat model says the rest (attack23 F2)")
+			}
 			root := t.TempDir()
 			home, work, marker := filepath.Join(root, "home"), filepath.Join(root, "home", "project"), filepath.Join(root, "ran")
 			if err := os.MkdirAll(work, 0o755); err != nil {
@@ -183,6 +185,9 @@ git init -q --template=t sub && cd sub && echo y > y && git add y && git commit 
 			_ = cmd.Run()
 			if _, err := os.Stat(marker); err == nil {
 				t.Fatalf("git status on the host ran code a guarded command planted:\n%s", res.Output)
+			}
+			if name == "commondir" && !strings.Contains(string(res.Output), "moved it to .git/commondir.refused-by-hermes") {
+				t.Errorf("the command's output does not say .git/commondir was moved aside:\n%s", res.Output)
 			}
 		})
 	}
