@@ -15,9 +15,11 @@ import (
 // transports hermes cannot speak (ACP-tunnelled) are left out and named
 // in skipped. Env and header values are secrets: never logged or stored.
 //
-// A client's server is always trust: untrusted (every tool call asks the
-// client through session/request_permission; yolo mode runs them), never
-// samples the model and, with terminal.backend: box, runs inside the box:
+// A client's server starts only once the person allows it (mcp_permit.go),
+// is always trust: untrusted (every tool call asks the client through
+// session/request_permission; yolo mode runs them), never samples the
+// model and runs through the session's backend (inside the box, or under
+// the local guard; never host: true):
 // the client may be driven by a project's own settings, and only the
 // user's config.yaml grants trust. A client server named like a
 // config.yaml mcp_servers entry does not replace it; it connects as

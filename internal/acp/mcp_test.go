@@ -46,7 +46,7 @@ func TestClientMCPServerToolsReachTheModel(t *testing.T) {
 		llmtest.Turn{Text: "echoed"},
 	)
 	c := w.connect(sdk.ClientCapabilities{})
-	c.answer = func(sdk.RequestPermissionRequest) string { return optOnce }
+	c.answer = func(sdk.RequestPermissionRequest) string { return optOnce } // the server's start, then its tool
 	resp, err := c.conn.NewSession(context.Background(), sdk.NewSessionRequest{Cwd: w.work, McpServers: []sdk.McpServer{
 		{Stdio: &sdk.McpServerStdio{Name: "everything", Command: bin, Args: []string{}, Env: []sdk.EnvVariable{}}},
 	}})
@@ -64,7 +64,12 @@ func TestClientMCPServerToolsReachTheModel(t *testing.T) {
 		t.Errorf("the MCP tool result did not reach the model: %s", second)
 	}
 	c.mu.Lock()
-	asked := len(c.permissions)
+	asked := 0
+	for _, p := range c.permissions {
+		if !strings.HasPrefix(string(p.ToolCall.ToolCallId), "mcp-server-") {
+			asked++
+		}
+	}
 	c.mu.Unlock()
 	if asked != 1 {
 		t.Errorf("%d permission requests for the client's (untrusted) server's tool, want 1", asked)

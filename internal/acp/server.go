@@ -73,6 +73,9 @@ type Server struct {
 	runtimes map[string]*rtEntry    // by workspace cwd
 	sessions map[string]*acpSession // by session id
 	tick     uint64                 // runtime use counter (LRU order)
+	// mcpAlways holds the editor-supplied MCP servers the person allowed
+	// always (mcpGrant), for this process.
+	mcpAlways map[string]bool
 }
 
 // New returns a server for o; Serve runs it.
@@ -92,7 +95,7 @@ func New(o Options) *Server {
 	if o.MaxRuntimes <= 0 {
 		o.MaxRuntimes = DefaultMaxRuntimes
 	}
-	return &Server{opts: o, runtimes: map[string]*rtEntry{}, sessions: map[string]*acpSession{}}
+	return &Server{opts: o, runtimes: map[string]*rtEntry{}, sessions: map[string]*acpSession{}, mcpAlways: map[string]bool{}}
 }
 
 // Serve speaks ACP on in/out until the client disconnects (in ends: the

@@ -61,14 +61,20 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.N
 		return sdk.NewSessionResponse{}, err
 	}
 	defer release()
-	sess, err := rt.Open(ctx, session.OpenOptions{Source: Source, Platform: Source, MCPServers: s.mcpServers(p.McpServers)})
+	gate := newMCPGate()
+	sess, err := rt.Open(ctx, session.OpenOptions{Source: Source, Platform: Source, MCPServers: s.mcpServers(p.McpServers),
+		PermitMCP: s.permit(gate)})
 	if err != nil {
+		gate.open(nil)
 		return sdk.NewSessionResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
 	}
 	as := s.register(sess, rt, p.Cwd)
-	// Sent once the response is out: clients drop updates of a session
-	// they do not know yet.
-	s.out.after(`"sessionId":"`+sess.ID()+`"`, func() { s.sendCommands(context.Background(), as) })
+	// Sent once the response is out: clients drop updates (and
+	// permission requests) of a session they do not know yet.
+	s.out.after(`"sessionId":"`+sess.ID()+`"`, func() {
+		s.sendCommands(context.Background(), as)
+		gate.open(as)
+	})
 	return sdk.NewSessionResponse{SessionId: sdk.SessionId(sess.ID()), Modes: modeState(ModeDefault),
 		ConfigOptions: s.configOptions(as)}, nil
 }
@@ -116,14 +122,22 @@ func (s *Server) reopen(ctx context.Context, id, cwd string, mcp []sdk.McpServer
 		return nil, err
 	}
 	defer release()
-	sess, err := rt.Open(ctx, session.OpenOptions{Resume: id, Source: Source, Platform: Source, MCPServers: s.mcpServers(mcp)})
+	// The client named the session it loads: its servers may be asked
+	// about at once.
+	gate := newMCPGate()
+	sess, err := rt.Open(ctx, session.OpenOptions{Resume: id, Source: Source, Platform: Source, MCPServers: s.mcpServers(mcp),
+		PermitMCP: s.permit(gate)})
 	if errors.Is(err, store.ErrNotFound) {
+		gate.open(nil)
 		return nil, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no stored session %q (session/list shows them)", id)})
 	}
 	if err != nil {
+		gate.open(nil)
 		return nil, sdk.NewInternalError(map[string]any{"error": err.Error()})
 	}
-	return s.register(sess, rt, cwd), nil
+	as := s.register(sess, rt, cwd)
+	gate.open(as)
+	return as, nil
 }
 
 // mcpServers converts the client's MCP servers for a session, logging

@@ -189,13 +189,18 @@ func waitExit(p gatewayPID, timeout time.Duration) bool {
 	}
 }
 
+// GatewayStoppedExit is `hermes gateway status`'s exit code when no
+// gateway runs: 3, "program is not running", as `systemctl status` and
+// LSB init scripts answer (0 = running).
+const GatewayStoppedExit = 3
+
 // gatewayStatusCmd prints the gateway's state; with the API server
-// enabled it asks its /health.
+// enabled it asks its /health. A stopped gateway exits GatewayStoppedExit.
 func (a *App) gatewayStatusCmd(ctx context.Context) error {
 	g := a.gatewayState()
 	if !g.Running {
 		fmt.Fprintln(a.Stdout, "Gateway: stopped (start it with `hermes gateway start`)")
-		return nil
+		return &ExitError{Code: GatewayStoppedExit, Silent: true}
 	}
 	fmt.Fprintf(a.Stdout, "Gateway: running (pid %d, since %s)\n", g.PID, g.StartedAt.Local().Format("2006-01-02 15:04:05"))
 	fmt.Fprintf(a.Stdout, "Platforms: %s\n", strings.Join(g.Platforms, ", "))

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -34,6 +33,7 @@ type sandboxServeOptions struct {
 	workspace         string
 	hermesBinary      string
 	maxSandboxes      int
+	maxPerTeam        int
 	conns             httpguard.Limits
 }
 
@@ -53,7 +53,13 @@ at /usr/local/bin/hermes, hermes-agent and hermes-acp; HERMES_HOME is
 /home/user/.hermes). Every sandbox is a hermes box (hermes box ls).
 
 Keys: E2B_API_KEY must be one of --api-key or a line of --api-keys-file; a
-key is required unless both listeners are on loopback.
+key is required unless both listeners are on loopback. A line of the file is
+KEY (a tenant of its own, like each --api-key) or TEAM KEY (the keys of one
+team share their sandboxes). A key sees, reaches and kills only its tenant's
+sandboxes; another tenant's answer 404, as if they did not exist.
+--max-sandboxes bounds all tenants together, --max-sandboxes-per-team each
+(default: a fair share of --max-sandboxes, rounded up, among the tenants the
+keys name).
 
 Secrets: envs given at create (e.g. OPENROUTER_API_KEY) are visible to every
 command in the sandbox, as on E2B. To keep a key out of the box, store it
@@ -66,11 +72,12 @@ host only) and pass its placeholder as the env value instead.`,
 	f.StringVar(&o.apiAddr, "api-addr", "127.0.0.1:3000", "address of the E2B REST API")
 	f.StringVar(&o.envdAddr, "envd-addr", "127.0.0.1:49983", "address of envd (E2B_SANDBOX_URL)")
 	f.StringArrayVar(&o.apiKeys, "api-key", nil, "an accepted E2B_API_KEY (repeatable)")
-	f.StringVar(&o.keysFile, "api-keys-file", "", "file of accepted API keys, one a line")
+	f.StringVar(&o.keysFile, "api-keys-file", "", "file of accepted API keys, one a line: KEY, or TEAM KEY for keys that share sandboxes")
 	f.StringArrayVar(&o.env, "env", nil, "KEY=VALUE added to every sandbox's commands, e.g. OPENROUTER_BASE_URL (repeatable)")
 	f.StringArrayVar(&o.allow, "allow", nil, "egress allow entry for every sandbox, after terminal.box_network.allow (repeatable)")
 	f.StringVar(&o.workspace, "workspace", "/var/lib/hermes-sandbox/workspace", "empty host directory each box gets a copy-on-write view of")
-	f.IntVar(&o.maxSandboxes, "max-sandboxes", 100, "most sandboxes (running and paused) at once; creates past it get 429")
+	f.IntVar(&o.maxSandboxes, "max-sandboxes", 100, "most sandboxes (running and paused) at once, all tenants together; creates past it get 429")
+	f.IntVar(&o.maxPerTeam, "max-sandboxes-per-team", 0, "most sandboxes of one tenant (team or key of its own) at once (default: --max-sandboxes shared fairly among the tenants)")
 	f.IntVar(&o.conns.MaxConns, "max-connections", 0, "most open connections of both listeners together (0: 8192 or half the open-file limit, the smaller)")
 	f.IntVar(&o.conns.MaxConnsPerClient, "max-connections-per-client", httpguard.DefaultMaxConnsPerClient, "most open connections of one client address (an IPv6 client: its /64); more are closed at once")
 	f.StringVar(&o.hermesBinary, "hermes-binary", "", "hermes binary installed in the hermes template (default: this one)")
@@ -78,22 +85,14 @@ host only) and pass its placeholder as the env value instead.`,
 	return cmd
 }
 
-// readKeys reads an API keys file: one key a line, blank lines and #
-// comments skipped.
-func readKeys(path string) ([]string, error) {
+// readKeys reads an API keys file (sandboxserver.ParseAPIKeys).
+func readKeys(path string) ([]string, map[string][]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("--api-keys-file: %w", err)
+		return nil, nil, fmt.Errorf("--api-keys-file: %w", err)
 	}
 	defer f.Close()
-	var keys []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k := strings.TrimSpace(sc.Text()); k != "" && !strings.HasPrefix(k, "#") {
-			keys = append(keys, k)
-		}
-	}
-	return keys, sc.Err()
+	return sandboxserver.ParseAPIKeys(f, "--api-keys-file "+path)
 }
 
 // isLoopback reports whether addr (host:port) binds loopback only.
@@ -166,19 +165,20 @@ func installHermesTemplate(dir, bin string) error {
 
 func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error {
 	keys := o.apiKeys
+	var teams map[string][]string
 	if o.keysFile != "" {
-		more, err := readKeys(o.keysFile)
+		more, byTeam, err := readKeys(o.keysFile)
 		if err != nil {
 			return err
 		}
-		keys = append(keys, more...)
+		keys, teams = append(keys, more...), byTeam
 	}
 	for _, k := range keys {
 		if strings.TrimSpace(k) == "" {
 			return errors.New("sandbox serve: an --api-key is empty or blank: give a real key (e.g. `openssl rand -hex 24`)")
 		}
 	}
-	if len(keys) == 0 && (!isLoopback(o.apiAddr) || !isLoopback(o.envdAddr)) {
+	if len(keys) == 0 && len(teams) == 0 && (!isLoopback(o.apiAddr) || !isLoopback(o.envdAddr)) {
 		return errors.New("sandbox serve: a listener is not on loopback, so an API key is required: pass --api-key KEY or --api-keys-file FILE")
 	}
 	env := map[string]string{}
@@ -222,7 +222,8 @@ func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error
 	defer mgr.Close()
 	log := slog.New(slog.NewTextHandler(a.Stderr, nil))
 	removeLeftSandboxes(a.Home(), mgr, log)
-	srv, err = sandboxserver.New(sandboxserver.Config{Boxes: mgr, APIKeys: keys, Env: env, Log: log, MaxSandboxes: o.maxSandboxes,
+	srv, err = sandboxserver.New(sandboxserver.Config{Boxes: mgr, APIKeys: keys, Teams: teams, Env: env, Log: log,
+		MaxSandboxes: o.maxSandboxes, MaxSandboxesPerTeam: o.maxPerTeam,
 		Templates: map[string]sandboxserver.Template{"base": {}, "hermes": {Layers: []string{tplDir}}},
 		Allow:     append(append([]string{}, t.BoxNetwork.Allow...), o.allow...), Deny: t.BoxNetwork.Deny,
 		NewGate: func(allow, deny []string) (*egress.Gate, error) {

@@ -121,9 +121,6 @@ func parseResponsesRequest(body []byte) (responsesRequest, conversation, error) 
 	if err := json.Unmarshal(body, &req); err != nil {
 		return req, conversation{}, fmt.Errorf("the request body is not a JSON responses request: %v", err)
 	}
-	if req.Stream {
-		return req, conversation{}, errors.New("stream is not supported on /v1/responses; use /v1/chat/completions for streaming")
-	}
 	var s string
 	if err := json.Unmarshal(req.Input, &s); err == nil {
 		if strings.TrimSpace(s) == "" {

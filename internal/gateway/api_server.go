@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -64,8 +65,8 @@ type APIServerConfig struct {
 	Conns httpguard.Limits
 	// Now is the clock (time.Now).
 	Now func() time.Time
-	// Log receives the server's warnings (connection limits hit; nil =
-	// discard).
+	// Log receives the server's warnings (connection limits hit, a box
+	// that could not be removed; nil = discard).
 	Log *slog.Logger
 }
 
@@ -77,7 +78,8 @@ const (
 )
 
 // SessionHeader names the session a request continues (Hermes Agent's
-// X-Hermes-Session-Id); responses carry it back.
+// X-Hermes-Session-Id); responses carry back the stored session id, which
+// the CLI's session commands take.
 const SessionHeader = "X-Hermes-Session-Id"
 
 // APIServer is the OpenAI-compatible HTTP front end of a session runtime.
@@ -94,8 +96,8 @@ type APIServer struct {
 }
 
 type storedResponse struct {
-	sessionKey string
-	body       responseObject
+	sessionID string
+	body      responseObject
 }
 
 // NewAPIServer checks cfg and binds the listener. It refuses a
@@ -218,22 +220,37 @@ func (s *APIServer) readBody(w http.ResponseWriter, r *http.Request) (body []byt
 	return buf.Bytes(), release, true
 }
 
-// openSession opens the session of key (a new key when empty), seeding a
-// new session with conv's system text and history.
-func (s *APIServer) openSession(ctx context.Context, key string, conv conversation) (*session.Session, string, error) {
-	if key == "" {
-		key = newID("api_")
+// openSession opens the session ref names, seeding a new session with
+// conv's system text and history. ref is what a client sent as
+// X-Hermes-Session-Id: a stored session id (what responses carry back,
+// so `hermes sessions show ID` takes it) continues that session; any
+// other value is the client's own name for a conversation, kept in
+// sessions.json like a chat's key; "" starts a new session.
+func (s *APIServer) openSession(ctx context.Context, ref string, conv conversation) (*session.Session, error) {
+	o := session.OpenOptions{Source: "api_server", Platform: "api_server", ExtraSystem: conv.System, History: conv.History}
+	switch {
+	case ref == "":
+	case s.storedSession(ctx, ref):
+		o.Resume = ref
+	default:
+		o.Key = "api_server:" + ref
 	}
-	sess, err := s.rt.Open(ctx, session.OpenOptions{Key: "api_server:" + key, Source: "api_server", Platform: "api_server",
-		ExtraSystem: conv.System, History: conv.History})
-	return sess, key, err
+	return s.rt.Open(ctx, o)
+}
+
+// storedSession reports whether id is the exact id of a session in
+// state.db (not a prefix or title: a client's own key must not resume
+// someone else's session by resembling its title).
+func (s *APIServer) storedSession(ctx context.Context, id string) bool {
+	st, err := s.rt.Store().Session(ctx, id)
+	return err == nil && st.ID == id
 }
 
 // answer runs one turn of sess and calls onEvent for its progress events.
 func (s *APIServer) answer(ctx context.Context, sess *session.Session, text string, onEvent func(session.Event)) (session.Event, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.TurnTimeout)
 	defer cancel()
-	sub := sess.Subscribe(session.SubscribeOptions{MaxPendingDeltaBytes: -1})
+	sub := sess.Subscribe(session.SubscribeOptions{MaxPendingDeltaBytes: -1, KeepPieces: true})
 	defer sub.Close()
 	turn, _, err := sess.Send(ctx, text, session.SendOptions{})
 	if err != nil {
@@ -275,19 +292,25 @@ func (s *APIServer) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if key != "" {
 		conv.History, conv.System = nil, "" // the session has them
 	}
-	sess, key, err := s.openSession(r.Context(), key, conv)
+	sess, err := s.openSession(r.Context(), key, conv)
 	if err != nil {
 		writeAPIError(w, http.StatusInternalServerError, "server_error", "opening the session: "+err.Error())
 		return
 	}
-	w.Header().Set(SessionHeader, key)
+	w.Header().Set(SessionHeader, sess.ID())
 	id := newID("chatcmpl-")
 	created := s.cfg.Now().Unix()
+	// A client without a session header sends the whole conversation
+	// each time and never comes back to this session: its box goes.
+	oneShot := key == ""
 	if req.Stream {
-		s.streamChat(w, r, sess, conv.Text, id, created)
+		s.streamChat(w, r, sess, conv.Text, id, created, oneShot)
 		return
 	}
 	final, err := s.answer(r.Context(), sess, conv.Text, nil)
+	if oneShot {
+		s.dropBox(sess.ID())
+	}
 	if err != nil {
 		writeAPIError(w, http.StatusBadGateway, "upstream_error", err.Error())
 		return
@@ -304,7 +327,7 @@ func (s *APIServer) chatCompletions(w http.ResponseWriter, r *http.Request) {
 
 // streamChat answers with server-sent chat.completion.chunk events; tool
 // progress goes out as `event: hermes.tool.progress`.
-func (s *APIServer) streamChat(w http.ResponseWriter, r *http.Request, sess *session.Session, text, id string, created int64) {
+func (s *APIServer) streamChat(w http.ResponseWriter, r *http.Request, sess *session.Session, text, id string, created int64, oneShot bool) {
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -338,6 +361,9 @@ func (s *APIServer) streamChat(w http.ResponseWriter, r *http.Request, sess *ses
 		}
 		flush()
 	})
+	if oneShot {
+		s.dropBox(sess.ID())
+	}
 	if err != nil {
 		writeSSE(w, "", map[string]any{"error": map[string]any{"message": err.Error(), "type": "upstream_error"}})
 	} else {
@@ -347,103 +373,24 @@ func (s *APIServer) streamChat(w http.ResponseWriter, r *http.Request, sess *ses
 	flush()
 }
 
-// responseObject is an OpenAI Responses API response.
-type responseObject struct {
-	ID                 string           `json:"id"`
-	Object             string           `json:"object"`
-	CreatedAt          int64            `json:"created_at"`
-	Status             string           `json:"status"`
-	Model              string           `json:"model"`
-	PreviousResponseID *string          `json:"previous_response_id"`
-	Output             []map[string]any `json:"output"`
-	Usage              map[string]any   `json:"usage"`
-}
-
-func (s *APIServer) createResponse(w http.ResponseWriter, r *http.Request) {
-	body, release, ok := s.readBody(w, r)
+// dropBox deletes the box of session id, persistent layer included, when
+// the backend keeps one per session (box): chat-completions clients
+// without X-Hermes-Session-Id (OpenAI-compatible UIs) send the whole
+// conversation with every request, so each request's session is used
+// once, and its layer (1.4 MiB or more) was left behind. The
+// conversation stays in state.db; continuing it by its id starts a fresh
+// box. It runs before the answer is written, so a client continuing the
+// session never races the removal.
+func (s *APIServer) dropBox(id string) {
+	rm, ok := s.rt.Backend().(interface{ Remove(taskID string) error })
 	if !ok {
 		return
 	}
-	req, conv, err := parseResponsesRequest(body)
-	release()
-	if err != nil {
-		writeAPIError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
-		return
-	}
-	key := r.Header.Get(SessionHeader)
-	if req.PreviousResponseID != "" {
-		s.mu.Lock()
-		prev, found := s.responses[req.PreviousResponseID]
-		s.mu.Unlock()
-		if !found {
-			writeAPIError(w, http.StatusNotFound, "not_found", fmt.Sprintf("previous_response_id %q is not a stored response (deleted, expired or never created)", req.PreviousResponseID))
-			return
+	if err := rm.Remove(id); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if s.cfg.Log != nil {
+			s.cfg.Log.Warn("API server: removing the box of a session failed", "session", id, "err", err)
 		}
-		key = prev.sessionKey
 	}
-	if key != "" {
-		conv.History, conv.System = nil, ""
-	}
-	sess, key, err := s.openSession(r.Context(), key, conv)
-	if err != nil {
-		writeAPIError(w, http.StatusInternalServerError, "server_error", "opening the session: "+err.Error())
-		return
-	}
-	w.Header().Set(SessionHeader, key)
-	final, err := s.answer(r.Context(), sess, conv.Text, nil)
-	if err != nil {
-		writeAPIError(w, http.StatusBadGateway, "upstream_error", err.Error())
-		return
-	}
-	u := final.Result.Usage
-	resp := responseObject{ID: newID("resp_"), Object: "response", CreatedAt: s.cfg.Now().Unix(), Status: "completed",
-		Model: s.cfg.ModelName,
-		Output: []map[string]any{{"type": "message", "id": newID("msg_"), "status": "completed", "role": "assistant",
-			"content": []map[string]any{{"type": "output_text", "text": final.Text, "annotations": []any{}}}}},
-		Usage: map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "total_tokens": u.InputTokens + u.OutputTokens,
-			"input_tokens_details": map[string]any{"cached_tokens": u.CacheReadTokens}, "output_tokens_details": map[string]any{"reasoning_tokens": u.ReasoningTokens}},
-	}
-	if req.PreviousResponseID != "" {
-		resp.PreviousResponseID = &req.PreviousResponseID
-	}
-	s.store(resp, key)
-	writeJSON(w, http.StatusOK, resp)
-}
-
-// store keeps resp for previous_response_id, forgetting the oldest past the bound.
-func (s *APIServer) store(resp responseObject, key string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.responses[resp.ID] = storedResponse{sessionKey: key, body: resp}
-	s.order = append(s.order, resp.ID)
-	for len(s.responses) > s.cfg.MaxStoredResponses && len(s.order) > 0 {
-		delete(s.responses, s.order[0])
-		s.order = s.order[1:]
-	}
-}
-
-func (s *APIServer) getResponse(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	stored, ok := s.responses[r.PathValue("id")]
-	s.mu.Unlock()
-	if !ok {
-		writeAPIError(w, http.StatusNotFound, "not_found", fmt.Sprintf("response %q not found", r.PathValue("id")))
-		return
-	}
-	writeJSON(w, http.StatusOK, stored.body)
-}
-
-func (s *APIServer) deleteResponse(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	s.mu.Lock()
-	_, ok := s.responses[id]
-	delete(s.responses, id)
-	s.mu.Unlock()
-	if !ok {
-		writeAPIError(w, http.StatusNotFound, "not_found", fmt.Sprintf("response %q not found", id))
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "response.deleted", "deleted": true})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -192,6 +192,7 @@ type Chat struct {
 	out     *outbox
 	locks   chatLocks // per-chat delivery order
 	answers answerOrder
+	arrived arrivals // per-chat order of messages into the session
 }
 
 // NewChat builds the chat core of platform p on rt. It loads the replies
@@ -260,21 +261,46 @@ func (c *Chat) Warn(msg string) { c.cfg.Warn(msg) }
 // Undelivered is how many replies wait for redelivery.
 func (c *Chat) Undelivered() int { return c.out.len() }
 
-// Handle answers one received message. Adapters call it on a goroutine of
-// its own per message; it returns when the answer was delivered (or kept
-// for redelivery). The reply outlives ctx's cancellation: a stopping
-// gateway drains.
+// Receive takes one received message. Adapters call it on the goroutine
+// that reads the platform's updates, in the platform's order, one message
+// at a time; it returns at once. The message is answered on a goroutine
+// of its own, and enters its chat's session after the chat's earlier
+// messages (per-chat FIFO), so their turns and answers keep that order.
+func (c *Chat) Receive(ctx context.Context, in Incoming) {
+	if strings.TrimSpace(in.Text) == "" || in.User == "" {
+		return
+	}
+	if in.Thread != "" && c.cfg.Auth.Allows(in.User) {
+		c.threads.Store(SessionKey(c.p.Name(), in), true)
+	}
+	t := c.arrived.take(in.Chat)
+	go c.handle(ctx, in, t)
+}
+
+// Handle answers one received message and returns when the answer was
+// delivered (or kept for redelivery). It keeps the order of the messages
+// of a chat only when called one after another; adapters use Receive.
+// The reply outlives ctx's cancellation: a stopping gateway drains.
 func (c *Chat) Handle(ctx context.Context, in Incoming) {
 	if strings.TrimSpace(in.Text) == "" || in.User == "" {
 		return
 	}
+	c.handle(ctx, in, c.arrived.take(in.Chat))
+}
+
+// handle answers in once the chat's earlier messages entered their
+// session; t is released as soon as in entered its own (or was refused).
+func (c *Chat) handle(ctx context.Context, in Incoming, t *arrival) {
+	defer t.release()
 	if !c.begin() {
 		c.cfg.Warn(fmt.Sprintf("%s: a message from user %s arrived while the gateway stops; it is not answered", c.p.Name(), in.User))
 		return
 	}
 	defer c.running.Done()
+	t.wait()
 	ctx = context.WithoutCancel(ctx)
 	if !c.cfg.Auth.Allows(in.User) {
+		t.release()
 		c.refuse(ctx, in)
 		return
 	}
@@ -288,10 +314,11 @@ func (c *Chat) Handle(ctx context.Context, in Incoming) {
 	}
 	sess, err := c.open(ctx, key, false)
 	if err != nil {
+		t.release()
 		c.say(ctx, in.Chat, "Sorry, the session could not be opened: "+err.Error())
 		return
 	}
-	c.converse(ctx, in.Chat, sess, in.Text)
+	c.converse(ctx, in.Chat, sess, in.Text, t.release)
 }
 
 // Engaged reports whether the bot takes part in in's thread (it was

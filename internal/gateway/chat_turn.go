@@ -13,8 +13,9 @@ import (
 
 // converse runs one message through the session and delivers the answer:
 // a queued acknowledgement, the typing indicator while the turn runs,
-// tool progress, approval prompts, then the answer or the error.
-func (c *Chat) converse(ctx context.Context, chat string, sess *session.Session, text string) {
+// tool progress, approval prompts, then the answer or the error. entered
+// is called once the message is in the session's queue.
+func (c *Chat) converse(ctx context.Context, chat string, sess *session.Session, text string, entered func()) {
 	sub := sess.Subscribe(session.SubscribeOptions{Approver: true})
 	defer sub.Close()
 	// The answer waits for the chat's earlier answers: two turns of one
@@ -24,6 +25,7 @@ func (c *Chat) converse(ctx context.Context, chat string, sess *session.Session,
 		return sess.Send(ctx, text, session.SendOptions{})
 	})
 	unlock()
+	entered()
 	if err != nil {
 		c.say(ctx, chat, "Sorry, the message was not taken: "+err.Error())
 		return

@@ -108,6 +108,7 @@ func NewDiscord(ctx context.Context, rt *session.Runtime, cfg DiscordConfig) (*D
 	dg.ShouldReconnectOnError = false // Run reconnects, telling a revoked token apart
 	dg.ShouldRetryOnRateLimit = false // the chat core waits out retry_after
 	dg.LogLevel = -1                  // errors come back to Run and the chat core
+	dg.SyncEvents = true              // handlers run in event order: a chat's messages keep it (Chat.Receive)
 	dg.Client = &http.Client{Timeout: 30 * time.Second}
 	dg.Identify.Intents = discordgo.IntentsGuildMessages | discordgo.IntentsDirectMessages | discordgo.IntentsMessageContent
 	d := &Discord{cfg: cfg, dg: dg, ctx: ctx, channels: map[string]*discordgo.Channel{}, dropped: make(chan struct{}, 1)}
@@ -220,7 +221,7 @@ func (d *Discord) onMessage(_ *discordgo.Session, m *discordgo.MessageCreate) {
 	if !in.DM && d.cfg.RequireMention && !mentioned && !d.chat.Engaged(in) {
 		return
 	}
-	d.chat.Handle(ctx, in)
+	d.chat.Receive(ctx, in)
 }
 
 // stripMention removes the bot's mention; it reports whether there was one.

@@ -159,7 +159,7 @@ func (s *Slack) readEvents(ctx context.Context) {
 				}
 				if m, ok := api.InnerEvent.Data.(*slackevents.MessageEvent); ok {
 					if in, ok := s.incoming(m); ok {
-						go s.chat.Handle(ctx, in)
+						s.chat.Receive(ctx, in)
 					}
 				}
 			case socketmode.EventTypeConnectionError:

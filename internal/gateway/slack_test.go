@@ -28,8 +28,13 @@ func newSlackFake(t *testing.T) *slacktest.Server {
 
 func startSlack(t *testing.T, fake *slacktest.Server, home string, allowed ...string) *slWorld {
 	t.Helper()
+	return startSlackWith(t, fake, home, chatModel, allowed...)
+}
+
+func startSlackWith(t *testing.T, fake *slacktest.Server, home string, respond func(llmtest.Request) llmtest.Turn, allowed ...string) *slWorld {
+	t.Helper()
 	srv := llmtest.NewServer(t)
-	srv.SetResponder(chatModel)
+	srv.SetResponder(respond)
 	rt := newRuntime(t, srv, home)
 	auth := Authorization{Allowed: map[string]bool{}}
 	for _, u := range allowed {

@@ -21,8 +21,10 @@ const suffixReserve = 12
 // SplitMessage splits text into parts of at most limit UTF-16 units,
 // preferring line breaks, never leaving a code fence open inside a part: a
 // fence cut by a split is closed at the end of the part and reopened (with
-// its language) at the start of the next. With more than one part each
-// ends with "(i/N)".
+// its language) at the start of the next. A line longer than a part is
+// cut at a space and never inside an inline entity (link, bold, italic,
+// strikethrough, inline code: see cutLine); an entity longer than a part
+// is closed and reopened. With more than one part each ends with "(i/N)".
 func SplitMessage(text string, limit int) []string {
 	if utf16Len(text) <= limit {
 		return []string{text}
@@ -64,7 +66,11 @@ func SplitMessage(text string, limit int) []string {
 				flush()
 				continue
 			}
-			head, tail := cutUTF16(line, room)
+			head, tail := cutLine(line, room, fence != "", curLen == 0)
+			if head == "" { // no clean cut in what is left of this part
+				flush()
+				continue
+			}
 			cur.WriteString(head)
 			curLen += utf16Len(head)
 			flush()
@@ -94,16 +100,4 @@ func SplitMessage(text string, limit int) []string {
 		}
 	}
 	return parts
-}
-
-// cutUTF16 splits s after at most n UTF-16 units, on a rune boundary.
-func cutUTF16(s string, n int) (string, string) {
-	used := 0
-	for i, r := range s {
-		if used+utf16.RuneLen(r) > n {
-			return s[:i], s[i:]
-		}
-		used += utf16.RuneLen(r)
-	}
-	return s, ""
 }

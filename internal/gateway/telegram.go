@@ -86,6 +86,10 @@ func NewTelegram(ctx context.Context, rt *session.Runtime, cfg TelegramConfig) (
 		bot.WithHTTPClient(cfg.PollTimeout, &http.Client{Timeout: cfg.PollTimeout + 10*time.Second}),
 		bot.WithErrorsHandler(t.onError),
 		bot.WithAllowedUpdates(bot.AllowedUpdates{"message"}),
+		// One worker calling the handler in update order: Chat.Receive
+		// keeps each chat's messages in that order.
+		bot.WithWorkers(1),
+		bot.WithNotAsyncHandlers(),
 	}
 	if cfg.BaseURL != "" {
 		opts = append(opts, bot.WithServerURL(strings.TrimRight(cfg.BaseURL, "/")))
@@ -137,8 +141,8 @@ func (t *Telegram) onError(err error) {
 	t.cfg.Warn("telegram: " + err.Error())
 }
 
-// onUpdate hands one incoming message to the chat core (each update runs
-// on its own goroutine).
+// onUpdate hands one incoming message to the chat core, in update order
+// (the bot library calls it from its one worker; Receive returns at once).
 func (t *Telegram) onUpdate(ctx context.Context, _ *bot.Bot, u *models.Update) {
 	m := u.Message
 	if m == nil || m.From == nil {
@@ -151,7 +155,7 @@ func (t *Telegram) onUpdate(ctx context.Context, _ *bot.Bot, u *models.Update) {
 		in.Thread = strconv.Itoa(m.MessageThreadID)
 		in.Chat = chat + "/" + in.Thread
 	}
-	t.chat.Handle(ctx, in)
+	t.chat.Receive(ctx, in)
 }
 
 // Name is "telegram".

@@ -52,8 +52,13 @@ type tgWorld struct {
 
 func startTelegram(t *testing.T, home string, allowed map[int64]bool) *tgWorld {
 	t.Helper()
+	return startTelegramWith(t, home, allowed, chatModel)
+}
+
+func startTelegramWith(t *testing.T, home string, allowed map[int64]bool, respond func(llmtest.Request) llmtest.Turn) *tgWorld {
+	t.Helper()
 	srv := llmtest.NewServer(t)
-	srv.SetResponder(chatModel)
+	srv.SetResponder(respond)
 	fake := telegramtest.New("123:TESTTOKEN")
 	t.Cleanup(fake.Close)
 	rt := newRuntime(t, srv, home)

@@ -73,6 +73,15 @@ type Options struct {
 	// fails to start still offers its tools; a call then tells the model
 	// why it is unavailable and retries the start.
 	CacheDir string
+	// ClientServers names the servers the client (an ACP editor) supplied
+	// rather than config.yaml: each starts only once Permit allows it (a
+	// refused one never starts in this session) and, with the local
+	// backend, runs through it, under its guard like any command, instead
+	// of as a bare host process.
+	ClientServers map[string]bool
+	// Permit asks the person whether client server name may start
+	// (blocking until they answer or ctx ends); nil allows all.
+	Permit func(ctx context.Context, name string, c config.MCPServer) bool
 	// ToolsChanged, when set, is called after a server's tools were put
 	// into Tools (connected, restarted, or re-listed after
 	// notifications/tools/list_changed).
@@ -176,7 +185,7 @@ func (m *Manager) Ready(ctx context.Context) error {
 func (m *Manager) Revive() {
 	for _, s := range m.servers {
 		s.mu.Lock()
-		down := s.cs == nil && s.connecting == nil && !m.opts.Now().Before(s.retryAt)
+		down := s.cs == nil && s.connecting == nil && !s.denied && !m.opts.Now().Before(s.retryAt)
 		s.mu.Unlock()
 		if down {
 			s.start()

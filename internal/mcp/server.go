@@ -44,11 +44,38 @@ type server struct {
 	relisting   bool // a re-listing runs (goRelist)
 	relistAgain bool // list_changed came while it ran: list once more
 	tools       []tool.Tool
+	permitted   bool // a client server the person allowed (Options.Permit)
+	denied      bool // a client server the person refused: never started
 }
+
+// errDenied is the connect error of a client server the person refused.
+var errDenied = errors.New("the person did not allow it to start")
 
 // inBox reports whether the server runs inside the session's box.
 func (s *server) inBox() bool {
 	return s.cfg.Stdio() && !s.cfg.Host && s.m.opts.Backend != nil && s.m.opts.Backend.Kind() == "box"
+}
+
+// inEnv reports whether the server runs through the session's backend:
+// in the box (inBox), or under the local backend's guard for a server the
+// client supplied.
+func (s *server) inEnv() bool {
+	return s.inBox() || (s.cfg.Stdio() && s.m.opts.ClientServers[s.name] && s.m.opts.Backend != nil && s.m.opts.Backend.Kind() == "local")
+}
+
+// permit asks Options.Permit once before a client server first starts.
+func (s *server) permit() bool {
+	s.mu.Lock()
+	ask := s.m.opts.ClientServers[s.name] && s.m.opts.Permit != nil && !s.permitted
+	s.mu.Unlock()
+	if !ask {
+		return true
+	}
+	ok := s.m.opts.Permit(s.m.ctx, s.name, s.cfg)
+	s.mu.Lock()
+	s.permitted, s.denied = ok, !ok
+	s.mu.Unlock()
+	return ok
 }
 
 // timeout is one call's bound.
@@ -71,7 +98,7 @@ func (s *server) connectTimeout() time.Duration {
 func (s *server) start() chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cs != nil || s.m.closing() {
+	if s.cs != nil || s.denied || s.m.closing() {
 		return nil
 	}
 	if s.connecting != nil {
@@ -92,6 +119,9 @@ func (s *server) start() chan struct{} {
 // connect starts the server, initializes the session and lists its tools,
 // within connect_timeout.
 func (s *server) connect() (*sdk.ClientSession, []tool.Tool, error) {
+	if !s.permit() { // the wait for the person is not the server's connect time
+		return nil, nil, errDenied
+	}
 	ctx, cancel := context.WithTimeout(s.m.ctx, s.connectTimeout())
 	defer cancel()
 	var sample SampleFunc
@@ -114,7 +144,7 @@ func (s *server) connect() (*sdk.ClientSession, []tool.Tool, error) {
 	case s.cfg.URL != "":
 		addRoot(client, root)
 		cs, err = connectHTTP(ctx, client, s.cfg, s.connectTimeout())
-	case s.inBox():
+	case s.inEnv():
 		var t sdk.Transport
 		if t, err = boxTransport(ctx, s.m.opts.Backend, s.m.opts.SessionID, s.name, s.cfg); err == nil {
 			if env, oerr := s.m.opts.Backend.Open(ctx, s.m.opts.SessionID); oerr == nil {
@@ -211,6 +241,12 @@ func (s *server) connected(cs *sdk.ClientSession, tools []tool.Tool, err error) 
 	if err != nil && s.m.closing() {
 		s.mu.Unlock()
 		return // the session closed while the server was starting
+	}
+	if errors.Is(err, errDenied) {
+		s.lastErr = err
+		s.mu.Unlock()
+		s.m.warn(fmt.Sprintf("MCP server %s supplied by the client was not allowed: it is not started in this session", s.name))
+		return
 	}
 	if err != nil {
 		s.failures++

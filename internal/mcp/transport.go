@@ -145,11 +145,13 @@ func (e errSecretInBox) Error() string {
 }
 
 // boxTransport starts a stdio server inside the session's environment
-// (the box) through the backend's process API: stdin and stdout are the
+// (the box, or the local backend's guard) through the backend's process API: stdin and stdout are the
 // protocol, stderr goes to /tmp/hermes-mcp-<name>.log in the box.
 func boxTransport(ctx context.Context, b backend.Backend, sessionID, name string, c config.MCPServer) (sdk.Transport, error) {
 	for k := range c.Env {
-		if secret.IsName(k) {
+		// In a box the egress gate can swap a placeholder in; the local
+		// backend has no gate, so there the env is the server's own.
+		if secret.IsName(k) && b.Kind() == "box" {
 			return nil, errSecretInBox{server: name, key: k}
 		}
 	}

@@ -109,17 +109,26 @@ func (s *Server) APIHandler() http.Handler {
 	// Everything else (sandbox metrics and logs, templates, snapshots,
 	// volumes) is E2B API that hermes does not serve: say so in E2B's
 	// {code, message} shape, which the SDK and CLI print.
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "%s %s is not served by hermes sandbox serve (it serves sandbox create, list, get, kill, timeout, pause, resume and connect)", r.Method, r.URL.Path)
-	})
+	// The answer does not depend on the sandbox a path names (metrics,
+	// logs): it confirms no other tenant's sandbox.
+	mux.HandleFunc("/", notServed)
 	return s.guard(nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/health" && !s.checkKey(apiKey(r)) {
+		if r.URL.Path == "/health" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		t, ok := s.tenantOf(apiKey(r))
+		if !ok {
 			writeError(w, http.StatusUnauthorized, "invalid or missing API key (X-API-Key header; set E2B_API_KEY to a key hermes sandbox serve was given)")
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxJSONBody)
-		mux.ServeHTTP(w, r)
+		mux.ServeHTTP(w, withTenant(r, t))
 	}))
+}
+
+func notServed(w http.ResponseWriter, r *http.Request) {
+	writeError(w, http.StatusNotFound, "%s %s is not served by hermes sandbox serve (it serves sandbox create, list, get, kill, timeout, pause, resume and connect)", r.Method, r.URL.Path)
 }
 
 // guard puts h behind the listeners' httpguard.Policy (browser pages of
@@ -262,7 +271,8 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	for k, v := range req.EnvVars {
 		env[k] = v
 	}
-	sb := &sandbox{id: s.cfg.NewID(), template: req.TemplateID, token: randomToken(), metadata: req.Metadata,
+	owner := tenantOfRequest(r)
+	sb := &sandbox{id: s.cfg.NewID(), tenant: owner, template: req.TemplateID, token: randomToken(), metadata: req.Metadata,
 		env: env, allow: allow, deny: deny, internet: internet, allowInternet: req.AllowInternetAccess, network: req.Network,
 		autoPause: req.AutoPause, startedAt: s.cfg.Now(), state: "running", procs: map[uint32]*proc{}, paused: make(chan struct{})}
 	s.mu.Lock()
@@ -274,6 +284,11 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	if len(s.sandboxes) >= s.cfg.MaxSandboxes {
 		s.mu.Unlock()
 		writeError(w, http.StatusTooManyRequests, "this server already has %d sandboxes, its limit (hermes sandbox serve --max-sandboxes): kill one first", s.cfg.MaxSandboxes)
+		return
+	}
+	if s.countOf(owner) >= s.cfg.MaxSandboxesPerTeam {
+		s.mu.Unlock()
+		writeError(w, http.StatusTooManyRequests, "your team already has %d sandboxes, its limit on this server (hermes sandbox serve --max-sandboxes-per-team): kill one first", s.cfg.MaxSandboxesPerTeam)
 		return
 	}
 	s.sandboxes[sb.id] = sb
@@ -323,9 +338,10 @@ func (s *Server) detailJSON(sb *sandbox, withToken bool) sandboxDetailJSON {
 	return d
 }
 
-// getSandbox finds the sandbox named in the path, or answers 404.
+// getSandbox finds the caller's sandbox named in the path, or answers
+// 404: another tenant's sandbox is answered as one that does not exist.
 func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) *sandbox {
-	sb := s.lookup(r.PathValue("id"))
+	sb := s.owned(r.PathValue("id"), tenantOfRequest(r))
 	if sb == nil {
 		writeError(w, http.StatusNotFound, "sandbox %q not found", r.PathValue("id"))
 	}
@@ -499,10 +515,13 @@ func (lq listQuery) match(d sandboxDetailJSON) bool {
 	return true
 }
 
-// filtered lists the sandboxes matching lq, in its order.
-func (s *Server) filtered(lq listQuery) []sandboxDetailJSON {
+// filtered lists t's sandboxes matching lq, in its order.
+func (s *Server) filtered(t tenant, lq listQuery) []sandboxDetailJSON {
 	var out []sandboxDetailJSON
 	for _, sb := range s.list() {
+		if sb.tenant != t {
+			continue
+		}
 		if d := s.detailJSON(sb, false); lq.match(d) {
 			out = append(out, d)
 		}
@@ -519,7 +538,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	all := s.filtered(lq)
+	all := s.filtered(tenantOfRequest(r), lq)
 	start := 0
 	if lq.next != "" {
 		start = len(all)
@@ -545,7 +564,7 @@ func (s *Server) handleListV1(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lq.states = []string{"running"}
-	out := s.filtered(lq)
+	out := s.filtered(tenantOfRequest(r), lq)
 	if out == nil {
 		out = []sandboxDetailJSON{}
 	}

@@ -99,6 +99,25 @@ func (e *fakeEnv) WriteFile(_ context.Context, p string, data []byte, _ fs.FileM
 	return nil
 }
 
+// ReadFileTo and WriteFileFrom make the fake a fileStreamer (a box
+// streams through commands, which the fake does not run).
+func (e *fakeEnv) ReadFileTo(ctx context.Context, p string, w io.Writer) error {
+	data, err := e.ReadFile(ctx, p)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(data)
+	return err
+}
+
+func (e *fakeEnv) WriteFileFrom(ctx context.Context, p string, r io.Reader, perm fs.FileMode) error {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	return e.WriteFile(ctx, p, data, perm)
+}
+
 func (e *fakeEnv) Stat(_ context.Context, p string) (backend.FileInfo, error) {
 	e.f.mu.Lock()
 	defer e.f.mu.Unlock()
@@ -297,8 +316,8 @@ func TestEnvdAuthAndFiles(t *testing.T) {
 	_, _, api, envd := newTestServer(t)
 	sb := createSandbox(t, api.URL, `{"templateID":"base","timeout":300}`)
 	hdr := []string{"E2b-Sandbox-Id", sb.SandboxID, "X-Access-Token", sb.EnvdAccessToken}
-	if code, _, _ := call(t, "GET", envd.URL+"/files?path=x", nil, "E2b-Sandbox-Id", sb.SandboxID, "X-Access-Token", "wrong"); code != 401 {
-		t.Fatalf("wrong token: %d, want 401", code)
+	if code, _, _ := call(t, "GET", envd.URL+"/files?path=x", nil, "E2b-Sandbox-Id", sb.SandboxID, "X-Access-Token", "wrong"); code != 502 {
+		t.Fatalf("wrong token: %d, want 502, as for a sandbox that does not exist", code)
 	}
 	if code, _, _ := call(t, "GET", envd.URL+"/files?path=x", nil, "E2b-Sandbox-Id", "nosuch", "X-Access-Token", sb.EnvdAccessToken); code != 502 {
 		t.Fatalf("unknown sandbox: %d, want 502", code)
@@ -472,12 +491,11 @@ func TestUploadBoundIsPerRequest(t *testing.T) {
 	}
 }
 
-// GET /files read any file of the box whole into the server's memory; a
-// box's sparse file of many GiB was one request away from the host's
-// memory. Files over MaxUploadBytes are refused.
-func TestDownloadIsBounded(t *testing.T) {
+// A download is not bounded by MaxUploadBytes nor by the transfer
+// budget: it streams whole through one budget buffer, gzipped or not.
+func TestDownloadStreamsPastTheBudget(t *testing.T) {
 	boxes := newFakeBoxes()
-	srv, err := New(Config{Boxes: boxes, APIKeys: []string{testKey}, MaxUploadBytes: 1 << 10})
+	srv, err := New(Config{Boxes: boxes, APIKeys: []string{testKey}, MaxUploadBytes: 1 << 10, MaxTransferBytes: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,10 +503,41 @@ func TestDownloadIsBounded(t *testing.T) {
 	t.Cleanup(func() { api.Close(); envd.Close(); srv.Close() })
 	sb := createSandbox(t, api.URL, `{"templateID":"base","timeout":300}`)
 	env, _ := boxes.Open(context.Background(), Task(sb.SandboxID))
-	env.WriteFile(context.Background(), "/big", make([]byte, 2<<10), 0o644)
-	code, data, _ := call(t, "GET", envd.URL+"/files?path=/big", nil, "E2b-Sandbox-Id", sb.SandboxID, "X-Access-Token", sb.EnvdAccessToken)
-	if code != http.StatusRequestEntityTooLarge {
-		t.Fatalf("2 KiB file under a 1 KiB bound: %d (%d bytes), want 413", code, len(data))
+	big := bytes.Repeat([]byte("0123456789abcdef"), 3*transferChunk/16+5)
+	env.WriteFile(context.Background(), "/big", big, 0o644)
+	hdr := []string{"E2b-Sandbox-Id", sb.SandboxID, "X-Access-Token", sb.EnvdAccessToken}
+	var wg sync.WaitGroup
+	for _, enc := range []string{"identity", "gzip"} {
+		wg.Add(1)
+		go func() { // two at once on a budget of one buffer: one waits
+			defer wg.Done()
+			req, _ := http.NewRequest("GET", envd.URL+"/files?path=/big", nil)
+			for i := 0; i < len(hdr); i += 2 {
+				req.Header.Set(hdr[i], hdr[i+1])
+			}
+			req.Header.Set("Accept-Encoding", enc)
+			resp, err := (&http.Client{Transport: &http.Transport{DisableCompression: true}}).Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			var body io.Reader = resp.Body
+			if resp.Header.Get("Content-Encoding") == "gzip" {
+				if body, err = gzip.NewReader(resp.Body); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			got, err := io.ReadAll(body)
+			if resp.StatusCode != 200 || err != nil || !bytes.Equal(got, big) {
+				t.Errorf("%s download: %d, %d bytes (%v), want %d", enc, resp.StatusCode, len(got), err, len(big))
+			}
+		}()
+	}
+	wg.Wait()
+	if code, _, _ := call(t, "GET", envd.URL+"/files?path=/nosuch", nil, hdr...); code != http.StatusNotFound {
+		t.Fatalf("missing file: %d, want 404", code)
 	}
 }
 

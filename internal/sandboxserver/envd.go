@@ -62,12 +62,12 @@ func (s *Server) EnvdHandler() http.Handler {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		if sb == nil {
-			writeError(w, http.StatusBadGateway, "sandbox %q not found (E2b-Sandbox-Id header)", id)
-			return
-		}
-		if !tokenOK(r.Header.Get("X-Access-Token"), sb.token) {
-			writeError(w, http.StatusUnauthorized, "invalid or missing X-Access-Token for sandbox %s (its envdAccessToken)", id)
+		// A sandbox is reached with its envdAccessToken, which only its
+		// tenant is given: without it, the sandbox is answered as one that
+		// does not exist (as E2B's proxy does, 502, which the SDKs read as
+		// "not running"), so that another tenant cannot confirm its id.
+		if sb == nil || !tokenOK(r.Header.Get("X-Access-Token"), sb.token) {
+			writeError(w, http.StatusBadGateway, "sandbox %q not found, or the X-Access-Token is not its envdAccessToken (E2b-Sandbox-Id header)", id)
 			return
 		}
 		if sb.currentState() != "running" {
@@ -118,10 +118,14 @@ func fileStatus(err error) int {
 		return http.StatusForbidden
 	case errors.Is(err, fs.ErrExist):
 		return http.StatusConflict
+	case errors.Is(err, fs.ErrInvalid):
+		return http.StatusBadRequest
 	}
 	return http.StatusInternalServerError
 }
 
+// handleFileGet streams a file of the box to the client (transfer.go),
+// whatever its size.
 func (s *Server) handleFileGet(w http.ResponseWriter, r *http.Request) {
 	sb := sandboxOf(r.Context())
 	p := r.URL.Query().Get("path")
@@ -135,34 +139,52 @@ func (s *Server) handleFileGet(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadGateway, "%v", err)
 		return
 	}
-	st, err := env.Stat(r.Context(), p)
-	if err == nil && st.IsDir {
+	if st, err := env.Stat(r.Context(), p); err != nil {
+		writeError(w, fileStatus(err), "%v", opError("read", p, err))
+		return
+	} else if st.IsDir {
 		writeError(w, http.StatusBadRequest, "path %s is a directory", p)
 		return
 	}
-	// The file is read whole into the server's memory: a box could make
-	// a sparse file of many GiB and have it read (the read itself is not
-	// bounded, so a file growing after this check still gets through).
-	if err == nil && st.Size > s.cfg.MaxUploadBytes {
-		writeError(w, http.StatusRequestEntityTooLarge, "%s is %d bytes, over this server's %d: read it in parts with a command (split, dd)", p, st.Size, s.cfg.MaxUploadBytes)
-		return
-	}
-	data, err := env.ReadFile(r.Context(), p)
+	buf, err := s.transfers.take(r.Context())
 	if err != nil {
+		return // the client went away while waiting
+	}
+	defer s.transfers.give(buf)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	gz := strings.Contains(r.Header.Get("Accept-Encoding"), "gzip")
+	out := &responseStream{w: w, rc: http.NewResponseController(w), buf: buf, idle: s.cfg.BodyTimeout, cancel: cancel,
+		headers: func() {
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Header().Set("Content-Disposition", mime.FormatMediaType("inline", map[string]string{"filename": path.Base(p)}))
+			if gz {
+				w.Header().Set("Content-Encoding", "gzip")
+			}
+		}}
+	var dst io.Writer = out
+	var zw *gzip.Writer
+	if gz {
+		zw, _ = gzip.NewWriterLevel(out, gzip.BestSpeed)
+		dst = zw
+	}
+	err = streamerOf(env).ReadFileTo(ctx, p, dst)
+	if err == nil && zw != nil {
+		err = zw.Close()
+	}
+	if err == nil {
+		out.Write(nil) // an empty file still gets its headers
+		err = out.Flush()
+	}
+	if err != nil && !out.started {
 		writeError(w, fileStatus(err), "%v", opError("read", p, err))
 		return
 	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("inline", map[string]string{"filename": path.Base(p)}))
-	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
-		w.Header().Set("Content-Encoding", "gzip")
-		zw := gzip.NewWriter(w)
-		zw.Write(data)
-		zw.Close()
-		return
+	if err != nil && out.err == nil {
+		// Mid-stream the status is gone: the client sees a cut body.
+		s.cfg.Log.Warn("download cut short", "sandbox", sb.id, "err", err)
+		panic(http.ErrAbortHandler)
 	}
-	w.Header().Set("Content-Length", fmt.Sprint(len(data)))
-	w.Write(data)
 }
 
 // entryJSON is envd's EntryInfo of the /files answer.
@@ -172,6 +194,8 @@ type entryJSON struct {
 	Path string `json:"path"`
 }
 
+// handleFilePost streams the files of an upload (multipart or the body
+// itself) into the box (transfer.go), MaxUploadBytes in all.
 func (s *Server) handleFilePost(w http.ResponseWriter, r *http.Request) {
 	sb := sandboxOf(r.Context())
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes)
@@ -180,6 +204,12 @@ func (s *Server) handleFilePost(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadGateway, "%v", err)
 		return
 	}
+	buf, err := s.transfers.take(r.Context())
+	if err != nil {
+		return
+	}
+	defer s.transfers.give(buf)
+	files := streamerOf(env)
 	qpath := r.URL.Query().Get("path")
 	var written []entryJSON
 	// left is what the request may still write: the bound is on the
@@ -194,16 +224,15 @@ func (s *Server) handleFilePost(w http.ResponseWriter, r *http.Request) {
 			}
 			body = zr
 		}
-		data, err := io.ReadAll(io.LimitReader(body, left+1))
-		if err != nil {
-			return http.StatusBadRequest, fmt.Errorf("read upload: %v", err)
-		}
-		if int64(len(data)) > left {
-			return http.StatusRequestEntityTooLarge, fmt.Errorf("upload is over %d bytes", s.cfg.MaxUploadBytes)
-		}
-		left -= int64(len(data))
 		p = resolvePath(p)
-		if err := env.WriteFile(r.Context(), p, data, 0o644); err != nil {
+		err := files.WriteFileFrom(r.Context(), p, budgetReader{r: capReader{r: body, left: &left}, buf: buf}, 0o644)
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.Is(err, errTooLarge) || errors.As(err, &tooBig):
+			return http.StatusRequestEntityTooLarge, fmt.Errorf("upload is over %d bytes", s.cfg.MaxUploadBytes)
+		case errors.As(err, new(sourceError)):
+			return http.StatusBadRequest, fmt.Errorf("read upload: %v", err)
+		case err != nil:
 			return fileStatus(err), fmt.Errorf("write %s: %v", p, err)
 		}
 		written = append(written, entryJSON{Name: path.Base(p), Type: "file", Path: p})

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
@@ -24,6 +23,7 @@ import (
 // served is a running hermes sandbox serve (a subprocess) for the tests.
 type served struct {
 	bin, home, apiURL, envdURL, key string
+	pid                             int // of the server process
 }
 
 // jsClientDir is the npm project holding the E2B SDK.
@@ -33,12 +33,7 @@ const jsClientDir = "testdata/jsclient"
 // installed (npm ci in testdata/jsclient).
 func needBoxesAndNode(t *testing.T) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("hermes sandbox serve needs root (boxes with persistent layers, the template tmpfs)")
-	}
-	if err := box.Preflight(); err != nil {
-		t.Skipf("boxes cannot run here: %v", err)
-	}
+	needBoxes(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node is not installed (the E2B JS SDK runs on it)")
@@ -144,6 +139,7 @@ func serveWithKey(t *testing.T, bin, key string, extra ...string) (*served, *os.
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	s.pid = cmd.Process.Pid
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {

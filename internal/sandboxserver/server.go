@@ -66,9 +66,14 @@ type Template struct {
 // Config configures a Server.
 type Config struct {
 	Boxes Boxes
-	// APIKeys are the accepted E2B_API_KEY values (X-API-Key header). Empty
-	// means no key is checked (loopback use only; the CLI enforces that).
+	// APIKeys are the accepted E2B_API_KEY values (X-API-Key header),
+	// each a tenant of its own. With no key here or in Teams no key is
+	// checked and the server is one tenant (loopback use only; the CLI
+	// enforces that).
 	APIKeys []string
+	// Teams are further accepted keys by team name: the keys of one team
+	// share their sandboxes (tenant.go).
+	Teams map[string][]string
 	// Templates by template id or alias; "base" at least.
 	Templates map[string]Template
 	// Env is added to every sandbox's commands (after the template's,
@@ -88,12 +93,22 @@ type Config struct {
 	// network.allowOut may not open (net.InterfaceAddrs when nil).
 	InterfaceAddrs func() ([]net.Addr, error)
 	// MaxSandboxes bounds the sandboxes (running and paused) the server
-	// keeps at once (default 100); a create past it is refused with 429.
+	// keeps at once, all tenants together (default 100); a create past it
+	// is refused with 429.
 	MaxSandboxes int
+	// MaxSandboxesPerTeam bounds the sandboxes of one tenant (a team, or
+	// a key of its own). Default: a fair share of MaxSandboxes, rounded
+	// up, among the tenants the keys name (all of it with one tenant), so
+	// that one key cannot lock every other out.
+	MaxSandboxesPerTeam int
 	// MaxUploadBytes bounds the bytes one upload request writes, all its
-	// files together, after gzip decoding, and one file download
-	// (default 512 MiB).
+	// files together, after gzip decoding (default 512 MiB). Downloads
+	// stream whatever the size.
 	MaxUploadBytes int64
+	// MaxTransferBytes is the server-wide budget of bytes in flight in
+	// file transfers (default 16 MiB, buffers of 128 KiB: a transfer
+	// holds one while it runs, more wait; transfer.go).
+	MaxTransferBytes int64
 	// MaxQueuedBytes bounds the command output queued for slow stream
 	// readers, all streams together (default 1 GiB); a stream that would
 	// pass it ends with ResourceExhausted (its command goes on).
@@ -114,7 +129,7 @@ type Config struct {
 // Server serves the E2B API and envd over a Boxes.
 type Server struct {
 	cfg  Config
-	keys [][32]byte
+	keys []acceptedKey
 
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox
@@ -122,19 +137,22 @@ type Server struct {
 	closed    bool
 	removals  sync.WaitGroup // boxes of killed sandboxes being removed
 	queued    *queueBudget   // output queued for slow stream readers
+	transfers *transferBudget
 }
 
 // sandbox is one sandbox's record.
 type sandbox struct {
 	id, template, token string
-	metadata            map[string]string
-	env                 map[string]string
-	allow, deny         []string
-	internet            bool // the sandbox has the internet (and the operator's allow rules)
-	allowInternet       *bool
-	network             *networkConfig
-	autoPause           bool
-	startedAt           time.Time
+	// tenant owns the sandbox: only its keys see it (tenant.go).
+	tenant        tenant
+	metadata      map[string]string
+	env           map[string]string
+	allow, deny   []string
+	internet      bool // the sandbox has the internet (and the operator's allow rules)
+	allowInternet *bool
+	network       *networkConfig
+	autoPause     bool
+	startedAt     time.Time
 
 	mu     sync.Mutex
 	endAt  time.Time
@@ -157,6 +175,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxUploadBytes <= 0 {
 		cfg.MaxUploadBytes = 512 << 20
+	}
+	if cfg.MaxTransferBytes <= 0 {
+		cfg.MaxTransferBytes = 16 << 20
 	}
 	if cfg.MaxSandboxes <= 0 {
 		cfg.MaxSandboxes = 100
@@ -182,9 +203,19 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, sandboxes: map[string]*sandbox{}, gates: map[string]*egress.Gate{}, queued: &queueBudget{max: cfg.MaxQueuedBytes}}
-	for _, k := range cfg.APIKeys {
-		s.keys = append(s.keys, sha256.Sum256([]byte(k)))
+	s := &Server{cfg: cfg, sandboxes: map[string]*sandbox{}, gates: map[string]*egress.Gate{}, queued: &queueBudget{max: cfg.MaxQueuedBytes},
+		transfers: newTransferBudget(cfg.MaxTransferBytes)}
+	s.keys = newAPIKeys(cfg.APIKeys, cfg.Teams)
+	seen := map[[32]byte]tenant{}
+	for _, k := range s.keys {
+		if t, dup := seen[k.sum]; dup && t != k.tenant {
+			return nil, errors.New("sandboxserver: one API key is given to two tenants (as a key of its own and in a team, or in two teams): give each key once")
+		}
+		seen[k.sum] = k.tenant
+	}
+	if s.cfg.MaxSandboxesPerTeam <= 0 {
+		n := tenants(s.keys)
+		s.cfg.MaxSandboxesPerTeam = (cfg.MaxSandboxes + n - 1) / n
 	}
 	return s, nil
 }
@@ -204,20 +235,6 @@ func randomToken() string {
 	b := make([]byte, 24)
 	rand.Read(b)
 	return fmt.Sprintf("%x", b)
-}
-
-// checkKey reports whether key is one of the server's API keys, in
-// constant time (hashes of equal length are compared, every key each time).
-func (s *Server) checkKey(key string) bool {
-	if len(s.keys) == 0 {
-		return true
-	}
-	h := sha256.Sum256([]byte(key))
-	ok := 0
-	for _, k := range s.keys {
-		ok |= subtle.ConstantTimeCompare(h[:], k[:])
-	}
-	return ok == 1 && key != ""
 }
 
 // tokenOK compares an envd access token in constant time.

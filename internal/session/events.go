@@ -91,6 +91,10 @@ type SubscribeOptions struct {
 	// subscriber; past it, deltas are dropped (the Final event still
 	// carries the whole answer). 0 = DefaultMaxPendingDeltaBytes, <0 = no bound.
 	MaxPendingDeltaBytes int
+	// KeepPieces queues each delta as its own event, as the model streamed
+	// it (a streaming API relays the pieces); by default consecutive
+	// undelivered deltas are joined into one.
+	KeepPieces bool
 	// Approver marks a subscriber that answers ApprovalRequest events
 	// (with Session.Approve). Without any, approvals of the session are
 	// decided as in a headless run.
@@ -126,7 +130,7 @@ func (s *Subscription) push(ev Event) {
 		return
 	}
 	if ev.Kind.Droppable() {
-		if n := len(s.queue); n > 0 {
+		if n := len(s.queue); n > 0 && !s.opts.KeepPieces {
 			last := &s.queue[n-1]
 			if last.Kind == ev.Kind && last.TurnID == ev.TurnID {
 				if s.opts.MaxPendingDeltaBytes > 0 && s.deltaBytes+len(ev.Text) > s.opts.MaxPendingDeltaBytes {

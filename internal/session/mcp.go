@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/mcp"
 	"github.com/hermes-go/hermes/internal/tool"
 )
@@ -15,11 +14,19 @@ import (
 // startMCP gives s its own tool registry and connects its MCP servers in
 // the background (the first turn waits for them). Without servers the
 // session shares the runtime's registry.
-func (rt *Runtime) startMCP(s *Session, extra map[string]config.MCPServer) {
+func (rt *Runtime) startMCP(s *Session, client clientMCP) {
+	extra := client.servers
 	for _, srv := range extra { // a client's env and header secrets
 		rt.redact.Add(srv.SecretValues()...)
 	}
 	servers, renamed := rt.mcpServers(extra)
+	clientNames := map[string]bool{}
+	for n := range extra {
+		if to, ok := renamed[n]; ok {
+			n = to
+		}
+		clientNames[n] = true
+	}
 	for _, from := range slices.Sorted(maps.Keys(renamed)) {
 		rt.opts.Warn(fmt.Sprintf("warning: the client's MCP server %s connects as %s: mcp_servers in config.yaml already has a server %s (its trust and tool filters stay its own)", from, renamed[from], from))
 	}
@@ -34,6 +41,7 @@ func (rt *Runtime) startMCP(s *Session, extra map[string]config.MCPServer) {
 		Servers: servers, SessionID: s.id, Workspace: rt.cwd, Backend: rt.backend, Environ: rt.opts.Environ,
 		Tools: s.tools, Toolsets: toolsets, CacheDir: filepath.Join(rt.opts.Home, "cache", "mcp"), Approvals: rt.approvals, Redact: rt.redact.Redact,
 		Warn: func(msg string) { rt.opts.Warn(rt.redact.Redact(msg)) }, Sample: mcp.ProviderSampler(rt.provider, rt.model), Version: "hermes", Now: rt.opts.Now,
+		ClientServers: clientNames, Permit: client.permit,
 	})
 }
 

@@ -50,6 +50,17 @@ type OpenOptions struct {
 	// when the session is loaded into memory (created, resumed or
 	// continued); a session already open keeps its servers.
 	MCPServers map[string]config.MCPServer
+	// PermitMCP, when set, is asked before each of MCPServers first starts
+	// (blocking; the person's answer through the client); a server it
+	// refuses never starts in this session. With the local backend those
+	// servers run through it, under its guard (mcp.Options.ClientServers).
+	PermitMCP func(ctx context.Context, name string, c config.MCPServer) bool
+}
+
+// clientMCP is a session's own MCP servers and who permits them.
+type clientMCP struct {
+	servers map[string]config.MCPServer
+	permit  func(ctx context.Context, name string, c config.MCPServer) bool
 }
 
 // ErrNoSessionToContinue is returned by Open with Continue when state.db
@@ -70,7 +81,7 @@ func (rt *Runtime) Open(ctx context.Context, o OpenOptions) (*Session, error) {
 	)
 	switch {
 	case ref != "":
-		s, err = rt.resume(ctx, ref, o.Platform, o.MCPServers)
+		s, err = rt.resume(ctx, ref, o.Platform, clientMCP{o.MCPServers, o.PermitMCP})
 		if errors.Is(err, store.ErrNotFound) && o.Key != "" && o.Resume == "" {
 			s, err = rt.create(ctx, o) // the keyed session was deleted: start over
 		}
@@ -81,7 +92,7 @@ func (rt *Runtime) Open(ctx context.Context, o OpenOptions) (*Session, error) {
 			return nil, ErrNoSessionToContinue
 		}
 		if err == nil {
-			s, err = rt.resume(ctx, latest.ID, o.Platform, o.MCPServers)
+			s, err = rt.resume(ctx, latest.ID, o.Platform, clientMCP{o.MCPServers, o.PermitMCP})
 		}
 	default:
 		s, err = rt.create(ctx, o)
@@ -123,10 +134,10 @@ func (rt *Runtime) create(ctx context.Context, o OpenOptions) (*Session, error) 
 		}
 	}
 	st := store.Session{ID: id, Source: source, MessageCount: len(o.History)}
-	return rt.add(rt.newSession(st, system, o.History, o.Platform, o.MCPServers))
+	return rt.add(rt.newSession(st, system, o.History, o.Platform, clientMCP{o.MCPServers, o.PermitMCP}))
 }
 
-func (rt *Runtime) resume(ctx context.Context, ref, platform string, servers map[string]config.MCPServer) (*Session, error) {
+func (rt *Runtime) resume(ctx context.Context, ref, platform string, servers clientMCP) (*Session, error) {
 	if s := rt.lookup(ref); s != nil {
 		rt.touch(s)
 		return s, nil

@@ -13,7 +13,6 @@ import (
 
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/approval"
-	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/llm"
 	"github.com/hermes-go/hermes/internal/llm/textcall"
 	"github.com/hermes-go/hermes/internal/mcp"
@@ -451,7 +450,7 @@ func (s *Session) shutdown() {
 }
 
 // newSession wires an agent for the stored session st with history.
-func (rt *Runtime) newSession(st store.Session, system string, history []llm.Message, platform string, servers map[string]config.MCPServer) *Session {
+func (rt *Runtime) newSession(st store.Session, system string, history []llm.Message, platform string, servers clientMCP) *Session {
 	s := &Session{rt: rt, id: st.ID, source: st.Source, platform: platform, seen: st.MessageCount,
 		state: &agent.Session{ID: st.ID, System: system, History: agent.RepairHistory(history)}}
 	rt.startMCP(s, servers)

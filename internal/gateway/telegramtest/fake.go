@@ -242,27 +242,14 @@ func checkText(text string) *apiError {
 	return nil
 }
 
-// checkEntities approximates the legacy Markdown parser: outside code,
-// '*' and '_' must pair up, or Telegram answers "can't parse entities".
+// checkEntities refuses text the legacy Markdown parser cannot parse
+// (ParseMarkdown), as the Bot API does.
 func checkEntities(mode, text string) *apiError {
 	if mode != "Markdown" {
 		return nil
 	}
-	bad := &apiError{400, "Bad Request: can't parse entities: Can't find end of the entity starting at byte offset 0", 0}
-	parts := strings.Split(text, "```")
-	if len(parts)%2 == 0 {
-		return bad
-	}
-	for i := 0; i < len(parts); i += 2 {
-		inline := strings.Split(parts[i], "`")
-		if len(inline)%2 == 0 {
-			return bad
-		}
-		for j := 0; j < len(inline); j += 2 {
-			if strings.Count(inline[j], "*")%2 != 0 || strings.Count(inline[j], "_")%2 != 0 {
-				return bad
-			}
-		}
+	if err := ParseMarkdown(text); err != nil {
+		return &apiError{400, "Bad Request: " + err.Error(), 0}
 	}
 	return nil
 }
