@@ -80,3 +80,24 @@ func TestProtectedPathsAndLinksNeedApproval(t *testing.T) {
 		t.Errorf("with protected_paths [] a write to .git/config asked: %v", v.Keys)
 	}
 }
+
+// Attacker trial on issue 23: commands that make git read config from a
+// place protected_paths does not cover run unasked today: .git/commondir
+// (git reads the named directory's config and hooks) and a nested
+// repository created from a template that carries its config (the
+// classifier asks for `> sub/.git/config` but not for this spelling).
+func TestGitConfigElsewhereNeedsApproval(t *testing.T) {
+	s := New(Config{Home: "/home/u", Cwd: "/home/u/project"})
+	for _, cmd := range []string{
+		`echo evil > .git/commondir`,
+		`mkdir -p t && printf '[core]\n\tfsmonitor = x\n' > t/config && git init -q --template=t sub`,
+		`git clone --template t https://example.com/r.git r`,
+		`echo ../../evil > .git/worktrees/w/commondir`,
+		`cp x a/b/.git/hooks/pre-commit`,
+		`git -c core.worktree=/tmp status`,
+	} {
+		if v := s.Check(cmd); v.Action != Ask {
+			t.Errorf("%q: want Ask, got %v %v (%s)", cmd, v.Action, v.Keys, v.Reason)
+		}
+	}
+}

@@ -6,7 +6,7 @@ import (
 )
 
 // gitCommandKeys are git config keys whose value git runs as a command.
-var gitCommandKeys = []string{"alias.", "core.sshcommand", "core.pager", "core.editor", "core.fsmonitor", "core.hookspath", "core.gitproxy", "core.askpass", "diff.external", "credential.helper", "sequence.editor", "uploadpack.packobjectshook", "protocol.ext.allow", "gpg.program", "filter.", "merge.", "difftool.", "mergetool.", "pager."}
+var gitCommandKeys = []string{"alias.", "core.sshcommand", "core.pager", "core.editor", "core.fsmonitor", "core.hookspath", "core.gitproxy", "core.askpass", "diff.external", "credential.helper", "sequence.editor", "uploadpack.packobjectshook", "protocol.ext.allow", "gpg.program", "filter.", "merge.", "difftool.", "mergetool.", "pager.", "init.templatedir"}
 
 // commandOptions lists, per program, options whose value is a command the
 // program runs (tar --to-command, rsync -e, ssh -o ProxyCommand=...).
@@ -47,9 +47,20 @@ func runsConfiguredCommand(args []string) *finding {
 		}
 	}
 	if name == "git" {
+		switch subcommand(args) {
+		case "init", "clone", "submodule":
+			// git init --template=DIR copies DIR's config and hooks into
+			// the new repository's .git (a nested one runs its
+			// core.fsmonitor on the user's `git status` at the top)
+			if t := optionValues(args, "", "--template"); len(t) > 0 {
+				return &finding{"write to protected path", "git --template=" + clip(t[0]) + " copies that directory's config and hooks into a new .git: it can make the host run code later"}
+			}
+		}
 		for _, kv := range optionValues(args, "c", "--config-env") {
 			key := strings.ToLower(kv)
-			if slices.ContainsFunc(gitCommandKeys, func(k string) bool { return strings.HasPrefix(key, k) }) {
+			// core.* also covers core.worktree, core.hookspath and the
+			// keys git adds later that run or redirect
+			if strings.HasPrefix(key, "core.") || slices.ContainsFunc(gitCommandKeys, func(k string) bool { return strings.HasPrefix(key, k) }) {
 				return &finding{"runs configured command", "git -c " + clip(kv) + " makes git run a command"}
 			}
 		}

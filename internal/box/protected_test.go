@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/protect"
 )
 
 // boxHostGit runs git in dir on the host, with a HOME of its own.
@@ -68,5 +71,67 @@ echo hello > a.txt && git add a.txt && git commit -q -m first && git branch side
 	}
 	if _, err := os.Stat(filepath.Join(e.workspace, ".git", "hooks")); err != nil {
 		t.Errorf(".git/hooks was not laid out for its mount: %v", err)
+	}
+}
+
+// Attacker trial on issue 23 (bind workspace): .git/config and .git/hooks/
+// are read-only in the box, but git reads its config from elsewhere too.
+// The box writes .git/commondir naming a directory of its own (git then
+// reads that directory's config instead of .git/config), or commits a
+// nested repository as a gitlink (`git status` on the host recurses into
+// it and reads sub/.git/config). The user's next `git status` on the host
+// must run none of it.
+func TestBoxBindWorkspaceGitConfigElsewhere(t *testing.T) {
+	t.Skip("known limitation: a .git/commondir or a nested repository (gitlink) created during a command cannot carry a read-only mount made when the command or box started (the kernel cannot forbid one new name in a writable directory); the approvals and write_file ask for both, box diff marks them, and the README threat model says the rest (attack23 F1/F2)")
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	gitHome := t.TempDir()
+	marker := filepath.Join(t.TempDir(), "ran")
+	e := startTestBox(t, func(o *Options) {
+		ws := o.Terminal.Cwd
+		boxHostGit(t, ws, gitHome, "init", "-q")
+		boxHostGit(t, ws, gitHome, "config", "user.email", "u@example.com")
+		boxHostGit(t, ws, gitHome, "config", "user.name", "u")
+		boxHostGit(t, ws, gitHome, "commit", "-q", "--allow-empty", "-m", "init")
+	})
+	res := e.run(t, `cd `+e.workspace+` && export HOME=/tmp GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=u GIT_AUTHOR_EMAIL=u@example.com GIT_COMMITTER_NAME=u GIT_COMMITTER_EMAIL=u@example.com
+git init -q sub && printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch `+marker+`-gitlink; false"\n' > sub/.git/config
+(cd sub && echo y > y && git add y && git commit -qm s) && git add sub 2>/dev/null && git commit -qm sub && echo gitlink
+mkdir -p .git/evil && cp -r .git/refs .git/HEAD .git/evil/ && ln -s ../objects .git/evil/objects
+printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch `+marker+`-commondir; false"\n' > .git/evil/config
+echo evil > .git/commondir && echo commondir`)
+	t.Logf("box output:\n%s", res.Output)
+	cmd := exec.Command("git", "status")
+	cmd.Dir = e.workspace
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + gitHome, "GIT_CONFIG_NOSYSTEM=1"}
+	_ = cmd.Run()
+	for _, which := range []string{"-commondir", "-gitlink"} {
+		if _, err := os.Stat(marker + which); err == nil {
+			t.Errorf("git status on the host ran code the box planted (%s)", which)
+		}
+	}
+}
+
+// Attacker trial on issue 23: box diff marked .git/config but not a nested
+// repository's .git/config or a new .git/commondir, so box apply copied
+// them onto the host without --allow-protected.
+func TestWorkspaceDiffMarksNestedGitConfig(t *testing.T) {
+	m := &Manager{opts: Options{Terminal: config.TerminalConfig{ProtectedPaths: protect.Defaults()}}}
+	changes := []WorkspaceChange{
+		{Path: "sub/.git/config", Kind: ChangeAdded},
+		{Path: "a/b/.git/hooks/post-checkout", Kind: ChangeAdded},
+		{Path: ".git/commondir", Kind: ChangeAdded},
+		{Path: "sub/.git", Kind: ChangeAdded, IsDir: true},
+		{Path: "sub/main.go", Kind: ChangeAdded},
+	}
+	m.markProtected(changes)
+	for _, c := range changes[:4] {
+		if c.Protected == "" {
+			t.Errorf("%s is not marked protected", c.Path)
+		}
+	}
+	if changes[4].Protected != "" {
+		t.Errorf("sub/main.go is marked protected (%s)", changes[4].Protected)
 	}
 }

@@ -22,7 +22,7 @@ import (
 // paths; a trailing "/" names a directory and everything below it.
 func Defaults() []string {
 	return []string{
-		".git/config", ".git/hooks/", ".git/info/", ".gitmodules", ".gitconfig",
+		".git/config", ".git/hooks/", ".git/info/", ".git/commondir", ".git/worktrees/", ".gitmodules", ".gitconfig",
 		".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile",
 		".envrc", ".vscode/", ".idea/", ".mcp.json", ".hermes/",
 	}
@@ -101,13 +101,39 @@ func (s Set) Rel() []string {
 // workspace, is protected: it is an entry, lies below a directory entry,
 // or is an ancestor directory of an entry whose removal or renaming would
 // take the entry with it (such as .git for .git/config) when ancestors is
-// true. It returns the entry that matched, as configured.
+// true. Entries under .git/ hold at every depth too: a nested repository's
+// sub/.git/config runs its core.fsmonitor on the user's `git status` at
+// the top as well. It returns the entry that matched, as configured.
 func (s Set) Match(rel string, ancestors bool) (string, bool) {
 	rel = strings.TrimSuffix(path.Clean(filepath.ToSlash(rel)), "/")
 	if rel == "." || rel == "" || strings.HasPrefix(rel, "../") || rel == ".." {
 		return "", false
 	}
+	if e, ok := s.match(rel, ancestors, false); ok {
+		return e, true
+	}
+	for i := strings.Index(rel, "/.git"); i >= 0; {
+		if nested := rel[i+1:]; nested == ".git" || strings.HasPrefix(nested, ".git/") {
+			if e, ok := s.match(nested, ancestors, true); ok {
+				return e, true
+			}
+		}
+		j := strings.Index(rel[i+1:], "/.git")
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return "", false
+}
+
+// match is Match of a cleaned rel against the entries (only those under
+// .git/ when gitOnly).
+func (s Set) match(rel string, ancestors, gitOnly bool) (string, bool) {
 	for _, e := range s.entries {
+		if gitOnly && !strings.HasPrefix(e.rel, ".git/") {
+			continue
+		}
 		name := e.rel
 		if e.dir {
 			name += "/"

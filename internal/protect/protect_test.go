@@ -52,3 +52,23 @@ func TestValidate(t *testing.T) {
 		t.Errorf("New kept %v", got)
 	}
 }
+
+// A nested repository's .git/config, hooks, info and commondir make the
+// user's `git status` at the top run code as much as the workspace's own
+// (attack23 F1/F2); other entries hold only at the workspace root.
+func TestGitEntriesHoldInNestedRepositories(t *testing.T) {
+	s := New(Defaults())
+	for _, rel := range []string{"sub/.git/config", "a/b/.git/hooks/pre-commit", "x/.git/info/attributes", ".git/commondir", "v/.git/commondir", ".git/worktrees/w/commondir", "v/.git/worktrees/w/config.worktree"} {
+		if _, ok := s.Match(rel, false); !ok {
+			t.Errorf("%s is not protected", rel)
+		}
+	}
+	if _, ok := s.Match("sub/.git", true); !ok {
+		t.Errorf("renaming a nested .git away is not protected")
+	}
+	for _, rel := range []string{"sub/.git/objects/ab/cd", "sub/.bashrc", "sub/.hermes/x", "a.git/config", "sub/x.git/config"} {
+		if e, ok := s.Match(rel, false); ok {
+			t.Errorf("%s matched %s", rel, e)
+		}
+	}
+}

@@ -350,15 +350,47 @@ func FormatPreload(loaded []*Skill) string {
 // maxIndexDescription caps one description in the index (runes).
 const maxIndexDescription = 200
 
+// Bounds of the skills index in the system prompt. A box or a guarded
+// command can plant any number of project skills (.hermes/skills of the
+// working directory), so their share is capped in count, and the whole
+// index in bytes; what is left out is counted in a closing line.
+const (
+	maxIndexProjectSkills = 100
+	maxIndexBytes         = 48 << 10
+)
+
+// indexed splits list into the skills the index shows (every non-project
+// skill first, then at most maxIndexProjectSkills project skills by name)
+// and the number left out.
+func indexed(list []*Skill) (shown []*Skill, omitted int) {
+	var project []*Skill
+	for _, s := range list {
+		if s.Root.Kind == Project {
+			project = append(project, s)
+		} else {
+			shown = append(shown, s)
+		}
+	}
+	sort.Slice(project, func(i, j int) bool { return project[i].Name < project[j].Name })
+	if len(project) > maxIndexProjectSkills {
+		omitted = len(project) - maxIndexProjectSkills
+		project = project[:maxIndexProjectSkills]
+	}
+	return append(shown, project...), omitted
+}
+
 // Index renders the compact skills index of the system prompt: skills for
 // this platform grouped by category (uncategorised under "general"), sorted,
 // one "- name: description" line each, inside <available_skills>. The same
-// skills always give the same bytes. No skills gives "".
+// skills always give the same bytes. No skills gives "". At most
+// maxIndexProjectSkills project skills and about maxIndexBytes bytes are
+// listed; a closing line counts the skills left out (skills_list shows all).
 func (l *Library) Index() string {
-	list, _ := l.List("")
-	if len(list) == 0 {
+	all, _ := l.List("")
+	if len(all) == 0 {
 		return ""
 	}
+	list, omitted := indexed(all)
 	groups := map[string][]*Skill{}
 	for _, s := range list {
 		c := s.Category
@@ -380,10 +412,21 @@ func (l *Library) Index() string {
 	for _, c := range cats {
 		skills := groups[c]
 		sort.Slice(skills, func(i, j int) bool { return skills[i].Name < skills[j].Name })
+		if b.Len() >= maxIndexBytes {
+			omitted += len(skills)
+			continue
+		}
 		b.WriteString(c + ":\n")
 		for _, s := range skills {
+			if b.Len() >= maxIndexBytes {
+				omitted++
+				continue
+			}
 			fmt.Fprintf(&b, "- %s: %s\n", s.Name, oneLine(s.Description, maxIndexDescription))
 		}
+	}
+	if omitted > 0 {
+		fmt.Fprintf(&b, "(%d more skills are not listed here; skills_list shows them all.)\n", omitted)
 	}
 	b.WriteString("</available_skills>")
 	return b.String()

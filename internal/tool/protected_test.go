@@ -67,3 +67,26 @@ func TestFileToolsAskBeforeWritingProtectedPaths(t *testing.T) {
 		t.Errorf("the prompt was %+v", asked)
 	}
 }
+
+// Attacker trial on issue 23: git reads config from more places than the
+// workspace's own .git/config: a nested repository's .git/config (a
+// committed gitlink makes the user's `git status` at the top run its
+// core.fsmonitor) and .git/commondir (git then reads the named directory's
+// config and hooks). The approval classifier already asks for a
+// redirection into vendor/lib/.git/config; write_file must not write
+// either unasked.
+func TestFileToolsAskBeforeWritingGitConfigElsewhere(t *testing.T) {
+	f := newFileFixture(t)
+	f.write(t, ".git/config", "[core]\n\tbare = false\n")
+	f.write(t, "sub/.git/config", "[core]\n\tbare = false\n")
+	f.opts.Protected = protect.New(protect.Defaults())
+	for _, args := range []string{
+		`{"path": "sub/.git/config", "content": "[core]\n\tfsmonitor = \"touch /tmp/pwned\"\n"}`,
+		`{"path": ".git/commondir", "content": "evil\n"}`,
+	} {
+		r := NewWriteFileTool(f.opts).Run(context.Background(), Call{SessionID: "s", Args: json.RawMessage(args)})
+		if !r.IsError {
+			t.Errorf("%s: written without asking: %q", args, r.Content)
+		}
+	}
+}

@@ -106,6 +106,9 @@ type guard struct {
 	protected     protect.Set
 	workspace     string
 	protectMounts bool
+	// hadCommondir: the workspace's .git/commondir existed when the
+	// backend started (protected_git.go); only a new one is moved aside.
+	hadCommondir bool
 }
 
 // dirStamp is a directory enumerated into the ruleset: its identity and

@@ -345,6 +345,9 @@ func (e *Environment) Exec(ctx context.Context, req backend.ExecRequest) (backen
 	if out != nil {
 		res.Output = out.Bytes()
 	}
+	if note := e.guard.moveGitRedirectAside(); note != "" && out != nil {
+		res.Output = append(res.Output, "\n"+note+"\n"...)
+	}
 	res.TimedOut = timedOut
 	res.Duration = time.Since(start)
 	return res, nil

@@ -50,6 +50,7 @@ func (g *guard) setProtected(paths []string, ws string, canMount bool, warn io.W
 		return // read-only: nothing in the workspace is writable anyway
 	}
 	g.protected, g.workspace = set, realPath(ws)
+	g.hadCommondir = g.commondirPresent()
 	if canMount {
 		g.protectMounts = true
 		return

@@ -128,3 +128,67 @@ func BenchmarkProtectedMounts(b *testing.B) {
 		}
 	}
 }
+
+// Attacker trial on issue 23: .git/config and .git/hooks/ are read-only,
+// but git takes its config (and hooks) from elsewhere too. A guarded
+// command (1) writes .git/commondir naming a directory of its own, whose
+// config git then reads instead of .git/config, or (2) commits a nested
+// repository as a gitlink: `git status` on the host recurses into it and
+// reads its config (core.fsmonitor). Neither needs an approval today; the
+// user's next `git status` on the host must run none of it.
+func TestGuardProtectedPathsGitConfigElsewhere(t *testing.T) {
+	if !hasSysAdmin() {
+		t.Skip("protected paths need CAP_SYS_ADMIN for the per-command mount namespace (run as root)")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	for name, attack := range map[string]string{
+		"commondir": `mkdir -p .git/evil && cp -r .git/refs .git/HEAD .git/evil/ && ln -s ../objects .git/evil/objects
+printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch MARKER; false"\n' > .git/evil/config
+echo evil > .git/commondir`,
+		"gitlink": `mkdir -p t && printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch MARKER; false"\n' > t/config
+git init -q --template=t sub && cd sub && echo y > y && git add y && git commit -qm s && cd .. && git add sub && git commit -qm sub`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if name == "gitlink" {
+				t.Skip("known limitation: a nested repository created and committed as a gitlink during a command cannot carry a read-only mount made when the command started (the kernel cannot forbid a new name in a writable directory); the approvals and write_file ask for it and the README threat model says the rest (attack23 F2)")
+			}
+			root := t.TempDir()
+			home, work, marker := filepath.Join(root, "home"), filepath.Join(root, "home", "project"), filepath.Join(root, "ran")
+			if err := os.MkdirAll(work, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			hostGit(t, work, home, "init", "-q")
+			hostGit(t, work, home, "config", "user.email", "u@example.com")
+			hostGit(t, work, home, "config", "user.name", "u")
+			hostGit(t, work, home, "commit", "-q", "--allow-empty", "-m", "init")
+			env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + root, "GIT_CONFIG_NOSYSTEM=1",
+				"GIT_AUTHOR_NAME=u", "GIT_AUTHOR_EMAIL=u@example.com", "GIT_COMMITTER_NAME=u", "GIT_COMMITTER_EMAIL=u@example.com"}
+			b, err := NewWithOptions(Options{Cwd: work, Environ: func() []string { return env }, Sandbox: SandboxWorkspaceWrite,
+				ProtectedPaths: protect.Defaults(), Warn: &strings.Builder{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = b.Close() })
+			e, err := b.Open(context.Background(), "s1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := e.Exec(context.Background(), backend.ExecRequest{Command: strings.ReplaceAll(attack, "MARKER", marker), Timeout: 30 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("git", "status")
+			cmd.Dir = work
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GIT_CONFIG_NOSYSTEM=1"}
+			_ = cmd.Run()
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatalf("git status on the host ran code a guarded command planted:\n%s", res.Output)
+			}
+			if name == "commondir" && !strings.Contains(string(res.Output), "moved it to .git/commondir.refused-by-hermes") {
+				t.Errorf("the command's output does not say .git/commondir was moved aside:\n%s", res.Output)
+			}
+		})
+	}
+}
