@@ -55,7 +55,7 @@ type APIServerConfig struct {
 	AllowedOrigins []string
 	// MaxBodyBytesInFlight bounds the request-body bytes read and not yet
 	// parsed, all requests together (default 16 × MaxBodyBytes); requests
-	// past it wait their turn.
+	// past it are answered 503 with Retry-After (httpguard.Budget).
 	MaxBodyBytesInFlight int64
 	// BodyTimeout bounds the time a request body may take to arrive
 	// (httpguard.BodyDeadline; default 30 s).
