@@ -22,6 +22,7 @@ import (
 	"github.com/hermes-go/hermes/internal/backend"
 	"github.com/hermes-go/hermes/internal/egress"
 	"github.com/hermes-go/hermes/internal/httpguard"
+	"github.com/hermes-go/hermes/internal/protect"
 )
 
 // maxCapturedOutput caps ExecResult.Output (the Output writer still sees
@@ -44,10 +45,13 @@ type Box struct {
 	shell    string
 	env      []string
 	spec     initSpec
-	persist  bool
-	initPID  int
-	cmd      *exec.Cmd // nil when attached
-	fc       *frameConn
+	// hadCommondir: the bind workspace's .git/commondir existed when the
+	// box started (moveCommondirAside leaves it alone).
+	hadCommondir bool
+	persist      bool
+	initPID      int
+	cmd          *exec.Cmd // nil when attached
+	fc           *frameConn
 	// attachPath is the attach socket of a box another process runs, which
 	// this Box reached through it (Attach); "" for the owner's Box.
 	attachPath string
@@ -305,7 +309,22 @@ func (b *Box) Exec(ctx context.Context, req backend.ExecRequest) (backend.ExecRe
 	if err != nil {
 		return backend.ExecResult{}, err
 	}
-	return p.Wait(ctx)
+	res, err := p.Wait(ctx)
+	if note := b.moveCommondirAside(); note != "" && err == nil {
+		res.Output = append(res.Output, "\n"+note+"\n"...)
+	}
+	return res, err
+}
+
+// moveCommondirAside: with the bind workspace, a .git/commondir the box
+// wrote (the host's git would read config and hooks from the directory it
+// names; a missing name cannot carry a read-only mount) is moved aside on
+// the host after each command (protect.Set.MoveCommondirAside).
+func (b *Box) moveCommondirAside() string {
+	if b.spec.WorkspaceOverlay || b.spec.Workspace == "" {
+		return ""
+	}
+	return protect.New(b.spec.Protected).MoveCommondirAside(b.spec.Workspace, b.hadCommondir)
 }
 
 // Start runs req in the background. Without req.Stdin the command reads

@@ -82,7 +82,6 @@ echo hello > a.txt && git add a.txt && git commit -q -m first && git branch side
 // it and reads sub/.git/config). The user's next `git status` on the host
 // must run none of it.
 func TestBoxBindWorkspaceGitConfigElsewhere(t *testing.T) {
-	t.Skip("known limitation: a .git/commondir or a nested repository (gitlink) created during a command cannot carry a read-only mount made when the command or box started (the kernel cannot forbid one new name in a writable directory); the approvals and write_file ask for both, box diff marks them, and the README threat model says the rest (attack23 F1/F2)")
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
@@ -106,10 +105,16 @@ echo evil > .git/commondir && echo commondir`)
 	cmd.Dir = e.workspace
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + gitHome, "GIT_CONFIG_NOSYSTEM=1"}
 	_ = cmd.Run()
-	for _, which := range []string{"-commondir", "-gitlink"} {
-		if _, err := os.Stat(marker + which); err == nil {
-			t.Errorf("git status on the host ran code the box planted (%s)", which)
-		}
+	// The new .git/commondir is moved aside on the host after the
+	// command, which says so.
+	if _, err := os.Stat(marker + "-commondir"); err == nil {
+		t.Errorf("git status on the host ran code the box planted through .git/commondir")
+	}
+	if !strings.Contains(string(res.Output), protect.GitCommondirRefused) {
+		t.Errorf("the command's output does not say .git/commondir was moved aside:\n%s", res.Output)
+	}
+	if _, err := os.Stat(marker + "-gitlink"); err == nil {
+		t.Skip("known limitation: a nested repository (gitlink) created during a command cannot carry a read-only mount made when the box started; the approvals and write_file ask, box diff marks it, and the README threat model says so (attack23 F2)")
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/hermes-go/hermes/internal/box/image"
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/egress"
+	"github.com/hermes-go/hermes/internal/protect"
 )
 
 // boxPath is PATH inside the box.
@@ -306,6 +307,9 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		cmd: init.cmd, fc: newFrameConn(init.ctrl), conns: init.conns.(*net.UnixConn), cg: cg, egress: sess, lock: lock,
 		ctx: bctx, cancel: cancel, died: make(chan struct{}), initDone: make(chan struct{}), handlers: map[uint64]func(response){},
 		dials: map[uint64]chan net.Conn{}, now: m.now, lastUsed: m.now(),
+	}
+	if !spec.WorkspaceOverlay {
+		b.hadCommondir = protect.New(spec.Protected).CommondirPresent(spec.Workspace)
 	}
 	if lm := hostLayer(); lm != nil {
 		if err := lm.send(b.conns); err != nil {
