@@ -71,6 +71,7 @@ func TestGatewayAPIServerServesAndDrainsOnSIGTERM(t *testing.T) {
 		req, _ := http.NewRequest("POST", base+"/v1/chat/completions",
 			strings.NewReader(`{"model":"hermes-agent","messages":[{"role":"user","content":"hi"}]}`))
 		req.Header.Set("Authorization", "Bearer k-123456789")
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			answered <- "error: " + err.Error()

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hermes-go/hermes/internal/config"
@@ -51,14 +52,28 @@ func TestMCPToolsThroughAgentLoop(t *testing.T) {
 		"memory": mem, "everything": mcptest.Stdio(t, "mcp-server-everything"), "files": mcptest.Stdio(t, "mcp-server-filesystem"),
 	}
 	srv := llmtest.NewServer(t)
-	srv.SetResponder(scripted(
+	listDirs := llmtest.Call{Name: "mcp__files__list_allowed_directories", Args: `{}`}
+	first := scripted(
 		llmtest.Call{Name: "mcp__memory__create_entities", Args: `{"entities":[{"name":"hermes","entityType":"agent","observations":["made by the agent loop"]}]}`},
 		llmtest.Call{Name: "mcp__everything__get_sum", Args: `{"a":20,"b":22}`},
-		llmtest.Call{Name: "mcp__files__list_allowed_directories", Args: `{}`},
-	))
+		listDirs,
+	)
+	// The filesystem server asks for the roots after initialisation, on
+	// its own time: until its answer is processed it lists no directory.
+	// The model asks again (at most 20 times) until the workspace shows,
+	// so the test waits for that event, not for a clock.
 	rt := newTestRuntime(t, srv, func(o *Options) {
 		o.MCPServers = servers
 		o.Environ = func() []string { return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()} }
+	})
+	var asked atomic.Int32
+	srv.SetResponder(func(r llmtest.Request) llmtest.Turn {
+		if res := toolResults(r); lastRole(r) == "tool" && asked.Load() < 20 &&
+			strings.HasPrefix(res[len(res)-1], "Allowed directories:") && !strings.Contains(res[len(res)-1], rt.cwd) {
+			asked.Add(1)
+			return llmtest.Turn{ToolCalls: []llmtest.Call{listDirs}}
+		}
+		return first(r)
 	})
 	s, err := rt.Open(context.Background(), OpenOptions{})
 	if err != nil {
