@@ -22,7 +22,6 @@ import (
 	"github.com/hermes-go/hermes/internal/backend"
 	"github.com/hermes-go/hermes/internal/egress"
 	"github.com/hermes-go/hermes/internal/httpguard"
-	"github.com/hermes-go/hermes/internal/protect"
 )
 
 // maxCapturedOutput caps ExecResult.Output (the Output writer still sees
@@ -314,17 +313,6 @@ func (b *Box) Exec(ctx context.Context, req backend.ExecRequest) (backend.ExecRe
 		res.Output = append(res.Output, "\n"+note+"\n"...)
 	}
 	return res, err
-}
-
-// moveCommondirAside: with the bind workspace, a .git/commondir the box
-// wrote (the host's git would read config and hooks from the directory it
-// names; a missing name cannot carry a read-only mount) is moved aside on
-// the host after each command (protect.Set.MoveCommondirAside).
-func (b *Box) moveCommondirAside() string {
-	if b.spec.WorkspaceOverlay || b.spec.Workspace == "" {
-		return ""
-	}
-	return protect.New(b.spec.Protected).MoveCommondirAside(b.spec.Workspace, b.hadCommondir)
 }
 
 // Start runs req in the background. Without req.Stdin the command reads
