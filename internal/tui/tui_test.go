@@ -674,7 +674,10 @@ func TestListCommandsFitAndHint(t *testing.T) {
 	}
 	var tools []string // the lines of the list, between the live region's repaints
 	block := s[strings.Index(s, "tools: "):]
-	for _, l := range strings.Split(block[:strings.Index(block, "/skills")], "\n") {
+	if end := strings.Index(block, "why"); end >= 0 {
+		block = block[:end]
+	}
+	for _, l := range strings.Split(block, "\n") {
 		l = strings.TrimRight(l, " \r")
 		if strings.Contains(l, "_") && !strings.Contains(l, "│") && !strings.HasPrefix(l, "›") {
 			tools = append(tools, l)
