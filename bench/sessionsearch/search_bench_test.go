@@ -17,7 +17,7 @@ import (
 	"github.com/hermes-go/hermes/internal/tool"
 )
 
-func openCorpus(b *testing.B) *store.Store {
+func openCorpus(b *testing.B) store.Store {
 	b.Helper()
 	path, err := corpusPath(corpusMessages(), b.Logf)
 	if err != nil {

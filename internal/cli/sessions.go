@@ -36,14 +36,14 @@ func (a *App) newSessionsCmd() *cobra.Command {
 }
 
 // openSessionStore opens HERMES_HOME/state.db with the app's clock.
-func (a *App) openSessionStore() (*store.Store, error) {
+func (a *App) openSessionStore() (store.Store, error) {
 	return store.Open(filepath.Join(a.Home(), store.FileName), store.WithClock(a.Now))
 }
 
 // readSessionStore runs fn, which only reads, with the session store open;
 // on a read-only HERMES_HOME (where opening for writing fails) the store is
 // opened read-only.
-func (a *App) readSessionStore(fn func(st *store.Store) error) error {
+func (a *App) readSessionStore(fn func(st store.Store) error) error {
 	st, err := a.openSessionStore()
 	if err != nil {
 		var rerr error
@@ -56,7 +56,7 @@ func (a *App) readSessionStore(fn func(st *store.Store) error) error {
 }
 
 // withSessionStore runs fn with the session store open.
-func (a *App) withSessionStore(fn func(st *store.Store) error) error {
+func (a *App) withSessionStore(fn func(st store.Store) error) error {
 	st, err := a.openSessionStore()
 	if err != nil {
 		return err
@@ -76,7 +76,7 @@ func (a *App) newSessionsListCmd() *cobra.Command {
 			if limit < 1 {
 				return fmt.Errorf("--limit %d: give the number of sessions to list (1 or more)", limit)
 			}
-			return a.readSessionStore(func(st *store.Store) error {
+			return a.readSessionStore(func(st store.Store) error {
 				list, err := st.List(cmd.Context(), store.ListOptions{Limit: limit, Source: source})
 				if err != nil {
 					return err
@@ -115,7 +115,7 @@ func (a *App) newSessionsShowCmd() *cobra.Command {
 		Short: "print a session's details and conversation",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.readSessionStore(func(st *store.Store) error {
+			return a.readSessionStore(func(st store.Store) error {
 				s, err := st.Resolve(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -145,7 +145,7 @@ func (a *App) newSessionsExportCmd() *cobra.Command {
 			if format != "jsonl" && format != "md" {
 				return fmt.Errorf("--format %q: use jsonl or md", format)
 			}
-			return a.readSessionStore(func(st *store.Store) error {
+			return a.readSessionStore(func(st store.Store) error {
 				s, err := st.Resolve(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -193,7 +193,7 @@ func (a *App) newSessionsDeleteCmd() *cobra.Command {
 		Short: "delete a session, its messages and its box (asked on a terminal; --keep-box keeps the box)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withSessionStore(func(st *store.Store) error {
+			return a.withSessionStore(func(st store.Store) error {
 				s, err := st.Resolve(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -229,7 +229,7 @@ func (a *App) newSessionsRenameCmd() *cobra.Command {
 		Short: "set a session's title (unique; an empty title clears it)",
 		Args:  cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withSessionStore(func(st *store.Store) error {
+			return a.withSessionStore(func(st store.Store) error {
 				s, err := st.Resolve(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -276,7 +276,7 @@ func (a *App) newSessionsSearchCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--sort: %w", err)
 			}
-			return a.readSessionStore(func(st *store.Store) error {
+			return a.readSessionStore(func(st store.Store) error {
 				o := store.SearchOptions{Query: strings.Join(args, " "), Limit: limit, Sort: sort, Roles: roles,
 					Highlight: a.searchHighlight()}
 				if session != "" {

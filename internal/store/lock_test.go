@@ -107,7 +107,7 @@ func TestWaitLockSession(t *testing.T) {
 	told := make(chan *BusyError, 2)
 	got := make(chan error, 1)
 	go func() {
-		u, err := st.WaitLockSession(ctx, "s", "second", 10*time.Millisecond, func(b *BusyError) { told <- b })
+		u, err := WaitLockSession(ctx, st, "s", "second", 10*time.Millisecond, func(b *BusyError) { told <- b })
 		if err == nil {
 			u()
 		}
@@ -129,7 +129,7 @@ func TestWaitLockSession(t *testing.T) {
 	defer unlock()
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := st.WaitLockSession(cctx, "s", "second", 0, nil); !errors.Is(err, context.Canceled) {
+	if _, err := WaitLockSession(cctx, st, "s", "second", 0, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled wait: %v", err)
 	}
 }

@@ -104,7 +104,7 @@ func insertArgs(sessionID string, seq int64, r messageRow, at time.Time) []any {
 // Messages returns the active conversation of a session in order: what a
 // resumed session sends to the model. A missing session is an error
 // wrapping ErrNotFound.
-func (s *Store) Messages(ctx context.Context, sessionID string) ([]llm.Message, error) {
+func (s *SQLite) Messages(ctx context.Context, sessionID string) ([]llm.Message, error) {
 	stored, err := s.StoredMessages(ctx, sessionID, false)
 	if err != nil {
 		return nil, err
@@ -118,7 +118,7 @@ func (s *Store) Messages(ctx context.Context, sessionID string) ([]llm.Message, 
 
 // StoredMessages returns a session's messages ordered by seq (archived
 // ones before the summary that replaced them when withArchived is set).
-func (s *Store) StoredMessages(ctx context.Context, sessionID string, withArchived bool) ([]StoredMessage, error) {
+func (s *SQLite) StoredMessages(ctx context.Context, sessionID string, withArchived bool) ([]StoredMessage, error) {
 	if _, err := s.Session(ctx, sessionID); err != nil {
 		return nil, err
 	}
@@ -176,7 +176,7 @@ func (s *Store) StoredMessages(ctx context.Context, sessionID string, withArchiv
 // searchable but leave the conversation), and summary takes their place at
 // seq fromSeq. Returns the summary's seq. The caller keeps a tool call and
 // its result on the same side of the range.
-func (s *Store) ArchiveMessages(ctx context.Context, sessionID string, fromSeq, toSeq int64, summary llm.Message) (int64, error) {
+func (s *SQLite) ArchiveMessages(ctx context.Context, sessionID string, fromSeq, toSeq int64, summary llm.Message) (int64, error) {
 	row, err := encodeMessage(summary)
 	if err != nil {
 		return 0, err
@@ -230,7 +230,7 @@ type ImportedMessage struct {
 // Import writes whole sessions in one transaction (all or nothing) and
 // returns their ids. It is the fast path for bulk writes; the agent uses
 // AppendMessage.
-func (s *Store) Import(ctx context.Context, sessions []ImportedSession) ([]string, error) {
+func (s *SQLite) Import(ctx context.Context, sessions []ImportedSession) ([]string, error) {
 	ids := make([]string, 0, len(sessions))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		insSession, err := tx.PrepareContext(ctx, `INSERT INTO sessions (id, source, model, provider, title,

@@ -16,7 +16,7 @@ import (
 // "the" in every message, so that "the" is very common. rankFloor is
 // lowered so that a store of a few hundred messages behaves like a large
 // one.
-func rankFixture(t *testing.T, best string, newer []string) (*Store, map[int64]string) {
+func rankFixture(t *testing.T, best string, newer []string) (*SQLite, map[int64]string) {
 	t.Helper()
 	st := openTestStore(t, "")
 	st.rankFloor = 5

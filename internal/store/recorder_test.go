@@ -19,7 +19,7 @@ func TestDeferredSessionWrittenWithFirstMessage(t *testing.T) {
 	real := mustCreate(t, st, NewSession{})
 	mustAppend(t, st, real.ID, llm.Message{Role: llm.RoleUser, Content: "real work"})
 
-	rec := st.NewRecorder()
+	rec := NewRecorder(st)
 	id, err := st.NewSessionID()
 	if err != nil {
 		t.Fatal(err)

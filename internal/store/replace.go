@@ -16,7 +16,7 @@ import (
 // history in place (Hermes compression.in_place: the session id is kept).
 // When the new middle does not fit the old one's seq range, the whole active
 // conversation is archived and msgs appended after it.
-func (s *Store) ReplaceActive(ctx context.Context, sessionID string, msgs []llm.Message) error {
+func (s *SQLite) ReplaceActive(ctx context.Context, sessionID string, msgs []llm.Message) error {
 	stored, err := s.StoredMessages(ctx, sessionID, false)
 	if err != nil {
 		return err

@@ -10,7 +10,7 @@ import (
 )
 
 // searchFixture stores two sessions with varied text and returns them.
-func searchFixture(t *testing.T) (*Store, Session, Session) {
+func searchFixture(t *testing.T) (*SQLite, Session, Session) {
 	t.Helper()
 	st := openTestStore(t, "")
 	ctx := context.Background()
@@ -34,7 +34,7 @@ func searchFixture(t *testing.T) (*Store, Session, Session) {
 	return st, a, b
 }
 
-func search(t *testing.T, st *Store, o SearchOptions) []Hit {
+func search(t *testing.T, st *SQLite, o SearchOptions) []Hit {
 	t.Helper()
 	hits, err := st.Search(context.Background(), o)
 	if err != nil {

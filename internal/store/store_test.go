@@ -30,7 +30,7 @@ func (c *testClock) Now() time.Time {
 	return c.t
 }
 
-func openTestStore(t *testing.T, path string) *Store {
+func openTestStore(t *testing.T, path string) *SQLite {
 	t.Helper()
 	if path == "" {
 		path = filepath.Join(t.TempDir(), FileName)
@@ -44,7 +44,7 @@ func openTestStore(t *testing.T, path string) *Store {
 	return st
 }
 
-func mustCreate(t *testing.T, st *Store, ns NewSession) Session {
+func mustCreate(t *testing.T, st *SQLite, ns NewSession) Session {
 	t.Helper()
 	s, err := st.CreateSession(context.Background(), ns)
 	if err != nil {
@@ -53,7 +53,7 @@ func mustCreate(t *testing.T, st *Store, ns NewSession) Session {
 	return s
 }
 
-func mustAppend(t *testing.T, st *Store, id string, msgs ...llm.Message) {
+func mustAppend(t *testing.T, st *SQLite, id string, msgs ...llm.Message) {
 	t.Helper()
 	for _, m := range msgs {
 		if _, err := st.AppendMessage(context.Background(), id, m); err != nil {
@@ -373,7 +373,7 @@ func TestConcurrentWritersFromTwoConnections(t *testing.T) {
 	s := mustCreate(t, st1, NewSession{})
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
-	for _, st := range []*Store{st1, st2} {
+	for _, st := range []*SQLite{st1, st2} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -15,7 +15,7 @@ import (
 // holdWrites takes the store's write slot in a transaction until the
 // returned release is called, so appends made meanwhile queue up and are
 // committed as one group.
-func holdWrites(t *testing.T, st *Store) (release func()) {
+func holdWrites(t *testing.T, st *SQLite) (release func()) {
 	t.Helper()
 	held, done := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -30,7 +30,7 @@ func holdWrites(t *testing.T, st *Store) (release func()) {
 }
 
 // waitPending waits until n appends are queued.
-func waitPending(t *testing.T, st *Store, n int) {
+func waitPending(t *testing.T, st *SQLite, n int) {
 	t.Helper()
 	waitfor.Until(t, fmt.Sprintf("%d queued appends", n), func() bool {
 		st.pendingMu.Lock()
@@ -120,7 +120,7 @@ func TestCancelledAppendIsNotWrittenLater(t *testing.T) {
 // visitor who said nothing), and the session is not written afterwards.
 func TestRecorderForgetDropsDeferredSession(t *testing.T) {
 	st := openTestStore(t, "")
-	rec := st.NewRecorder()
+	rec := NewRecorder(st)
 	id, err := st.NewSessionID()
 	if err != nil {
 		t.Fatal(err)
