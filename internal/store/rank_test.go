@@ -190,7 +190,7 @@ func TestStoredMessagesReusesStatement(t *testing.T) {
 // A search that passes its time bound is stopped and reported as slow,
 // naming the query, rather than running on.
 func TestSearchTimeout(t *testing.T) {
-	st, _, _ := searchFixture(t)
+	st, _ := searchFixture(t)
 	st.searchTimeout = time.Nanosecond
 	_, err := st.Search(context.Background(), SearchOptions{Query: "rollout"})
 	var se *SlowQueryError

@@ -116,27 +116,6 @@ func TestCancelledAppendIsNotWrittenLater(t *testing.T) {
 	}
 }
 
-// Forget drops a deferred session that never wrote anything (a gateway
-// visitor who said nothing), and the session is not written afterwards.
-func TestRecorderForgetDropsDeferredSession(t *testing.T) {
-	st := openTestStore(t, "")
-	rec := NewRecorder(st)
-	id, err := st.NewSessionID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.Defer(NewSession{ID: id}); err != nil {
-		t.Fatal(err)
-	}
-	rec.Forget(id)
-	if rec.Pending(id) || len(rec.pending) != 0 {
-		t.Fatalf("session %s still pending after Forget", id)
-	}
-	if _, err := st.Session(context.Background(), id); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("forgotten session was written: %v", err)
-	}
-}
-
 // AppendMessageUsage stores the answer and the usage of its model call in
 // one commit.
 func TestAppendMessageUsageIsOneCommit(t *testing.T) {
