@@ -116,32 +116,10 @@ func (e *SlowQueryError) Error() string {
 // syntax returns a *QueryError, a search stopped after SearchTimeout a
 // *SlowQueryError.
 func (s *SQLite) Search(ctx context.Context, o SearchOptions) ([]Hit, error) {
-	// A NUL byte ends FTS5's reading of the query ("unterminated
-	// string"): it separates words like a space.
-	q := strings.TrimSpace(strings.ReplaceAll(o.Query, "\x00", " "))
-	if q == "" {
-		return nil, fmt.Errorf("empty search query")
-	}
-	if o.Limit <= 0 {
-		o.Limit = 10
-	}
-	sort, err := ParseSort(string(o.Sort))
+	q, o, err := CheckSearch(o)
 	if err != nil {
 		return nil, err
 	}
-	o.Sort = sort
-	var roles []string
-	for _, r := range o.Roles {
-		r = strings.ToLower(strings.TrimSpace(r))
-		switch llm.Role(r) {
-		case "":
-		case llm.RoleSystem, llm.RoleUser, llm.RoleAssistant, llm.RoleTool:
-			roles = append(roles, r)
-		default:
-			return nil, fmt.Errorf("role %q is not one of user, assistant, tool, system", r)
-		}
-	}
-	o.Roles = roles
 
 	timeout := SearchTimeout
 	if s.searchTimeout != 0 {
@@ -154,6 +132,39 @@ func (s *SQLite) Search(ctx context.Context, o SearchOptions) ([]Hit, error) {
 		return nil, &SlowQueryError{Query: q, After: timeout}
 	}
 	return hits, err
+}
+
+// CheckSearch checks and completes o for a Store's Search: it returns the
+// query to run (trimmed; a NUL byte, which ends FTS5's reading of it,
+// separates words like a space) and o with its defaults (limit 10,
+// relevance) and lower-case roles; an empty query, an unknown sort or role
+// is an error.
+func CheckSearch(o SearchOptions) (string, SearchOptions, error) {
+	q := strings.TrimSpace(strings.ReplaceAll(o.Query, "\x00", " "))
+	if q == "" {
+		return "", o, fmt.Errorf("empty search query")
+	}
+	if o.Limit <= 0 {
+		o.Limit = 10
+	}
+	sort, err := ParseSort(string(o.Sort))
+	if err != nil {
+		return "", o, err
+	}
+	o.Sort = sort
+	var roles []string
+	for _, r := range o.Roles {
+		r = strings.ToLower(strings.TrimSpace(r))
+		switch llm.Role(r) {
+		case "":
+		case llm.RoleSystem, llm.RoleUser, llm.RoleAssistant, llm.RoleTool:
+			roles = append(roles, r)
+		default:
+			return "", o, fmt.Errorf("role %q is not one of user, assistant, tool, system", r)
+		}
+	}
+	o.Roles = roles
+	return q, o, nil
 }
 
 // search is Search after its options are checked.
