@@ -61,7 +61,7 @@ func checkSearchFTSSyntax(t *testing.T, tg *fixture) {
 		{"tool_name:terminal", []string{"Checking the rollout.", "Waiting for \"payments-api\""}},
 		{`tool_args:kubectl`, []string{"Checking the rollout."}},
 		{`"config.yaml"`, []string{"Also look at config.yaml"}},
-		{`config.yaml`, []string{"Also look at config.yaml"}},                                 // quoted for the user
+		{`config.yaml`, []string{"Also look at config.yaml"}},                                       // quoted for the user
 		{`payments-api rollout`, []string{"Checking the rollout.", "Waiting for \"payments-api\""}}, // hyphenated name
 		{`tool_args:payments-api`, []string{"Checking the rollout."}},
 	}

@@ -166,7 +166,9 @@ func (db *DB) applyFrom(ctx context.Context, tx pgx.Tx, version int) error {
 	return nil
 }
 
-func (db *DB) expand(sqlText string) string { return strings.ReplaceAll(sqlText, "{schema}", db.schema) }
+func (db *DB) expand(sqlText string) string {
+	return strings.ReplaceAll(sqlText, "{schema}", db.schema)
+}
 
 // lockNamespace is the high half of this schema's advisory-lock keys, so
 // that two schemas in one database lock sessions independently.
