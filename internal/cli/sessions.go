@@ -3,14 +3,20 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"github.com/hermes-go/hermes/internal/atomicfile"
 	"io"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/hermes-go/hermes/internal/atomicfile"
+	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/database"
+	"github.com/hermes-go/hermes/internal/store/postgres"
 
 	"github.com/spf13/cobra"
 
@@ -35,9 +41,14 @@ func (a *App) newSessionsCmd() *cobra.Command {
 	return cmd
 }
 
-// openSessionStore opens HERMES_HOME/state.db with the app's clock.
+// openSessionStore opens the session store config.yaml's database:
+// section chooses (HERMES_HOME/state.db by default) with the app's clock.
 func (a *App) openSessionStore() (store.Store, error) {
-	return store.Open(filepath.Join(a.Home(), store.FileName), store.WithClock(a.Now))
+	l, err := config.Load(a.Home(), config.LoadOptions{Getenv: a.Getenv})
+	if err != nil {
+		return nil, err
+	}
+	return database.Open(context.Background(), l.Config.Database, a.Home(), l.Getenv, store.WithClock(a.Now))
 }
 
 // readSessionStore runs fn, which only reads, with the session store open;
@@ -47,6 +58,10 @@ func (a *App) readSessionStore(fn func(st store.Store) error) error {
 	st, err := a.openSessionStore()
 	if err != nil {
 		var rerr error
+		var pe *postgres.OpenError
+		if errors.As(err, &pe) {
+			return err // PostgreSQL: state.db is not where the sessions are
+		}
 		if st, rerr = store.OpenReadOnly(filepath.Join(a.Home(), store.FileName), store.WithClock(a.Now)); rerr != nil {
 			return err // the reason writing failed says more than the read-only attempt
 		}

@@ -15,19 +15,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hermes-go/hermes/internal/browser"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hermes-go/hermes/internal/browser"
 
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/approval"
 	"github.com/hermes-go/hermes/internal/backend"
 	"github.com/hermes-go/hermes/internal/backend/local"
 	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/database"
 	"github.com/hermes-go/hermes/internal/llm"
 	"github.com/hermes-go/hermes/internal/llm/providers"
 	"github.com/hermes-go/hermes/internal/memory"
@@ -183,8 +184,8 @@ func New(ctx context.Context, o Options) (*Runtime, error) {
 	if o.ExitAfterClose {
 		storeOpts = append(storeOpts, store.WithExitAfterClose())
 	}
-	if rt.store, err = store.Open(filepath.Join(o.Home, store.FileName), storeOpts...); err != nil {
-		return nil, err // already "session store: open PATH: ..."
+	if rt.store, err = database.Open(context.Background(), c.Database, o.Home, o.Config.Getenv, storeOpts...); err != nil {
+		return nil, err // already "session store PATH: ..." or names the database server
 	}
 	rt.closers = append(rt.closers, rt.store.Close)
 	rt.lazy = store.NewRecorder(rt.store)

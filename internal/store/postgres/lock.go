@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -50,15 +51,23 @@ func (db *DB) LockSession(ctx context.Context, sessionID, owner string) (unlock 
 		release(conn, db.lockNS, sessionID)
 		return nil, fmt.Errorf("lock session %s: %w", sessionID, err)
 	}
-	done := false
+	db.heldMu.Lock()
+	db.held[conn] = true
+	db.heldMu.Unlock()
+	var once sync.Once
 	return func() {
-		if done {
-			return
-		}
-		done = true
-		bg := context.WithoutCancel(ctx)
-		_, _ = conn.Exec(bg, "DELETE FROM session_locks WHERE session_id = $1 AND token = $2", sessionID, token)
-		release(conn, db.lockNS, sessionID)
+		once.Do(func() {
+			db.heldMu.Lock()
+			mine := db.held[conn]
+			delete(db.held, conn)
+			db.heldMu.Unlock()
+			if !mine {
+				return // Close took it
+			}
+			bg := context.WithoutCancel(ctx)
+			_, _ = conn.Exec(bg, "DELETE FROM session_locks WHERE session_id = $1 AND token = $2", sessionID, token)
+			release(conn, db.lockNS, sessionID)
+		})
 	}, nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"net"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -62,17 +63,34 @@ type DB struct {
 	now    func() time.Time
 	rand   io.Reader
 	lockNS int64 // advisory-lock namespace of this schema
+	// held are the connections carrying turn locks now; Close closes
+	// them (pgxpool's Close waits for every acquired connection).
+	heldMu sync.Mutex
+	held   map[*pgxpool.Conn]bool
 }
 
 var _ store.Store = (*DB)(nil)
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
+// OpenError is an error of Open (the message says what failed).
+type OpenError struct{ Msg string }
+
+func (e *OpenError) Error() string { return e.Msg }
+
 // Open connects to the database cfg names and brings its schema up to
 // date. An unreachable server is an error naming the host and where the
 // URL came from (never the password); a schema written by a newer hermes
 // is refused.
 func Open(ctx context.Context, cfg Config, opts ...store.Option) (*DB, error) {
+	db, err := open(ctx, cfg, opts...)
+	if err != nil {
+		return nil, &OpenError{Msg: err.Error()}
+	}
+	return db, nil
+}
+
+func open(ctx context.Context, cfg Config, opts ...store.Option) (*DB, error) {
 	set := store.NewSettings(opts...)
 	src := cfg.URLSource
 	if src == "" {
@@ -99,7 +117,8 @@ func Open(ctx context.Context, cfg Config, opts ...store.Option) (*DB, error) {
 	lcfg := pcfg.Copy()
 	lcfg.MaxConns = 256
 	lcfg.MinConns = 0
-	db := &DB{schema: schema, where: where, now: set.Now, rand: set.Rand, lockNS: lockNamespace(schema)}
+	db := &DB{schema: schema, where: where, now: set.Now, rand: set.Rand, lockNS: lockNamespace(schema),
+		held: map[*pgxpool.Conn]bool{}}
 	if db.pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
 		return nil, connectError(err, host, src, cfg.URL)
 	}
@@ -149,6 +168,13 @@ func (db *DB) Schema() string { return db.schema }
 
 // Close closes every connection; turn locks still held are released.
 func (db *DB) Close() error {
+	db.heldMu.Lock()
+	for conn := range db.held {
+		_ = conn.Conn().Close(context.Background())
+		conn.Release()
+	}
+	clear(db.held)
+	db.heldMu.Unlock()
 	db.locks.Close()
 	db.pool.Close()
 	return nil
