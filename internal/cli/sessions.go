@@ -37,7 +37,7 @@ func (a *App) newSessionsCmd() *cobra.Command {
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(a.newSessionsListCmd(), a.newSessionsShowCmd(), a.newSessionsExportCmd(),
-		a.newSessionsDeleteCmd(), a.newSessionsRenameCmd(), a.newSessionsSearchCmd())
+		a.newSessionsDeleteCmd(), a.newSessionsRenameCmd(), a.newSessionsSearchCmd(), a.newSessionsMigrateCmd())
 	return cmd
 }
 
