@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/box"
+	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/browser"
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/egress"
@@ -32,7 +33,7 @@ import (
 
 // TestMain lets the test binary act as the box init.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == box.InitArg {
+	if len(os.Args) > 1 && os.Args[1] == wire.InitArg {
 		os.Exit(box.InitMain())
 	}
 	os.Exit(m.Run())

@@ -12,10 +12,11 @@ import (
 	"os"
 
 	"github.com/hermes-go/hermes/internal/box"
+	"github.com/hermes-go/hermes/internal/box/wire"
 )
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] != box.InitArg {
+	if len(os.Args) < 2 || os.Args[1] != wire.InitArg {
 		fmt.Fprintln(os.Stderr, "hermes-box-init is a box's PID 1, started by hermes; it is not a command to run")
 		os.Exit(2)
 	}

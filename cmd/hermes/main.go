@@ -9,11 +9,12 @@ import (
 	"path/filepath"
 
 	"github.com/hermes-go/hermes/internal/box"
+	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/cli"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == box.InitArg {
+	if len(os.Args) > 1 && os.Args[1] == wire.InitArg {
 		os.Exit(box.InitMain()) // hidden: this process is a box's PID 1
 	}
 	args := os.Args[1:]

@@ -23,6 +23,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/backend"
 
+	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
@@ -418,7 +419,7 @@ func TestAttachSocketLongPath(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, attachSocketName)
+	path := filepath.Join(dir, wire.AttachSocketName)
 	ln, err := listenAttach(path)
 	if err != nil {
 		t.Fatal(err)
@@ -451,16 +452,16 @@ func TestAttachSocketHiddenFromBox(t *testing.T) {
 	}
 	res := e.run(t, "cat /proc/net/unix; test -e "+sock+" && echo VISIBLE; test -e "+filepath.Dir(sock)+" && echo VISIBLE; true")
 	out := string(res.Output)
-	if strings.Contains(out, e.home) || strings.Contains(out, "VISIBLE") || !strings.Contains(out, attachSocketName) {
+	if strings.Contains(out, e.home) || strings.Contains(out, "VISIBLE") || !strings.Contains(out, wire.AttachSocketName) {
 		t.Fatalf("the box sees the attach socket's host path or the state dir:\n%s", out)
 	}
 }
 
 // The init serves no attached connection before the host has moved it
-// into the box's cgroup and said so (opJoined): a command an attaching
+// into the box's cgroup and said so (wire.OpJoined): a command an attaching
 // process sent earlier would run outside the group, free of its limits.
 func TestAttachServedOnlyAfterHostJoinedCgroup(t *testing.T) {
-	path := filepath.Join(t.TempDir(), attachSocketName)
+	path := filepath.Join(t.TempDir(), wire.AttachSocketName)
 	ln, err := listenAttach(path)
 	if err != nil {
 		t.Fatal(err)
@@ -469,7 +470,7 @@ func TestAttachServedOnlyAfterHostJoinedCgroup(t *testing.T) {
 	host, init := net.Pipe()
 	defer host.Close()
 	defer init.Close()
-	srv, err := newInitServer(newFrameConn(init), nil, &initSpec{Task: "t"})
+	srv, err := newInitServer(wire.NewConn(init), nil, &wire.InitSpec{Task: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,30 +481,30 @@ func TestAttachServedOnlyAfterHostJoinedCgroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	fc := newFrameConn(c)
-	if err := fc.send(request{Op: opAttach, Version: attachProtocol}); err != nil {
+	fc := wire.NewConn(c)
+	if err := fc.Send(wire.Request{Op: wire.OpAttach, Version: wire.Version}); err != nil {
 		t.Fatal(err)
 	}
 	c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
-	var r response
-	if err := fc.dec.Decode(&r); err == nil {
+	var r wire.Response
+	if err := fc.Receive(&r); err == nil {
 		t.Fatalf("attached before opJoined: %+v", r)
 	} else if !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatal(err)
 	}
 	// A fresh connection after the join is served.
-	srv.handle(srv.main, request{Op: opJoined})
+	srv.handle(srv.main, wire.Request{Op: wire.OpJoined})
 	c2, err := dialAttachSocket(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c2.Close()
-	fc2 := newFrameConn(c2)
+	fc2 := wire.NewConn(c2)
 	c2.SetDeadline(time.Now().Add(20 * time.Second))
-	if err := fc2.send(request{Op: opAttach, Version: attachProtocol}); err != nil {
+	if err := fc2.Send(wire.Request{Op: wire.OpAttach, Version: wire.Version}); err != nil {
 		t.Fatal(err)
 	}
-	if err := fc2.dec.Decode(&r); err != nil || r.Kind != kindReady {
+	if err := fc2.Receive(&r); err != nil || r.Kind != wire.KindReady {
 		t.Fatalf("after opJoined: %+v %v, want ready", r, err)
 	}
 }

@@ -13,18 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/protect"
 	"golang.org/x/sys/unix"
-)
-
-// InitArg is the hidden first argument that makes the hermes binary run as
-// a box's init (cmd/hermes dispatches it to InitMain before the CLI).
-const InitArg = "box-init"
-
-// Inherited descriptors of the init (see protocol.go).
-const (
-	initControlFD = 3
-	initConnFD    = 4
 )
 
 // InitMain is the entry point of a box's PID 1. It is started by the
@@ -40,11 +31,11 @@ func InitMain() int {
 	// frame: gob's engines and the seccomp program.
 	filter := make(chan seccompFilter, 1)
 	go func() {
-		warmFrames()
+		wire.Warm()
 		filter <- buildSeccomp()
 	}()
-	ctrlFile := os.NewFile(initControlFD, "box-control")
-	connFile := os.NewFile(initConnFD, "box-conns")
+	ctrlFile := os.NewFile(wire.ControlFD, "box-control")
+	connFile := os.NewFile(wire.ConnFD, "box-conns")
 	if ctrlFile == nil || connFile == nil {
 		fmt.Fprintln(os.Stderr, "hermes box-init: must be started by hermes (missing control sockets)")
 		return 2
@@ -77,13 +68,13 @@ func InitMain() int {
 	prewarmThreads(initSpareThreads)
 	// Tell the host this init has booted: a prestarted one is then
 	// known to be ready for a box (spawnedInit.booted).
-	if _, err := ctrl.Write([]byte{initBootedByte}); err != nil {
+	if _, err := ctrl.Write([]byte{wire.BootedByte}); err != nil {
 		fmt.Fprintln(os.Stderr, "hermes box-init: control socket:", err)
 		return 2
 	}
-	fc := newFrameConn(ctrl)
-	var req request
-	if err := fc.dec.Decode(&req); err != nil || req.Op != opSetup || req.Setup == nil {
+	fc := wire.NewConn(ctrl)
+	var req wire.Request
+	if err := fc.Receive(&req); err != nil || req.Op != wire.OpSetup || req.Setup == nil {
 		fmt.Fprintln(os.Stderr, "hermes box-init: no setup frame:", err)
 		return 2
 	}
@@ -97,34 +88,34 @@ func InitMain() int {
 		}
 	}
 	if err := setupRoot(spec, conns); err != nil {
-		fc.send(response{ID: req.ID, Kind: kindError, Err: err.Error()})
+		fc.Send(wire.Response{ID: req.ID, Kind: wire.KindError, Err: err.Error()})
 		return 1
 	}
 	rooted := time.Now()
 	srv, err := newInitServer(fc, conns, spec)
 	if err != nil {
-		fc.send(response{ID: req.ID, Kind: kindError, Err: err.Error()})
+		fc.Send(wire.Response{ID: req.ID, Kind: wire.KindError, Err: err.Error()})
 		return 1
 	}
 	if spec.Egress {
 		if err := srv.listenEgress(); err != nil {
-			fc.send(response{ID: req.ID, Kind: kindError, Err: "egress relay: " + err.Error()})
+			fc.Send(wire.Response{ID: req.ID, Kind: wire.KindError, Err: "egress relay: " + err.Error()})
 			return 1
 		}
 	}
 	if err := restrictSelf(spec, <-filter); err != nil {
-		fc.send(response{ID: req.ID, Kind: kindError, Err: err.Error()})
+		fc.Send(wire.Response{ID: req.ID, Kind: wire.KindError, Err: err.Error()})
 		return 1
 	}
 	if err := protectInit(); err != nil {
-		fc.send(response{ID: req.ID, Kind: kindError, Err: err.Error()})
+		fc.Send(wire.Response{ID: req.ID, Kind: wire.KindError, Err: err.Error()})
 		return 1
 	}
-	phases := &initPhases{Root: rooted.Sub(began), Restrict: time.Since(rooted)}
-	if err := fc.send(response{ID: req.ID, Kind: kindReady, PID: os.Getpid(), Phases: phases, Shell: srv.shell()}); err != nil {
+	phases := &wire.InitPhases{Root: rooted.Sub(began), Restrict: time.Since(rooted)}
+	if err := fc.Send(wire.Response{ID: req.ID, Kind: wire.KindReady, PID: os.Getpid(), Phases: phases, Shell: srv.shell()}); err != nil {
 		return 1
 	}
-	srv.attachLn = attachLn // served from the host's opJoined on
+	srv.attachLn = attachLn // served from the host's wire.OpJoined on
 	srv.serve()
 	return 0
 }
@@ -198,7 +189,7 @@ func prewarmThreads(n int) {
 // and pivots into it. Every mount lives only in that namespace, so the
 // kernel removes them all when the box's last process exits. conns is the
 // connection socket, on which the host passes a pre-mounted layer.
-func setupRoot(s *initSpec, conns *net.UnixConn) error {
+func setupRoot(s *wire.InitSpec, conns *net.UnixConn) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
 	}
@@ -287,7 +278,7 @@ func setupRoot(s *initSpec, conns *net.UnixConn) error {
 // device that detaches itself on unmount (persistent boxes; the host may
 // have mounted it already, see layerMount), or a tmpfs of DiskMiB. Either
 // way the size is the box's disk limit.
-func mountLayer(s *initSpec, conns *net.UnixConn) error {
+func mountLayer(s *wire.InitSpec, conns *net.UnixConn) error {
 	if s.LayerMounted {
 		return receiveLayerMount(conns, s.LayerDir)
 	}
@@ -421,7 +412,7 @@ func mountDev(root *boxRoot) error {
 // bind-mounted read-write, or as its own overlay whose upper layer lives
 // in the box's writable layer (the host tree stays untouched). The mount
 // point is made a real directory of the box (realDir).
-func mountWorkspace(root *boxRoot, s *initSpec) error {
+func mountWorkspace(root *boxRoot, s *wire.InitSpec) error {
 	target, err := root.realDir(s.Workspace)
 	if err != nil {
 		return fmt.Errorf("create workspace %s in the box: %w", s.Workspace, err)
@@ -474,7 +465,7 @@ func mountWorkspace(root *boxRoot, s *initSpec) error {
 // way to forbid one name in a writable directory without putting
 // something in its place on the host. Those stay writable from the box;
 // the next box started on the workspace protects them.
-func protectWorkspace(root *boxRoot, s *initSpec) error {
+func protectWorkspace(root *boxRoot, s *wire.InitSpec) error {
 	set := protect.New(s.Protected)
 	if set.Empty() {
 		return nil

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/hermes-go/hermes/internal/box/wire"
 )
 
 // TestMain lets the test binary act as the box init: the Manager re-execs
-// os.Executable() with InitArg, exactly as the hermes binary does.
+// os.Executable() with wire.InitArg, exactly as the hermes binary does.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == InitArg {
+	if len(os.Args) > 1 && os.Args[1] == wire.InitArg {
 		os.Exit(InitMain())
 	}
 	if len(os.Args) > 1 && os.Args[1] == attachClientArg {
