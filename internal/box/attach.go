@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hermes-go/hermes/internal/box/cgroup"
 	"github.com/hermes-go/hermes/internal/box/wire"
 )
 
@@ -132,7 +133,7 @@ func Attach(ctx context.Context, home, task string) (*Box, error) {
 		b.shell = "/bin/sh"
 	}
 	if info.Cgroup != "" {
-		if cg, err := openCgroupName(info.Cgroup); err == nil {
+		if cg, err := cgroup.Open(info.Cgroup); err == nil {
 			b.cg = cg
 			b.oomKnown.Store(cg.OOMKills())
 		}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -178,7 +179,7 @@ func hostOutsideVisible(dir string, visible, own []string) (dirs, files []string
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
 		switch {
-		case contains(visible, p) || contains(own, p):
+		case slices.Contains(visible, p) || slices.Contains(own, p):
 		case e.Type()&fs.ModeSymlink != 0:
 		case e.IsDir() && containsUnder(visible, p):
 			d, f := hostOutsideVisible(p, visible, own)

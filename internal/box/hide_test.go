@@ -126,7 +126,7 @@ func TestPrivateHostPathsOnlyInHostMode(t *testing.T) {
 			t.Errorf("host mode does not empty %s: %q", want, empty)
 		}
 	}
-	if !contains(hide, "/srv/hermes-home") || !contains(hide, "/srv/alice/.ssh") {
+	if !slices.Contains(hide, "/srv/hermes-home") || !slices.Contains(hide, "/srv/alice/.ssh") {
 		t.Errorf("host mode hides %q", hide)
 	}
 	empty, hide = m.privateHostPaths([]string{"/var/lib/images/debian"})

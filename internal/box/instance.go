@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/box/cgroup"
 	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/egress"
 	"github.com/hermes-go/hermes/internal/httpguard"
@@ -56,7 +57,7 @@ type Box struct {
 	// this Box reached through it (Attach); "" for the owner's Box.
 	attachPath string
 	conns      *net.UnixConn
-	cg         cgroup // nil when attached and the group was not found
+	cg         cgroup.Group // nil when attached and the group was not found
 	egress     *egress.BoxSession
 	lock       *os.File
 	ctx        context.Context
@@ -102,9 +103,9 @@ func (b *Box) Shell() string { return b.shell }
 func (b *Box) StartPhases() StartPhases { return b.phases }
 
 // Stats reads the box's cgroup counters.
-func (b *Box) Stats() (Stats, error) {
+func (b *Box) Stats() (cgroup.Stats, error) {
 	if b.cg == nil {
-		return Stats{}, fmt.Errorf("box %s: cgroup not found", b.task)
+		return cgroup.Stats{}, fmt.Errorf("box %s: cgroup not found", b.task)
 	}
 	return b.cg.Stats()
 }
@@ -748,7 +749,7 @@ func (b *Box) stop() error {
 		go func() { cleared <- removeAllBut(b.stateDir, "lock") }()
 	}
 	<-b.initDone
-	if b.cg.removeEmpty() != nil {
+	if b.cg.RemoveEmpty() != nil {
 		b.cg.KillAll()
 	}
 	b.fc.Close()

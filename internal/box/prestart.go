@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hermes-go/hermes/internal/box/cgroup"
 )
 
 // Prestarting (Options.Prestart): the Manager keeps one booted init, and
@@ -120,7 +122,7 @@ func (m *Manager) spawnSpareInit(logPath, id string) *spawnedInit {
 		return nil
 	}
 	sp.groupID = id
-	cg, err := newCgroup(m.groupPath(id, spareGroupTask), m.limits())
+	cg, err := cgroup.New(m.groupPath(id, spareGroupTask), m.limits())
 	if err != nil {
 		return sp
 	}

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hermes-go/hermes/internal/backend/local"
+	"github.com/hermes-go/hermes/internal/box/cgroup"
 	"github.com/hermes-go/hermes/internal/box/image"
 	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/config"
@@ -255,7 +256,7 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		}
 		ph.Spawn = init.spawn
 	}
-	var cg cgroup
+	var cg cgroup.Group
 	cleanups = append(cleanups, func() {
 		init.kill()
 		if cg != nil {
@@ -344,7 +345,7 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 // (made here), workspace, the host paths it shows empty or covers, its
 // attach socket (a stale one removed: the caller holds the state lock)
 // and cgroup.
-func (m *Manager) initSpec(task, dir, workspace string, view hostView, cg cgroup, userNS bool) (wire.InitSpec, error) {
+func (m *Manager) initSpec(task, dir, workspace string, view hostView, cg cgroup.Group, userNS bool) (wire.InitSpec, error) {
 	t := m.opts.Terminal
 	lower := view.lower
 	if m.opts.Layers != nil {
@@ -370,11 +371,11 @@ func (m *Manager) initSpec(task, dir, workspace string, view hostView, cg cgroup
 // (a cgroup v1 attach waits for an RCU grace period, several ms) while the
 // host prepares the rest. joined waits for the join and returns its error.
 // On error cg is nil.
-func (m *Manager) joinCgroup(init *spawnedInit, task string, ph *StartPhases) (cg cgroup, joined func() error, err error) {
+func (m *Manager) joinCgroup(init *spawnedInit, task string, ph *StartPhases) (cg cgroup.Group, joined func() error, err error) {
 	if init.cg != nil && init.cg.Rename(m.groupPath(init.groupID, task)) == nil {
 		return init.cg, func() error { return nil }, nil
 	}
-	if cg, err = newCgroup(m.groupPath(newGroupID(), task), m.limits()); err != nil {
+	if cg, err = cgroup.New(m.groupPath(newGroupID(), task), m.limits()); err != nil {
 		return nil, nil, err
 	}
 	done := make(chan struct{})
@@ -512,15 +513,15 @@ func tmpSizeMiB(t config.TerminalConfig) int {
 }
 
 // limits are the cgroup limits of every box of m.
-func (m *Manager) limits() Limits {
+func (m *Manager) limits() cgroup.Limits {
 	t := m.opts.Terminal
-	return Limits{MemoryBytes: int64(t.ContainerMemory) << 20, PIDs: t.BoxPids, CPUs: t.ContainerCPU}
+	return cgroup.Limits{MemoryBytes: int64(t.ContainerMemory) << 20, PIDs: t.BoxPids, CPUs: t.ContainerCPU}
 }
 
 // spawnedInit is a box init that runs but has not been set up yet.
 type spawnedInit struct {
-	cg      cgroup // the group it already runs in (a prestarted init), or nil
-	groupID string // the id in cg's name
+	cg      cgroup.Group // the group it already runs in (a prestarted init), or nil
+	groupID string       // the id in cg's name
 	cmd     *exec.Cmd
 	ctrl    net.Conn // host end of the control socket
 	conns   net.Conn // host end of the connection socket
