@@ -97,8 +97,8 @@ func InitMain() int {
 		fc.Send(wire.Response{ID: req.ID, Kind: wire.KindError, Err: err.Error()})
 		return 1
 	}
-	if spec.Egress {
-		if err := srv.listenEgress(); err != nil {
+	if spec.EgressPort != 0 {
+		if err := srv.listenEgress(spec.EgressPort); err != nil {
 			fc.Send(wire.Response{ID: req.ID, Kind: wire.KindError, Err: "egress relay: " + err.Error()})
 			return 1
 		}

@@ -17,7 +17,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hermes-go/hermes/internal/box/wire"
-	"github.com/hermes-go/hermes/internal/egress"
 )
 
 // outputChunk is the largest output frame sent to the host.
@@ -790,9 +789,10 @@ func (s *initServer) dial(req wire.Request) {
 }
 
 // listenEgress starts the in-box relay: every connection to
-// 127.0.0.1:egress.ProxyPort is handed to the host's egress proxy.
-func (s *initServer) listenEgress() error {
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(egress.ProxyPort)))
+// 127.0.0.1:port (wire.InitSpec.EgressPort) is handed to the host's
+// egress proxy.
+func (s *initServer) listenEgress(port int) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		return err
 	}

@@ -297,7 +297,7 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	}
 	if sess != nil {
 		cleanups = append(cleanups, func() { sess.Close() })
-		spec.Egress = true
+		spec.EgressPort = egress.ProxyPort
 		spec.CACertPEM = sess.CACertPEM
 	}
 	bctx, cancel := context.WithCancel(context.Background())

@@ -218,9 +218,12 @@ type InitSpec struct {
 	Hide      []string // host paths covered (tmpfs or /dev/null), after the workspace mount
 	Hostname  string
 	CACertPEM []byte
-	Egress    bool // listen on 127.0.0.1:egress.ProxyPort and relay
-	UserNS    bool
-	Landlock  bool
+	// EgressPort: the init listens on 127.0.0.1:EgressPort inside the box
+	// (egress.ProxyPort) and hands each connection to the host on the
+	// connection socket (id 0); 0 = no egress relay.
+	EgressPort int
+	UserNS     bool
+	Landlock   bool
 	// AttachSocket is the host path of the box's attach socket, which the
 	// init listens on for other hermes processes of the box's owner
 	// (attach.go); "" = none.
