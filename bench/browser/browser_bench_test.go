@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/box"
+	"github.com/hermes-go/hermes/internal/box/initproc"
 	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/browser"
 	"github.com/hermes-go/hermes/internal/config"
@@ -34,7 +35,7 @@ import (
 // TestMain lets the test binary act as the box init.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == wire.InitArg {
-		os.Exit(box.InitMain())
+		os.Exit(initproc.InitMain())
 	}
 	os.Exit(m.Run())
 }

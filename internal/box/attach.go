@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hermes-go/hermes/internal/box/cgroup"
+	"github.com/hermes-go/hermes/internal/box/initproc"
 	"github.com/hermes-go/hermes/internal/box/wire"
 )
 
@@ -152,7 +153,7 @@ func hungUp(err error) bool {
 // or one nobody listens on, is ErrNotRunning; a stale socket is removed
 // when no process holds the box's state lock.
 func dialAttachSocket(path string) (*net.UnixConn, error) {
-	addr, done, err := shortSocketPath(path, false)
+	addr, done, err := initproc.ShortSocketPath(path, false)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w (%v)", ErrNotRunning, err)

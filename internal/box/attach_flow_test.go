@@ -207,7 +207,7 @@ func TestAttachSocketFullAndIdle(t *testing.T) {
 			c.Close()
 		}
 	}()
-	for range maxAttached {
+	for range wire.MaxAttached {
 		c, _, r := rawAttach(t, e)
 		conns = append(conns, c)
 		if r.Kind != wire.KindReady {

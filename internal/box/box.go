@@ -3,7 +3,7 @@
 // overlay root (a read-only base: the host's "/" or a rootfs, plus a
 // per-task writable layer) with the workspace mounted at its own path, run
 // in fresh mount, pid, uts, ipc and net namespaces under a cgroup with
-// memory, pids and cpu limits. Its PID 1 is this same binary (InitMain): it
+// memory, pids and cpu limits. Its PID 1 is this same binary (initproc.InitMain): it
 // reaps children and serves commands and file operations for the host over
 // an inherited socket, so no nsenter is needed per command. Commands run
 // with no capabilities, no_new_privs, a seccomp filter and Landlock. The

@@ -15,7 +15,7 @@ import (
 // binary; it links no provider SDK, TUI or database, so a box's init
 // starts in a fraction of the time and memory the whole hermes binary
 // takes (bench/README.md). Without it the Manager re-executes hermes with
-// wire.InitArg, which runs the same InitMain.
+// wire.InitArg, which runs the same initproc.InitMain.
 const InitBinaryName = "hermes-box-init"
 
 // FindInitBinary returns the hermes-box-init beside hermesExe (the
@@ -58,7 +58,7 @@ func FindInitBinary(hermesExe string) (string, error) {
 
 // resolveInit sets opts.InitBinary and opts.InitArgs: an explicit
 // InitBinary stays; else hermes-box-init beside Executable when
-// FindInitBinary accepts it; else Executable itself. Either runs InitMain
+// FindInitBinary accepts it; else Executable itself. Either runs initproc.InitMain
 // with the same arguments (wire.InitArg first), so no path of the box differs.
 func resolveInit(opts *Options) {
 	if len(opts.InitArgs) == 0 {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/hermes-go/hermes/internal/box/initproc"
 	"github.com/hermes-go/hermes/internal/box/wire"
 )
 
@@ -12,7 +13,7 @@ import (
 // os.Executable() with wire.InitArg, exactly as the hermes binary does.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == wire.InitArg {
-		os.Exit(InitMain())
+		os.Exit(initproc.InitMain())
 	}
 	if len(os.Args) > 1 && os.Args[1] == attachClientArg {
 		os.Exit(attachClientMain(os.Args[2:]))

@@ -21,6 +21,7 @@ import (
 	"github.com/hermes-go/hermes/internal/backend/local"
 	"github.com/hermes-go/hermes/internal/box/cgroup"
 	"github.com/hermes-go/hermes/internal/box/image"
+	"github.com/hermes-go/hermes/internal/box/initproc"
 	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/egress"
@@ -428,7 +429,7 @@ func (m *Manager) prepareLayer(spec *wire.InitSpec, dir string, userNS bool, ph 
 			} else {
 				// What a killed restore left takes the box's disk space
 				// (best effort: the start goes on).
-				removeStaleRestores(fdPath(lm.fd))
+				removeStaleRestores(initproc.FDPath(lm.fd))
 			}
 			mounted <- lm
 		}(spec.LayerImage)
@@ -495,7 +496,7 @@ func (m *Manager) hostView(ws string) hostView {
 		return hostView{err: err}
 	}
 	empty, hide := m.privateHostPaths(lower)
-	return hostView{lower: lower, empty: empty, hide: pruneHidden(hide, realDirs(empty), ws)}
+	return hostView{lower: lower, empty: empty, hide: pruneHidden(hide, initproc.RealDirs(empty), ws)}
 }
 
 // tmpSizeMiB is the size of a box's /tmp tmpfs: min(container_disk,

@@ -17,6 +17,7 @@ import (
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/box/snapshot"
 
+	"github.com/hermes-go/hermes/internal/box/initproc"
 	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
@@ -25,7 +26,7 @@ import (
 // binary does (cmd/hermes dispatches wire.InitArg the same way).
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == wire.InitArg {
-		os.Exit(box.InitMain())
+		os.Exit(initproc.InitMain())
 	}
 	os.Exit(m.Run())
 }

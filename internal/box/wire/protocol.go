@@ -394,3 +394,6 @@ const (
 // BootedByte is what an init writes on its control socket once its
 // runtime and package init are done, before it reads the setup frame.
 const BootedByte = 'B'
+
+// MaxAttached bounds the attached connections open at once.
+const MaxAttached = 64

@@ -1,4 +1,4 @@
-package box
+package initproc
 
 import (
 	"errors"
@@ -29,7 +29,7 @@ import (
 // parts of wire.AttachWriteChunk); the first must come within
 // wire.AttachHelloTimeout, and a connection with no command running is closed
 // after wire.AttachIdleTimeout without a frame (the client attaches again when
-// it needs the box). At most maxAttached connections are open at once;
+// it needs the box). At most wire.MaxAttached connections are open at once;
 // one more is answered with an error saying so. Commands started over a
 // connection are killed when it closes (the attaching process ended). Commands run exactly as the
 // owner's do: forked by the init, in the box's namespaces and cgroup,
@@ -39,18 +39,15 @@ import (
 // under way.
 const maxUploads = 16
 
-// maxAttached bounds the attached connections open at once.
-const maxAttached = 64
-
 // unixPathMax is the longest socket path bind(2) and connect(2) take
 // (sun_path is 108 bytes, NUL included).
 const unixPathMax = 107
 
-// shortSocketPath returns a path to path usable in a sockaddr_un: path
+// ShortSocketPath returns a path to path usable in a sockaddr_un: path
 // itself, or /proc/self/fd/N/NAME through an O_PATH descriptor of its
 // directory (closed by the returned func) when path is too long or
 // viaDir is set.
-func shortSocketPath(path string, viaDir bool) (string, func(), error) {
+func ShortSocketPath(path string, viaDir bool) (string, func(), error) {
 	if len(path) <= unixPathMax && !viaDir {
 		return path, func() {}, nil
 	}
@@ -72,7 +69,7 @@ func shortSocketPath(path string, viaDir bool) (string, func(), error) {
 // listed in the box's network namespace (/proc/net/unix, with the name it
 // was bound to), which must not learn where HERMES_HOME is.
 func listenAttach(path string) (*net.UnixListener, error) {
-	addr, done, err := shortSocketPath(path, true)
+	addr, done, err := ShortSocketPath(path, true)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +87,7 @@ func listenAttach(path string) (*net.UnixListener, error) {
 
 // acceptAttached serves attached connections until ln fails for good.
 func (s *initServer) acceptAttached(ln *net.UnixListener) {
-	slots := make(chan struct{}, maxAttached)
+	slots := make(chan struct{}, wire.MaxAttached)
 	refusals := make(chan struct{}, 8)
 	for {
 		c, err := ln.AcceptUnix()
@@ -122,11 +119,11 @@ func (s *initServer) acceptAttached(ln *net.UnixListener) {
 	}
 }
 
-// refuseFull answers a connection beyond maxAttached with an error, in
+// refuseFull answers a connection beyond wire.MaxAttached with an error, in
 // the form its first frame expects, and closes it.
 func (s *initServer) refuseFull(c *net.UnixConn) {
 	defer c.Close()
-	msg := fmt.Sprintf("box %s has %d attached connections (other hermes processes using it), the most it takes: try again when one has ended", s.spec.Task, maxAttached)
+	msg := fmt.Sprintf("box %s has %d attached connections (other hermes processes using it), the most it takes: try again when one has ended", s.spec.Task, wire.MaxAttached)
 	c.SetDeadline(time.Now().Add(time.Second))
 	fc := wire.NewLimitedConn(c, wire.MaxAttachFrame)
 	var hello wire.Request
