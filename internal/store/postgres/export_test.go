@@ -1,8 +1,4 @@
 package postgres
 
-import "github.com/jackc/pgx/v5/pgxpool"
-
-// Pool and LockNamespace let the tests look under the store.
-func (db *DB) Pool() *pgxpool.Pool { return db.pool }
-
+// LockNamespace lets the tests find a session's advisory lock.
 func (db *DB) LockNamespace() int64 { return db.lockNS }

@@ -210,3 +210,6 @@ func isForeignKey(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23503"
 }
+
+// Pool is the connection pool (benchmarks run ANALYZE through it).
+func (db *DB) Pool() *pgxpool.Pool { return db.pool }
