@@ -69,7 +69,9 @@ func appendLatency(b *testing.B, st store.Store) {
 		lat = append(lat, time.Since(start))
 	}
 	slices.Sort(lat)
-	q := func(p float64) float64 { return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000 }
+	q := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+	}
 	b.ReportMetric(q(0.50), "p50_ms")
 	b.ReportMetric(q(0.99), "p99_ms")
 }
