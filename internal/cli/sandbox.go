@@ -65,6 +65,10 @@ sandboxes; another tenant's answer 404, as if they did not exist.
 (default: a fair share of --max-sandboxes, rounded up, among the tenants the
 keys name).
 
+Durable: sandboxes are kept in HERMES_HOME/sandboxes.db. SIGTERM or SIGINT
+pauses the running ones (never deletes); the next start runs them again
+with the timeout they had left, and paused ones can be connected.
+
 Secrets: envs given at create (e.g. OPENROUTER_API_KEY) are visible to every
 command in the sandbox, as on E2B. To keep a key out of the box, store it
 with hermes secrets (it is swapped in by the egress gate on the provider's
