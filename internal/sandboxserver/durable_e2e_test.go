@@ -1,7 +1,10 @@
 package sandboxserver_test
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -96,9 +99,14 @@ func TestSandboxesSurviveARestart(t *testing.T) {
 	t.Logf("first start (no sandboxes): %v", time.Since(t0))
 	ids := strings.TrimSpace(s.node(t, node, "durable_before.mjs"))
 
+	inflight := s.startNode(t, node, "durable_inflight.mjs", "ID="+firstID(t, ids, "running"))
+	inflight.waitLine(t, "started")
 	t0 = time.Now()
 	first.stop(t, syscall.SIGTERM)
 	stopped := time.Since(t0)
+	if out := inflight.wait(t); !strings.Contains(out, "finished-after-sigterm") {
+		t.Fatalf("the command in flight at the SIGTERM was not answered: %q", out)
+	}
 	if !strings.Contains(first.log.String(), "sandboxes paused and kept for the next start") {
 		t.Fatalf("no pause at the shutdown:\n%s", first.log.String())
 	}
@@ -130,3 +138,71 @@ func restoreLines(log *bytes.Buffer) string {
 	}
 	return out.String()
 }
+
+// firstID is the first sandbox id of kind in durable_before.mjs's output.
+func firstID(t *testing.T, ids, kind string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(ids), &m); err != nil {
+		t.Fatalf("durable_before.mjs printed %q: %v", ids, err)
+	}
+	list, _ := m[kind].([]any)
+	if len(list) == 0 {
+		t.Fatalf("no %s sandbox in %s", kind, ids)
+	}
+	return list[0].(string)
+}
+
+// nodeScript is a node script running in the background.
+type nodeScript struct {
+	cmd    *exec.Cmd
+	lines  *bufio.Scanner
+	out    strings.Builder
+	stderr bytes.Buffer
+}
+
+// startNode starts a script of the JS client against s without waiting.
+func (s *served) startNode(t *testing.T, node, script string, env ...string) *nodeScript {
+	t.Helper()
+	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
+	t.Cleanup(cancel)
+	p := &nodeScript{cmd: exec.CommandContext(ctx, node, script)}
+	p.cmd.Dir = jsClientDir
+	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+		"E2B_API_URL=" + s.apiURL, "E2B_SANDBOX_URL=" + s.envdURL, "E2B_API_KEY=" + s.key}, env...)
+	p.cmd.Stderr = &p.stderr
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.lines = bufio.NewScanner(out)
+	return p
+}
+
+// waitLine reads the script's output up to a line equal to want.
+func (p *nodeScript) waitLine(t *testing.T, want string) {
+	t.Helper()
+	for p.lines.Scan() {
+		p.out.WriteString(p.lines.Text() + "\n")
+		if p.lines.Text() == want {
+			return
+		}
+	}
+	t.Fatalf("%s ended before printing %q:\n%s\n%s", p.cmd.Args[1], want, p.out.String(), p.stderr.String())
+}
+
+// wait returns the rest of the script's output once it has ended well.
+func (p *nodeScript) wait(t *testing.T) string {
+	t.Helper()
+	for p.lines.Scan() {
+		p.out.WriteString(p.lines.Text() + "\n")
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("%s: %v\n%s\n%s", p.cmd.Args[1], err, p.out.String(), p.stderr.String())
+	}
+	return p.out.String()
+}
+
