@@ -205,4 +205,3 @@ func (p *nodeScript) wait(t *testing.T) string {
 	}
 	return p.out.String()
 }
-
