@@ -48,19 +48,29 @@ func (s *Server) record(sb *sandbox, remaining time.Duration) sandboxcatalog.Rec
 	return r
 }
 
-// save writes sb to the catalog (see record for remaining).
+// save writes sb to the catalog (see record for remaining), unless it
+// was killed meanwhile: under catMu, which forget takes too, a save that
+// raced a kill never writes the killed sandbox back.
 func (s *Server) save(sb *sandbox, remaining time.Duration) error {
 	if s.cfg.Catalog == nil {
+		return nil
+	}
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	if s.lookup(sb.id) != sb {
 		return nil
 	}
 	return s.cfg.Catalog.Put(context.Background(), s.record(sb, remaining))
 }
 
-// forget drops sandbox id from the catalog; a failure is logged.
+// forget drops sandbox id from the catalog (after it left s.sandboxes);
+// a failure is logged.
 func (s *Server) forget(id string) {
 	if s.cfg.Catalog == nil {
 		return
 	}
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
 	if err := s.cfg.Catalog.Delete(context.Background(), id); err != nil {
 		s.cfg.Log.Error("drop a sandbox from the catalog", "sandbox", id, "err", err)
 	}

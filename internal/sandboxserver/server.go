@@ -140,6 +140,8 @@ type Server struct {
 	cfg  Config
 	keys []acceptedKey
 
+	catMu sync.Mutex // orders catalog writes against kills (durable.go)
+
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox
 	gates     map[string]*egress.Gate
