@@ -20,7 +20,8 @@ import (
 //     with the timeout it had left. It never deletes a sandbox.
 //   - Restore reads the catalog back: paused sandboxes are paused again
 //     (connect resumes them with their files); those the shutdown paused
-//     run again, their timers resuming with the time they had left; a
+//     run again, their timers resuming with the time they had left (their
+//     boxes start in the background, or at their first request); a
 //     record whose layer is gone is reported and dropped.
 //   - After a crash (kill -9) the catalog still says "running" for the
 //     sandboxes that ran: their boxes died with the server, their layers
@@ -31,7 +32,7 @@ import (
 // A sandbox that no longer exists is answered 404, never replaced by a
 // fresh one.
 
-// restoreWorkers bounds the boxes Restore starts at once.
+// restoreWorkers bounds the boxes started at once after a restart.
 const restoreWorkers = 4
 
 // record is sb as the catalog keeps it. remaining > 0 marks a sandbox
@@ -98,7 +99,8 @@ func (s *Server) Known(task string) bool {
 
 // RestoreReport counts what Restore found.
 type RestoreReport struct {
-	// Running were started again; Paused stay paused; Gone had lost
+	// Running run again (their boxes start in the background, or at
+	// their first request); Paused stay paused; Gone had lost
 	// their layer and were dropped; Expired passed their timeout while
 	// the server was down (after a crash) and got its due.
 	Running, Paused, Gone, Expired int
@@ -109,8 +111,9 @@ func (r RestoreReport) String() string {
 }
 
 // Restore reads this node's sandboxes back from the catalog (call it
-// once, after New and before serving). Errors are the catalog's; a
-// sandbox that cannot run again is logged and kept paused.
+// once, after New and before serving) and returns without waiting for
+// boxes: those of running sandboxes start in the background (warm).
+// Errors are the catalog's.
 func (s *Server) Restore(ctx context.Context) (RestoreReport, error) {
 	var rep RestoreReport
 	if s.cfg.Catalog == nil {
@@ -151,29 +154,71 @@ func (s *Server) Restore(ctx context.Context) (RestoreReport, error) {
 			run = append(run, toRun{sb, left})
 		}
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	work := make(chan toRun)
-	for range min(restoreWorkers, len(run)) {
-		wg.Go(func() {
-			for w := range work {
-				ok := s.runRestored(ctx, w.sb, w.left)
-				mu.Lock()
-				if ok {
-					rep.Running++
-				} else {
-					rep.Paused++
-				}
-				mu.Unlock()
-			}
-		})
-	}
+	var warm []*sandbox
 	for _, w := range run {
-		work <- w
+		w.sb.mu.Lock()
+		w.sb.state = "running"
+		w.sb.mu.Unlock()
+		s.setTimeout(w.sb, w.left, false)
+		if err := s.save(w.sb, 0); err != nil {
+			s.cfg.Log.Error("save a sandbox", "sandbox", w.sb.id, "err", err)
+		}
+		warm = append(warm, w.sb)
+		rep.Running++
+	}
+	s.warm(warm)
+	return rep, nil
+}
+
+// warm starts the boxes of restored running sandboxes in the background,
+// restoreWorkers at a time, so that the server serves at once: a request
+// that comes first starts its sandbox's box itself (the box backend starts
+// a box once). A sandbox whose box does not start is paused (connect
+// retries). Shutdown stops the warming first.
+func (s *Server) warm(sbs []*sandbox) {
+	if len(sbs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.mu.Lock()
+	s.warmStop = cancel
+	s.mu.Unlock()
+	work := make(chan *sandbox, len(sbs))
+	for _, sb := range sbs {
+		work <- sb
 	}
 	close(work)
-	wg.Wait()
-	return rep, nil
+	start := s.cfg.Now()
+	var started sync.WaitGroup
+	for range min(restoreWorkers, len(sbs)) {
+		s.warming.Add(1)
+		started.Add(1)
+		go func() {
+			defer s.warming.Done()
+			defer started.Done()
+			for sb := range work {
+				if ctx.Err() != nil {
+					return
+				}
+				if sb.currentState() != "running" { // paused or killed by a client meanwhile
+					continue
+				}
+				if _, err := s.env(ctx, sb); err != nil && ctx.Err() == nil && sb.currentState() == "running" {
+					s.cfg.Log.Error("start a restored sandbox's box: paused (connect retries)", "sandbox", sb.id, "err", err)
+					if err := s.pause(sb); err != nil {
+						s.cfg.Log.Error("pause a sandbox", "sandbox", sb.id, "err", err)
+					}
+				}
+			}
+		}()
+	}
+	go func() {
+		started.Wait()
+		if ctx.Err() == nil {
+			s.cfg.Log.Info("the boxes of the restored running sandboxes run again", "sandboxes", len(sbs),
+				"took", s.cfg.Now().Sub(start).Round(time.Millisecond).String())
+		}
+	}()
 }
 
 // expireRestored gives a restored sandbox whose timeout passed while the
@@ -188,26 +233,6 @@ func (s *Server) expireRestored(sb *sandbox) {
 	}
 	s.cfg.Log.Info("sandbox timeout passed while the server was down: killed", "sandbox", sb.id)
 	s.kill(sb)
-}
-
-// runRestored starts sb's box again on its layer with left of timeout;
-// false when it stays paused (its box did not start; logged).
-func (s *Server) runRestored(ctx context.Context, sb *sandbox, left time.Duration) bool {
-	if _, err := s.env(ctx, sb); err != nil {
-		s.cfg.Log.Error("start a sandbox again after the restart: kept paused (connect retries)", "sandbox", sb.id, "err", err)
-		if err := s.save(sb, 0); err != nil {
-			s.cfg.Log.Error("save a sandbox", "sandbox", sb.id, "err", err)
-		}
-		return false
-	}
-	sb.mu.Lock()
-	sb.state = "running"
-	sb.mu.Unlock()
-	s.setTimeout(sb, left, false)
-	if err := s.save(sb, 0); err != nil {
-		s.cfg.Log.Error("save a sandbox", "sandbox", sb.id, "err", err)
-	}
-	return true
 }
 
 // Drain refuses creates and connects from now on (503, E2B's error shape),
@@ -235,9 +260,15 @@ func (s *Server) shuttingDown() bool {
 // crash). The error of a failed pause or catalog write is returned too.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.Drain()
+	s.mu.Lock()
+	if s.warmStop != nil {
+		s.warmStop()
+	}
+	s.mu.Unlock()
 	errs := make(chan error, 1)
 	done := make(chan struct{})
 	go func() {
+		s.warming.Wait() // a box start under way ends first (it holds no request)
 		var wg sync.WaitGroup
 		slots := make(chan struct{}, restoreWorkers*4)
 		for _, sb := range s.list() {

@@ -140,7 +140,9 @@ type Server struct {
 	cfg  Config
 	keys []acceptedKey
 
-	catMu sync.Mutex // orders catalog writes against kills (durable.go)
+	catMu    sync.Mutex         // orders catalog writes against kills (durable.go)
+	warming  sync.WaitGroup     // box starts of restored sandboxes (durable.go)
+	warmStop context.CancelFunc // ends them; under mu
 
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox
