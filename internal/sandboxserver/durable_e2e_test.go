@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,8 +22,26 @@ import (
 // addresses that outlive it.
 type serverProcess struct {
 	cmd    *exec.Cmd
-	log    bytes.Buffer
+	log    syncBuffer
 	exited chan struct{}
+}
+
+// syncBuffer is a log the process writes while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // startServer starts hermes sandbox serve on home and waits until it
@@ -129,7 +148,7 @@ func TestSandboxesSurviveARestart(t *testing.T) {
 }
 
 // restoreLines are the server log's lines about reading the catalog back.
-func restoreLines(log *bytes.Buffer) string {
+func restoreLines(log *syncBuffer) string {
 	var out strings.Builder
 	for _, l := range strings.Split(log.String(), "\n") {
 		if strings.Contains(l, "read back") || strings.Contains(l, "kept for the next start") || strings.Contains(l, "run again") {
