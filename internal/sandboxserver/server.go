@@ -10,7 +10,9 @@
 //
 // Each sandbox is a normal hermes box (hermes box ls lists it, as task
 // "sbx-<id>"): pause stops the box and keeps its persistent layer, connect
-// starts it again on that layer, kill removes it.
+// starts it again on that layer, kill removes it. With a Config.Catalog
+// the sandboxes outlive the server: its shutdown pauses them and its next
+// start serves them again (durable.go).
 package sandboxserver
 
 import (
