@@ -88,9 +88,9 @@ func (a *App) sessionOptions(cfg *config.Loaded, o *chatOptions) session.Options
 		// The main model titles conversations (REPL/TUI, chats, ACP); the
 		// runtime leaves out one-shot, cron and API-server sessions.
 		ModelTitles: true,
-		NewBackend: func(_ *config.Config, cwd string) (backend.Backend, error) { return a.newBackend(cfg, cwd) },
-		Warn:       func(msg string) { fmt.Fprintln(a.Stderr, "hermes:", msg) },
-		Lock:       a.turnLock(lockOwner),
+		NewBackend:  func(_ *config.Config, cwd string) (backend.Backend, error) { return a.newBackend(cfg, cwd) },
+		Warn:        func(msg string) { fmt.Fprintln(a.Stderr, "hermes:", msg) },
+		Lock:        a.turnLock(lockOwner),
 	}
 }
 
