@@ -9,6 +9,7 @@ import (
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/llm"
 	"github.com/hermes-go/hermes/internal/store"
+	"github.com/hermes-go/hermes/internal/termsafe"
 )
 
 // titleWords is how long an automatic title is at most, in characters
@@ -141,7 +142,7 @@ func (s *Session) modelTitle(fallback, prompt, answer string) {
 }
 
 // sanitizeTitle makes a model's answer a title: a reasoning block
-// (<think>…</think>) dropped, its first non-blank line, a "Title:" label,
+// (<think>…</think>) and terminal escape sequences dropped, its first non-blank line, a "Title:" label,
 // Markdown emphasis, heading marks and wrapping quotes removed, control
 // and invisible format characters (bidi overrides, zero-width) dropped,
 // whitespace collapsed, a final period removed, cut at a word before
@@ -150,6 +151,7 @@ func sanitizeTitle(answer string) string {
 	if i := strings.LastIndex(answer, "</think>"); i >= 0 {
 		answer = answer[i+len("</think>"):]
 	}
+	answer = termsafe.Clean(answer) // escape sequences whole, ESC-less SGR too
 	answer = strings.Map(func(r rune) rune {
 		switch {
 		case r == '\n' || r == '\r':
