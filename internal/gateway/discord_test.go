@@ -93,10 +93,15 @@ func TestDiscordThreeUsersAtOnceAndRefusal(t *testing.T) {
 	if first := w.fake.WaitSent(t, "d99", 1); len(first) == 0 {
 		t.Fatal("the unlisted user got no refusal")
 	}
-	time.Sleep(300 * time.Millisecond) // the second message must not get a second refusal
-	if got := w.fake.Sent("d99"); len(got) != 1 || !strings.Contains(got[0].Content, "not allowed") ||
-		!strings.Contains(got[0].Content, "DISCORD_ALLOWED_USERS") {
-		t.Fatalf("unlisted user got %+v", got)
+	// The second message must not get a second refusal. A listed user's
+	// message in the same channel is answered after it (a chat's messages
+	// are handled in arrival order), and stopping drains what runs.
+	w.fake.SendMessage("1", "d99", "ping")
+	w.fake.WaitSent(t, "d99", 2)
+	_ = w.stop()
+	if got := w.fake.Sent("d99"); len(got) != 2 || !strings.Contains(got[0].Content, "not allowed") ||
+		!strings.Contains(got[0].Content, "DISCORD_ALLOWED_USERS") || !strings.HasPrefix(got[1].Content, "echo: ping") {
+		t.Fatalf("unlisted user's channel got %+v", got)
 	}
 	if w.fake.Typing("d1") == 0 {
 		t.Fatal("no typing indicator was sent")
@@ -260,8 +265,9 @@ func TestDiscordReconnectsAndStopsOnRevokedToken(t *testing.T) {
 	fake.SendMessage("1", "d1", "one")
 	fake.WaitSent(t, "d1", 1)
 	before := fake.Identifies()
+	dials := fake.Dials()
 	fake.SetDown(true) // drops the gateway connection
-	time.Sleep(200 * time.Millisecond)
+	waitfor.Until(t, "a reconnect attempt refused while down", func() bool { return fake.Dials() > dials })
 	fake.SetDown(false)
 	fake.SendMessage("1", "d1", "two")
 	if got := fake.WaitSent(t, "d1", 2); len(got) != 2 || got[1].Content != "echo: two #2" {

@@ -67,6 +67,7 @@ type Server struct {
 	mu       sync.Mutex
 	revoked  bool
 	down     bool
+	dials    int // gateway connection attempts, refused ones included
 	channels map[string]channel
 	sent     []Message
 	nextID   int64
@@ -234,6 +235,13 @@ func (s *Server) Identifies() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.idents
+}
+
+// Dials counts gateway connection attempts, those refused while down included.
+func (s *Server) Dials() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dials
 }
 
 // WaitSent waits until channelID received n messages and returns them all,
