@@ -22,12 +22,16 @@ func auxDefaultTimeout(task config.AuxTask) time.Duration {
 // provider and model unless the task names its own provider, model or
 // endpoint (providers.ResolveAux). The result is built once per task and
 // shared by the runtime's sessions; Aux.Timeout is the task's per-call
-// bound, for the caller's context. Errors name the key to fix.
+// bound, for the caller's context. Errors name the key to fix; the first
+// one is also told through Options.Warn, and kept (one warning per run).
 func (rt *Runtime) Auxiliary(task config.AuxTask) (providers.Aux, error) {
 	rt.auxMu.Lock()
 	defer rt.auxMu.Unlock()
 	if a, ok := rt.aux[task]; ok {
 		return a, nil
+	}
+	if err := rt.auxErr[task]; err != nil {
+		return providers.Aux{}, err // told once already: not again per session
 	}
 	m := rt.cfg.Aux(task)
 	main := rt.popts
@@ -36,7 +40,13 @@ func (rt *Runtime) Auxiliary(task config.AuxTask) (providers.Aux, error) {
 		Provider: m.Provider, Model: m.Model, BaseURL: m.BaseURL, APIKey: m.APIKey, Timeout: seconds(m.Timeout),
 	}, auxDefaultTimeout(task))
 	if err != nil {
-		return providers.Aux{}, fmt.Errorf("auxiliary.%s: %w", task, err)
+		err = fmt.Errorf("auxiliary.%s: %w", task, err)
+		if rt.auxErr == nil {
+			rt.auxErr = map[config.AuxTask]error{}
+		}
+		rt.auxErr[task] = err
+		rt.opts.Warn(fmt.Sprintf("warning: %v (see hermes config check); titles and compression summaries use the main model (%s)", err, rt.model))
+		return providers.Aux{}, err
 	}
 	if rt.aux == nil {
 		rt.aux = map[config.AuxTask]providers.Aux{}
@@ -46,14 +56,13 @@ func (rt *Runtime) Auxiliary(task config.AuxTask) (providers.Aux, error) {
 }
 
 // auxOrMain is Auxiliary(task), or the main model when the task's
-// settings do not resolve; the person is told once (at New for
-// compression), and `hermes config check` names the key too.
+// settings do not resolve (Auxiliary told the person once; `hermes config
+// check` names the key too).
 func (rt *Runtime) auxOrMain(task config.AuxTask) providers.Aux {
 	a, err := rt.Auxiliary(task)
 	if err == nil {
 		return a
 	}
-	rt.opts.Warn(fmt.Sprintf("warning: %v; using the main model (%s) instead", err, rt.model))
 	a = providers.Aux{Provider: rt.provider, Model: rt.model, Name: rt.provName, Main: true, Timeout: auxDefaultTimeout(task)}
 	rt.auxMu.Lock()
 	if rt.aux == nil {

@@ -135,6 +135,7 @@ type Runtime struct {
 	closers   []func() error
 	auxMu     sync.Mutex
 	aux       map[config.AuxTask]providers.Aux // built by Auxiliary
+	auxErr    map[config.AuxTask]error         // settings that did not resolve (told once)
 	titles    sync.WaitGroup                   // model-written titles in flight (Close waits)
 
 	mu       sync.Mutex

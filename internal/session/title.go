@@ -109,8 +109,7 @@ func (s *Session) modelTitle(fallback, prompt, answer string) {
 	rt := s.rt
 	aux, err := rt.Auxiliary(config.AuxTitle)
 	if err != nil {
-		rt.opts.Warn(fmt.Sprintf("warning: no session title from a model: %v", err))
-		return
+		aux = rt.auxOrMain(config.AuxTitle) // told once by Auxiliary
 	}
 	// Not the turn's context: its values would route the provider's retry
 	// notices to whatever turn the session runs next.
