@@ -53,9 +53,15 @@ type Compactor interface {
 // Options configures an Agent.
 type Options struct {
 	Provider llm.Provider
-	Model    string
-	Tools    *tool.Registry
-	Recorder Recorder // nil: nothing is persisted
+	// ProviderName is Provider's slug for notices and the stored messages
+	// ("" = Provider.Name()).
+	ProviderName string
+	Model        string
+	// Fallbacks are tried in order when a model call fails in a way the
+	// next provider may not share (see streamFallingBack); nil = none.
+	Fallbacks []Route
+	Tools     *tool.Registry
+	Recorder  Recorder // nil: nothing is persisted
 	// MaxTurns is the number of model calls with tools per user turn; at the
 	// limit one more call without tools asks for a final answer. 0 = DefaultMaxTurns.
 	MaxTurns        int
@@ -110,6 +116,8 @@ type Event struct {
 	Call   llm.ToolCall
 	Result tool.Result
 	Text   string
+	// Fallback marks the EventNotice of a turn moving on to a fallback provider.
+	Fallback bool
 }
 
 // Session is one conversation: its id, its system prompt (built once and
@@ -129,6 +137,12 @@ type TurnResult struct {
 	// Stopped is set when the turn ended without a normal final answer:
 	// "max_turns", "repeated_failure".
 	Stopped string
+	// Model is the model that made the turn's last model call (a fallback
+	// provider's after a failover).
+	Model string
+
+	route int      // index of the turn's route (0 = primary, i = Fallbacks[i-1])
+	tried []string // routes that failed, for the FallbackError
 }
 
 // ErrCancelled is returned when the turn was interrupted (Ctrl-C, SIGTERM).

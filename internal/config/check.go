@@ -86,6 +86,9 @@ func (l *Loaded) Problems() []string {
 			out = append(out, err.Error())
 		}
 	}
+	if err := checkValue("fallback_providers", reflect.ValueOf(c.Fallbacks())); err != nil {
+		out = append(out, err.Error())
+	}
 	if c.Terminal.Timeout < 0 || c.Agent.MaxTurns < 0 {
 		out = append(out, "terminal.timeout and agent.max_turns must not be negative")
 	}

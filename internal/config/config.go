@@ -32,6 +32,11 @@ type Config struct {
 	// message from an unknown user: pair (default: a pairing code the
 	// operator approves with `hermes pairing approve`) or ignore.
 	UnauthorizedDMBehavior string `yaml:"unauthorized_dm_behavior"`
+	// FallbackProviders are the providers a turn continues on, in order,
+	// when the model call fails in a way a retry cannot fix (see
+	// FallbackProvider); FallbackModel is Hermes's older single entry.
+	FallbackProviders []FallbackProvider `yaml:"fallback_providers"`
+	FallbackModel     *FallbackProvider  `yaml:"fallback_model"`
 }
 
 // ModelConfig is the model: section.

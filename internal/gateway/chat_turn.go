@@ -84,6 +84,10 @@ func (c *Chat) onEvent(ctx context.Context, chat string, ev session.Event, progr
 		if c.cfg.ToolProgress {
 			c.progress(ctx, progress, ev)
 		}
+	case session.Notice:
+		if ev.Fallback { // the answer comes from another model: say so
+			c.say(ctx, chat, "ℹ "+ev.Text)
+		}
 	case session.ApprovalRequest:
 		p := ev.Approval
 		what := p.Command

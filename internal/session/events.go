@@ -79,6 +79,9 @@ type Event struct {
 	Result       agent.TurnResult
 	Err          error
 	Cancelled    bool
+	// Fallback marks the Notice of a turn moving on to a fallback
+	// provider (chat front ends show it; other notices they leave out).
+	Fallback bool
 }
 
 // DefaultMaxPendingDeltaBytes is a subscriber's default bound on queued,
