@@ -94,6 +94,9 @@ type AgentConfig struct {
 	// DisabledToolsets are removed from every platform's toolsets last
 	// (Hermes "agent.disabled_toolsets"): toolset names or tool names.
 	DisabledToolsets []string `yaml:"disabled_toolsets"`
+	// ClarifyTimeout is how long, in seconds, a clarify question waits
+	// for the person's answer (0 = 3600, as Hermes).
+	ClarifyTimeout int `yaml:"clarify_timeout"`
 }
 
 // TerminalConfig is the terminal: section.

@@ -49,6 +49,8 @@ type Session struct {
 	subs    map[*Subscription]struct{}
 	seq     uint64
 	pending []approval.Prompt // approval prompts waiting for an answer
+	// questions are clarify questions waiting for an answer, oldest first.
+	questions []*Question
 	closed  bool
 	elem    *list.Element
 	// seen is the session's stored message count when this process last
