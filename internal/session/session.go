@@ -51,8 +51,8 @@ type Session struct {
 	pending []approval.Prompt // approval prompts waiting for an answer
 	// questions are clarify questions waiting for an answer, oldest first.
 	questions []*Question
-	closed  bool
-	elem    *list.Element
+	closed    bool
+	elem      *list.Element
 	// seen is the session's stored message count when this process last
 	// read or wrote it; another process's turn in between changes it, and
 	// the next turn then reloads the history first. Owned by the running turn.
