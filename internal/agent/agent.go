@@ -84,6 +84,10 @@ type Options struct {
 	// RepeatedFailureLimit stops a turn when the same failing tool call (same
 	// name and arguments) has failed this many times. 0 = 3.
 	RepeatedFailureLimit int
+	// TaskID, when set, is the session id tool calls carry instead of the
+	// session's own: a subagent's (delegate_task) tools share its parent's
+	// environment (the same box), processes and approvals.
+	TaskID string
 	// SpillDir receives the whole text of tool results cut in a request
 	// (see boundResults; "" = none: the stored session keeps them whole).
 	SpillDir string

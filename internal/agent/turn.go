@@ -40,8 +40,16 @@ const UnknownOutcomeResult = "[interrupted: hermes stopped while this tool call 
 // is produced. On cancellation it returns ErrCancelled after storing
 // synthetic results for unfinished tool calls; on a provider error it
 // returns that error (an *llm.APIError) with the history kept valid.
-func (a *Agent) RunTurn(ctx context.Context, s *Session, userText string) (TurnResult, error) {
-	var res TurnResult
+func (a *Agent) RunTurn(ctx context.Context, s *Session, userText string) (res TurnResult, err error) {
+	ctx, budget, own := withBudget(ctx, a.opts.MaxTurns)
+	defer func() {
+		if own { // the subagents' calls and tokens are part of this turn's
+			u, n := budget.children()
+			res.Usage, res.APICalls = res.Usage.Add(u), res.APICalls+n
+		} else {
+			budget.addChild(res.Usage, res.APICalls)
+		}
+	}()
 	// A previous turn that ended without an answer (Ctrl-C, kill, provider
 	// error) leaves its user message last; no assistant text is invented for
 	// it: requestMessages sends it together with this one.
@@ -55,7 +63,7 @@ func (a *Agent) RunTurn(ctx context.Context, s *Session, userText string) (TurnR
 		if err := ctx.Err(); err != nil {
 			return res, ErrCancelled
 		}
-		withTools := iteration < a.opts.MaxTurns
+		withTools := iteration < a.opts.MaxTurns && budget.take()
 		if !withTools {
 			a.notice("max turns (%d) reached; asking the model for a final answer", a.opts.MaxTurns)
 			if err := a.record(ctx, s, llm.Message{Role: llm.RoleUser, Content: wrapUpNote}); err != nil {
@@ -339,6 +347,9 @@ func (a *Agent) runTool(ctx context.Context, sessionID string, tc llm.ToolCall) 
 			r = tool.Errorf("tool %s failed internally: %v", tc.Name, p)
 		}
 	}()
+	if a.opts.TaskID != "" {
+		sessionID = a.opts.TaskID // a subagent's tools act in its parent's environment
+	}
 	return t.Run(ctx, tool.Call{ID: tc.ID, SessionID: sessionID, Args: json.RawMessage(args)})
 }
 

@@ -36,7 +36,9 @@ type Config struct {
 	// when the model call fails in a way a retry cannot fix (see
 	// FallbackProvider); FallbackModel is Hermes's older single entry.
 	FallbackProviders []FallbackProvider `yaml:"fallback_providers"`
-	FallbackModel     *FallbackProvider  `yaml:"fallback_model"`
+	// Delegation configures delegate_task's subagents.
+	Delegation    DelegationConfig  `yaml:"delegation"`
+	FallbackModel *FallbackProvider `yaml:"fallback_model"`
 }
 
 // ModelConfig is the model: section.
@@ -178,4 +180,20 @@ type CompressionConfig struct {
 	TargetRatio   float64 `yaml:"target_ratio"`
 	ProtectFirstN int     `yaml:"protect_first_n"` // default 3
 	ProtectLastN  int     `yaml:"protect_last_n"`  // default 20
+}
+
+// DelegationConfig is the delegation: section (Hermes "delegation.md"; the
+// keys hermes reads).
+type DelegationConfig struct {
+	// MaxConcurrentChildren bounds the subagents of one delegate_task
+	// batch that run at once (0 = 3).
+	MaxConcurrentChildren int `yaml:"max_concurrent_children"`
+	// MaxSpawnDepth is how many levels of subagents may exist below a
+	// session: 1 (default) = children cannot delegate; at most 2 here.
+	MaxSpawnDepth int `yaml:"max_spawn_depth"`
+	// MaxIterations bounds each subagent's model calls with tools (0 = 50).
+	MaxIterations int `yaml:"max_iterations"`
+	// DefaultToolsets are a child's toolsets when delegate_task names none
+	// (empty = the parent's).
+	DefaultToolsets []string `yaml:"default_toolsets"`
 }

@@ -58,8 +58,8 @@ var keyAliases = map[string]string{
 // sections is listed.
 var hermesOnlyKeys = map[string]bool{
 	"_config_version": true, "model_aliases": true, "providers": true, "custom_providers": true,
-	"credential_pool_strategies": true,
-	"auxiliary":                  true, "delegation": true, "security": true, "checkpoints": true, "code_execution": true,
+	"credential_pool_strategies": true, "fallback_providers": true, "fallback_model": true,
+	"auxiliary": true, "delegation": true, "security": true, "checkpoints": true, "code_execution": true,
 	"web": true, "browser": true, "tts": true, "stt": true, "voice": true, "display": true,
 	"streaming": true, "privacy": true, "tool_output": true, "file_read_max_chars": true,
 	"tool_budget": true, "context_file_read_timeout": true, "tool_loop_guardrails": true,
