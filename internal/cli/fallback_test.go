@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hermes-go/hermes/internal/llm/llmtest"
 )
 
 // TestFallbackCommandsEditTheChain: add, list, remove and clear edit
@@ -60,5 +62,37 @@ func TestFallbackCommandsEditTheChain(t *testing.T) {
 	b, _ = os.ReadFile(cfgPath)
 	if strings.Contains(string(b), "fallback") || !strings.Contains(string(b), "default: a/b") {
 		t.Fatalf("config.yaml after clear:\n%s", b)
+	}
+}
+
+// TestOneShotFallbackNoticeOnStderr: `hermes -z` whose primary provider
+// is down answers from the fallback and says so in one stderr line; the
+// answer alone is on stdout.
+func TestOneShotFallbackNoticeOnStderr(t *testing.T) {
+	down := llmtest.Start()
+	down.Close()
+	up := llmtest.NewServer(t, llmtest.Turn{Text: "from the fallback"})
+	ta := newTestApp(t, nil, "", false)
+	cfg := "model:\n  provider: custom\n  default: main-model\n  base_url: " + down.URL + "\n" +
+		"fallback_providers:\n  - provider: custom\n    model: spare-model\n    base_url: " + up.URL + "\n" +
+		"terminal:\n  cwd: " + t.TempDir() + "\ncompression:\n  enabled: false\n"
+	if err := os.WriteFile(filepath.Join(ta.home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code := ta.run("-z", "hello"); code != 0 {
+		t.Fatalf("exit %d: %s", code, ta.stderr)
+	}
+	if strings.TrimSpace(ta.stdout.String()) != "from the fallback" {
+		t.Fatalf("stdout %q", ta.stdout)
+	}
+	lines := strings.Split(strings.TrimSpace(ta.stderr.String()), "\n")
+	found := 0
+	for _, l := range lines {
+		if strings.Contains(l, "custom/main-model failed") && strings.Contains(l, "continuing with fallback custom/spare-model") {
+			found++
+		}
+	}
+	if found != 1 {
+		t.Fatalf("stderr:\n%s", ta.stderr)
 	}
 }
