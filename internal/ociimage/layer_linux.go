@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,7 +21,6 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sys/unix"
 
-	"encoding/json"
 	"github.com/hermes-go/hermes/internal/atomicfile"
 	"github.com/hermes-go/hermes/internal/box/snapshot"
 )
@@ -123,6 +123,9 @@ func (p *puller) download(ctx context.Context, job layerJob) (string, string, er
 	}
 	got := "sha256:" + hex.EncodeToString(sum.Sum(nil))
 	switch {
+	case err != nil && strings.Contains(err.Error(), "error verifying"):
+		// go-containerregistry checks remote blobs as they stream.
+		err = fmt.Errorf("layer %s: digest mismatch (altered in the registry or on the way); refused: %w", want, err)
 	case err != nil:
 		err = p.fail(ctx, fmt.Errorf("layer %s: download: %w", want, err))
 	case size >= 0 && n != size:
