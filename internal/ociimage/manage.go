@@ -19,35 +19,79 @@ import (
 // naming the image its layer sits on; it goes when the box is removed.
 const BoxUsageFile = "oci-image.json"
 
-// boxUsage is the content of BoxUsageFile.
-type boxUsage struct {
-	Ref    string `json:"ref"`
-	Digest string `json:"digest"`
+// BoxImage is the content of BoxUsageFile: the image a box was made
+// from, pinned to its layers, so that the box keeps its base when the
+// reference is pulled again and points at another image.
+type BoxImage struct {
+	Ref    string      `json:"ref"`
+	Digest string      `json:"digest"`
+	Layers []string    `json:"layers"` // diff_ids, bottom first
+	Config ImageConfig `json:"config"`
 }
 
-// RecordBoxUsage writes BoxUsageFile into the box state dir stateDir.
+// RecordBoxUsage writes BoxUsageFile for rec into the box state dir
+// stateDir.
 func RecordBoxUsage(stateDir string, rec *Record) error {
-	data, err := json.Marshal(boxUsage{Ref: rec.Ref, Digest: rec.Digest})
+	u := BoxImage{Ref: rec.Ref, Digest: rec.Digest, Config: rec.Config}
+	for _, l := range rec.Layers {
+		u.Layers = append(u.Layers, l.DiffID)
+	}
+	data, err := json.Marshal(u)
 	if err != nil {
 		return err
 	}
 	return atomicfile.Write(filepath.Join(stateDir, BoxUsageFile), append(data, '\n'), 0o600)
 }
 
+// ReadBoxImage returns the image the box in stateDir sits on, nil when
+// it sits on none (no BoxUsageFile).
+func ReadBoxImage(stateDir string) (*BoxImage, error) {
+	data, err := os.ReadFile(filepath.Join(stateDir, BoxUsageFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var u BoxImage
+	if err := json.Unmarshal(data, &u); err != nil {
+		return nil, fmt.Errorf("box image record %s: %w", filepath.Join(stateDir, BoxUsageFile), err)
+	}
+	return &u, nil
+}
+
+// BoxLowerDirs returns u's layers as overlay lowerdirs, topmost first;
+// an error names the image when a layer is gone (removed with rm --force).
+func (s *Store) BoxLowerDirs(u *BoxImage) ([]string, error) {
+	out := make([]string, 0, len(u.Layers))
+	for i := len(u.Layers) - 1; i >= 0; i-- {
+		dir := filepath.Join(s.layersDir(), strings.TrimPrefix(u.Layers[i], "sha256:"))
+		if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("the box's image %s lacks layer %s (removed with hermes box image rm --force?): pull %s again, or remove the box", u.Ref, u.Layers[i], u.Ref)
+		}
+		out = append(out, dir)
+	}
+	return out, nil
+}
+
+// boxImages returns the BoxImage of every box under home/boxes by task.
+func boxImages(home string) map[string]*BoxImage {
+	out := map[string]*BoxImage{}
+	matches, _ := filepath.Glob(filepath.Join(home, "boxes", "*", BoxUsageFile))
+	for _, m := range matches {
+		if u, err := ReadBoxImage(filepath.Dir(m)); err == nil && u != nil {
+			out[filepath.Base(filepath.Dir(m))] = u
+		}
+	}
+	return out
+}
+
 // boxesByDigest maps a manifest digest to the boxes (task ids) under
 // home/boxes whose layer sits on it.
 func boxesByDigest(home string) map[string][]string {
 	out := map[string][]string{}
-	matches, _ := filepath.Glob(filepath.Join(home, "boxes", "*", BoxUsageFile))
-	for _, m := range matches {
-		data, err := os.ReadFile(m)
-		if err != nil {
-			continue
-		}
-		var u boxUsage
-		if json.Unmarshal(data, &u) == nil && u.Digest != "" {
-			out[u.Digest] = append(out[u.Digest], filepath.Base(filepath.Dir(m)))
-		}
+	for task, u := range boxImages(home) {
+		out[u.Digest] = append(out[u.Digest], task)
 	}
 	for _, v := range out {
 		sort.Strings(v)
@@ -96,11 +140,11 @@ type InUseError struct {
 }
 
 func (e *InUseError) Error() string {
-	return fmt.Sprintf("image %s is used by box(es) %s: remove them first (hermes box rm NAME) or pass --force (their layers would lose their base)", e.Ref, strings.Join(e.Boxes, ", "))
+	return fmt.Sprintf("image %s is used by box(es) %s: remove them first (hermes box rm NAME) or pass --force to forget the image (its layers stay while those boxes use them)", e.Ref, strings.Join(e.Boxes, ", "))
 }
 
 // Remove forgets the image spec names and deletes the layers no other
-// image uses. An image boxes sit on is refused (*InUseError) unless force.
+// image and no box uses. An image boxes sit on is refused (*InUseError) unless force.
 // Returns the bytes freed.
 func (s *Store) Remove(home, spec string, force bool) (int64, error) {
 	src, err := parseSource(spec, s.opts.Insecure)
@@ -148,6 +192,11 @@ func (s *Store) removeUnused() (int64, error) {
 		return 0, err
 	}
 	used := map[string]bool{}
+	for _, u := range boxImages(filepath.Dir(s.dir)) { // boxes keep their layers
+		for _, l := range u.Layers {
+			used[strings.TrimPrefix(l, "sha256:")] = true
+		}
+	}
 	for _, r := range recs {
 		for _, l := range r.Layers {
 			used[strings.TrimPrefix(l.DiffID, "sha256:")] = true

@@ -186,8 +186,17 @@ func TestImagesSharingABaseLayerStoreItOnce(t *testing.T) {
 	if _, err := s.Remove(home, reg.Ref("hermes/b:1"), true); err != nil {
 		t.Fatal(err)
 	}
+	if got := layerDirs(t, home); len(got) != 2 {
+		t.Fatalf("after rm --force b: layers = %v, want b's 2 (box w1 sits on them)", got)
+	}
+	if err := os.RemoveAll(filepath.Join(home, "boxes", "w1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Prune(); err != nil {
+		t.Fatal(err)
+	}
 	if got := layerDirs(t, home); len(got) != 0 {
-		t.Fatalf("after rm b: layers = %v, want none", got)
+		t.Fatalf("after the box went and prune: layers = %v, want none", got)
 	}
 }
 
