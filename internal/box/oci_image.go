@@ -49,29 +49,31 @@ func (m *Manager) resolveOCIBase() (lower []string, ok bool, err error) {
 	return m.ociStore().LowerDirs(rec), true, nil
 }
 
-// boxLowers returns the lowers of the box with state dir dir: the layers
-// of the image it was made from when it records one, else base; a box
-// that records none and starts on an OCI terminal.box_image records it.
-func (m *Manager) boxLowers(dir string, base []string) ([]string, error) {
+// boxView returns the host view of the box with state dir dir: when it
+// records an image, that image's layers as its lowers and nothing of the
+// host to show empty or cover (those are for host mode); else view, and
+// a box that starts on an OCI terminal.box_image records that image.
+func (m *Manager) boxView(dir string, view hostView) (hostView, error) {
 	u, err := ociimage.ReadBoxImage(dir)
 	if err != nil {
-		return nil, err
+		return hostView{}, err
 	}
 	if u != nil {
-		return m.ociStore().BoxLowerDirs(u)
+		lower, err := m.ociStore().BoxLowerDirs(u)
+		return hostView{lower: lower}, err
 	}
 	spec := strings.TrimSpace(m.opts.Terminal.BoxImage)
 	if !ociimage.IsSpec(spec) {
-		return base, nil
+		return view, nil
 	}
 	rec, err := m.ociRecord(spec)
 	if err != nil {
-		return nil, err
+		return hostView{}, err
 	}
 	if err := ociimage.RecordBoxUsage(dir, rec); err != nil {
-		return nil, err
+		return hostView{}, err
 	}
-	return m.ociStore().LowerDirs(rec), nil
+	return hostView{lower: m.ociStore().LowerDirs(rec)}, nil
 }
 
 // imageEnv sets in env the image Env of the box with state dir dir

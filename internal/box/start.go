@@ -349,10 +349,11 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 // and cgroup.
 func (m *Manager) initSpec(task, dir, workspace string, view hostView, cg cgroup, userNS bool) (initSpec, error) {
 	t := m.opts.Terminal
-	lower, err := m.boxLowers(dir, view.lower)
+	view, err := m.boxView(dir, view) // a box on an OCI image keeps it (oci_image.go)
 	if err != nil {
 		return initSpec{}, err
 	}
+	lower := view.lower
 	if m.opts.Layers != nil {
 		lower = append(m.opts.Layers(task), lower...)
 	}

@@ -3,11 +3,14 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/ociimage"
 )
 
@@ -194,4 +197,56 @@ func (b *pullBar) finish() {
 	if b.drawn {
 		fmt.Fprint(b.w, "\r\x1b[K")
 	}
+}
+
+// boxImageState returns the OCI image the box of task sits on, nil for
+// none.
+func (a *App) boxImageState(task string) *ociimage.BoxImage {
+	u, err := ociimage.ReadBoxImage(filepath.Join(a.Home(), "boxes", task))
+	if err != nil {
+		return nil
+	}
+	return u
+}
+
+// boxImageColumn is box ls's IMAGE: the OCI image of the box of task and
+// the ports the image exposes, "-" for a box on another base.
+func (a *App) boxImageColumn(task string) string {
+	u := a.boxImageState(task)
+	if u == nil {
+		return "-"
+	}
+	if len(u.Config.ExposedPorts) > 0 {
+		return u.Ref + " (ports " + strings.Join(u.Config.ExposedPorts, ",") + ")"
+	}
+	return u.Ref
+}
+
+// boxImageWorkdir is the working directory `hermes box exec` runs in for
+// the box of task: its OCI image's WorkingDir, "" (the workspace)
+// otherwise.
+func (a *App) boxImageWorkdir(task string) string {
+	if u := a.boxImageState(task); u != nil {
+		return u.Config.WorkingDir
+	}
+	return ""
+}
+
+// checkBoxImageFlag refuses --image for a box that exists on another
+// base (its writable layer sits on that one) and without --new.
+func (a *App) checkBoxImageFlag(task, image string, create bool) error {
+	if !create {
+		return fmt.Errorf("--image %s applies to a new box: add --new", image)
+	}
+	if _, err := os.Stat(filepath.Join(a.Home(), "boxes", task)); err != nil {
+		return nil // a new box
+	}
+	u := a.boxImageState(task)
+	if u == nil {
+		return fmt.Errorf("box %s already exists on another base; --image applies to new boxes only (hermes box rm %s first, or pick another task)", box.QuoteName(task), box.QuoteName(task))
+	}
+	if ref, err := ociimage.CanonicalRef(image); err != nil || !ociimage.IsSpec(image) || u.Ref != ref {
+		return fmt.Errorf("box %s already exists on image %s; --image applies to new boxes only", box.QuoteName(task), u.Ref)
+	}
+	return nil
 }

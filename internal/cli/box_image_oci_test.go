@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"archive/tar"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -77,5 +78,40 @@ func TestBoxImagePullLsRmPrune(t *testing.T) {
 	}
 	if code := ta.run("box", "image", "pull", "127.0.0.1:1/../x"); code == 0 || ta.stderr.Len() == 0 {
 		t.Errorf("pull of a bad reference: %d %q", code, ta.stderr)
+	}
+}
+
+// `hermes box exec --new --image REF` makes a persistent box on the
+// image: its tree, its Env and WorkingDir; box ls shows the image and
+// its ports; the box keeps its image on the next start; --image for an
+// existing box on another base is refused.
+func TestBoxExecNewImage(t *testing.T) {
+	c := newBoxCLI(t)
+	reg := ocitest.StartRegistry(t, false)
+	files := append(ocitest.BusyboxFiles(t), ocitest.File{Name: "srv/", Type: tar.TypeDir}, ocitest.File{Name: "srv/app.txt", Data: []byte("from the image\n")})
+	cfg := v1.Config{Env: []string{"PATH=/bin", "APP_MODE=test"}, WorkingDir: "/srv", ExposedPorts: map[string]struct{}{"8642/tcp": {}}}
+	ref := reg.Ref("hermes/app:test")
+	reg.Push(t, ref, ocitest.Image(t, runtime.GOARCH, cfg, ocitest.Layer(t, files)))
+	out, stderr, code := c.run(t, "", "box", "exec", "--new", "--image", ref, "img1", "--", "sh", "-c", "pwd; echo $APP_MODE; cat app.txt; touch /srv/made-in-box")
+	if code != 0 || out != "/srv\ntest\nfrom the image\n" {
+		t.Fatalf("exec --new --image: %d %q %s", code, out, stderr)
+	}
+	out, stderr, code = c.run(t, "", "box", "exec", "img1", "--", "ls", "/srv")
+	if code != 0 || out != "app.txt\nmade-in-box\n" {
+		t.Fatalf("second exec (the box keeps its image and layer): %d %q %s", code, out, stderr)
+	}
+	out, _, _ = c.run(t, "", "box", "ls")
+	if !strings.Contains(out, ref+" (ports 8642/tcp)") {
+		t.Fatalf("box ls does not show the image:\n%s", out)
+	}
+	if _, _, code := c.run(t, "", "box", "exec", "--new", "plain", "--", "true"); code != 0 {
+		t.Fatal("exec --new without --image failed")
+	}
+	if _, stderr, code := c.run(t, "", "box", "exec", "--new", "--image", ref, "plain", "--", "true"); code == 0 || !strings.Contains(stderr, "exists on another base") {
+		t.Fatalf("--image on a box made without it: %d %s", code, stderr)
+	}
+	out, _, _ = c.run(t, "", "box", "image", "ls")
+	if !strings.Contains(out, "img1") {
+		t.Fatalf("box image ls does not name the box using the image:\n%s", out)
 	}
 }

@@ -301,3 +301,11 @@ func registryError(ctx context.Context, ref name.Reference, err error) error {
 	}
 	return fmt.Errorf("pull %s: %w", ref.Name(), err)
 }
+
+// CanonicalRef returns the name spec's image is stored under (Record.Ref):
+// the full reference (docker.io/library/busybox:latest for busybox:latest)
+// or oci-layout:/docker-archive: and the absolute path.
+func CanonicalRef(spec string) (string, error) {
+	src, err := parseSource(spec, nil)
+	return src.key, err
+}
