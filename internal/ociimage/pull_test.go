@@ -332,16 +332,15 @@ func TestImageForAnotherArchitectureIsRefused(t *testing.T) {
 
 func TestArchiveBombIsBoundedAndLeavesNothing(t *testing.T) {
 	reg := ocitest.StartRegistry(t, false)
-	img := ocitest.Image(t, runtime.GOARCH, v1.Config{}, ocitest.Layer(t, []ocitest.File{{Name: "zeros", Size: 64 << 20}}))
+	img := ocitest.Image(t, runtime.GOARCH, v1.Config{}, ocitest.Layer(t, []ocitest.File{{Name: "zeros", Size: 24 << 20}}))
 	ref := reg.Ref("hermes/bomb:v1")
 	reg.Push(t, ref, img)
-	s, home := newStore(t, ociimage.Options{MaxLayerBytes: 16 << 20})
+	s, home := newStore(t, ociimage.Options{MaxLayerBytes: 4 << 20})
 	_, err := s.Pull(waitfor.Context(t), ref)
-	if err == nil || !strings.Contains(err.Error(), "more than 16 MiB") {
-		t.Fatalf("pull of a 64 MiB layer with a 16 MiB bound: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "more than 4 MiB") {
+		t.Fatalf("pull of a 24 MiB layer with a 4 MiB bound: %v", err)
 	}
 	assertNothingLeft(t, home)
-	_ = syscall.ENOSPC
 }
 
 func TestPullFromOCILayoutAndDockerArchive(t *testing.T) {
@@ -387,4 +386,25 @@ func TestIsSpec(t *testing.T) {
 			t.Errorf("IsSpec(%q) = %v, want %v", spec, got, want)
 		}
 	}
+}
+
+// A layer that unpacks to more than the store's file system has free is
+// refused before anything is unpacked, with an error that wraps ENOSPC.
+func TestLayerTooBigForTheDiskIsRefusedBeforeUnpacking(t *testing.T) {
+	requireRoot(t)
+	reg := ocitest.StartRegistry(t, false)
+	img := ocitest.Image(t, runtime.GOARCH, v1.Config{}, ocitest.Layer(t, []ocitest.File{{Name: "big", Size: 16 << 20}}))
+	ref := reg.Ref("hermes/big:v1")
+	reg.Push(t, ref, img)
+	home := t.TempDir()
+	if err := unix.Mount("tmpfs", home, "tmpfs", 0, "size=8m"); err != nil {
+		t.Skipf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(home, unix.MNT_DETACH) })
+	s := ociimage.Open(home, ociimage.Options{})
+	_, err := s.Pull(waitfor.Context(t), ref)
+	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "MiB free") {
+		t.Fatalf("pull of a 16 MiB layer onto 8 MiB: %v", err)
+	}
+	assertNothingLeft(t, home)
 }

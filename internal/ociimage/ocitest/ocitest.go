@@ -6,6 +6,7 @@ package ocitest
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"net"
@@ -198,10 +199,20 @@ func (zeros) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Layer returns a gzip-compressed layer of files.
+// Layer returns a gzip-compressed layer of files (compressed once here:
+// go-containerregistry would compress an uncompressed opener's tar again
+// on every read).
 func Layer(t testing.TB, files []File) v1.Layer {
 	t.Helper()
-	data := TarBytes(t, files)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	if _, err := zw.Write(TarBytes(t, files)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data := gz.Bytes()
 	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
 	if err != nil {
 		t.Fatal(err)
