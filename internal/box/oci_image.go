@@ -3,6 +3,7 @@ package box
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"strings"
 
@@ -44,7 +45,7 @@ func (m *Manager) resolveOCIBase() (lower []string, ok bool, err error) {
 	}
 	rec, err := m.ociRecord(spec)
 	if err != nil {
-		return nil, true, err
+		return nil, true, fmt.Errorf("terminal.box_image %s: %w (a directory or tarball is written /abs/path or ./rel/path)", spec, err)
 	}
 	return m.ociStore().LowerDirs(rec), true, nil
 }

@@ -378,6 +378,15 @@ func TestPullFromOCILayoutAndDockerArchive(t *testing.T) {
 }
 
 func TestIsSpec(t *testing.T) {
+	// A root filesystem tarball and directory stay internal/box/image's.
+	rootfsTar := filepath.Join(t.TempDir(), "rootfs.tar")
+	if err := os.WriteFile(rootfsTar, ocitest.TarBytes(t, []ocitest.File{{Name: "./", Type: tar.TypeDir}, {Name: "./bin/", Type: tar.TypeDir},
+		{Name: "./bin/sh", Data: []byte("x")}, {Name: "./manifest.json", Data: []byte("{}")}}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ociimage.IsSpec(rootfsTar) || ociimage.IsSpec(t.TempDir()) {
+		t.Error("a rootfs tarball or directory was taken for an OCI image")
+	}
 	for spec, want := range map[string]bool{
 		"host": false, "": false, "debian-bookworm-minbase": false, "./rootfs": false, "/nonexistent/rootfs.tar": false,
 		"busybox:latest": true, "docker.io/nousresearch/hermes-agent:latest": true, "127.0.0.1:5000/x/y@sha256:" + strings.Repeat("a", 64): true,

@@ -71,7 +71,10 @@ func isLayoutDir(dir string) bool {
 }
 
 // isDockerArchive reports whether file is an uncompressed tar with
-// manifest.json at its top (the headers are read, the contents skipped).
+// manifest.json at its top. Only headers are read (contents are
+// skipped), and the scan stops at the first entry a `docker save`
+// archive never has (a root filesystem's usr/, etc/... or a path four
+// levels deep), so a rootfs tarball costs a few reads.
 func isDockerArchive(file string) bool {
 	f, err := os.Open(file)
 	if err != nil {
@@ -79,13 +82,22 @@ func isDockerArchive(file string) bool {
 	}
 	defer f.Close()
 	tr := tar.NewReader(f)
-	for range 100000 {
+	for range 10000 {
 		hdr, err := tr.Next()
 		if err != nil {
 			return false
 		}
-		if strings.TrimPrefix(hdr.Name, "./") == "manifest.json" {
+		name := strings.TrimPrefix(hdr.Name, "./")
+		if name == "manifest.json" {
 			return true
+		}
+		top, _, _ := strings.Cut(name, "/")
+		switch top {
+		case "bin", "etc", "usr", "lib", "sbin", "var", "lib64", "root", "home", "opt":
+			return false
+		}
+		if strings.Count(strings.TrimSuffix(name, "/"), "/") >= 3 {
+			return false
 		}
 	}
 	return false
