@@ -7,6 +7,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -43,7 +45,10 @@ type Registry struct {
 // StartRegistry starts docker-registry on a free loopback port with a
 // temporary config and storage, stopped when t ends; withAuth requires
 // basic auth (htpasswd) for user "hermes". Skips t when the binary is
-// missing (CI installs the docker-registry package).
+// missing (CI installs the docker-registry package). The port is picked
+// free and then handed to the registry, so another process may take it
+// first: the registry then exits and another port is tried, and an
+// answer counts only with this registry's own token header.
 func StartRegistry(t testing.TB, withAuth bool) *Registry {
 	t.Helper()
 	if _, err := os.Stat(RegistryBinary); err != nil {
@@ -51,12 +56,6 @@ func StartRegistry(t testing.TB, withAuth bool) *Registry {
 	}
 	dir := t.TempDir()
 	r := &Registry{Storage: filepath.Join(dir, "storage")}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Host = l.Addr().String()
-	l.Close()
 	auth := ""
 	if withAuth {
 		r.User, r.Pass = "hermes", "s3cret-test"
@@ -70,6 +69,28 @@ func StartRegistry(t testing.TB, withAuth bool) *Registry {
 		}
 		auth = fmt.Sprintf("auth:\n  htpasswd:\n    realm: hermes-test\n    path: %s\n", htpasswd)
 	}
+	var logs bytes.Buffer
+	for range 5 {
+		if r.start(t, dir, auth, &logs) {
+			return r
+		}
+	}
+	t.Fatalf("docker-registry did not start on a free port:\n%s", logs.String())
+	return nil
+}
+
+// start runs the registry on a new free port; false when it exited
+// before answering (the port was taken meanwhile).
+func (r *Registry) start(t testing.TB, dir, auth string, logs *bytes.Buffer) bool {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Host = l.Addr().String()
+	l.Close()
+	token := make([]byte, 8)
+	rand.Read(token)
+	tokenHex := hex.EncodeToString(token)
 	cfg := fmt.Sprintf(`version: 0.1
 log:
   level: error
@@ -82,29 +103,28 @@ storage:
     enabled: true
 http:
   addr: %s
-%s`, r.Storage, r.Host, auth)
+  headers:
+    X-Hermes-Test-Registry: [%s]
+%s`, r.Storage, r.Host, tokenHex, auth)
 	cfgPath := filepath.Join(dir, "config.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(RegistryBinary, "serve", cfgPath)
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
 	client := &http.Client{Timeout: 5 * time.Second}
+	gone := false
 	waitfor.Until(t, "docker-registry to answer on "+r.Host, func() bool {
 		select {
 		case err := <-exited:
-			exited <- err
-			t.Fatalf("docker-registry exited: %v\n%s", err, logs.String())
+			fmt.Fprintf(logs, "docker-registry on %s exited: %v\n", r.Host, err)
+			gone = true
+			return true
 		default:
 		}
 		resp, err := client.Get("http://" + r.Host + "/v2/")
@@ -112,9 +132,17 @@ http:
 			return false
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized
+		return resp.Header.Get("X-Hermes-Test-Registry") == tokenHex &&
+			(resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized)
 	})
-	return r
+	if gone {
+		return false
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	return true
 }
 
 // Ref returns the reference of repo:tag in r.
