@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hermes-go/hermes/internal/box/initproc"
 )
 
 // BoxInfo describes a box's state on disk.
@@ -120,14 +122,14 @@ func (m *Manager) WithUpper(taskID string, create bool, fn func(upperDir string)
 		lm.Close() // unmounts: nothing else holds the mount
 		waitLoopReleased(image, layerReleaseWait)
 	}()
-	if err := removeStaleRestores(fdPath(lm.fd)); err != nil {
+	if err := removeStaleRestores(initproc.FDPath(lm.fd)); err != nil {
 		return err
 	}
-	upper := filepath.Join(fdPath(lm.fd), "upper")
+	upper := filepath.Join(initproc.FDPath(lm.fd), "upper")
 	if err := os.MkdirAll(upper, 0o755); err != nil {
 		return err
 	}
-	defer trimLayer(fdPath(lm.fd))
+	defer trimLayer(initproc.FDPath(lm.fd))
 	return fn(upper)
 }
 

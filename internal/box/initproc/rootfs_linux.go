@@ -1,4 +1,4 @@
-package box
+package initproc
 
 import (
 	"errors"
@@ -52,8 +52,8 @@ func openBoxRoot(path string) (*boxRoot, error) {
 
 func (r *boxRoot) close() { unix.Close(r.fd) }
 
-// fdPath names the file descriptor fd refers to, for mount(2).
-func fdPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+// FDPath names the file descriptor fd refers to, for mount(2).
+func FDPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
 
 // inRoot is how paths the box controls are resolved: inside the root,
 // never through /proc magic links.
@@ -130,7 +130,7 @@ func (r *boxRoot) mount(dir, source, fstype string, flags uintptr, data string) 
 		return fmt.Errorf("mount %s: %w", fstype, err)
 	}
 	defer unix.Close(fd)
-	if err := unix.Mount(source, fdPath(fd), fstype, flags, data); err != nil {
+	if err := unix.Mount(source, FDPath(fd), fstype, flags, data); err != nil {
 		return fmt.Errorf("mount %s on /%s: %w", fstype, strings.TrimPrefix(dir, "/"), err)
 	}
 	return nil

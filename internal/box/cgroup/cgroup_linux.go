@@ -1,4 +1,8 @@
-package box
+// Package cgroup makes, limits, reads and removes a hermes box's control
+// group on cgroup v1 or v2 (Group). internal/box names the groups (one per
+// box, below box.DefaultCgroupRoot, tagged with their owner process) and
+// sweeps those whose owner died.
+package cgroup
 
 import (
 	"bufio"
@@ -40,7 +44,7 @@ type Stats struct {
 }
 
 // cgroup is the box's control group on one cgroup version.
-type cgroup interface {
+type Group interface {
 	// Add moves process pid (all its threads) into the group.
 	Add(pid int) error
 	// Stats reads the counters.
@@ -64,12 +68,15 @@ type cgroup interface {
 	Remove() error
 	// removeEmpty deletes the group if it has no processes (one rmdir(2)
 	// per hierarchy, no retry); the error says it still has some.
-	removeEmpty() error
+	RemoveEmpty() error
+	// Dirs are the group's directories, one per hierarchy it has
+	// (cgroup v1: one per mounted controller; v2: one).
+	Dirs() []string
 }
 
-// cgroupMounts lists the cgroup hierarchies of /proc/self/mountinfo: v1
+// Mounts lists the cgroup hierarchies of /proc/self/mountinfo: v1
 // controller name → mount point, and the v2 mount point ("" if none).
-func cgroupMounts(mountinfo string) (v1 map[string]string, v2 string, err error) {
+func Mounts(mountinfo string) (v1 map[string]string, v2 string, err error) {
 	f, err := os.Open(mountinfo)
 	if err != nil {
 		return nil, "", err
@@ -110,11 +117,11 @@ func cgroupMounts(mountinfo string) (v1 map[string]string, v2 string, err error)
 	return v1, v2, sc.Err()
 }
 
-// newCgroup creates group name (e.g. "hermes/task-1") with limits, on
+// New creates group name (e.g. "hermes/task-1") with limits, on
 // cgroup v1 when its memory, pids and cpu controllers are mounted, else on
 // cgroup v2 at v2root. The error names the missing controller.
-func newCgroup(name string, lim Limits) (cgroup, error) {
-	v1, v2, err := cgroupMounts("/proc/self/mountinfo")
+func New(name string, lim Limits) (Group, error) {
+	v1, v2, err := Mounts("/proc/self/mountinfo")
 	if err != nil {
 		return nil, fmt.Errorf("read cgroup mounts: %w", err)
 	}
@@ -233,6 +240,9 @@ type cgroupV1 struct {
 
 // procsDirs are the distinct group dirs to write cgroup.procs into (two
 // controllers may share one hierarchy, e.g. cpu,cpuacct).
+// Dirs are the group's distinct controller directories (procsDirs).
+func (g *cgroupV1) Dirs() []string { return g.procsDirs() }
+
 func (g *cgroupV1) procsDirs() []string {
 	seen := map[string]bool{}
 	var out []string
@@ -414,7 +424,7 @@ func (g *cgroupV1) KillAll() {
 	}
 }
 
-func (g *cgroupV1) removeEmpty() error { return rmdirAll(g.procsDirs()) }
+func (g *cgroupV1) RemoveEmpty() error { return rmdirAll(g.procsDirs()) }
 
 func (g *cgroupV1) Remove() error {
 	g.oomMu.Lock()
@@ -433,6 +443,9 @@ type cgroupV2 struct {
 }
 
 func (g *cgroupV2) Name() string { return g.name }
+
+// Dirs is the group's directory.
+func (g *cgroupV2) Dirs() []string { return []string{g.dir} }
 
 // newCgroupV2 creates root/name, enabling the memory, pids and cpu
 // controllers in every parent's cgroup.subtree_control on the way.
@@ -534,61 +547,26 @@ func (g *cgroupV2) KillAll() {
 	}
 }
 
-func (g *cgroupV2) removeEmpty() error { return rmdirAll([]string{g.dir}) }
+func (g *cgroupV2) RemoveEmpty() error { return rmdirAll([]string{g.dir}) }
 
 func (g *cgroupV2) Remove() error {
 	return removeDirs([]string{g.dir}, func(d string) string { return filepath.Join(d, "cgroup.procs") })
 }
 
-// CgroupStats reads the counters of the running box taskID of HERMES_HOME
-// home from its cgroup (under DefaultCgroupRoot), from any process. The
-// error wraps fs.ErrNotExist when the box does not run.
-func CgroupStats(home, taskID string) (Stats, error) {
-	g, err := openBoxCgroup(home, taskID)
-	if err != nil {
-		return Stats{}, err
-	}
-	return g.Stats()
-}
-
-// openBoxCgroup finds the cgroup of the running box taskID of HERMES_HOME
-// home (under DefaultCgroupRoot) for reading its counters; the error
-// wraps fs.ErrNotExist when the box does not run.
-func openBoxCgroup(home, taskID string) (cgroup, error) {
-	if err := checkTaskID(taskID); err != nil {
-		return nil, err
-	}
-	v1, v2, err := cgroupMounts("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	dirRoot := filepath.Join(v2, DefaultCgroupRoot)
-	if v1["memory"] != "" {
-		dirRoot = filepath.Join(v1["memory"], DefaultCgroupRoot)
-	} else if v2 == "" {
-		return nil, fmt.Errorf("no cgroup filesystem: %w", os.ErrNotExist)
-	}
-	name, err := findBoxGroup(dirRoot, DefaultCgroupRoot, home, taskID)
-	if err != nil {
-		return nil, err
-	}
-	return cgroupNamed(v1, v2, name)
-}
-
-// openCgroupName opens the existing group name (a path below the
+// Open opens the existing group name (a path below the
 // hierarchies' roots, as cgroup.Name returns it) for reading its counters.
-func openCgroupName(name string) (cgroup, error) {
+func Open(name string) (Group, error) {
 	if name == "" || filepath.Clean("/"+name) != "/"+name || strings.Contains(name, "..") {
 		return nil, fmt.Errorf("bad cgroup name %q", name)
 	}
-	v1, v2, err := cgroupMounts("/proc/self/mountinfo")
+	v1, v2, err := Mounts("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
 	}
-	return cgroupNamed(v1, v2, name)
+	return Named(v1, v2, name)
 }
 
-func cgroupNamed(v1 map[string]string, v2, name string) (cgroup, error) {
+func Named(v1 map[string]string, v2, name string) (Group, error) {
 	if v1["memory"] != "" {
 		g := &cgroupV1{name: name, dirs: map[string]string{}, oomEvent: -1}
 		for c, mnt := range v1 {

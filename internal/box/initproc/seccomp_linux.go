@@ -1,4 +1,4 @@
-package box
+package initproc
 
 import (
 	"encoding/binary"

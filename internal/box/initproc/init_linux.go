@@ -1,4 +1,12 @@
-package box
+// Package initproc is everything of a hermes box that runs as its PID 1 or
+// inside it: the init (InitMain) that builds the box's root, restricts
+// itself (Landlock, capabilities, seccomp) and serves the host's requests
+// (wire frames), and the attach socket other hermes processes of the box's
+// owner use. cmd/hermes-box-init and `hermes box-init` both run InitMain.
+// It imports no provider SDK, configuration, egress or archive package
+// (cmd/hermes-box-init's deps test keeps it so); the host side is
+// internal/box.
+package initproc
 
 import (
 	"bytes"
@@ -13,22 +21,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/protect"
 	"golang.org/x/sys/unix"
 )
 
-// InitArg is the hidden first argument that makes the hermes binary run as
-// a box's init (cmd/hermes dispatches it to InitMain before the CLI).
-const InitArg = "box-init"
-
-// Inherited descriptors of the init (see protocol.go).
-const (
-	initControlFD = 3
-	initConnFD    = 4
-)
-
 // InitMain is the entry point of a box's PID 1. It is started by the
-// Manager in fresh mount, pid, uts, ipc and net namespaces, with the
+// box.Manager in fresh mount, pid, uts, ipc and net namespaces, with the
 // control socket on fd 3 and the connection socket on fd 4. It reads the
 // setup frame, builds the box's root (overlay, /proc, /dev, tmpfs, the
 // workspace, hidden paths), pivots into it, drops every privilege it can
@@ -40,11 +39,11 @@ func InitMain() int {
 	// frame: gob's engines and the seccomp program.
 	filter := make(chan seccompFilter, 1)
 	go func() {
-		warmFrames()
+		wire.Warm()
 		filter <- buildSeccomp()
 	}()
-	ctrlFile := os.NewFile(initControlFD, "box-control")
-	connFile := os.NewFile(initConnFD, "box-conns")
+	ctrlFile := os.NewFile(wire.ControlFD, "box-control")
+	connFile := os.NewFile(wire.ConnFD, "box-conns")
 	if ctrlFile == nil || connFile == nil {
 		fmt.Fprintln(os.Stderr, "hermes box-init: must be started by hermes (missing control sockets)")
 		return 2
@@ -77,13 +76,13 @@ func InitMain() int {
 	prewarmThreads(initSpareThreads)
 	// Tell the host this init has booted: a prestarted one is then
 	// known to be ready for a box (spawnedInit.booted).
-	if _, err := ctrl.Write([]byte{initBootedByte}); err != nil {
+	if _, err := ctrl.Write([]byte{wire.BootedByte}); err != nil {
 		fmt.Fprintln(os.Stderr, "hermes box-init: control socket:", err)
 		return 2
 	}
-	fc := newFrameConn(ctrl)
-	var req request
-	if err := fc.dec.Decode(&req); err != nil || req.Op != opSetup || req.Setup == nil {
+	fc := wire.NewConn(ctrl)
+	var req wire.Request
+	if err := fc.Receive(&req); err != nil || req.Op != wire.OpSetup || req.Setup == nil {
 		fmt.Fprintln(os.Stderr, "hermes box-init: no setup frame:", err)
 		return 2
 	}
@@ -97,34 +96,34 @@ func InitMain() int {
 		}
 	}
 	if err := setupRoot(spec, conns); err != nil {
-		fc.send(response{ID: req.ID, Kind: kindError, Err: err.Error()})
+		fc.Send(wire.Response{ID: req.ID, Kind: wire.KindError, Err: err.Error()})
 		return 1
 	}
 	rooted := time.Now()
 	srv, err := newInitServer(fc, conns, spec)
 	if err != nil {
-		fc.send(response{ID: req.ID, Kind: kindError, Err: err.Error()})
+		fc.Send(wire.Response{ID: req.ID, Kind: wire.KindError, Err: err.Error()})
 		return 1
 	}
-	if spec.Egress {
-		if err := srv.listenEgress(); err != nil {
-			fc.send(response{ID: req.ID, Kind: kindError, Err: "egress relay: " + err.Error()})
+	if spec.EgressPort != 0 {
+		if err := srv.listenEgress(spec.EgressPort); err != nil {
+			fc.Send(wire.Response{ID: req.ID, Kind: wire.KindError, Err: "egress relay: " + err.Error()})
 			return 1
 		}
 	}
 	if err := restrictSelf(spec, <-filter); err != nil {
-		fc.send(response{ID: req.ID, Kind: kindError, Err: err.Error()})
+		fc.Send(wire.Response{ID: req.ID, Kind: wire.KindError, Err: err.Error()})
 		return 1
 	}
 	if err := protectInit(); err != nil {
-		fc.send(response{ID: req.ID, Kind: kindError, Err: err.Error()})
+		fc.Send(wire.Response{ID: req.ID, Kind: wire.KindError, Err: err.Error()})
 		return 1
 	}
-	phases := &initPhases{Root: rooted.Sub(began), Restrict: time.Since(rooted)}
-	if err := fc.send(response{ID: req.ID, Kind: kindReady, PID: os.Getpid(), Phases: phases, Shell: srv.shell()}); err != nil {
+	phases := &wire.InitPhases{Root: rooted.Sub(began), Restrict: time.Since(rooted)}
+	if err := fc.Send(wire.Response{ID: req.ID, Kind: wire.KindReady, PID: os.Getpid(), Phases: phases, Shell: srv.shell()}); err != nil {
 		return 1
 	}
-	srv.attachLn = attachLn // served from the host's opJoined on
+	srv.attachLn = attachLn // served from the host's wire.OpJoined on
 	srv.serve()
 	return 0
 }
@@ -198,7 +197,7 @@ func prewarmThreads(n int) {
 // and pivots into it. Every mount lives only in that namespace, so the
 // kernel removes them all when the box's last process exits. conns is the
 // connection socket, on which the host passes a pre-mounted layer.
-func setupRoot(s *initSpec, conns *net.UnixConn) error {
+func setupRoot(s *wire.InitSpec, conns *net.UnixConn) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
 	}
@@ -210,7 +209,7 @@ func setupRoot(s *initSpec, conns *net.UnixConn) error {
 			return fmt.Errorf("writable layer: %w", err)
 		}
 	}
-	if err := emptyAllInUpper(s.LayerDir, s.Empty, s.UserNS, s.LayerImage != ""); err != nil {
+	if err := EmptyAllInUpper(s.LayerDir, s.Empty, s.UserNS, s.LayerImage != ""); err != nil {
 		return err
 	}
 	dirs, closeDirs, err := overlayDirs(append([]string{filepath.Join(s.LayerDir, "upper"), filepath.Join(s.LayerDir, "work")}, s.Lower...))
@@ -287,7 +286,7 @@ func setupRoot(s *initSpec, conns *net.UnixConn) error {
 // device that detaches itself on unmount (persistent boxes; the host may
 // have mounted it already, see layerMount), or a tmpfs of DiskMiB. Either
 // way the size is the box's disk limit.
-func mountLayer(s *initSpec, conns *net.UnixConn) error {
+func mountLayer(s *wire.InitSpec, conns *net.UnixConn) error {
 	if s.LayerMounted {
 		return receiveLayerMount(conns, s.LayerDir)
 	}
@@ -298,7 +297,7 @@ func mountLayer(s *initSpec, conns *net.UnixConn) error {
 		}
 		return nil
 	}
-	dev, lf, err := attachLoop(s.LayerImage)
+	dev, lf, err := AttachLoop(s.LayerImage)
 	if err != nil {
 		return err
 	}
@@ -309,10 +308,10 @@ func mountLayer(s *initSpec, conns *net.UnixConn) error {
 	return nil
 }
 
-// attachLoop binds image to a free loop device with LO_FLAGS_AUTOCLEAR
+// AttachLoop binds image to a free loop device with LO_FLAGS_AUTOCLEAR
 // (loop(4)) and returns the device path and an open handle on it, which the
 // caller closes once the device is mounted.
-func attachLoop(image string) (string, *os.File, error) {
+func AttachLoop(image string) (string, *os.File, error) {
 	img, err := os.OpenFile(image, os.O_RDWR, 0)
 	if err != nil {
 		return "", nil, fmt.Errorf("open disk image: %w", err)
@@ -362,7 +361,7 @@ func mountProc(root *boxRoot) error {
 	defer unix.Close(proc)
 	for _, p := range []string{"sys", "sysrq-trigger", "irq", "bus", "fs"} {
 		// A fresh procfs instance: nothing in it is the box's doing.
-		target := fdPath(proc) + "/" + p
+		target := FDPath(proc) + "/" + p
 		if _, err := os.Lstat(target); err != nil {
 			continue
 		}
@@ -388,7 +387,7 @@ func mountDev(root *boxRoot) error {
 		return err
 	}
 	defer unix.Close(devfd)
-	dev := fdPath(devfd)
+	dev := FDPath(devfd)
 	for _, n := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
 		target := dev + "/" + n
 		f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
@@ -421,7 +420,7 @@ func mountDev(root *boxRoot) error {
 // bind-mounted read-write, or as its own overlay whose upper layer lives
 // in the box's writable layer (the host tree stays untouched). The mount
 // point is made a real directory of the box (realDir).
-func mountWorkspace(root *boxRoot, s *initSpec) error {
+func mountWorkspace(root *boxRoot, s *wire.InitSpec) error {
 	target, err := root.realDir(s.Workspace)
 	if err != nil {
 		return fmt.Errorf("create workspace %s in the box: %w", s.Workspace, err)
@@ -437,12 +436,12 @@ func mountWorkspace(root *boxRoot, s *initSpec) error {
 		if s.UserNS {
 			opts += ",userxattr"
 		}
-		if err := unix.Mount("overlay", fdPath(target), "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		if err := unix.Mount("overlay", FDPath(target), "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 			return fmt.Errorf("mount workspace overlay for %s: %w", s.Workspace, err)
 		}
 		return nil
 	}
-	if err := unix.Mount(s.Workspace, fdPath(target), "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+	if err := unix.Mount(s.Workspace, FDPath(target), "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind workspace %s: %w", s.Workspace, err)
 	}
 	// target is the directory under the new mount; look the path up
@@ -474,7 +473,7 @@ func mountWorkspace(root *boxRoot, s *initSpec) error {
 // way to forbid one name in a writable directory without putting
 // something in its place on the host. Those stay writable from the box;
 // the next box started on the workspace protects them.
-func protectWorkspace(root *boxRoot, s *initSpec) error {
+func protectWorkspace(root *boxRoot, s *wire.InitSpec) error {
 	set := protect.New(s.Protected)
 	if set.Empty() {
 		return nil
@@ -506,7 +505,7 @@ func overlayDirs(paths []string) ([]string, func(), error) {
 			return nil, nil, fmt.Errorf("open overlay directory %s: %w", p, err)
 		}
 		fds = append(fds, fd)
-		names[i] = fdPath(fd)
+		names[i] = FDPath(fd)
 	}
 	return names, closeAll, nil
 }
@@ -531,7 +530,7 @@ func noSuidNoDev(fd int) error {
 		}
 		return nil
 	}
-	target := fdPath(fd)
+	target := FDPath(fd)
 	var st unix.Statfs_t
 	if err := unix.Statfs(target, &st); err != nil {
 		return fmt.Errorf("statfs workspace: %w", err)
@@ -566,12 +565,12 @@ func hidePath(root *boxRoot, p string) error {
 	case unix.S_IFLNK:
 		return nil // a symlink's target is hidden on its own
 	case unix.S_IFDIR:
-		if err := unix.Mount("tmpfs", fdPath(fd), "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0"); err != nil {
+		if err := unix.Mount("tmpfs", FDPath(fd), "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0"); err != nil {
 			return fmt.Errorf("hide %s: %w", p, err)
 		}
 		return nil
 	}
-	if err := unix.Mount("/dev/null", fdPath(fd), "", unix.MS_BIND, ""); err != nil {
+	if err := unix.Mount("/dev/null", FDPath(fd), "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("hide %s: %w", p, err)
 	}
 	return nil
@@ -621,6 +620,30 @@ func loopbackUp() error {
 	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
 	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
 		return fmt.Errorf("bring up loopback: %w", err)
+	}
+	return nil
+}
+
+// receiveLayerMount, in the init, takes the mount the host passed and
+// moves it to dir.
+func receiveLayerMount(sock *net.UnixConn, dir string) error {
+	var tag [8]byte
+	oob := make([]byte, unix.CmsgSpace(4))
+	_, oobn, _, _, err := sock.ReadMsgUnix(tag[:], oob)
+	if err != nil {
+		return fmt.Errorf("receive the layer mount: %w", err)
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return errors.New("receive the layer mount: no descriptor passed")
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		return errors.New("receive the layer mount: no descriptor passed")
+	}
+	defer unix.Close(fds[0])
+	if err := unix.MoveMount(fds[0], "", unix.AT_FDCWD, dir, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("move the layer mount to %s: %w", dir, err)
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 	connect "connectrpc.com/connect"
 	context "context"
 	errors "errors"
-	process "github.com/hermes-go/hermes/internal/sandboxserver/envd/process"
+	process "github.com/hermes-go/hermes/internal/envd/process"
 	http "net/http"
 	strings "strings"
 )

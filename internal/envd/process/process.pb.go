@@ -1819,7 +1819,7 @@ const file_process_process_proto_rawDesc = "" +
 	"\n" +
 	"SendSignal\x12\x1a.process.SendSignalRequest\x1a\x1b.process.SendSignalResponse\x12E\n" +
 	"\n" +
-	"CloseStdin\x12\x1a.process.CloseStdinRequest\x1a\x1b.process.CloseStdinResponseBAZ?github.com/hermes-go/hermes/internal/sandboxserver/envd/processb\x06proto3"
+	"CloseStdin\x12\x1a.process.CloseStdinRequest\x1a\x1b.process.CloseStdinResponseB3Z1github.com/hermes-go/hermes/internal/envd/processb\x06proto3"
 
 var (
 	file_process_process_proto_rawDescOnce sync.Once

@@ -1,4 +1,4 @@
-package box
+package initproc
 
 import (
 	"fmt"
@@ -10,6 +10,8 @@ import (
 	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
 	"kernel.org/pub/linux/libs/security/libcap/psx"
+
+	"github.com/hermes-go/hermes/internal/box/wire"
 )
 
 // restrictSelf drops the init's privileges for good; every command it
@@ -19,7 +21,7 @@ import (
 // The bounding and ambient sets of the forking thread were emptied at the
 // init's start (dropBoundingSet). seccomp is the filter, built ahead
 // (buildSeccomp).
-func restrictSelf(s *initSpec, seccomp seccompFilter) error {
+func restrictSelf(s *wire.InitSpec, seccomp seccompFilter) error {
 	if s.Landlock {
 		if err := landlockBox(s); err != nil {
 			return fmt.Errorf("landlock: %w", err)
@@ -41,7 +43,7 @@ func restrictSelf(s *initSpec, seccomp seccompFilter) error {
 var landlockWritable = []string{"/tmp", "/var", "/run", "/dev", "/root", "/home", "/usr", "/etc",
 	"/opt", "/srv", "/mnt", "/media", "/workspace"}
 
-func landlockBox(s *initSpec) error {
+func landlockBox(s *wire.InitSpec) error {
 	rw := append([]string{}, landlockWritable...)
 	if s.Workspace != "" {
 		rw = append(rw, s.Workspace)

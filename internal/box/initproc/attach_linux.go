@@ -1,11 +1,8 @@
-package box
+package initproc
 
 import (
-	"bufio"
-	"encoding/gob"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hermes-go/hermes/internal/box/wire"
 )
 
 // The init side of the attach socket (attach.go has the client side).
@@ -22,56 +21,33 @@ import (
 // can reach the socket), with mode 0600 in a 0700 directory. It accepts a
 // connection only from a peer whose uid (SO_PEERCRED, as seen from the
 // init's user namespace) is the init's own, the box owner's. The first
-// frame of a connection is opAttach (answered by kindReady with
-// attachInfo, then the connection carries the same request and response
-// frames as the owner's control socket, minus setup and dial) or opDial
+// frame of a connection is wire.OpAttach (answered by wire.KindReady with
+// wire.AttachInfo, then the connection carries the same request and response
+// frames as the owner's control socket, minus setup and dial) or wire.OpDial
 // (answered by one message carrying the connected socket, see dialAttached).
-// Frames are at most maxAttachFrame bytes (a WriteFile's data comes in
-// parts of attachWriteChunk); the first must come within
-// attachHelloTimeout, and a connection with no command running is closed
-// after attachIdleTimeout without a frame (the client attaches again when
-// it needs the box). At most maxAttached connections are open at once;
+// Frames are at most wire.MaxAttachFrame bytes (a WriteFile's data comes in
+// parts of wire.AttachWriteChunk); the first must come within
+// wire.AttachHelloTimeout, and a connection with no command running is closed
+// after wire.AttachIdleTimeout without a frame (the client attaches again when
+// it needs the box). At most wire.MaxAttached connections are open at once;
 // one more is answered with an error saying so. Commands started over a
 // connection are killed when it closes (the attaching process ended). Commands run exactly as the
 // owner's do: forked by the init, in the box's namespaces and cgroup,
 // under its Landlock, seccomp and capability restrictions.
 
-// maxAttachFrame bounds one frame from an attached process: stdin parts
-// (stdinChunk), signals, resizes, file operations with at most
-// attachWriteChunk of data, and commands, whose argv and environment the
-// kernel bounds to 2 MiB anyway (ARG_MAX with the default stack limit).
-const maxAttachFrame = 2 << 20
-
-// attachWriteChunk is the largest part of a WriteFile's data in one frame
-// of an attached connection (request.Offset and More).
-const attachWriteChunk = 1 << 20
-
-// attachIdleTimeout closes an attached connection that has no command
-// running and sends nothing for that long.
-const attachIdleTimeout = time.Minute
-
 // maxUploads bounds the WriteFiles in parts one attached connection has
 // under way.
 const maxUploads = 16
-
-// maxAttached bounds the attached connections open at once.
-const maxAttached = 64
-
-// attachHelloTimeout bounds the wait for a connection's first frame.
-const attachHelloTimeout = 5 * time.Second
-
-// attachSocketName is the attach socket's file name in the box state dir.
-const attachSocketName = "attach.sock"
 
 // unixPathMax is the longest socket path bind(2) and connect(2) take
 // (sun_path is 108 bytes, NUL included).
 const unixPathMax = 107
 
-// shortSocketPath returns a path to path usable in a sockaddr_un: path
+// ShortSocketPath returns a path to path usable in a sockaddr_un: path
 // itself, or /proc/self/fd/N/NAME through an O_PATH descriptor of its
 // directory (closed by the returned func) when path is too long or
 // viaDir is set.
-func shortSocketPath(path string, viaDir bool) (string, func(), error) {
+func ShortSocketPath(path string, viaDir bool) (string, func(), error) {
 	if len(path) <= unixPathMax && !viaDir {
 		return path, func() {}, nil
 	}
@@ -93,7 +69,7 @@ func shortSocketPath(path string, viaDir bool) (string, func(), error) {
 // listed in the box's network namespace (/proc/net/unix, with the name it
 // was bound to), which must not learn where HERMES_HOME is.
 func listenAttach(path string) (*net.UnixListener, error) {
-	addr, done, err := shortSocketPath(path, true)
+	addr, done, err := ShortSocketPath(path, true)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +87,7 @@ func listenAttach(path string) (*net.UnixListener, error) {
 
 // acceptAttached serves attached connections until ln fails for good.
 func (s *initServer) acceptAttached(ln *net.UnixListener) {
-	slots := make(chan struct{}, maxAttached)
+	slots := make(chan struct{}, wire.MaxAttached)
 	refusals := make(chan struct{}, 8)
 	for {
 		c, err := ln.AcceptUnix()
@@ -143,22 +119,22 @@ func (s *initServer) acceptAttached(ln *net.UnixListener) {
 	}
 }
 
-// refuseFull answers a connection beyond maxAttached with an error, in
+// refuseFull answers a connection beyond wire.MaxAttached with an error, in
 // the form its first frame expects, and closes it.
 func (s *initServer) refuseFull(c *net.UnixConn) {
 	defer c.Close()
-	msg := fmt.Sprintf("box %s has %d attached connections (other hermes processes using it), the most it takes: try again when one has ended", s.spec.Task, maxAttached)
+	msg := fmt.Sprintf("box %s has %d attached connections (other hermes processes using it), the most it takes: try again when one has ended", s.spec.Task, wire.MaxAttached)
 	c.SetDeadline(time.Now().Add(time.Second))
-	fc := &frameConn{enc: gob.NewEncoder(c), dec: gob.NewDecoder(newFrameLimiter(c, maxAttachFrame)), c: c}
-	var hello request
-	if err := fc.dec.Decode(&hello); err != nil {
+	fc := wire.NewLimitedConn(c, wire.MaxAttachFrame)
+	var hello wire.Request
+	if err := fc.Receive(&hello); err != nil {
 		return
 	}
-	if hello.Op == opDial {
+	if hello.Op == wire.OpDial {
 		c.Write([]byte(msg))
 		return
 	}
-	fc.send(response{ID: hello.ID, Kind: kindError, Err: msg})
+	fc.Send(wire.Response{ID: hello.ID, Kind: wire.KindError, Err: msg})
 }
 
 // peerUID returns the uid of the process at the other end of c, as seen
@@ -186,30 +162,30 @@ func (s *initServer) serveAttached(c *net.UnixConn) {
 	if err != nil {
 		return
 	}
-	fc := &frameConn{enc: gob.NewEncoder(c), dec: gob.NewDecoder(newFrameLimiter(c, maxAttachFrame)), c: c}
+	fc := wire.NewLimitedConn(c, wire.MaxAttachFrame)
 	if uid != uint32(os.Geteuid()) {
-		fc.send(response{Kind: kindError, Err: fmt.Sprintf("uid %d is not the box owner's", uid)})
+		fc.Send(wire.Response{Kind: wire.KindError, Err: fmt.Sprintf("uid %d is not the box owner's", uid)})
 		return
 	}
-	c.SetReadDeadline(time.Now().Add(attachHelloTimeout))
-	var hello request
-	if err := fc.dec.Decode(&hello); err != nil {
+	c.SetReadDeadline(time.Now().Add(wire.AttachHelloTimeout))
+	var hello wire.Request
+	if err := fc.Receive(&hello); err != nil {
 		return
 	}
 	c.SetReadDeadline(time.Time{})
 	switch hello.Op {
-	case opDial:
+	case wire.OpDial:
 		s.dialAttached(c, hello.Port)
 		return
-	case opAttach:
-		if hello.Version != attachProtocol {
-			fc.send(response{ID: hello.ID, Kind: kindError, Err: fmt.Sprintf(
+	case wire.OpAttach:
+		if hello.Version != wire.Version {
+			fc.Send(wire.Response{ID: hello.ID, Kind: wire.KindError, Err: fmt.Sprintf(
 				"the box was started by another version of hermes: it speaks attach protocol %d, this hermes %d; run the command with the hermes binary that started the box, or stop that box first",
-				attachProtocol, hello.Version)})
+				wire.Version, hello.Version)})
 			return
 		}
 	default:
-		fc.send(response{ID: hello.ID, Kind: kindError, Err: fmt.Sprintf("first frame %q: want attach or dial", hello.Op)})
+		fc.Send(wire.Response{ID: hello.ID, Kind: wire.KindError, Err: fmt.Sprintf("first frame %q: want attach or dial", hello.Op)})
 		return
 	}
 	conn := &initConn{fc: fc, attached: true, nc: c, byID: map[uint64]*initProc{}}
@@ -220,22 +196,22 @@ func (s *initServer) serveAttached(c *net.UnixConn) {
 	}
 	s.mu.Unlock()
 	if draining {
-		fc.send(response{ID: hello.ID, Kind: kindError, Err: errDraining.Error(), ErrKind: errKindDraining})
+		fc.Send(wire.Response{ID: hello.ID, Kind: wire.KindError, Err: wire.ErrDraining.Error(), ErrKind: wire.ErrKindDraining})
 		return
 	}
-	info := &attachInfo{Task: s.spec.Task, Env: s.spec.Env, Workdir: s.spec.Workspace, Cgroup: s.spec.Cgroup, Protocol: attachProtocol}
-	if err := fc.send(response{ID: hello.ID, Kind: kindReady, PID: 1, Shell: s.shell(), Attach: info}); err != nil {
+	info := &wire.AttachInfo{Task: s.spec.Task, Env: s.spec.Env, Workdir: s.spec.Workspace, Cgroup: s.spec.Cgroup, Protocol: wire.Version}
+	if err := fc.Send(wire.Response{ID: hello.ID, Kind: wire.KindReady, PID: 1, Shell: s.shell(), Attach: info}); err != nil {
 		return
 	}
 	defer s.dropConn(conn)
 	for {
 		s.armIdle(conn)
-		var req request
-		if err := fc.dec.Decode(&req); err != nil {
+		var req wire.Request
+		if err := fc.Receive(&req); err != nil {
 			return
 		}
 		if err := checkAttachedRequest(req); err != nil {
-			fc.send(response{ID: req.ID, Kind: kindError, Err: err.Error()})
+			fc.Send(wire.Response{ID: req.ID, Kind: wire.KindError, Err: err.Error()})
 			continue
 		}
 		s.handle(conn, req)
@@ -243,13 +219,13 @@ func (s *initServer) serveAttached(c *net.UnixConn) {
 }
 
 // armIdle sets the read deadline of attached connection c: none while
-// one of its commands runs, else attachIdleTimeout from now.
+// one of its commands runs, else wire.AttachIdleTimeout from now.
 func (s *initServer) armIdle(c *initConn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	idle := s.spec.AttachIdle
 	if idle <= 0 {
-		idle = attachIdleTimeout
+		idle = wire.AttachIdleTimeout
 	}
 	if len(c.byID) > 0 {
 		c.nc.SetReadDeadline(time.Time{})
@@ -262,7 +238,7 @@ func (s *initServer) armIdle(c *initConn) {
 // comes in parts: each at its Offset, More on all but the last. The parts
 // go to a temp file beside req.Path, renamed over it after the last
 // (writeFileAtomic for data in one part). An Offset of 0 starts afresh.
-func (s *initServer) writeAttached(c *initConn, req request) error {
+func (s *initServer) writeAttached(c *initConn, req wire.Request) error {
 	up := c.uploads[req.Path]
 	if up != nil && req.Offset == 0 {
 		up.abort()
@@ -344,14 +320,6 @@ func (u *upload) commit(path string, perm os.FileMode) error {
 	return err
 }
 
-// errDraining refuses attached connections and commands once the owner is
-// stopping the box.
-var errDraining = errors.New("the box is stopping (the hermes process that runs it has ended): run the command again to start it afresh")
-
-// errKindDraining marks the refusal of an attach by a box that is
-// stopping: the attaching process may start the box afresh once it has.
-const errKindDraining = "draining"
-
 // noteUse records that an attached connection used the box or that the
 // count of its commands changed: the reporter tells the owner. It never
 // waits: an owner that does not read its socket (its output blocked)
@@ -372,7 +340,7 @@ func (s *initServer) reporter() {
 }
 
 // reportAttached tells the owner how many commands attached connections
-// run (kindAttached). Reports are sent in the order their counts are
+// run (wire.KindAttached). Reports are sent in the order their counts are
 // taken, so the last one the owner sees is current. It waits for the
 // owner's socket: only the reporter and drain call it.
 func (s *initServer) reportAttached() {
@@ -384,10 +352,10 @@ func (s *initServer) reportAttached() {
 		n += len(c.byID)
 	}
 	s.mu.Unlock()
-	s.main.fc.send(response{Kind: kindAttached, PID: n})
+	s.main.fc.Send(wire.Response{Kind: wire.KindAttached, PID: n})
 }
 
-// drain serves the owner's opDrain: from now on no attached connection
+// drain serves the owner's wire.OpDrain: from now on no attached connection
 // or command is accepted; the count of attached commands still running
 // is reported, then the request answered.
 func (s *initServer) drain(id uint64) {
@@ -395,7 +363,7 @@ func (s *initServer) drain(id uint64) {
 	s.draining = true
 	s.mu.Unlock()
 	s.reportAttached()
-	s.main.fc.send(response{ID: id, Kind: kindOK})
+	s.main.fc.Send(wire.Response{ID: id, Kind: wire.KindOK})
 }
 
 // dropConn kills what an attached connection started that still runs:
@@ -427,16 +395,16 @@ func (s *initServer) shell() string {
 // checkAttachedRequest refuses what an attached connection may not send:
 // setup, a second attach, dial (a connection of its own), unknown
 // operations and malformed commands.
-func checkAttachedRequest(req request) error {
+func checkAttachedRequest(req wire.Request) error {
 	switch req.Op {
-	case opExec:
+	case wire.OpExec:
 		if req.Exec == nil || len(req.Exec.Argv) == 0 || req.Exec.Argv[0] == "" {
 			return errors.New("exec without a command")
 		}
 		if req.Exec.Timeout < 0 {
 			return errors.New("negative timeout")
 		}
-	case opStdin, opCloseStdin, opKill, opTerm, opSignal, opResize, opReadFile, opWriteFile, opStat, opReadDir:
+	case wire.OpStdin, wire.OpCloseStdin, wire.OpKill, wire.OpTerm, wire.OpSignal, wire.OpResize, wire.OpReadFile, wire.OpWriteFile, wire.OpStat, wire.OpReadDir:
 	default:
 		return fmt.Errorf("operation %q is not allowed on an attached connection", req.Op)
 	}
@@ -467,75 +435,4 @@ func (s *initServer) dialAttached(c *net.UnixConn, port int) {
 	}
 	defer f.Close()
 	c.WriteMsgUnix([]byte("ok"), unix.UnixRights(int(f.Fd())), nil)
-}
-
-// frameLimiter passes a gob stream through, refusing any message longer
-// than max bytes before gob allocates room for it. A gob message is its
-// length (gob's unsigned integer: one byte below 0x80, else a byte -n and
-// n big-endian bytes) followed by that many bytes. It implements
-// io.ByteReader so that gob reads it directly.
-type frameLimiter struct {
-	r    *bufio.Reader
-	max  uint64
-	left uint64 // bytes of the current message (its length included) not yet read
-}
-
-func newFrameLimiter(r io.Reader, max uint64) *frameLimiter {
-	return &frameLimiter{r: bufio.NewReader(r), max: max}
-}
-
-func (l *frameLimiter) Read(p []byte) (int, error) {
-	if l.left == 0 {
-		if err := l.next(); err != nil {
-			return 0, err
-		}
-	}
-	if uint64(len(p)) > l.left {
-		p = p[:l.left]
-	}
-	n, err := l.r.Read(p)
-	l.left -= uint64(n)
-	return n, err
-}
-
-func (l *frameLimiter) ReadByte() (byte, error) {
-	var b [1]byte
-	if _, err := io.ReadFull(l, b[:]); err != nil {
-		return 0, err
-	}
-	return b[0], nil
-}
-
-// errFrameTooBig ends an attached connection.
-var errFrameTooBig = errors.New("frame too big")
-
-func (l *frameLimiter) next() error {
-	b, err := l.r.Peek(1)
-	if err != nil {
-		return err
-	}
-	hdr, n := 1, uint64(b[0])
-	if b[0] >= 0x80 {
-		k := -int(int8(b[0]))
-		if k < 1 || k > 8 {
-			return fmt.Errorf("bad frame length byte %#x", b[0])
-		}
-		h, err := l.r.Peek(1 + k)
-		if err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return err
-		}
-		n = 0
-		for _, c := range h[1:] {
-			n = n<<8 | uint64(c)
-		}
-		hdr = 1 + k
-	}
-	if n > l.max {
-		return fmt.Errorf("%w: %d bytes (at most %d)", errFrameTooBig, n, l.max)
-	}
-	l.left = uint64(hdr) + n
-	return nil
 }

@@ -12,7 +12,7 @@ import (
 	connect "connectrpc.com/connect"
 	context "context"
 	errors "errors"
-	filesystem "github.com/hermes-go/hermes/internal/sandboxserver/envd/filesystem"
+	filesystem "github.com/hermes-go/hermes/internal/envd/filesystem"
 	http "net/http"
 	strings "strings"
 )

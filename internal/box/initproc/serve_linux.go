@@ -1,4 +1,4 @@
-package box
+package initproc
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hermes-go/hermes/internal/egress"
+	"github.com/hermes-go/hermes/internal/box/wire"
 )
 
 // outputChunk is the largest output frame sent to the host.
@@ -31,12 +31,12 @@ type initServer struct {
 	main    *initConn // the owner's control connection
 	conns   *net.UnixConn
 	connsMu sync.Mutex
-	spec    *initSpec
+	spec    *wire.InitSpec
 
 	// attachLn is the attach socket (spec.AttachSocket), served once the
-	// host sends opJoined; nil when there is none.
+	// host sends wire.OpJoined; nil when there is none.
 	attachLn *net.UnixListener
-	joined   bool // opJoined came (read and written by the serve loop only)
+	joined   bool // wire.OpJoined came (read and written by the serve loop only)
 
 	devNull int       // /dev/null of the box, the stdin of commands without one
 	buffers sync.Pool // *[]byte of outputChunk, for reading command output
@@ -49,7 +49,7 @@ type initServer struct {
 	// attached connections are forked there too.
 	locked chan func()
 	// attached are the open attached connections, and draining is set
-	// once the owner is stopping the box (opDrain): no new attached
+	// once the owner is stopping the box (wire.OpDrain): no new attached
 	// connection or command then (guarded by mu; attach_serve.go).
 	attached map[*initConn]bool
 	draining bool
@@ -63,7 +63,7 @@ type initServer struct {
 // socket, or an attached process's connection (attach_serve.go). Request
 // ids are per connection.
 type initConn struct {
-	fc       *frameConn
+	fc       *wire.Conn
 	attached bool
 	byID     map[uint64]*initProc // guarded by initServer.mu
 	// nc and uploads are an attached connection's socket and its
@@ -79,16 +79,16 @@ type initProc struct {
 	pid      int
 	conn     *initConn
 	stdin    *os.File
-	stdinQ   chan []byte   // nil entry = close stdin; room for stdinWindow frames and the close
+	stdinQ   chan []byte   // nil entry = close stdin; room for wire.StdinWindow frames and the close
 	ended    chan struct{} // closed by finish: nobody feeds the command's stdin any more
-	tty      *os.File      // the pseudo-terminal's master (execSpec.TTY), or nil
+	tty      *os.File      // the pseudo-terminal's master (wire.ExecSpec.TTY), or nil
 	status   chan unix.WaitStatus
 	timedOut bool
 }
 
 // newInitServer returns the server of a box whose root is built (its
 // /dev/null is opened once here, for every command's stdin).
-func newInitServer(fc *frameConn, conns *net.UnixConn, spec *initSpec) (*initServer, error) {
+func newInitServer(fc *wire.Conn, conns *net.UnixConn, spec *wire.InitSpec) (*initServer, error) {
 	null, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open /dev/null: %w", err)
@@ -108,12 +108,12 @@ func newInitServer(fc *frameConn, conns *net.UnixConn, spec *initSpec) (*initSer
 func (s *initServer) serve() {
 	go s.reap()
 	go s.reporter()
-	reqs := make(chan request)
+	reqs := make(chan wire.Request)
 	go func() {
 		defer close(reqs)
 		for {
-			var req request
-			if err := s.main.fc.dec.Decode(&req); err != nil {
+			var req wire.Request
+			if err := s.main.fc.Receive(&req); err != nil {
 				return
 			}
 			reqs <- req
@@ -151,20 +151,20 @@ func (s *initServer) lookup(c *initConn, id uint64) *initProc {
 	return c.byID[id]
 }
 
-func (s *initServer) handle(c *initConn, req request) {
+func (s *initServer) handle(c *initConn, req wire.Request) {
 	switch req.Op {
-	case opExec:
+	case wire.OpExec:
 		if req.Exec == nil {
-			s.reply(c, response{ID: req.ID, Kind: kindError, Err: "exec without a command"})
+			s.reply(c, wire.Response{ID: req.ID, Kind: wire.KindError, Err: "exec without a command"})
 			return
 		}
 		if err := s.start(c, req.ID, req.Exec); err != nil {
-			s.reply(c, errorResponse(req.ID, err))
+			s.reply(c, wire.ErrorResponse(req.ID, err))
 		}
-	case opStdin, opCloseStdin:
+	case wire.OpStdin, wire.OpCloseStdin:
 		if p := s.lookup(c, req.ID); p != nil && p.stdinQ != nil {
 			data := req.Data
-			if req.Op == opCloseStdin {
+			if req.Op == wire.OpCloseStdin {
 				data = nil
 			} else if data == nil {
 				data = []byte{}
@@ -172,50 +172,50 @@ func (s *initServer) handle(c *initConn, req request) {
 			select {
 			case p.stdinQ <- data:
 			default:
-				// More than stdinWindow frames unacknowledged: the sender
-				// broke the flow control (stdinWindow), and its stream
+				// More than wire.StdinWindow frames unacknowledged: the sender
+				// broke the flow control (wire.StdinWindow), and its stream
 				// cannot be kept whole. Killing the command says so
 				// rather than feeding it a stream with a hole.
 				io.WriteString(os.Stderr, "hermes box-init: stdin frame beyond the window: command killed\n")
 				killTree(p.pid)
 			}
 		}
-	case opKill:
+	case wire.OpKill:
 		if p := s.lookup(c, req.ID); p != nil {
 			killTree(p.pid)
 		}
-	case opSignal:
+	case wire.OpSignal:
 		if p := s.lookup(c, req.ID); p != nil {
 			p.signal(req.Signal)
 		}
-	case opResize:
+	case wire.OpResize:
 		if p := s.lookup(c, req.ID); p != nil {
 			p.resize(req.Rows, req.Cols)
 		}
-	case opTerm:
+	case wire.OpTerm:
 		if p := s.lookup(c, req.ID); p != nil {
 			termChildren(p.pid)
 		}
-	case opDial:
+	case wire.OpDial:
 		if c.attached {
-			c.fc.send(response{ID: req.ID, Kind: kindError, Err: "dial on an attached connection: open a dial connection"})
+			c.fc.Send(wire.Response{ID: req.ID, Kind: wire.KindError, Err: "dial on an attached connection: open a dial connection"})
 			return
 		}
 		go s.dial(req)
-	case opReadFile, opWriteFile, opStat, opReadDir:
+	case wire.OpReadFile, wire.OpWriteFile, wire.OpStat, wire.OpReadDir:
 		if c.attached {
 			s.noteUse() // a use of the box, for the owner's idle timer
-			if req.Op == opWriteFile {
+			if req.Op == wire.OpWriteFile {
 				s.fileOp(c, req) // in order: its data may come in parts
 				return
 			}
 		}
 		go s.fileOp(c, req)
-	case opDrain:
+	case wire.OpDrain:
 		if !c.attached {
 			go s.drain(req.ID)
 		}
-	case opJoined:
+	case wire.OpJoined:
 		if !c.attached && !s.joined {
 			s.joined = true
 			if s.attachLn != nil {
@@ -223,7 +223,7 @@ func (s *initServer) handle(c *initConn, req request) {
 			}
 		}
 	default:
-		s.reply(c, response{ID: req.ID, Kind: kindError, Err: fmt.Sprintf("unknown operation %q", req.Op)})
+		s.reply(c, wire.Response{ID: req.ID, Kind: wire.KindError, Err: fmt.Sprintf("unknown operation %q", req.Op)})
 	}
 }
 
@@ -231,12 +231,12 @@ func (s *initServer) handle(c *initConn, req request) {
 // requests are handled on the locked thread, which also forks attached
 // connections' commands: their answers must not wait there for an owner
 // that does not read its socket.
-func (s *initServer) reply(c *initConn, r response) {
+func (s *initServer) reply(c *initConn, r wire.Response) {
 	if c.attached {
-		c.fc.send(r)
+		c.fc.Send(r)
 		return
 	}
-	go c.fc.send(r)
+	go c.fc.Send(r)
 }
 
 // signal sends signal number sig (one of attachSignals) to the command's
@@ -345,7 +345,7 @@ func readPipe(name string) (*os.File, int, error) {
 }
 
 // commandFiles sets up the descriptors of e: pipes, or a terminal.
-func (s *initServer) commandFiles(e *execSpec) (*commandIO, error) {
+func (s *initServer) commandFiles(e *wire.ExecSpec) (*commandIO, error) {
 	cio := &commandIO{}
 	if e.TTY {
 		master, peer, err := openPTY(e.Rows, e.Cols)
@@ -415,7 +415,7 @@ func openPTY(rows, cols uint16) (*os.File, int, error) {
 // pipes or a terminal, the box environment. It forks with
 // syscall.ForkExec (clone(CLONE_VFORK|CLONE_VM), as os/exec does) and no
 // os.Process or pidfd: the reaper owns the child's exit status.
-func (s *initServer) start(c *initConn, id uint64, e *execSpec) error {
+func (s *initServer) start(c *initConn, id uint64, e *wire.ExecSpec) error {
 	if len(e.Argv) == 0 {
 		return errors.New("empty command")
 	}
@@ -434,13 +434,13 @@ func (s *initServer) start(c *initConn, id uint64, e *execSpec) error {
 		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: e.TTY}}
 	p := &initProc{id: id, conn: c, stdin: cio.stdinW, tty: cio.tty, status: make(chan unix.WaitStatus, 1), ended: make(chan struct{})}
 	if cio.stdinW != nil {
-		p.stdinQ = make(chan []byte, stdinWindow+1)
+		p.stdinQ = make(chan []byte, wire.StdinWindow+1)
 	}
 	fork := func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if c.attached && s.draining {
-			err = errDraining
+			err = wire.ErrDraining
 			return
 		}
 		var pid int
@@ -516,7 +516,7 @@ func (errNotInPath) Is(target error) bool { return target == fs.ErrNotExist }
 // feedStdin writes the stdin frames of p to the command's stdin, w, in
 // order, and acknowledges each once written (or, after the command closed
 // its stdin, discarded), which gives the sender room for one more frame
-// (stdinWindow). It closes w at the close frame, or once the command has
+// (wire.StdinWindow). It closes w at the close frame, or once the command has
 // ended and every frame queued is written (a background child may read
 // them).
 func (p *initProc) feedStdin(w *os.File) {
@@ -540,7 +540,7 @@ func (p *initProc) feedStdin(w *os.File) {
 			_, err := w.Write(data)
 			broken = err != nil
 		}
-		p.conn.fc.send(response{ID: p.id, Kind: kindStdinAck})
+		p.conn.fc.Send(wire.Response{ID: p.id, Kind: wire.KindStdinAck})
 	}
 }
 
@@ -554,7 +554,7 @@ func (s *initServer) pump(p *initProc, r *os.File, stream int, done chan<- struc
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
-			p.conn.fc.send(response{ID: p.id, Kind: kindOutput, Data: append([]byte(nil), buf[:n]...), Stream: stream})
+			p.conn.fc.Send(wire.Response{ID: p.id, Kind: wire.KindOutput, Data: append([]byte(nil), buf[:n]...), Stream: stream})
 		}
 		if err != nil {
 			return
@@ -566,7 +566,7 @@ func (s *initServer) pump(p *initProc, r *os.File, stream int, done chan<- struc
 func (s *initServer) finish(p *initProc, out, errOut *os.File, timer *time.Timer) {
 	// Sent here, not by start: the owner's starts run on the locked
 	// thread, which must not wait for the owner's socket.
-	p.conn.fc.send(response{ID: p.id, Kind: kindStarted, PID: p.pid})
+	p.conn.fc.Send(wire.Response{ID: p.id, Kind: wire.KindStarted, PID: p.pid})
 	files := []*os.File{out}
 	if errOut != nil {
 		files = append(files, errOut)
@@ -607,12 +607,12 @@ func (s *initServer) finish(p *initProc, out, errOut *os.File, timer *time.Timer
 		s.armIdle(p.conn)
 	}
 	close(p.ended)
-	ex := exitInfo{Code: ws.ExitStatus(), TimedOut: timedOut}
+	ex := wire.ExitInfo{Code: ws.ExitStatus(), TimedOut: timedOut}
 	if ws.Signaled() {
 		ex.Code = -1
 		ex.Signal = unix.SignalName(ws.Signal())
 	}
-	p.conn.fc.send(response{ID: p.id, Kind: kindExit, Exit: ex})
+	p.conn.fc.Send(wire.Response{ID: p.id, Kind: wire.KindExit, Exit: ex})
 }
 
 // killTree SIGKILLs the command pid, its session and process group, and
@@ -698,25 +698,25 @@ func descends(n, ancestor int, parents map[int]int) bool {
 
 // fileOp serves ReadFile, WriteFile, Stat and ReadDir with the init's own
 // (already restricted) rights.
-func (s *initServer) fileOp(c *initConn, req request) {
-	var resp response
+func (s *initServer) fileOp(c *initConn, req wire.Request) {
+	var resp wire.Response
 	var err error
 	switch req.Op {
-	case opReadFile:
+	case wire.OpReadFile:
 		resp.Data, err = os.ReadFile(req.Path)
-	case opWriteFile:
+	case wire.OpWriteFile:
 		if c.attached {
 			err = s.writeAttached(c, req)
 		} else {
 			err = writeFileAtomic(req.Path, req.Data, os.FileMode(req.Perm))
 		}
-	case opStat:
+	case wire.OpStat:
 		var st os.FileInfo
 		if st, err = os.Stat(req.Path); err == nil {
 			w := toWireInfo(st)
 			resp.Info = &w
 		}
-	case opReadDir:
+	case wire.OpReadDir:
 		var entries []os.DirEntry
 		entries, err = os.ReadDir(req.Path)
 		for _, e := range entries {
@@ -728,15 +728,15 @@ func (s *initServer) fileOp(c *initConn, req request) {
 		err = fmt.Errorf("unknown operation %q", req.Op)
 	}
 	if err != nil {
-		c.fc.send(errorResponse(req.ID, err))
+		c.fc.Send(wire.ErrorResponse(req.ID, err))
 		return
 	}
-	resp.ID, resp.Kind = req.ID, kindOK
-	c.fc.send(resp)
+	resp.ID, resp.Kind = req.ID, wire.KindOK
+	c.fc.Send(resp)
 }
 
-func toWireInfo(st os.FileInfo) wireFileInfo {
-	return wireFileInfo{Name: st.Name(), Size: st.Size(), Mode: uint32(st.Mode()), ModTime: st.ModTime(), IsDir: st.IsDir()}
+func toWireInfo(st os.FileInfo) wire.FileInfo {
+	return wire.FileInfo{Name: st.Name(), Size: st.Size(), Mode: uint32(st.Mode()), ModTime: st.ModTime(), IsDir: st.IsDir()}
 }
 
 // writeFileAtomic writes a temp file in the target directory, syncs it
@@ -775,23 +775,24 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 
 // dial connects to 127.0.0.1:Port inside the box for a forwarded host
 // port and hands the socket to the host.
-func (s *initServer) dial(req request) {
+func (s *initServer) dial(req wire.Request) {
 	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(req.Port)), 5*time.Second)
 	if err != nil {
-		s.main.fc.send(errorResponse(req.ID, err))
+		s.main.fc.Send(wire.ErrorResponse(req.ID, err))
 		return
 	}
-	if err := sendConnFD(s.conns, &s.connsMu, req.ID, c); err != nil {
-		s.main.fc.send(errorResponse(req.ID, err))
+	if err := wire.SendConn(s.conns, &s.connsMu, req.ID, c); err != nil {
+		s.main.fc.Send(wire.ErrorResponse(req.ID, err))
 		return
 	}
-	s.main.fc.send(response{ID: req.ID, Kind: kindOK})
+	s.main.fc.Send(wire.Response{ID: req.ID, Kind: wire.KindOK})
 }
 
 // listenEgress starts the in-box relay: every connection to
-// 127.0.0.1:egress.ProxyPort is handed to the host's egress proxy.
-func (s *initServer) listenEgress() error {
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(egress.ProxyPort)))
+// 127.0.0.1:port (wire.InitSpec.EgressPort) is handed to the host's
+// egress proxy.
+func (s *initServer) listenEgress(port int) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		return err
 	}
@@ -804,7 +805,7 @@ func (s *initServer) listenEgress() error {
 				}
 				continue
 			}
-			if err := sendConnFD(s.conns, &s.connsMu, 0, c); err != nil {
+			if err := wire.SendConn(s.conns, &s.connsMu, 0, c); err != nil {
 				io.WriteString(os.Stderr, "hermes box-init: egress relay: "+err.Error()+"\n")
 			}
 		}

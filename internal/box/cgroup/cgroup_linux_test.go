@@ -1,4 +1,4 @@
-package box
+package cgroup
 
 import (
 	"os"
@@ -77,7 +77,7 @@ func TestCgroupMountsParsesV1AndV2(t *testing.T) {
 31 25 0:27 / /sys/fs/cgroup/cpu,cpuacct rw,relatime shared:11 - cgroup cgroup rw,cpu,cpuacct
 32 25 0:28 / /sys/fs/cgroup/unified rw,relatime shared:12 - cgroup2 cgroup2 rw
 `), 0o644)
-	v1, v2, err := cgroupMounts(mi)
+	v1, v2, err := Mounts(mi)
 	if err != nil {
 		t.Fatal(err)
 	}
