@@ -354,7 +354,7 @@ func (m *Manager) initSpec(task, dir, workspace string, view hostView, cg cgroup
 	t := m.opts.Terminal
 	view, err := m.boxView(dir, view) // a box on an OCI image keeps it (oci_image.go)
 	if err != nil {
-		return initSpec{}, err
+		return wire.InitSpec{}, err
 	}
 	lower := view.lower
 	if m.opts.Layers != nil {
