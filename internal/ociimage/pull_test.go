@@ -332,13 +332,13 @@ func TestImageForAnotherArchitectureIsRefused(t *testing.T) {
 
 func TestArchiveBombIsBoundedAndLeavesNothing(t *testing.T) {
 	reg := ocitest.StartRegistry(t, false)
-	img := ocitest.Image(t, runtime.GOARCH, v1.Config{}, ocitest.Layer(t, []ocitest.File{{Name: "zeros", Size: 24 << 20}}))
+	img := ocitest.Image(t, runtime.GOARCH, v1.Config{}, ocitest.Layer(t, []ocitest.File{{Name: "zeros", Size: 12 << 20}}))
 	ref := reg.Ref("hermes/bomb:v1")
 	reg.Push(t, ref, img)
-	s, home := newStore(t, ociimage.Options{MaxLayerBytes: 4 << 20})
+	s, home := newStore(t, ociimage.Options{MaxLayerBytes: 2 << 20})
 	_, err := s.Pull(waitfor.Context(t), ref)
-	if err == nil || !strings.Contains(err.Error(), "more than 4 MiB") {
-		t.Fatalf("pull of a 24 MiB layer with a 4 MiB bound: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "more than 2 MiB") {
+		t.Fatalf("pull of a 12 MiB layer with a 2 MiB bound: %v", err)
 	}
 	assertNothingLeft(t, home)
 }
@@ -402,18 +402,18 @@ func TestIsSpec(t *testing.T) {
 func TestLayerTooBigForTheDiskIsRefusedBeforeUnpacking(t *testing.T) {
 	requireRoot(t)
 	reg := ocitest.StartRegistry(t, false)
-	img := ocitest.Image(t, runtime.GOARCH, v1.Config{}, ocitest.Layer(t, []ocitest.File{{Name: "big", Size: 16 << 20}}))
+	img := ocitest.Image(t, runtime.GOARCH, v1.Config{}, ocitest.Layer(t, []ocitest.File{{Name: "big", Size: 12 << 20}}))
 	ref := reg.Ref("hermes/big:v1")
 	reg.Push(t, ref, img)
 	home := t.TempDir()
-	if err := unix.Mount("tmpfs", home, "tmpfs", 0, "size=8m"); err != nil {
+	if err := unix.Mount("tmpfs", home, "tmpfs", 0, "size=4m"); err != nil {
 		t.Skipf("mount tmpfs: %v", err)
 	}
 	t.Cleanup(func() { unix.Unmount(home, unix.MNT_DETACH) })
 	s := ociimage.Open(home, ociimage.Options{})
 	_, err := s.Pull(waitfor.Context(t), ref)
 	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "MiB free") {
-		t.Fatalf("pull of a 16 MiB layer onto 8 MiB: %v", err)
+		t.Fatalf("pull of a 12 MiB layer onto 4 MiB: %v", err)
 	}
 	assertNothingLeft(t, home)
 }
