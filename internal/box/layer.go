@@ -56,6 +56,17 @@ func ListBoxes(home string) ([]BoxInfo, error) {
 	return out, nil
 }
 
+// HasLayer reports whether the box of taskID has its persistent layer
+// (the ext4 image of its writable files) on disk, so that starting it
+// again brings its files back.
+func (m *Manager) HasLayer(taskID string) bool {
+	if checkTaskID(taskID) != nil {
+		return false
+	}
+	st, err := os.Stat(filepath.Join(m.StateDir(taskID), "disk.img"))
+	return err == nil && st.Mode().IsRegular()
+}
+
 // stateLocked reports whether a hermes process holds the state lock of
 // dir. Unlike lockState it creates no lock file: a listing must not put
 // files into a box directory another process is removing (its RemoveAll
