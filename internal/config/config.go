@@ -130,6 +130,10 @@ type TerminalConfig struct {
 	BoxWorkspace        string           `yaml:"box_workspace"`        // bind | overlay
 	BoxPids             int              `yaml:"box_pids"`             // default 1024
 	BoxNetwork          BoxNetworkConfig `yaml:"box_network"`
+	// BoxInsecureRegistries are registries (host or host:port) that OCI
+	// images for box_image may be pulled from over plain HTTP; loopback
+	// registries always may (internal/ociimage).
+	BoxInsecureRegistries []string `yaml:"box_insecure_registries"`
 	// SSH backend (Hermes keys; TERMINAL_SSH_HOST/USER/PORT/KEY).
 	SSHHost string `yaml:"ssh_host"`
 	SSHUser string `yaml:"ssh_user"`
