@@ -1,6 +1,7 @@
 package box
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -30,7 +31,7 @@ func Processes(initPID int) ([]int, error) {
 		if err != nil || pid == initPID {
 			continue
 		}
-		if l, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err == nil && l == ns {
+		if l, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err == nil && l == ns && !zombie(e.Name()) {
 			out = append(out, pid)
 		}
 	}
@@ -89,4 +90,15 @@ func TerminateProcesses(initPID int, grace time.Duration) (left int, err error) 
 			return len(fds), err
 		}
 	}
+}
+
+// zombie reports whether process pid has exited and waits for its parent
+// to reap it (state Z in /proc/PID/stat; the box init reaps it soon).
+func zombie(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return true // gone
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z'
 }
