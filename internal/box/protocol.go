@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hermes-go/hermes/internal/backend"
 )
 
 // The host and the box's init talk over two inherited sockets:
@@ -46,7 +48,9 @@ const (
 	// opDrain (owner only): the owner is stopping the box; the init takes
 	// no new attached connection or command, reports the attached
 	// commands still running (kindAttached), then answers ok.
-	opDrain  = "drain"
+	opDrain = "drain"
+	// opChown (owner only): lchown(2) Path to Owner (owner.go).
+	opChown  = "chown"
 	opResize = "resize" // set the window size of a command's terminal
 	// opJoined tells the init it runs in its box's cgroup (the host moved
 	// it there); only then does it accept attached connections, so that
@@ -116,6 +120,8 @@ type request struct {
 	// More is set on every part but the last.
 	Offset int64
 	More   bool
+	// Owner is the new owner of Path for opChown.
+	Owner *backend.Account
 }
 
 // execSpec is a command to run inside the box.
@@ -137,6 +143,9 @@ type execSpec struct {
 	// foreground job as SIGINT.
 	TTY        bool
 	Rows, Cols uint16
+	// RunAs: the command runs as this uid and gid (no supplementary
+	// groups) instead of root; nil = root.
+	RunAs *backend.Account
 }
 
 // exitInfo is how a command ended.
@@ -190,9 +199,12 @@ type initPhases struct {
 
 // initSpec tells the init how to build the box (the first frame, opSetup).
 type initSpec struct {
-	Task     string
-	Lower    []string // read-only base layers, topmost first
-	LayerDir string   // host path where the writable layer filesystem is mounted
+	Task string
+	// SwitchUsers: the init keeps CAP_SETUID, CAP_SETGID and CAP_CHOWN
+	// (Options.SwitchUsers) for execSpec.RunAs and opChown.
+	SwitchUsers bool
+	Lower       []string // read-only base layers, topmost first
+	LayerDir    string   // host path where the writable layer filesystem is mounted
 	// LayerImage is an ext4 image holding the writable layer (persistent
 	// boxes); "" = a tmpfs of DiskMiB (the layer vanishes with the box).
 	LayerImage string
