@@ -80,7 +80,8 @@ type Options struct {
 	LookupEnv func(name string) (string, bool)
 	// SwitchUsers lets commands run as other users (ExecRequest.RunAs) and
 	// files be given to them (Box.Chown): the box's init then keeps
-	// CAP_SETUID, CAP_SETGID and CAP_CHOWN (never passed to a command).
+	// CAP_SETUID, CAP_SETGID, CAP_CHOWN and CAP_KILL (to signal and kill
+	// them), never passed to a command.
 	// Only where the box runs without a user namespace (hermes as root).
 	// A uid in the box is the same uid on the host.
 	SwitchUsers bool

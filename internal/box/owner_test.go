@@ -36,6 +36,12 @@ func TestRunAsAndChown(t *testing.T) {
 			t.Errorf("a command as %v has capabilities (the init keeps some to switch users):\n%s", as, got)
 		}
 	}
+	// The init still signals and kills what the user runs: a timeout ends
+	// the command's tree.
+	res, err := e.env.Exec(ctx, backend.ExecRequest{Command: "sleep 600 & sleep 600", RunAs: user, Timeout: 100 * time.Millisecond})
+	if err != nil || !res.TimedOut {
+		t.Errorf("a timed-out command of uid 1000: %+v %v", res, err)
+	}
 	if err := e.env.WriteFile(ctx, "/home/user/.hermes/x", []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}

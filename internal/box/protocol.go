@@ -200,7 +200,7 @@ type initPhases struct {
 // initSpec tells the init how to build the box (the first frame, opSetup).
 type initSpec struct {
 	Task string
-	// SwitchUsers: the init keeps CAP_SETUID, CAP_SETGID and CAP_CHOWN
+	// SwitchUsers: the init keeps CAP_SETUID, CAP_SETGID, CAP_CHOWN, CAP_KILL
 	// (Options.SwitchUsers) for execSpec.RunAs and opChown.
 	SwitchUsers bool
 	Lower       []string // read-only base layers, topmost first
