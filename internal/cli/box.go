@@ -336,7 +336,11 @@ starts an idle box, in which nothing listens until something is started
 there; processes do not outlive the process that runs the box, so start the
 server and forward its port in one go:
 
-  hermes box exec -p 8080:3000 TASK -- npm start`,
+  hermes box exec -p 8080:3000 TASK -- npm start
+
+or keep the box running in the background with its ports:
+
+  hermes box start -p 8080:3000 TASK -- npm start   (hermes box stop TASK ends it)`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withBox(cmd.Context(), args[0], false, false, args[1:], func(b *box.Box) error {
