@@ -2,48 +2,42 @@ package box
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/hermes-go/hermes/internal/waitfor"
+	"github.com/hermes-go/hermes/internal/backend"
 )
 
-// Processes sees what outlived its exec (nohup ... &), and
-// TerminateProcesses ends it with SIGTERM, which it traps (issue 25: box
-// stop's graceful half).
-func TestTerminateProcessesReachesBackgroundedCommands(t *testing.T) {
+// Terminate gives the command SIGTERM (not the wrapper shell, which then
+// reports the command's own exit), so a server in a box can shut down
+// cleanly: `hermes box exec` relies on it to drain `hermes gateway run`.
+func TestTerminateSendsSIGTERMToTheCommand(t *testing.T) {
 	e := startTestBox(t, nil)
-	b, err := e.m.Box(context.Background(), "test-task")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := e.m.Box(ctx, "test-task")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := e.run(t, "nohup sh -c 'trap \"echo termed > termed; exit 0\" TERM; echo up > up; while :; do sleep 1; done' >/dev/null 2>&1 &"); res.ExitCode != 0 {
-		t.Fatalf("%+v", res)
+	p, err := b.Start(ctx, backend.ExecRequest{Command: `sh -c 'trap "echo got-term; exit 3" TERM; echo ready; while :; do sleep 0.05; done'`})
+	if err != nil {
+		t.Fatal(err)
 	}
-	// Once the trap is set (before, SIGTERM would end the shell at once).
-	waitfor.Until(t, "the backgrounded shell to set its trap", func() bool {
-		_, err := os.Stat(filepath.Join(e.workspace, "up"))
-		return err == nil
-	})
-	procs, err := Processes(b.InitPID())
-	if err != nil || len(procs) == 0 || slices.Contains(procs, b.InitPID()) {
-		t.Fatalf("Processes = %v, %v; want the backgrounded shell, not the init", procs, err)
-	}
-	left, err := TerminateProcesses(b.InitPID(), 10*time.Minute)
-	if err != nil || left != 0 {
-		t.Fatalf("TerminateProcesses: %d left, %v", left, err)
-	}
-	if procs, _ := Processes(b.InitPID()); len(procs) != 0 {
-		for _, p := range procs {
-			b, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/cmdline")
-			t.Errorf("still running after SIGTERM: %d %q", p, b)
+	for !strings.Contains(string(p.Output()), "ready") {
+		if ctx.Err() != nil {
+			t.Fatalf("the command never started: %q", p.Output())
 		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	if res := e.run(t, "cat termed"); string(res.Output) != "termed\n" {
-		t.Errorf("the trap did not run: %+v", res)
+	if err := p.(interface{ Terminate() error }).Terminate(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 3 || !strings.Contains(string(res.Output), "got-term") {
+		t.Fatalf("after Terminate: exit %d signal %q output %q; want the trap's exit 3", res.ExitCode, res.Signal, res.Output)
 	}
 }

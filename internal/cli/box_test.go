@@ -17,6 +17,8 @@ import (
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/box/snapshot"
 
+	"github.com/hermes-go/hermes/internal/box/initproc"
+	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
@@ -25,11 +27,11 @@ import (
 const asHermesEnv = "HERMES_CLI_TEST_AS_HERMES"
 
 // TestMain lets this test binary serve as the box init, as the hermes
-// binary does (cmd/hermes dispatches box.InitArg the same way), and as
+// binary does (cmd/hermes dispatches wire.InitArg the same way), and as
 // hermes itself with asHermesEnv set.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == box.InitArg {
-		os.Exit(box.InitMain())
+	if len(os.Args) > 1 && os.Args[1] == wire.InitArg {
+		os.Exit(initproc.InitMain())
 	}
 	if os.Getenv(asHermesEnv) == "1" { // a process hermes spawns itself (box start's owner)
 		ctx, stop := SignalContext()
