@@ -73,3 +73,26 @@ func resolveInit(opts *Options) {
 	}
 	opts.InitBinary = opts.Executable
 }
+
+// hermesInBox returns the hermes binary every box gets at
+// wire.HermesBinDir (exe with links resolved) and the names it gets there:
+// "hermes", plus each of hermes-agent and hermes-acp installed beside exe
+// as a link to the same binary (install.sh, make install). Without it, a
+// box of a hermes installed outside /usr (~/.local, a custom PREFIX) could
+// not run `hermes gateway run` (seed 002). "" when exe is unknown.
+func hermesInBox(exe string) (string, []string) {
+	if exe == "" {
+		return "", nil
+	}
+	resolved, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		return "", nil
+	}
+	names := []string{"hermes"}
+	for _, alias := range []string{"hermes-agent", "hermes-acp"} {
+		if r, err := filepath.EvalSymlinks(filepath.Join(filepath.Dir(exe), alias)); err == nil && r == resolved {
+			names = append(names, alias)
+		}
+	}
+	return resolved, names
+}

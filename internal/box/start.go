@@ -29,7 +29,9 @@ import (
 )
 
 // boxPath is PATH inside the box.
-const boxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+// wire.HermesBinDir (the hermes binary, bound by the init) comes last, so
+// a hermes the image or host installed on the usual PATH wins.
+const boxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:" + wire.HermesBinDir
 
 // Preflight reports why boxes cannot run on this machine, or nil. Each
 // error names the missing piece and the fix; hermes never falls back to
@@ -366,6 +368,7 @@ func (m *Manager) initSpec(task, dir, workspace string, view hostView, cg cgroup
 		WorkspaceOverlay: t.BoxWorkspace == "overlay", Protected: t.ProtectedPaths, Empty: view.empty, Hide: view.hide, Hostname: Hostname,
 		UserNS: userNS, Landlock: true, AttachSocket: filepath.Join(dir, wire.AttachSocketName), AttachIdle: m.opts.AttachIdleTimeout, Cgroup: cg.Name(),
 	}
+	spec.HermesExe, spec.HermesNames = hermesInBox(m.opts.Executable)
 	os.Remove(spec.AttachSocket) // left by an init that died
 	for _, d := range []string{spec.LayerDir, spec.Merged} {
 		if err := os.MkdirAll(d, 0o700); err != nil {

@@ -255,6 +255,9 @@ func setupRoot(s *wire.InitSpec, conns *net.UnixConn) error {
 			return err
 		}
 	}
+	if err := bindHermes(root, s); err != nil {
+		return err
+	}
 	if err := loopbackUp(); err != nil {
 		return err
 	}

@@ -232,8 +232,15 @@ type InitSpec struct {
 	Protected []string
 	Empty     []string // host dirs shown empty (opaque in the upper layer), before the workspace mount
 	Hide      []string // host paths covered (tmpfs or /dev/null), after the workspace mount
-	Hostname  string
-	CACertPEM []byte
+	// HermesExe is the host path of the running hermes binary (links
+	// resolved); the init binds it read-only, nosuid, nodev at
+	// HermesBinDir/NAME for each of HermesNames ("hermes", and the
+	// hermes-agent/hermes-acp links installed beside it), unless the box
+	// root already has a non-empty file there. "" = none.
+	HermesExe   string
+	HermesNames []string
+	Hostname    string
+	CACertPEM   []byte
 	// EgressPort: the init listens on 127.0.0.1:EgressPort inside the box
 	// (egress.ProxyPort) and hands each connection to the host on the
 	// connection socket (id 0); 0 = no egress relay.
@@ -388,6 +395,11 @@ const AttachHelloTimeout = 5 * time.Second
 
 // AttachSocketName is the attach socket's file name in the box state dir.
 const AttachSocketName = "attach.sock"
+
+// HermesBinDir is where every box finds the hermes binary
+// (InitSpec.HermesExe); it is on the box's PATH. Hermes Agent's own
+// images install under /opt/hermes too.
+const HermesBinDir = "/opt/hermes/bin"
 
 // ErrDraining refuses attached connections and commands once the owner is
 // stopping the box.
