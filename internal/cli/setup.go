@@ -16,6 +16,7 @@ import (
 	"github.com/hermes-go/hermes/internal/box/image"
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/egress"
+	"github.com/hermes-go/hermes/internal/ociimage"
 )
 
 // setupSetting is one terminal setting `hermes setup terminal` can write:
@@ -282,6 +283,12 @@ func checkBoxImage(home, v string) (string, error) {
 		return image.Host, nil
 	}
 	if _, err := image.LoadManifest(home, v); err == nil {
+		return v, nil
+	}
+	if ociimage.IsSpec(v) { // registry/repo:tag, docker-archive:PATH, oci:DIR...
+		if _, err := ociimage.CanonicalRef(v); err != nil {
+			return "", fmt.Errorf("--image: %w", err)
+		}
 		return v, nil
 	}
 	abs, err := filepath.Abs(v)

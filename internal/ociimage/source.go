@@ -49,6 +49,9 @@ func IsSpec(spec string) bool {
 	if spec == "" || spec == "host" {
 		return false
 	}
+	if _, _, ok := cutTransport(spec); ok {
+		return true
+	}
 	if fi, err := os.Stat(spec); err == nil {
 		if fi.IsDir() {
 			return isLayoutDir(spec)
@@ -103,9 +106,39 @@ func isDockerArchive(file string) bool {
 	return false
 }
 
+// transportPrefixes are the transport names of containers/image (skopeo,
+// podman) and Docker that name a local image by path: the key hermes
+// stores an image under (Record.Ref) starts with one of them, so
+// `image ls` output can be pasted back as a spec.
+var transportPrefixes = map[string]sourceKind{"docker-archive:": sourceTarball, "oci-layout:": sourceLayout, "oci:": sourceLayout}
+
+// cutTransport splits a docker-archive:PATH, oci-layout:PATH or oci:PATH
+// spec into its kind and path.
+func cutTransport(spec string) (sourceKind, string, bool) {
+	for prefix, kind := range transportPrefixes {
+		if rest, ok := strings.CutPrefix(spec, prefix); ok && rest != "" {
+			return kind, rest, true
+		}
+	}
+	return "", "", false
+}
+
 // parseSource parses spec as IsSpec accepts it.
 func parseSource(spec string, insecure []string) (source, error) {
 	spec = strings.TrimSpace(spec)
+	if kind, path, ok := cutTransport(spec); ok {
+		if _, err := os.Stat(path); err != nil {
+			return source{}, fmt.Errorf("image %q: %w", spec, err)
+		}
+		src, err := parseSource(path, insecure)
+		if err != nil {
+			return source{}, err
+		}
+		if src.kind != kind {
+			return source{}, fmt.Errorf("image %q: %s is a %s, not a %s; write %s", spec, path, src.kind, kind, src.key)
+		}
+		return src, nil
+	}
 	if fi, err := os.Stat(spec); err == nil {
 		abs, err := filepath.Abs(spec)
 		if err != nil {
