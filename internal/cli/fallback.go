@@ -30,7 +30,11 @@ func (a *App) newFallbackCmd() *cobra.Command {
 		Args: cobra.ExactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
 			entry.Provider, entry.Model = args[0], args[1]
-			return a.fallbackEdit(func(list []config.FallbackProvider) ([]config.FallbackProvider, error) {
+			return a.fallbackEdit(func(list []config.FallbackProvider, getenv func(string) string) ([]config.FallbackProvider, error) {
+				// Refuse here what a run would skip (config.FallbackProvider.CheckEnv).
+				if err := entry.CheckEnv(len(list), getenv); err != nil {
+					return nil, err
+				}
 				return append(list, entry), nil
 			}, "added "+entry.Label())
 		},
@@ -43,7 +47,7 @@ func (a *App) newFallbackCmd() *cobra.Command {
 		Short:   "remove one entry (its number in `hermes fallback list`, or provider/model)",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			return a.fallbackEdit(func(list []config.FallbackProvider) ([]config.FallbackProvider, error) {
+			return a.fallbackEdit(func(list []config.FallbackProvider, _ func(string) string) ([]config.FallbackProvider, error) {
 				i, err := fallbackIndex(list, args[0])
 				if err != nil {
 					return nil, err
@@ -57,7 +61,9 @@ func (a *App) newFallbackCmd() *cobra.Command {
 		Short: "remove every fallback provider",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			return a.fallbackEdit(func([]config.FallbackProvider) ([]config.FallbackProvider, error) { return nil, nil },
+			return a.fallbackEdit(func([]config.FallbackProvider, func(string) string) ([]config.FallbackProvider, error) {
+				return nil, nil
+			},
 				"cleared the fallback providers")
 		},
 	}
@@ -94,12 +100,13 @@ func (a *App) fallbackList() error {
 }
 
 // fallbackEdit applies change to the configured chain and saves it.
-func (a *App) fallbackEdit(change func([]config.FallbackProvider) ([]config.FallbackProvider, error), done string) error {
+// change gets the chain and the environment (with HERMES_HOME/.env).
+func (a *App) fallbackEdit(change func([]config.FallbackProvider, func(string) string) ([]config.FallbackProvider, error), done string) error {
 	l, err := a.loadConfig()
 	if err != nil {
 		return err
 	}
-	list, err := change(append([]config.FallbackProvider(nil), l.Config.Fallbacks()...))
+	list, err := change(append([]config.FallbackProvider(nil), l.Config.Fallbacks()...), l.Getenv)
 	if err != nil {
 		return err
 	}

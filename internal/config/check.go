@@ -90,6 +90,11 @@ func (l *Loaded) Problems() []string {
 	if err := checkValue("fallback_providers", reflect.ValueOf(c.Fallbacks())); err != nil {
 		out = append(out, err.Error())
 	}
+	for i, f := range c.Fallbacks() {
+		if err := f.CheckEnv(i, l.Getenv); err != nil {
+			out = append(out, err.Error())
+		}
+	}
 	if c.Terminal.Timeout < 0 || c.Agent.MaxTurns < 0 {
 		out = append(out, "terminal.timeout and agent.max_turns must not be negative")
 	}

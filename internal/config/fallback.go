@@ -2,9 +2,12 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v4"
+
+	"github.com/hermes-go/hermes/internal/llm/providers/preset"
 )
 
 // FallbackProvider is one entry of fallback_providers (Hermes
@@ -28,12 +31,26 @@ const MaxFallbackProviders = 8
 func (f FallbackProvider) Label() string { return f.Provider + "/" + f.Model }
 
 // Check reports what is wrong with entry i of fallback_providers, naming
-// the key and the fix.
-func (f FallbackProvider) Check(i int) error {
+// the key and the fix (CheckEnv without the environment).
+func (f FallbackProvider) Check(i int) error { return f.CheckEnv(i, nil) }
+
+// CheckEnv is Check reading the environment (with HERMES_HOME/.env) through
+// getenv: a preset's base URL may come from its variable (OPENAI_BASE_URL).
+// Besides missing fields it refuses an unknown or replay provider (listing
+// the known ones) and a preset provider at a base_url other than its own
+// without key_env, which the runtime would skip: the preset's key is never
+// sent to another host. A nil getenv reads nothing, and then a preset whose
+// URL a variable can change is not compared.
+func (f FallbackProvider) CheckEnv(i int, getenv func(string) string) error {
 	key := fmt.Sprintf("fallback_providers[%d]", i)
+	name := preset.Canonical(f.Provider)
+	p, isPreset := preset.Lookup(name)
 	switch {
 	case strings.TrimSpace(f.Provider) == "":
 		return &Error{Key: key + ".provider", Msg: "missing: name the provider (openrouter, anthropic, openai, custom, ...)"}
+	case name == "replay" || name == "auto" || !slices.Contains(Providers(), name):
+		return &Error{Key: key + ".provider", Msg: fmt.Sprintf("unknown fallback provider %q; use one of %s", f.Provider,
+			strings.Join(slices.DeleteFunc(Providers(), func(s string) bool { return s == "replay" }), ", "))}
 	case strings.TrimSpace(f.Model) == "":
 		return &Error{Key: key + ".model", Msg: "missing: name the model the provider is asked for"}
 	case f.Provider == "custom" && strings.TrimSpace(f.BaseURL) == "":
@@ -44,6 +61,16 @@ func (f FallbackProvider) Check(i int) error {
 	if f.BaseURL != "" && !strings.HasPrefix(f.BaseURL, "${") {
 		if err := CheckBaseURL(f.BaseURL); err != nil {
 			return &Error{Key: key + ".base_url", Msg: err.Error()}
+		}
+	}
+	if isPreset && f.KeyEnv == "" && f.BaseURL != "" && (getenv != nil || p.BaseURLEnv == "") {
+		url := p.BaseURL
+		if getenv != nil {
+			url = p.URL(getenv)
+		}
+		if strings.TrimRight(f.BaseURL, "/") != strings.TrimRight(url, "/") {
+			return &Error{Key: key + ".key_env", Msg: fmt.Sprintf("missing: base_url %s is not %s's endpoint (%s), and %s's key is never sent elsewhere; "+
+				"name the variable holding that endpoint's key (hermes fallback add ... --key-env NAME, or key_env in config.yaml), or drop base_url", f.BaseURL, name, url, name)}
 		}
 	}
 	return nil
