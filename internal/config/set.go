@@ -275,11 +275,19 @@ func readForEdit(path string) (doc *yaml.Node, prefix string, err error) {
 	return doc, "", nil
 }
 
-// writeConfig writes doc (after prefix text) to path atomically.
+// writeConfig writes doc (after prefix text) to path atomically, its
+// mappings in block style (one key a line, so that line numbers in errors
+// point somewhere: a file read as "{}" would otherwise grow as one flow
+// line); an empty mapping is written as nothing rather than "{}".
 func writeConfig(path string, doc *yaml.Node, prefix string) error {
-	out, err := yaml.Dump(doc, yaml.WithIndent(2))
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", path, err)
+	blockStyle(doc)
+	var out []byte
+	if root := doc.Content[0]; root.Kind != yaml.MappingNode || len(root.Content) > 0 ||
+		root.HeadComment != "" || root.LineComment != "" || root.FootComment != "" || doc.HeadComment != "" || doc.FootComment != "" {
+		var err error
+		if out, err = yaml.Dump(doc, yaml.WithIndent(2)); err != nil {
+			return fmt.Errorf("encode %s: %w", path, err)
+		}
 	}
 	if strings.TrimSpace(prefix) != "" {
 		if !strings.HasSuffix(prefix, "\n") {
@@ -288,6 +296,27 @@ func writeConfig(path string, doc *yaml.Node, prefix string) error {
 		out = append([]byte(prefix), out...)
 	}
 	return writeFileAtomic(path, out, 0o600)
+}
+
+// blockStyle clears the flow style of every mapping in n, and of every
+// sequence holding a mapping; flow lists of scalars ([a, b]) stay.
+func blockStyle(n *yaml.Node) {
+	if n == nil {
+		return
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		n.Style &^= yaml.FlowStyle
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			if c.Kind == yaml.MappingNode {
+				n.Style &^= yaml.FlowStyle
+			}
+		}
+	}
+	for _, c := range n.Content {
+		blockStyle(c)
+	}
 }
 
 // lookupKey returns the index of key's key node in mapping m, also
