@@ -178,3 +178,27 @@ func TestBoxStartRefusesBadFlags(t *testing.T) {
 		t.Error("a refused start left state")
 	}
 }
+
+// TestBoxStartPortTakenLeavesNothing: `box start -p P:8080` while another
+// started box publishes P fails naming that box, and leaves no stopped box
+// behind in box ls.
+func TestBoxStartPortTakenLeavesNothing(t *testing.T) {
+	c := newBoxCLI(t)
+	hostPort := strconv.Itoa(unusedPort(t))
+	first, second := "holder-"+strconv.Itoa(os.Getpid()), "late-"+strconv.Itoa(os.Getpid())
+	t.Cleanup(func() {
+		c.run(t, "", "box", "stop", first)
+		c.run(t, "", "box", "rm", first)
+		c.run(t, "", "box", "rm", second)
+	})
+	if _, errs, code := c.runDetaching(t, "box", "start", "-p", hostPort+":8080", first); code != 0 {
+		t.Fatalf("first box start: %d %s", code, errs)
+	}
+	_, errs, code := c.runDetaching(t, "box", "start", "-p", hostPort+":8080", second)
+	if code == 0 || !strings.Contains(errs, "address already in use") || !strings.Contains(errs, "hermes box stop "+first) {
+		t.Fatalf("second box start on the same port: code %d, stderr %s", code, errs)
+	}
+	if out, _, _ := c.run(t, "", "box", "ls"); strings.Contains(out, second) {
+		t.Fatalf("the failed start left its box:\n%s", out)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -91,6 +92,8 @@ func (a *App) bootStartedBox(ctx context.Context, task string, argv []string, o 
 	if err != nil {
 		return nil, nil, startedBox{}, err
 	}
+	_, statErr := os.Stat(m.StateDir(task))
+	existed := statErr == nil
 	b, err := m.Box(ctx, task)
 	if err == nil && b.Attached() {
 		err = fmt.Errorf("box %s already runs in another hermes process (an agent session, box exec or box shell); run commands in it with hermes box exec %s, or start it when that process has ended",
@@ -115,11 +118,48 @@ func (a *App) bootStartedBox(ctx context.Context, task string, argv []string, o 
 			}
 		}
 		if err != nil {
+			if holder := a.portHolder(task, host); holder != "" {
+				err = fmt.Errorf("%w; %s", err, holder)
+			}
+			// A box this start created goes again: a failed start leaves
+			// nothing in hermes box ls.
+			if !existed {
+				m.Remove(task)
+			}
 			m.Close()
 			return nil, nil, startedBox{}, err
 		}
 	}
 	return b, m, rec, nil
+}
+
+// portHolder names the other box hermes box start runs that publishes
+// hostAddr's port ("port 8080 is published by box web (hermes box start,
+// pid N): stop it with hermes box stop web"), or "".
+func (a *App) portHolder(task, hostAddr string) string {
+	_, port, err := net.SplitHostPort(hostAddr)
+	if err != nil || port == "0" {
+		return ""
+	}
+	entries, _ := os.ReadDir(startedDir(a.Home()))
+	for _, e := range entries {
+		other, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || other == task {
+			continue
+		}
+		s, alive := readStartedBox(a.Home(), other)
+		if !alive {
+			continue
+		}
+		for _, p := range s.Ports { // "127.0.0.1:8080->8080"
+			addr, _, _ := strings.Cut(p, "->")
+			if _, hp, err := net.SplitHostPort(addr); err == nil && hp == port {
+				return fmt.Sprintf("port %s is published by box %s (hermes box start, pid %d): stop it with hermes box stop %s, or pick another port",
+					port, box.QuoteName(other), s.PID, box.QuoteName(other))
+			}
+		}
+	}
+	return ""
 }
 
 func mustJSON(v any) []byte {
