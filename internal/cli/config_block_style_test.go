@@ -41,3 +41,18 @@ func TestConfigWritesBlockStyle(t *testing.T) {
 		t.Fatalf("flow style:\n%s", b)
 	}
 }
+
+// TestConfigShowsAuxTimeoutDefaults: the README says a title call waits at
+// most 30 s by default; config get and show printed 0.
+func TestConfigShowsAuxTimeoutDefaults(t *testing.T) {
+	ta := newTestApp(t, nil, "", false)
+	for key, want := range map[string]string{"auxiliary.title_generation.timeout": "30", "auxiliary.title.timeout": "30",
+		"auxiliary.compression.timeout": "120", "auxiliary.vision.timeout": "120"} {
+		if code := ta.run("config", "get", key); code != 0 || strings.TrimSpace(ta.stdout.String()) != want {
+			t.Errorf("config get %s: %d %q %s, want %s", key, code, ta.stdout, ta.stderr, want)
+		}
+	}
+	if code := ta.run("config", "show"); code != 0 || !strings.Contains(ta.stdout.String(), "timeout: 30") {
+		t.Fatalf("config show: %d\n%s", code, ta.stdout)
+	}
+}

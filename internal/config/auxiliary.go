@@ -77,6 +77,16 @@ const (
 	AuxVision      AuxTask = "vision"
 )
 
+// AuxDefaultTimeout is task's per-call bound in seconds when its timeout
+// is unset or 0: 30 for titles (a one-shot run may wait for one), 120 for
+// the others. Defaults() carries it, so config get/show print it.
+func AuxDefaultTimeout(task AuxTask) int {
+	if task == AuxTitle {
+		return 30
+	}
+	return 120
+}
+
 // Aux returns task's model settings; an unknown task has none (the main model).
 func (c *Config) Aux(task AuxTask) AuxModelConfig {
 	switch task {

@@ -130,6 +130,8 @@ func Defaults() Config {
 		Memory:      MemoryConfig{MemoryEnabled: &t, UserProfileEnabled: &t, MemoryCharLimit: 2200, UserCharLimit: 1375, NudgeInterval: 10},
 		Skills:      SkillsConfig{CreationNudgeInterval: 10},
 		Compression: CompressionConfig{Enabled: &t, Threshold: 0.5, TargetRatio: 0.2, ProtectFirstN: 3, ProtectLastN: 20},
+		Auxiliary: AuxiliaryConfig{TitleGeneration: AuxTitleConfig{Timeout: AuxDefaultTimeout(AuxTitle)},
+			Compression: AuxModelConfig{Timeout: AuxDefaultTimeout(AuxCompression)}, Vision: AuxModelConfig{Timeout: AuxDefaultTimeout(AuxVision)}},
 	}
 }
 

@@ -11,10 +11,7 @@ import (
 // auxDefaultTimeout bounds one call of an auxiliary task when its timeout
 // key is unset (Hermes: vision and compression 120 s; a title 30 s).
 func auxDefaultTimeout(task config.AuxTask) time.Duration {
-	if task == config.AuxTitle {
-		return 30 * time.Second
-	}
-	return 120 * time.Second
+	return time.Duration(config.AuxDefaultTimeout(task)) * time.Second
 }
 
 // Auxiliary returns the model of an auxiliary task (config.yaml
