@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hermes-go/hermes/internal/protect"
 	"io"
 	"io/fs"
 	"net"
@@ -44,13 +45,18 @@ type Box struct {
 	shell    string
 	env      []string
 	spec     initSpec
-	// hadCommondir: the bind workspace's .git/commondir existed when the
-	// box started (moveCommondirAside leaves it alone).
-	hadCommondir bool
-	persist      bool
-	initPID      int
-	cmd          *exec.Cmd // nil when attached
-	fc           *frameConn
+	// watch: what the bind workspace held when the box started. After
+	// each command the host moves aside what the box left that makes the
+	// host run code later (protect.Watch: a nested repository whose config
+	// or hooks run code, a new .git/commondir, a gitfile naming a
+	// directory outside, a protected entry missing at the start, which
+	// could carry no read-only mount). nil with an overlay workspace or an
+	// attached box.
+	watch   *protect.Watch
+	persist bool
+	initPID int
+	cmd     *exec.Cmd // nil when attached
+	fc      *frameConn
 	// attachPath is the attach socket of a box another process runs, which
 	// this Box reached through it (Attach); "" for the owner's Box.
 	attachPath string
@@ -309,7 +315,7 @@ func (b *Box) Exec(ctx context.Context, req backend.ExecRequest) (backend.ExecRe
 		return backend.ExecResult{}, err
 	}
 	res, err := p.Wait(ctx)
-	if note := b.moveCommondirAside(); note != "" && err == nil {
+	if note := b.watch.Check(); note != "" && err == nil {
 		res.Output = append(res.Output, "\n"+note+"\n"...)
 	}
 	return res, err

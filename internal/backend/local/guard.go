@@ -106,9 +106,10 @@ type guard struct {
 	protected     protect.Set
 	workspace     string
 	protectMounts bool
-	// hadCommondir: the workspace's .git/commondir existed when the
-	// backend started (protected_git.go); only a new one is moved aside.
-	hadCommondir bool
+	// watch: what the workspace held when the backend started; after
+	// each command what is new and makes the host run code is moved
+	// aside (protected_git.go).
+	watch *protect.Watch
 }
 
 // dirStamp is a directory enumerated into the ruleset: its identity and

@@ -345,7 +345,7 @@ func (e *Environment) Exec(ctx context.Context, req backend.ExecRequest) (backen
 	if out != nil {
 		res.Output = out.Bytes()
 	}
-	if note := e.guard.moveGitRedirectAside(); note != "" && out != nil {
+	if note := e.guard.checkWorkspace(); note != "" && out != nil {
 		res.Output = append(res.Output, "\n"+note+"\n"...)
 	}
 	res.TimedOut = timedOut
