@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hermes-go/hermes/internal/backend/local"
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/box/snapshot"
 
@@ -25,6 +26,9 @@ import (
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == box.InitArg {
 		os.Exit(box.InitMain())
+	}
+	if len(os.Args) > 1 && os.Args[1] == local.PIDInitArg {
+		os.Exit(local.PIDInitMain())
 	}
 	os.Exit(m.Run())
 }

@@ -214,8 +214,8 @@ func (a *App) newLocalBackend(c *config.Config, cwd string, environ func() []str
 	return local.NewWithOptions(local.Options{
 		Cwd: cwd, Passthrough: c.Terminal.EnvPassthrough, Environ: environ,
 		Sandbox: local.Sandbox(mode), WritablePaths: c.Terminal.WritablePaths, HermesHome: a.Home(),
-		ProtectedPaths: c.Terminal.ProtectedPaths,
-		Supervise:      true, Warn: a.Stderr,
+		ProtectedPaths: c.Terminal.ProtectedPaths, PIDInit: a.Executable,
+		Supervise: true, Warn: a.Stderr,
 	})
 }
 
