@@ -64,3 +64,42 @@ func TestGuardedCommandCannotReadOtherProcessEnviron(t *testing.T) {
 	}
 	t.Logf("inside: %s", res.Output)
 }
+
+// A keeper killed from outside is replaced for the next command, which
+// runs in a fresh namespace with its own /proc again.
+func TestPIDNamespaceKeeperRestarts(t *testing.T) {
+	needLandlock(t)
+	if !hasSysAdmin() {
+		t.Skip("the commands' PID namespace needs CAP_SYS_ADMIN (run as root)")
+	}
+	work := t.TempDir()
+	b, err := NewWithOptions(Options{Cwd: work, Environ: func() []string { return hostEnv() }, Warn: &strings.Builder{}, PIDInit: testExecutable(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	e, err := b.Open(context.Background(), "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid1 := func() string {
+		t.Helper()
+		res, err := e.Exec(context.Background(), backend.ExecRequest{Command: "tr '\\0' ' ' < /proc/1/cmdline", Timeout: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(res.Output)
+	}
+	if got := pid1(); !strings.Contains(got, PIDInitArg) {
+		t.Fatalf("PID 1 of the commands is not the keeper: %q", got)
+	}
+	b.guard.pids.mu.Lock()
+	keeper := b.guard.pids.cmd.Process
+	b.guard.pids.mu.Unlock()
+	if err := keeper.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if got := pid1(); !strings.Contains(got, PIDInitArg) {
+		t.Fatalf("after the keeper was killed, PID 1 of the commands is %q", got)
+	}
+}

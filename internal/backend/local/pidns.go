@@ -42,27 +42,28 @@ import (
 const PIDInitArg = "__hermes-local-pid-init"
 
 // pidKeeper is hermes's side of the keeper: its process, the socket it
-// answers on and a descriptor of its PID namespace.
+// answers on and a descriptor of its PID namespace. A keeper that died
+// (killed from outside) is started again for the next command.
 type pidKeeper struct {
-	exe  string
-	once sync.Once
-	err  error
+	exe string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	sock *os.File // hermes's end of the socketpair
-	ns   int      // /proc/<keeper>/ns/pid; -1 before start
+	mu      sync.Mutex
+	stopped bool
+	cmd     *exec.Cmd
+	sock    *os.File // hermes's end of the socketpair; nil = not running
+	ns      int      // /proc/<keeper>/ns/pid; -1 when not running
 }
 
 func newPIDKeeper(exe string) *pidKeeper { return &pidKeeper{exe: exe, ns: -1} }
 
-// start starts the keeper once; later calls return the first error.
-func (k *pidKeeper) start() error {
-	k.once.Do(func() { k.err = k.run() })
-	return k.err
-}
-
-func (k *pidKeeper) run() error {
+// startLocked starts the keeper unless it runs; k.mu is held.
+func (k *pidKeeper) startLocked() error {
+	if k.stopped {
+		return errors.New("the backend is closed")
+	}
+	if k.sock != nil {
+		return nil
+	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("PID namespace keeper: socketpair: %w", err)
@@ -85,19 +86,29 @@ func (k *pidKeeper) run() error {
 		ours.Close()
 		return fmt.Errorf("PID namespace keeper: %w", err)
 	}
-	k.mu.Lock()
 	k.cmd, k.sock, k.ns = cmd, ours, ns
-	k.mu.Unlock()
 	return nil
 }
 
-// proc asks the keeper for a new detached proc mount of its namespace and
-// returns its descriptor.
-func (k *pidKeeper) proc() (int, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
+// dropLocked forgets a running keeper (closing its socket lets it exit
+// once its namespace is empty); k.mu is held.
+func (k *pidKeeper) dropLocked() {
 	if k.sock == nil {
-		return -1, errors.New("the PID namespace keeper is not running")
+		return
+	}
+	_ = k.sock.Close()
+	_ = unix.Close(k.ns)
+	cmd := k.cmd
+	k.sock, k.cmd, k.ns = nil, nil, -1
+	go func() { _ = cmd.Wait() }()
+}
+
+// procLocked asks the keeper (started first when it does not run) for a
+// new detached proc mount of its namespace and returns its descriptor;
+// k.mu is held.
+func (k *pidKeeper) procLocked() (int, error) {
+	if err := k.startLocked(); err != nil {
+		return -1, err
 	}
 	if _, err := k.sock.Write([]byte{'p'}); err != nil {
 		return -1, fmt.Errorf("PID namespace keeper: %w", err)
@@ -106,6 +117,9 @@ func (k *pidKeeper) proc() (int, error) {
 	n, oobn, _, _, err := unix.Recvmsg(int(k.sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil {
 		return -1, fmt.Errorf("PID namespace keeper: %w", err)
+	}
+	if n == 0 && oobn == 0 {
+		return -1, errors.New("PID namespace keeper: it exited")
 	}
 	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 	if err == nil && len(msgs) == 1 {
@@ -118,9 +132,16 @@ func (k *pidKeeper) proc() (int, error) {
 
 // enter runs on a guard thread that has a mount namespace of its own:
 // it mounts a proc of the keeper's namespace over /proc and makes the
-// thread's children members of that namespace.
+// thread's children members of that namespace. A keeper that stopped
+// answering is replaced once.
 func (k *pidKeeper) enter() error {
-	fd, err := k.proc()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	fd, err := k.procLocked()
+	if err != nil && !k.stopped {
+		k.dropLocked()
+		fd, err = k.procLocked()
+	}
 	if err != nil {
 		return err
 	}
@@ -141,17 +162,10 @@ func (k *pidKeeper) stop() {
 	if k == nil {
 		return
 	}
-	k.once.Do(func() { k.err = errors.New("stopped") })
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.sock == nil {
-		return
-	}
-	_ = k.sock.Close()
-	_ = unix.Close(k.ns)
-	cmd := k.cmd
-	k.sock, k.cmd, k.ns = nil, nil, -1
-	go func() { _ = cmd.Wait() }()
+	k.stopped = true
+	k.dropLocked()
 }
 
 // enterPIDNamespace runs on the guard's locked thread before the command
@@ -159,9 +173,6 @@ func (k *pidKeeper) stop() {
 // one, or a new private one), the keeper's /proc over /proc, and the
 // keeper's PID namespace for the thread's children.
 func (g *guard) enterPIDNamespace() error {
-	if err := g.pids.start(); err != nil {
-		return err
-	}
 	if !g.protectMounts {
 		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 			return fmt.Errorf("the commands' PID namespace: mount namespace: %w", err)
