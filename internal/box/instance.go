@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hermes-go/hermes/internal/protect"
 	"io"
 	"io/fs"
 	"net"
@@ -23,6 +22,7 @@ import (
 	"github.com/hermes-go/hermes/internal/backend"
 	"github.com/hermes-go/hermes/internal/egress"
 	"github.com/hermes-go/hermes/internal/httpguard"
+	"github.com/hermes-go/hermes/internal/protect"
 )
 
 // maxCapturedOutput caps ExecResult.Output (the Output writer still sees
@@ -45,13 +45,8 @@ type Box struct {
 	shell    string
 	env      []string
 	spec     initSpec
-	// watch: what the bind workspace held when the box started. After
-	// each command the host moves aside what the box left that makes the
-	// host run code later (protect.Watch: a nested repository whose config
-	// or hooks run code, a new .git/commondir, a gitfile naming a
-	// directory outside, a protected entry missing at the start, which
-	// could carry no read-only mount). nil with an overlay workspace or an
-	// attached box.
+	// watch: the bind workspace as the box started; after each command
+	// the host moves aside what is new and runs code (protect.Watch).
 	watch   *protect.Watch
 	persist bool
 	initPID int

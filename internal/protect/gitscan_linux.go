@@ -128,11 +128,13 @@ func (sc *scanner) gitfile(parent int, rel string) {
 		sc.add(rel, ".git/config", "a gitfile naming "+quote(target)+", outside the workspace", "gitfile:"+target)
 		return
 	}
-	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
+	// No links on the way: what is found there must be movable by the
+	// same path (moveAside follows none either).
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS}
 	fd, err := unix.Openat2(sc.root, filepath.ToSlash(inside), &how)
 	switch {
 	case errors.Is(err, unix.EXDEV) || errors.Is(err, unix.ELOOP):
-		sc.add(rel, ".git/config", "a gitfile naming "+quote(target)+", which leads out of the workspace", "gitfile:"+target)
+		sc.add(rel, ".git/config", "a gitfile naming "+quote(target)+", a path through a symbolic link or out of the workspace", "gitfile:"+target)
 	case err == nil:
 		sc.gitDir(fd, filepath.ToSlash(inside))
 		unix.Close(fd)

@@ -57,6 +57,10 @@ func TestWatchMovesAsideNewCodeRunningGitFiles(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(ws, "linked")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink("real", filepath.Join(ws, "lnk")); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, ws, map[string]string{"real/gd/config": "[core]\n\tpager = evil\n", "via/.git": "gitdir: ../lnk/gd\n"})
 	if err := os.MkdirAll(filepath.Join(ws, "sym"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +68,7 @@ func TestWatchMovesAsideNewCodeRunningGitFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	note := w.Check()
-	for _, moved := range []string{"sub/.git/config", "deep/a/b/.git/hooks/post-checkout", ".git/modules/mod/config", "wt/.git", "sym/.git", ".vscode", ".git/config.worktree"} {
+	for _, moved := range []string{"sub/.git/config", "deep/a/b/.git/hooks/post-checkout", ".git/modules/mod/config", "wt/.git", "sym/.git", "via/.git", ".vscode", ".git/config.worktree"} {
 		if !strings.Contains(note, moved+" (") || !strings.Contains(note, moved+Refused) {
 			t.Errorf("the note does not say %s was moved aside:\n%s", moved, note)
 		}

@@ -1,0 +1,20 @@
+package box
+
+import (
+	"path/filepath"
+	"strings"
+)
+
+// AcceptProtectedWrite records that abs, a protected path in the bind
+// workspace, was written with the user's approval (write_file, patch), so
+// the check after the next command (Box.watch) leaves it in place.
+func (b *Box) AcceptProtectedWrite(abs string) {
+	if b.watch == nil {
+		return
+	}
+	rel, err := filepath.Rel(b.spec.Workspace, filepath.Clean(abs))
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+		return
+	}
+	b.watch.Accept(filepath.ToSlash(rel))
+}
