@@ -131,6 +131,7 @@ func TestKillNineEndsLocalCommands(t *testing.T) {
 		if pid == 0 {
 			t.Fatalf("%s never written", name)
 		}
+		pid = hostPID(t, pid, e.workspace)
 		pids = append(pids, pid)
 		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	}

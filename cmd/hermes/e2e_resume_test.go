@@ -143,6 +143,7 @@ func (e *e2e) startUntilToolRuns(args ...string) (wait func() result, signal fun
 		cmd.Process.Kill()
 		e.t.Fatalf("the terminal tool never started\n%s", <-done)
 	}
+	sleeper = hostPID(e.t, sleeper, e.workspace)
 	e.t.Cleanup(func() { syscall.Kill(sleeper, syscall.SIGKILL) })
 	wait = func() result { return <-done }
 	signal = func(sig syscall.Signal) {

@@ -103,3 +103,33 @@ func TestPIDNamespaceKeeperRestarts(t *testing.T) {
 		t.Fatalf("after the keeper was killed, PID 1 of the commands is %q", got)
 	}
 }
+
+// A background process's PID is the one commands see: `kill PID` in a
+// later command ends it.
+func TestBackgroundPIDIsTheNamespacePID(t *testing.T) {
+	needLandlock(t)
+	if !hasSysAdmin() {
+		t.Skip("the commands' PID namespace needs CAP_SYS_ADMIN (run as root)")
+	}
+	b, err := NewWithOptions(Options{Cwd: t.TempDir(), Environ: func() []string { return hostEnv() }, Warn: &strings.Builder{}, PIDInit: testExecutable(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	e, err := b.Open(context.Background(), "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.Start(context.Background(), backend.ExecRequest{Command: "trap 'exit 7' TERM; echo $$; while :; do sleep 0.1; done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Exec(context.Background(), backend.ExecRequest{Command: "kill " + strconv.Itoa(p.PID()) + " && echo sent", Timeout: 30 * time.Second})
+	if err != nil || !strings.Contains(string(res.Output), "sent") {
+		t.Fatalf("kill %d from a later command: %v %s", p.PID(), err, res.Output)
+	}
+	got, err := p.Wait(context.Background())
+	if err != nil || got.ExitCode != 7 || !strings.HasPrefix(string(got.Output), strconv.Itoa(p.PID())+"\n") {
+		t.Fatalf("the background process did not end by its own trap: %+v %v", got, err)
+	}
+}
