@@ -217,6 +217,7 @@ func TestSigtermDuringToolCallStoresCancelledResult(t *testing.T) {
 	e.configureModel()
 	wait, signal := e.startUntilToolRuns("chat", "-Q", "--yolo", "-q", "run the long job")
 	pid, _ := strconv.Atoi(strings.TrimSpace(readFile(t, filepath.Join(e.workspace, "sleeper.pid"))))
+	pid = hostPID(t, pid, e.workspace)
 	signal(syscall.SIGTERM)
 	res := wait()
 	if res.code != 143 {
