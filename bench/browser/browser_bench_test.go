@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/box"
+	"github.com/hermes-go/hermes/internal/box/initproc"
+	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/browser"
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/egress"
@@ -32,8 +34,8 @@ import (
 
 // TestMain lets the test binary act as the box init.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == box.InitArg {
-		os.Exit(box.InitMain())
+	if len(os.Args) > 1 && os.Args[1] == wire.InitArg {
+		os.Exit(initproc.InitMain())
 	}
 	os.Exit(m.Run())
 }

@@ -9,13 +9,14 @@ import (
 	"path/filepath"
 
 	"github.com/hermes-go/hermes/internal/backend/local"
-	"github.com/hermes-go/hermes/internal/box"
+	"github.com/hermes-go/hermes/internal/box/initproc"
+	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/cli"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == box.InitArg {
-		os.Exit(box.InitMain()) // hidden: this process is a box's PID 1
+	if len(os.Args) > 1 && os.Args[1] == wire.InitArg {
+		os.Exit(initproc.InitMain()) // hidden: this process is a box's PID 1
 	}
 	if len(os.Args) > 1 && os.Args[1] == local.PIDInitArg {
 		os.Exit(local.PIDInitMain()) // hidden: PID 1 of the local commands' PID namespace

@@ -92,6 +92,11 @@ func TestManifestIsValid(t *testing.T) {
 	if c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
 		t.Fatal("the box host needs a privileged container (namespaces, overlayfs, cgroups)")
 	}
+	// hermes sandbox serve exits within 25 s of SIGTERM (its sandboxes
+	// paused, not lost): the pod's grace must not cut that short.
+	if g := deploy.Spec.Template.Spec.TerminationGracePeriodSeconds; g == nil || *g < 25 {
+		t.Fatal("terminationGracePeriodSeconds must be at least 25 (the server's shutdown bound)")
+	}
 	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
 		t.Fatal("the container must request CPU and memory")
 	}

@@ -12,6 +12,10 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hermes-go/hermes/internal/box/cgroup"
+	"github.com/hermes-go/hermes/internal/box/initproc"
+	"github.com/hermes-go/hermes/internal/box/wire"
 )
 
 // A running box is attachable: its init listens on
@@ -70,7 +74,7 @@ var errProtocol = errors.New("the box was started by another version of hermes")
 // AttachSocketPath is where the init of the box of task listens for
 // attaching processes.
 func AttachSocketPath(home, task string) string {
-	return filepath.Join(home, "boxes", task, attachSocketName)
+	return filepath.Join(home, "boxes", task, wire.AttachSocketName)
 }
 
 // Attach connects to the running box of task of HERMES_HOME home. The
@@ -84,28 +88,28 @@ func Attach(ctx context.Context, home, task string) (*Box, error) {
 	if err != nil {
 		return nil, err
 	}
-	fc := newFrameConn(c)
-	deadline := time.Now().Add(attachHelloTimeout)
+	fc := wire.NewConn(c)
+	deadline := time.Now().Add(wire.AttachHelloTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
 	c.SetDeadline(deadline)
 	// The answer is read even when the hello cannot be sent: an init that
 	// refuses a peer answers and hangs up without reading.
-	var r response
-	sendErr := fc.send(request{Op: opAttach, Version: attachProtocol})
-	err = fc.dec.Decode(&r)
+	var r wire.Response
+	sendErr := fc.Send(wire.Request{Op: wire.OpAttach, Version: wire.Version})
+	err = fc.Receive(&r)
 	switch {
-	case err == nil && r.Kind == kindError && r.ErrKind == errKindDraining:
+	case err == nil && r.Kind == wire.KindError && r.ErrKind == wire.ErrKindDraining:
 		c.Close()
 		return nil, fmt.Errorf("box %s: %w (%s)", task, ErrNotRunning, r.Err)
-	case err == nil && r.Kind == kindError:
+	case err == nil && r.Kind == wire.KindError:
 		err = errors.New(r.Err)
-	case err == nil && (r.Kind != kindReady || r.Attach == nil):
+	case err == nil && (r.Kind != wire.KindReady || r.Attach == nil):
 		err = fmt.Errorf("unexpected answer %q", r.Kind)
-	case err == nil && r.Attach.Protocol != attachProtocol:
+	case err == nil && r.Attach.Protocol != wire.Version:
 		err = fmt.Errorf("%w: it speaks attach protocol %d, this hermes %d; run the command with the hermes binary that started the box, or stop that box first",
-			errProtocol, r.Attach.Protocol, attachProtocol)
+			errProtocol, r.Attach.Protocol, wire.Version)
 	case err != nil && hungUp(err):
 		// Accepted, then closed before the answer: the init ended (its
 		// owner stopped the box). Nothing was started.
@@ -124,13 +128,13 @@ func Attach(ctx context.Context, home, task string) (*Box, error) {
 	b := &Box{
 		task: task, stateDir: filepath.Dir(path), workdir: info.Workdir, shell: r.Shell, env: info.Env,
 		attachPath: path, fc: fc, ctx: bctx, cancel: cancel, died: make(chan struct{}), initDone: make(chan struct{}),
-		handlers: map[uint64]func(response){}, dials: map[uint64]chan net.Conn{}, now: time.Now, lastUsed: time.Now(),
+		handlers: map[uint64]func(wire.Response){}, dials: map[uint64]chan net.Conn{}, now: time.Now, lastUsed: time.Now(),
 	}
 	if b.shell == "" {
 		b.shell = "/bin/sh"
 	}
 	if info.Cgroup != "" {
-		if cg, err := openCgroupName(info.Cgroup); err == nil {
+		if cg, err := cgroup.Open(info.Cgroup); err == nil {
 			b.cg = cg
 			b.oomKnown.Store(cg.OOMKills())
 		}
@@ -149,7 +153,7 @@ func hungUp(err error) bool {
 // or one nobody listens on, is ErrNotRunning; a stale socket is removed
 // when no process holds the box's state lock.
 func dialAttachSocket(path string) (*net.UnixConn, error) {
-	addr, done, err := shortSocketPath(path, false)
+	addr, done, err := initproc.ShortSocketPath(path, false)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w (%v)", ErrNotRunning, err)
@@ -198,7 +202,7 @@ func (b *Box) dialAttached(ctx context.Context, port int) (net.Conn, error) {
 	}
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
 	defer stop()
-	if err := newFrameConn(c).send(request{Op: opDial, Port: port}); err != nil {
+	if err := wire.NewConn(c).Send(wire.Request{Op: wire.OpDial, Port: port}); err != nil {
 		return nil, fmt.Errorf("box %s: dial port %d: %w", b.task, port, err)
 	}
 	msg := make([]byte, 512)
@@ -233,7 +237,7 @@ func (b *Box) dialAttached(ctx context.Context, port int) (net.Conn, error) {
 // through its attach socket.
 func (b *Box) Attached() bool { return b.attachPath != "" }
 
-// noteAttached records a kindAttached report: n attached commands run,
+// noteAttached records a wire.KindAttached report: n attached commands run,
 // and the box was used now.
 func (b *Box) noteAttached(n int) {
 	b.mu.Lock()
@@ -257,11 +261,11 @@ func (b *Box) WaitAttached(ctx context.Context, waiting func(n int)) error {
 	if b.Attached() {
 		return nil
 	}
-	r, err := b.roundTrip(ctx, request{Op: opDrain})
+	r, err := b.roundTrip(ctx, wire.Request{Op: wire.OpDrain})
 	if err != nil {
 		return err
 	}
-	if r.Kind == kindError {
+	if r.Kind == wire.KindError {
 		return fmt.Errorf("box %s: %s", b.task, r.Err)
 	}
 	told := false
@@ -289,3 +293,35 @@ func (b *Box) WaitAttached(ctx context.Context, waiting func(n int)) error {
 		}
 	}
 }
+
+// responseError turns an error frame back into a Go error wrapping the
+// matching fs sentinel, as a *fs.PathError for op on path.
+func responseError(r wire.Response, op, path string) error {
+	var base error
+	switch r.ErrKind {
+	case wire.ErrKindNotExist:
+		base = fs.ErrNotExist
+	case wire.ErrKindPermission:
+		base = fs.ErrPermission
+	case wire.ErrKindExist:
+		base = fs.ErrExist
+	case wire.ErrKindDraining:
+		// Refused before it started: the caller may start the box afresh
+		// and run it there.
+		return fmt.Errorf("box %s %s: %w: %s", op, path, ErrNotRunning, r.Err)
+	default:
+		return fmt.Errorf("box %s %s: %s", op, path, r.Err)
+	}
+	return &fs.PathError{Op: op, Path: path, Err: initError{msg: r.Err, kind: base}}
+}
+
+// initError is an error the init reported: its text as the init wrote it
+// (which already says what is wrong: "executable file not found in
+// $PATH"), matching its kind (fs.ErrNotExist...) with errors.Is.
+type initError struct {
+	msg  string
+	kind error
+}
+
+func (e initError) Error() string { return e.msg }
+func (e initError) Unwrap() error { return e.kind }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/backend"
 
+	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
@@ -180,15 +181,15 @@ func TestOwnerWaitsForAttachedCommands(t *testing.T) {
 }
 
 // rawAttach opens an attached connection to the box of e and says hello.
-func rawAttach(t *testing.T, e *testBoxEnv) (*net.UnixConn, *frameConn, response) {
+func rawAttach(t *testing.T, e *testBoxEnv) (*net.UnixConn, *wire.Conn, wire.Response) {
 	t.Helper()
 	c, err := dialAttachSocket(AttachSocketPath(e.home, "test-task"))
 	must(t, err)
-	fc := newFrameConn(c)
+	fc := wire.NewConn(c)
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	var r response
-	if err := fc.send(request{Op: opAttach, Version: attachProtocol}); err == nil {
-		fc.dec.Decode(&r)
+	var r wire.Response
+	if err := fc.Send(wire.Request{Op: wire.OpAttach, Version: wire.Version}); err == nil {
+		fc.Receive(&r)
 	}
 	c.SetDeadline(time.Time{})
 	return c, fc, r
@@ -206,10 +207,10 @@ func TestAttachSocketFullAndIdle(t *testing.T) {
 			c.Close()
 		}
 	}()
-	for range maxAttached {
+	for range wire.MaxAttached {
 		c, _, r := rawAttach(t, e)
 		conns = append(conns, c)
-		if r.Kind != kindReady {
+		if r.Kind != wire.KindReady {
 			t.Fatalf("attach %d: %q %s", len(conns), r.Kind, r.Err)
 		}
 	}
@@ -236,18 +237,18 @@ func TestAttachSocketFullAndIdle(t *testing.T) {
 	}
 }
 
-// Frames on an attached connection are at most maxAttachFrame (2 MiB, it
+// Frames on an attached connection are at most wire.MaxAttachFrame (2 MiB, it
 // was 64); a WriteFile of more goes in parts and arrives whole.
 func TestAttachFrameCapAndBigWriteFile(t *testing.T) {
 	e := startTestBox(t, nil)
 	c, fc, r := rawAttach(t, e)
 	defer c.Close()
-	if r.Kind != kindReady {
+	if r.Kind != wire.KindReady {
 		t.Fatalf("hello: %q %s", r.Kind, r.Err)
 	}
-	fc.send(request{ID: 1, Op: opWriteFile, Path: "/tmp/big", Data: make([]byte, 3<<20)})
+	fc.Send(wire.Request{ID: 1, Op: wire.OpWriteFile, Path: "/tmp/big", Data: make([]byte, 3<<20)})
 	c.SetReadDeadline(time.Now().Add(30 * time.Second))
-	if err := fc.dec.Decode(&r); err == nil {
+	if err := fc.Receive(&r); err == nil {
 		t.Fatalf("a 3 MiB frame was answered (%q %s); want the connection closed", r.Kind, r.Err)
 	}
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/backend"
 
+	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
@@ -411,35 +412,6 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// A HERMES_HOME deep enough that the socket path passes sun_path's 108
-// bytes still works: bind and connect go through /proc/self/fd.
-func TestAttachSocketLongPath(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 60))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, attachSocketName)
-	ln, err := listenAttach(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	st, err := os.Stat(path)
-	if err != nil || st.Mode()&os.ModeSocket == 0 || st.Mode().Perm() != 0o600 {
-		t.Fatalf("socket %s: %v %v, want a 0600 socket", path, st.Mode(), err)
-	}
-	go func() {
-		if c, err := ln.Accept(); err == nil {
-			c.Close()
-		}
-	}()
-	c, err := dialAttachSocket(path)
-	if err != nil {
-		t.Fatalf("dial %d-byte path: %v", len(path), err)
-	}
-	c.Close()
-}
-
 // The attach socket is listed in the box's network namespace
 // (/proc/net/unix): under a name that does not give HERMES_HOME away, and
 // out of reach of the box's processes.
@@ -451,59 +423,7 @@ func TestAttachSocketHiddenFromBox(t *testing.T) {
 	}
 	res := e.run(t, "cat /proc/net/unix; test -e "+sock+" && echo VISIBLE; test -e "+filepath.Dir(sock)+" && echo VISIBLE; true")
 	out := string(res.Output)
-	if strings.Contains(out, e.home) || strings.Contains(out, "VISIBLE") || !strings.Contains(out, attachSocketName) {
+	if strings.Contains(out, e.home) || strings.Contains(out, "VISIBLE") || !strings.Contains(out, wire.AttachSocketName) {
 		t.Fatalf("the box sees the attach socket's host path or the state dir:\n%s", out)
-	}
-}
-
-// The init serves no attached connection before the host has moved it
-// into the box's cgroup and said so (opJoined): a command an attaching
-// process sent earlier would run outside the group, free of its limits.
-func TestAttachServedOnlyAfterHostJoinedCgroup(t *testing.T) {
-	path := filepath.Join(t.TempDir(), attachSocketName)
-	ln, err := listenAttach(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	host, init := net.Pipe()
-	defer host.Close()
-	defer init.Close()
-	srv, err := newInitServer(newFrameConn(init), nil, &initSpec{Task: "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(srv.devNull)
-	srv.attachLn = ln
-	c, err := dialAttachSocket(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	fc := newFrameConn(c)
-	if err := fc.send(request{Op: opAttach, Version: attachProtocol}); err != nil {
-		t.Fatal(err)
-	}
-	c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
-	var r response
-	if err := fc.dec.Decode(&r); err == nil {
-		t.Fatalf("attached before opJoined: %+v", r)
-	} else if !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatal(err)
-	}
-	// A fresh connection after the join is served.
-	srv.handle(srv.main, request{Op: opJoined})
-	c2, err := dialAttachSocket(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	fc2 := newFrameConn(c2)
-	c2.SetDeadline(time.Now().Add(20 * time.Second))
-	if err := fc2.send(request{Op: opAttach, Version: attachProtocol}); err != nil {
-		t.Fatal(err)
-	}
-	if err := fc2.dec.Decode(&r); err != nil || r.Kind != kindReady {
-		t.Fatalf("after opJoined: %+v %v, want ready", r, err)
 	}
 }

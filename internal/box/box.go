@@ -3,7 +3,7 @@
 // overlay root (a read-only base: the host's "/" or a rootfs, plus a
 // per-task writable layer) with the workspace mounted at its own path, run
 // in fresh mount, pid, uts, ipc and net namespaces under a cgroup with
-// memory, pids and cpu limits. Its PID 1 is this same binary (InitMain): it
+// memory, pids and cpu limits. Its PID 1 is this same binary (initproc.InitMain): it
 // reaps children and serves commands and file operations for the host over
 // an inherited socket, so no nsenter is needed per command. Commands run
 // with no capabilities, no_new_privs, a seccomp filter and Landlock. The
@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/egress"
 )
@@ -52,7 +53,7 @@ type Options struct {
 	// ("" = resolved from Executable as above).
 	InitBinary string
 	// InitArgs follow Executable on the init's command line (default
-	// [InitArg]).
+	// [wire.InitArg]).
 	InitArgs []string
 	// NewEgress creates the egress session of a box; nil = no egress at all
 	// (connections from the box to 127.0.0.1:3128 are refused).
@@ -102,7 +103,7 @@ type Manager struct {
 	homeKey    string     // HERMES_HOME's key in the box cgroup names
 	cgroupRoot string
 	sweepOnce  sync.Once
-	warmOnce   sync.Once // warmFrames, at the first box start
+	warmOnce   sync.Once // wire.Warm, at the first box start
 	sweepWG    sync.WaitGroup
 
 	mu      sync.Mutex
@@ -299,12 +300,12 @@ func (m *Manager) Box(ctx context.Context, taskID string) (*Box, error) {
 	return b, nil
 }
 
-// attachIdleTimeout is Options.AttachIdleTimeout or its default.
+// wire.AttachIdleTimeout is Options.AttachIdleTimeout or its default.
 func (m *Manager) attachIdleTimeout() time.Duration {
 	if m.opts.AttachIdleTimeout > 0 {
 		return m.opts.AttachIdleTimeout
 	}
-	return attachIdleTimeout
+	return wire.AttachIdleTimeout
 }
 
 // attachIdle reports whether b is attached and has been idle for half of

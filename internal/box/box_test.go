@@ -172,13 +172,7 @@ func TestBoxNonPersistentCloseLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	groups := []string{}
-	switch g := b.cg.(type) {
-	case *cgroupV1:
-		groups = g.procsDirs()
-	case *cgroupV2:
-		groups = []string{g.dir}
-	}
+	groups := b.cg.Dirs()
 	if len(groups) == 0 {
 		t.Fatalf("box cgroup %T has no directories", b.cg)
 	}

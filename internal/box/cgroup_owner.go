@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hermes-go/hermes/internal/box/cgroup"
 )
 
 // Box cgroups are named so that no two boxes can share one, and so that a
@@ -148,7 +150,7 @@ func (m *Manager) groupPath(id, task string) string {
 // hierarchyRoots lists the directories of root in every mounted cgroup
 // hierarchy a box uses (each v1 controller's, deduplicated, and v2's).
 func hierarchyRoots(root string) []string {
-	v1, v2, err := cgroupMounts("/proc/self/mountinfo")
+	v1, v2, err := cgroup.Mounts("/proc/self/mountinfo")
 	if err != nil {
 		return nil
 	}
@@ -410,4 +412,39 @@ func (m *Manager) sweepLeftovers() {
 	m.sweepOnce.Do(func() {
 		m.goUnlessClosed(&m.sweepWG, func() { cleanLeftovers(m.opts.Home, m.cgroupRoot, false) })
 	})
+}
+
+// CgroupStats reads the counters of the running box taskID of HERMES_HOME
+// home from its cgroup (under DefaultCgroupRoot), from any process. The
+// error wraps fs.ErrNotExist when the box does not run.
+func CgroupStats(home, taskID string) (cgroup.Stats, error) {
+	g, err := openBoxCgroup(home, taskID)
+	if err != nil {
+		return cgroup.Stats{}, err
+	}
+	return g.Stats()
+}
+
+// openBoxCgroup finds the cgroup of the running box taskID of HERMES_HOME
+// home (under DefaultCgroupRoot) for reading its counters; the error
+// wraps fs.ErrNotExist when the box does not run.
+func openBoxCgroup(home, taskID string) (cgroup.Group, error) {
+	if err := checkTaskID(taskID); err != nil {
+		return nil, err
+	}
+	v1, v2, err := cgroup.Mounts("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	dirRoot := filepath.Join(v2, DefaultCgroupRoot)
+	if v1["memory"] != "" {
+		dirRoot = filepath.Join(v1["memory"], DefaultCgroupRoot)
+	} else if v2 == "" {
+		return nil, fmt.Errorf("no cgroup filesystem: %w", os.ErrNotExist)
+	}
+	name, err := findBoxGroup(dirRoot, DefaultCgroupRoot, home, taskID)
+	if err != nil {
+		return nil, err
+	}
+	return cgroup.Named(v1, v2, name)
 }

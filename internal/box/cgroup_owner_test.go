@@ -139,7 +139,7 @@ func TestBoxStartSweepsGroupsOfGoneOwners(t *testing.T) {
 	busyProc, _ := startOwner(t)
 	busy := makeGroups(t, root, boxGroup{owner: deadOwner(t), home: "otherhome000", id: "cccccccc", task: "busy"}.name())
 	for _, d := range busy {
-		if err := writeCgroupFile(d, "cgroup.procs", strconv.Itoa(busyProc.Process.Pid)); err != nil {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(busyProc.Process.Pid)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/box/wire"
 )
 
 // Command is a command for Box.Command: Argv run directly, not through a
@@ -50,7 +51,7 @@ func (b *Box) Command(ctx context.Context, c Command) (Process, error) {
 	if p.out == nil {
 		p.out = io.Discard
 	}
-	spec := &execSpec{Argv: c.Argv, Dir: b.abs(c.Dir), Env: b.commandEnv(c.Env), Timeout: c.Timeout,
+	spec := &wire.ExecSpec{Argv: c.Argv, Dir: b.abs(c.Dir), Env: b.commandEnv(c.Env), Timeout: c.Timeout,
 		Stdin: c.Stdin != nil, Search: true, Stderr: c.Stderr != nil && !c.TTY, TTY: c.TTY, Rows: c.Rows, Cols: c.Cols}
 	return b.startSpec(ctx, spec, p, c.Stdin)
 }
@@ -60,7 +61,7 @@ func (p *boxProcess) Signal(sig syscall.Signal) error {
 	if p.Done() {
 		return nil
 	}
-	return p.box.fc.send(request{ID: p.id, Op: opSignal, Signal: int(sig)})
+	return p.box.fc.Send(wire.Request{ID: p.id, Op: wire.OpSignal, Signal: int(sig)})
 }
 
 // Resize sets the window size of the command's terminal.
@@ -68,5 +69,5 @@ func (p *boxProcess) Resize(rows, cols uint16) error {
 	if p.Done() {
 		return nil
 	}
-	return p.box.fc.send(request{ID: p.id, Op: opResize, Rows: rows, Cols: cols})
+	return p.box.fc.Send(wire.Request{ID: p.id, Op: wire.OpResize, Rows: rows, Cols: cols})
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/hermes-go/hermes/internal/box/wire"
 )
 
 // InitBinaryName is the small box init program (cmd/hermes-box-init). The
@@ -13,7 +15,7 @@ import (
 // binary; it links no provider SDK, TUI or database, so a box's init
 // starts in a fraction of the time and memory the whole hermes binary
 // takes (bench/README.md). Without it the Manager re-executes hermes with
-// InitArg, which runs the same InitMain.
+// wire.InitArg, which runs the same initproc.InitMain.
 const InitBinaryName = "hermes-box-init"
 
 // FindInitBinary returns the hermes-box-init beside hermesExe (the
@@ -56,11 +58,11 @@ func FindInitBinary(hermesExe string) (string, error) {
 
 // resolveInit sets opts.InitBinary and opts.InitArgs: an explicit
 // InitBinary stays; else hermes-box-init beside Executable when
-// FindInitBinary accepts it; else Executable itself. Either runs InitMain
-// with the same arguments (InitArg first), so no path of the box differs.
+// FindInitBinary accepts it; else Executable itself. Either runs initproc.InitMain
+// with the same arguments (wire.InitArg first), so no path of the box differs.
 func resolveInit(opts *Options) {
 	if len(opts.InitArgs) == 0 {
-		opts.InitArgs = []string{InitArg}
+		opts.InitArgs = []string{wire.InitArg}
 	}
 	if opts.InitBinary != "" {
 		return

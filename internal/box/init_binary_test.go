@@ -8,10 +8,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/hermes-go/hermes/internal/box/wire"
 )
 
 // testInitEnv names a box init program for startTestBox (unset: the test
-// binary itself, re-executed with InitArg as hermes does without
+// binary itself, re-executed with wire.InitArg as hermes does without
 // hermes-box-init). TestEscapeBatteryWithInitBinary sets it.
 const testInitEnv = "HERMES_BOX_TEST_INIT"
 
@@ -59,8 +61,8 @@ func TestResolveInitFallsBackToHermes(t *testing.T) {
 	must(t, os.WriteFile(hermes, []byte("#!/bin/true\n"), 0o755))
 	opts := Options{Executable: hermes}
 	resolveInit(&opts)
-	if opts.InitBinary != hermes || len(opts.InitArgs) != 1 || opts.InitArgs[0] != InitArg {
-		t.Fatalf("without hermes-box-init: InitBinary %q args %q; want %q [%s]", opts.InitBinary, opts.InitArgs, hermes, InitArg)
+	if opts.InitBinary != hermes || len(opts.InitArgs) != 1 || opts.InitArgs[0] != wire.InitArg {
+		t.Fatalf("without hermes-box-init: InitBinary %q args %q; want %q [%s]", opts.InitBinary, opts.InitArgs, hermes, wire.InitArg)
 	}
 	must(t, os.WriteFile(filepath.Join(dir, InitBinaryName), []byte("#!/bin/true\n"), 0o755))
 	opts = Options{Executable: hermes}
@@ -73,7 +75,7 @@ func TestResolveInitFallsBackToHermes(t *testing.T) {
 // TestEscapeBatteryWithInitBinary runs the escape battery and the init's
 // own tests again with cmd/hermes-box-init as every box's PID 1 (the
 // rest of the package's tests use the test binary re-executed with
-// InitArg, as hermes does without hermes-box-init): no path of the box's
+// wire.InitArg, as hermes does without hermes-box-init): no path of the box's
 // security may differ between the two.
 func TestEscapeBatteryWithInitBinary(t *testing.T) {
 	needBoxes(t)

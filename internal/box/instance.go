@@ -20,6 +20,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/box/cgroup"
+	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/egress"
 	"github.com/hermes-go/hermes/internal/httpguard"
 	"github.com/hermes-go/hermes/internal/protect"
@@ -44,19 +46,19 @@ type Box struct {
 	workdir  string
 	shell    string
 	env      []string
-	spec     initSpec
+	spec     wire.InitSpec
 	// watch: the bind workspace as the box started; after each command
 	// the host moves aside what is new and runs code (protect.Watch).
 	watch   *protect.Watch
 	persist bool
 	initPID int
 	cmd     *exec.Cmd // nil when attached
-	fc      *frameConn
+	fc      *wire.Conn
 	// attachPath is the attach socket of a box another process runs, which
 	// this Box reached through it (Attach); "" for the owner's Box.
 	attachPath string
 	conns      *net.UnixConn
-	cg         cgroup // nil when attached and the group was not found
+	cg         cgroup.Group // nil when attached and the group was not found
 	egress     *egress.BoxSession
 	lock       *os.File
 	ctx        context.Context
@@ -73,14 +75,14 @@ type Box struct {
 	closeErr   error
 
 	mu        sync.Mutex
-	handlers  map[uint64]func(response)
+	handlers  map[uint64]func(wire.Response)
 	dials     map[uint64]chan net.Conn
 	listeners []net.Listener
 	busy      int
 	lastUsed  time.Time
 	now       func() time.Time
 	// attachedRunning is the number of commands attached processes run
-	// in the box (kindAttached; owner only); attachedChanged is closed
+	// in the box (wire.KindAttached; owner only); attachedChanged is closed
 	// and replaced when it changes.
 	attachedRunning int
 	attachedChanged chan struct{}
@@ -102,9 +104,9 @@ func (b *Box) Shell() string { return b.shell }
 func (b *Box) StartPhases() StartPhases { return b.phases }
 
 // Stats reads the box's cgroup counters.
-func (b *Box) Stats() (Stats, error) {
+func (b *Box) Stats() (cgroup.Stats, error) {
 	if b.cg == nil {
-		return Stats{}, fmt.Errorf("box %s: cgroup not found", b.task)
+		return cgroup.Stats{}, fmt.Errorf("box %s: cgroup not found", b.task)
 	}
 	return b.cg.Stats()
 }
@@ -151,24 +153,24 @@ func (b *Box) run() {
 		close(b.died)
 		b.mu.Lock()
 		hs := b.handlers
-		b.handlers = map[uint64]func(response){}
+		b.handlers = map[uint64]func(wire.Response){}
 		b.mu.Unlock()
 		for id, h := range hs {
-			h(response{ID: id, Kind: kindError, Err: ErrBoxStopped.Error()})
+			h(wire.Response{ID: id, Kind: wire.KindError, Err: ErrBoxStopped.Error()})
 		}
 	}()
 	for {
-		var r response
-		if err := b.fc.dec.Decode(&r); err != nil {
+		var r wire.Response
+		if err := b.fc.Receive(&r); err != nil {
 			return
 		}
-		if r.ID == 0 && r.Kind == kindAttached {
+		if r.ID == 0 && r.Kind == wire.KindAttached {
 			b.noteAttached(r.PID)
 			continue
 		}
 		b.mu.Lock()
 		h := b.handlers[r.ID]
-		if r.Kind == kindExit || r.Kind == kindError || r.Kind == kindOK {
+		if r.Kind == wire.KindExit || r.Kind == wire.KindError || r.Kind == wire.KindOK {
 			delete(b.handlers, r.ID)
 		}
 		b.mu.Unlock()
@@ -182,7 +184,7 @@ func (b *Box) run() {
 // (id 0) go to the egress session, dialled ones to their waiter.
 func (b *Box) runConns() {
 	for {
-		id, c, err := recvConnFD(b.conns)
+		id, c, err := wire.ReceiveConn(b.conns)
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 				return
@@ -215,7 +217,7 @@ func (b *Box) runConns() {
 }
 
 // call registers h for a new request id, then sends the request.
-func (b *Box) call(req request, h func(response)) (uint64, error) {
+func (b *Box) call(req wire.Request, h func(wire.Response)) (uint64, error) {
 	req.ID = b.nextID.Add(1)
 	b.mu.Lock()
 	select {
@@ -226,7 +228,7 @@ func (b *Box) call(req request, h func(response)) (uint64, error) {
 	}
 	b.handlers[req.ID] = h
 	b.mu.Unlock()
-	if err := b.fc.send(req); err != nil {
+	if err := b.fc.Send(req); err != nil {
 		b.mu.Lock()
 		delete(b.handlers, req.ID)
 		b.mu.Unlock()
@@ -236,16 +238,16 @@ func (b *Box) call(req request, h func(response)) (uint64, error) {
 }
 
 // roundTrip sends one request and waits for its single reply.
-func (b *Box) roundTrip(ctx context.Context, req request) (response, error) {
-	ch := make(chan response, 1)
-	if _, err := b.call(req, func(r response) { ch <- r }); err != nil {
-		return response{}, err
+func (b *Box) roundTrip(ctx context.Context, req wire.Request) (wire.Response, error) {
+	ch := make(chan wire.Response, 1)
+	if _, err := b.call(req, func(r wire.Response) { ch <- r }); err != nil {
+		return wire.Response{}, err
 	}
 	select {
 	case r := <-ch:
 		return r, nil
 	case <-ctx.Done():
-		return response{}, ctx.Err()
+		return wire.Response{}, ctx.Err()
 	}
 }
 
@@ -347,19 +349,19 @@ const (
 // stdin and output of req.
 func (b *Box) startArgv(ctx context.Context, argv []string, req backend.ExecRequest, writable bool) (*boxProcess, error) {
 	p := &boxProcess{box: b, out: req.Output, errOut: req.Stderr, discard: req.Output != nil && req.DiscardOutput}
-	spec := &execSpec{Argv: argv, Dir: b.abs(req.Workdir),
+	spec := &wire.ExecSpec{Argv: argv, Dir: b.abs(req.Workdir),
 		Env: b.commandEnv(req.Env), Timeout: req.Timeout, Stdin: req.Stdin != nil || writable, Stderr: req.Stderr != nil}
 	return b.startSpec(ctx, spec, p, req.Stdin)
 }
 
 // startSpec sends spec and waits until the command runs (or failed to
 // start); stdin, when set, is fed to it in the background.
-func (b *Box) startSpec(ctx context.Context, spec *execSpec, p *boxProcess, stdin io.Reader) (*boxProcess, error) {
+func (b *Box) startSpec(ctx context.Context, spec *wire.ExecSpec, p *boxProcess, stdin io.Reader) (*boxProcess, error) {
 	b.touch(1)
 	p.done, p.started, p.began, p.argv0 = make(chan struct{}), make(chan struct{}), time.Now(), spec.Argv[0]
-	p.credit = make(chan struct{}, stdinWindow)
+	p.credit = make(chan struct{}, wire.StdinWindow)
 	p.oomBefore = b.oomKnown.Load()
-	id, err := b.call(request{Op: opExec, Exec: spec}, p.handle)
+	id, err := b.call(wire.Request{Op: wire.OpExec, Exec: spec}, p.handle)
 	if err != nil {
 		b.touch(-1)
 		return nil, err
@@ -369,7 +371,7 @@ func (b *Box) startSpec(ctx context.Context, spec *execSpec, p *boxProcess, stdi
 	case <-p.started:
 	case <-p.done:
 	case <-ctx.Done():
-		b.fc.send(request{ID: id, Op: opKill})
+		b.fc.Send(wire.Request{ID: id, Op: wire.OpKill})
 	}
 	if p.startErr != nil {
 		return nil, p.startErr
@@ -393,7 +395,7 @@ type boxProcess struct {
 	started   chan struct{}
 	done      chan struct{}
 	// credit holds a token per stdin frame sent and not yet acknowledged
-	// by the init (stdinWindow); a sender blocks while it is full.
+	// by the init (wire.StdinWindow); a sender blocks while it is full.
 	credit chan struct{}
 
 	mu       sync.Mutex
@@ -404,19 +406,19 @@ type boxProcess struct {
 	waitErr  error // the box died under the command
 }
 
-func (p *boxProcess) handle(r response) {
+func (p *boxProcess) handle(r wire.Response) {
 	switch r.Kind {
-	case kindStarted:
+	case wire.KindStarted:
 		p.mu.Lock()
 		p.pid = r.PID
 		p.mu.Unlock()
 		close(p.started)
-	case kindStdinAck:
+	case wire.KindStdinAck:
 		select {
 		case <-p.credit:
 		default:
 		}
-	case kindOutput:
+	case wire.KindOutput:
 		p.mu.Lock()
 		if room := maxCapturedOutput - p.buf.Len(); room > 0 && !p.discard {
 			p.buf.Write(r.Data[:min(room, len(r.Data))])
@@ -427,14 +429,14 @@ func (p *boxProcess) handle(r response) {
 		} else if p.out != nil {
 			p.out.Write(r.Data)
 		}
-	case kindExit, kindError:
+	case wire.KindExit, wire.KindError:
 		var died error
-		if r.Kind == kindError && r.Err == ErrBoxStopped.Error() && !p.box.closing.Load() {
+		if r.Kind == wire.KindError && r.Err == ErrBoxStopped.Error() && !p.box.closing.Load() {
 			died = fmt.Errorf("box %s: %w: %s while the command ran (the next command starts the box afresh)",
 				p.box.task, ErrBoxStopped, p.box.deathReason())
 		}
 		p.mu.Lock()
-		if r.Kind == kindError {
+		if r.Kind == wire.KindError {
 			err := fmt.Errorf("box %s: %s", p.box.task, r.Err)
 			if r.Err == ErrBoxStopped.Error() {
 				err = fmt.Errorf("box %s: %w", p.box.task, ErrBoxStopped)
@@ -495,7 +497,7 @@ func (p *boxProcess) Kill() error {
 	if p.Done() {
 		return nil
 	}
-	return p.box.fc.send(request{ID: p.id, Op: opKill})
+	return p.box.fc.Send(wire.Request{ID: p.id, Op: wire.OpKill})
 }
 
 // Terminate asks the command to stop: SIGTERM to the processes its
@@ -504,7 +506,7 @@ func (p *boxProcess) Terminate() error {
 	if p.Done() {
 		return nil
 	}
-	return p.box.fc.send(request{ID: p.id, Op: opTerm})
+	return p.box.fc.Send(wire.Request{ID: p.id, Op: wire.OpTerm})
 }
 
 func (p *boxProcess) Wait(ctx context.Context) (backend.ExecResult, error) {
@@ -548,14 +550,14 @@ func (p *boxProcess) Done() bool {
 	}
 }
 
-func (b *Box) fileCall(ctx context.Context, req request, op string) (response, error) {
+func (b *Box) fileCall(ctx context.Context, req wire.Request, op string) (wire.Response, error) {
 	b.touch(1)
 	defer b.touch(-1)
 	r, err := b.roundTrip(ctx, req)
 	if err != nil {
 		return r, err
 	}
-	if r.Kind == kindError {
+	if r.Kind == wire.KindError {
 		return r, responseError(r, op, req.Path)
 	}
 	return r, nil
@@ -563,21 +565,21 @@ func (b *Box) fileCall(ctx context.Context, req request, op string) (response, e
 
 // ReadFile returns the contents of path inside the box.
 func (b *Box) ReadFile(ctx context.Context, path string) ([]byte, error) {
-	r, err := b.fileCall(ctx, request{Op: opReadFile, Path: b.abs(path)}, "read")
+	r, err := b.fileCall(ctx, wire.Request{Op: wire.OpReadFile, Path: b.abs(path)}, "read")
 	return r.Data, err
 }
 
 // WriteFile replaces path inside the box atomically, creating parents.
 func (b *Box) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
-	req := request{Op: opWriteFile, Path: b.abs(path), Data: data, Perm: uint32(perm.Perm())}
+	req := wire.Request{Op: wire.OpWriteFile, Path: b.abs(path), Data: data, Perm: uint32(perm.Perm())}
 	if !b.Attached() {
 		_, err := b.fileCall(ctx, req, "write")
 		return err
 	}
-	// An attached connection takes frames of at most maxAttachFrame: the
+	// An attached connection takes frames of at most wire.MaxAttachFrame: the
 	// data goes in parts, renamed into place after the last.
 	for {
-		n := min(len(data), attachWriteChunk)
+		n := min(len(data), wire.AttachWriteChunk)
 		req.Data, req.More = data[:n], n < len(data)
 		if _, err := b.fileCall(ctx, req, "write"); err != nil || !req.More {
 			return err
@@ -586,13 +588,13 @@ func (b *Box) WriteFile(ctx context.Context, path string, data []byte, perm fs.F
 	}
 }
 
-func fromWire(w wireFileInfo) backend.FileInfo {
+func fromWire(w wire.FileInfo) backend.FileInfo {
 	return backend.FileInfo{Name: w.Name, Size: w.Size, Mode: fs.FileMode(w.Mode), ModTime: w.ModTime, IsDir: w.IsDir}
 }
 
 // Stat describes path inside the box (following symlinks).
 func (b *Box) Stat(ctx context.Context, path string) (backend.FileInfo, error) {
-	r, err := b.fileCall(ctx, request{Op: opStat, Path: b.abs(path)}, "stat")
+	r, err := b.fileCall(ctx, wire.Request{Op: wire.OpStat, Path: b.abs(path)}, "stat")
 	if err != nil || r.Info == nil {
 		return backend.FileInfo{}, err
 	}
@@ -601,7 +603,7 @@ func (b *Box) Stat(ctx context.Context, path string) (backend.FileInfo, error) {
 
 // ReadDir lists path inside the box, sorted by name.
 func (b *Box) ReadDir(ctx context.Context, path string) ([]backend.FileInfo, error) {
-	r, err := b.fileCall(ctx, request{Op: opReadDir, Path: b.abs(path)}, "readdir")
+	r, err := b.fileCall(ctx, wire.Request{Op: wire.OpReadDir, Path: b.abs(path)}, "readdir")
 	if err != nil {
 		return nil, err
 	}
@@ -623,8 +625,8 @@ func (b *Box) DialBox(ctx context.Context, port int) (net.Conn, error) {
 	id := b.nextID.Add(1)
 	b.mu.Lock()
 	b.dials[id] = ch
-	b.handlers[id] = func(r response) {
-		if r.Kind == kindError {
+	b.handlers[id] = func(r wire.Response) {
+		if r.Kind == wire.KindError {
 			errc <- fmt.Errorf("box %s: dial port %d: %s", b.task, port, r.Err)
 		}
 	}
@@ -635,7 +637,7 @@ func (b *Box) DialBox(ctx context.Context, port int) (net.Conn, error) {
 		delete(b.handlers, id)
 		b.mu.Unlock()
 	}
-	if err := b.fc.send(request{ID: id, Op: opDial, Port: port}); err != nil {
+	if err := b.fc.Send(wire.Request{ID: id, Op: wire.OpDial, Port: port}); err != nil {
 		cleanup()
 		return nil, ErrBoxStopped
 	}
@@ -726,7 +728,7 @@ func (b *Box) stop() error {
 		// Only this process's connection ends; the init kills what it
 		// started over it.
 		b.closing.Store(true)
-		b.fc.c.Close()
+		b.fc.Close()
 		<-b.died
 		b.cancel()
 		return nil
@@ -748,10 +750,10 @@ func (b *Box) stop() error {
 		go func() { cleared <- removeAllBut(b.stateDir, "lock") }()
 	}
 	<-b.initDone
-	if b.cg.removeEmpty() != nil {
+	if b.cg.RemoveEmpty() != nil {
 		b.cg.KillAll()
 	}
-	b.fc.c.Close()
+	b.fc.Close()
 	b.conns.Close()
 	b.cancel()
 	var errs []error

@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hermes-go/hermes/internal/box/initproc"
 )
 
 // BoxInfo describes a box's state on disk.
@@ -52,6 +54,17 @@ func ListBoxes(home string) ([]BoxInfo, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Task < out[j].Task })
 	return out, nil
+}
+
+// HasLayer reports whether the box of taskID has its persistent layer
+// (the ext4 image of its writable files) on disk, so that starting it
+// again brings its files back.
+func (m *Manager) HasLayer(taskID string) bool {
+	if checkTaskID(taskID) != nil {
+		return false
+	}
+	st, err := os.Stat(filepath.Join(m.StateDir(taskID), "disk.img"))
+	return err == nil && st.Mode().IsRegular()
 }
 
 // stateLocked reports whether a hermes process holds the state lock of
@@ -120,14 +133,14 @@ func (m *Manager) WithUpper(taskID string, create bool, fn func(upperDir string)
 		lm.Close() // unmounts: nothing else holds the mount
 		waitLoopReleased(image, layerReleaseWait)
 	}()
-	if err := removeStaleRestores(fdPath(lm.fd)); err != nil {
+	if err := removeStaleRestores(initproc.FDPath(lm.fd)); err != nil {
 		return err
 	}
-	upper := filepath.Join(fdPath(lm.fd), "upper")
+	upper := filepath.Join(initproc.FDPath(lm.fd), "upper")
 	if err := os.MkdirAll(upper, 0o755); err != nil {
 		return err
 	}
-	defer trimLayer(fdPath(lm.fd))
+	defer trimLayer(initproc.FDPath(lm.fd))
 	return fn(upper)
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/hermes-go/hermes/internal/box/snapshot"
 	"golang.org/x/sys/unix"
 
+	"github.com/hermes-go/hermes/internal/box/initproc"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
@@ -168,7 +169,7 @@ func TestLayerMountEndsWithKilledProcess(t *testing.T) {
 // duration.
 func leakLayerMount(t *testing.T, image string) (dev, mountPoint string) {
 	t.Helper()
-	dev, lf, err := attachLoop(image)
+	dev, lf, err := initproc.AttachLoop(image)
 	must(t, err)
 	defer lf.Close()
 	mountPoint = t.TempDir()
@@ -247,7 +248,7 @@ func TestLayerHeldInAnotherNamespaceIsRefused(t *testing.T) {
 func TestLayerStaleLoopIsDetached(t *testing.T) {
 	m := persistentTestManager(t, nil)
 	image := layerTestImage(t, m, "stale")
-	dev, lf, err := attachLoop(image)
+	dev, lf, err := initproc.AttachLoop(image)
 	must(t, err)
 	// Drop autoclear, as losetup without --autoclear leaves it.
 	info, err := unix.IoctlLoopGetStatus64(int(lf.Fd()))

@@ -6,6 +6,8 @@ import (
 	"net"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hermes-go/hermes/internal/box/initproc"
 )
 
 // layerMount is the ext4 file system of a persistent box's layer image,
@@ -23,7 +25,7 @@ type layerMount struct {
 
 // mountLayerDetached mounts the ext4 image as a detached mount.
 func mountLayerDetached(image string) (*layerMount, error) {
-	dev, lf, err := attachLoop(image)
+	dev, lf, err := initproc.AttachLoop(image)
 	if err != nil {
 		return nil, err
 	}
@@ -65,28 +67,4 @@ func (l *layerMount) send(sock *net.UnixConn) error {
 	var tag [8]byte // id 0
 	_, _, err := sock.WriteMsgUnix(tag[:], unix.UnixRights(l.fd), nil)
 	return err
-}
-
-// receiveLayerMount, in the init, takes the mount the host passed and
-// moves it to dir.
-func receiveLayerMount(sock *net.UnixConn, dir string) error {
-	var tag [8]byte
-	oob := make([]byte, unix.CmsgSpace(4))
-	_, oobn, _, _, err := sock.ReadMsgUnix(tag[:], oob)
-	if err != nil {
-		return fmt.Errorf("receive the layer mount: %w", err)
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return errors.New("receive the layer mount: no descriptor passed")
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		return errors.New("receive the layer mount: no descriptor passed")
-	}
-	defer unix.Close(fds[0])
-	if err := unix.MoveMount(fds[0], "", unix.AT_FDCWD, dir, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-		return fmt.Errorf("move the layer mount to %s: %w", dir, err)
-	}
-	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hermes-go/hermes/internal/box/initproc"
 )
 
 // A fork (restore into a new box) killed midway leaves a box that says it
@@ -114,7 +116,7 @@ func TestBoxStartRemovesStaleRestore(t *testing.T) {
 	lm, err := mountLayerDetached(image)
 	must(t, err)
 	defer lm.Close()
-	if _, err := os.Stat(filepath.Join(fdPath(lm.fd), "upper.restore-abc123")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(initproc.FDPath(lm.fd), "upper.restore-abc123")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a killed restore's leftover survived the box start: %v", err)
 	}
 }

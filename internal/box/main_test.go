@@ -4,13 +4,16 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/hermes-go/hermes/internal/box/initproc"
+	"github.com/hermes-go/hermes/internal/box/wire"
 )
 
 // TestMain lets the test binary act as the box init: the Manager re-execs
-// os.Executable() with InitArg, exactly as the hermes binary does.
+// os.Executable() with wire.InitArg, exactly as the hermes binary does.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == InitArg {
-		os.Exit(InitMain())
+	if len(os.Args) > 1 && os.Args[1] == wire.InitArg {
+		os.Exit(initproc.InitMain())
 	}
 	if len(os.Args) > 1 && os.Args[1] == attachClientArg {
 		os.Exit(attachClientMain(os.Args[2:]))

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hermes-go/hermes/internal/box/cgroup"
+	"github.com/hermes-go/hermes/internal/box/initproc"
 )
 
 // Prestarting (Options.Prestart): the Manager keeps one booted init, and
@@ -120,7 +123,7 @@ func (m *Manager) spawnSpareInit(logPath, id string) *spawnedInit {
 		return nil
 	}
 	sp.groupID = id
-	cg, err := newCgroup(m.groupPath(id, spareGroupTask), m.limits())
+	cg, err := cgroup.New(m.groupPath(id, spareGroupTask), m.limits())
 	if err != nil {
 		return sp
 	}
@@ -150,7 +153,7 @@ func (m *Manager) takeSpareDisk(path string) (bool, *layerMount) {
 // prepareSpareLayer lays out a prestarted layer's file system ahead of
 // the box start: its overlay directories, and the host directories the
 // box shows empty made opaque in its upper and recorded
-// (emptyAllInUpper), which the init then finds done. Best effort: the
+// (initproc.EmptyAllInUpper), which the init then finds done. Best effort: the
 // init does whatever is missing.
 func (m *Manager) prepareSpareLayer(mnt *layerMount) {
 	if mnt == nil {
@@ -161,13 +164,13 @@ func (m *Manager) prepareSpareLayer(mnt *layerMount) {
 		return
 	}
 	empty, _ := m.privateHostPaths(lower)
-	layerDir := fdPath(mnt.fd) // the detached mount, reached through its descriptor
+	layerDir := initproc.FDPath(mnt.fd) // the detached mount, reached through its descriptor
 	for _, d := range []string{"upper", "work", "ws-upper", "ws-work"} {
 		if err := os.MkdirAll(filepath.Join(layerDir, d), 0o755); err != nil {
 			return
 		}
 	}
-	emptyAllInUpper(layerDir, empty, false, true)
+	initproc.EmptyAllInUpper(layerDir, empty, false, true)
 }
 
 // spareRefillDelay is how long after a box start the Manager begins

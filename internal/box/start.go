@@ -19,7 +19,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hermes-go/hermes/internal/backend/local"
+	"github.com/hermes-go/hermes/internal/box/cgroup"
 	"github.com/hermes-go/hermes/internal/box/image"
+	"github.com/hermes-go/hermes/internal/box/initproc"
+	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/egress"
 	"github.com/hermes-go/hermes/internal/protect"
@@ -242,10 +245,10 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	// joins a new group while it boots and the host prepares the rest: a
 	// cgroup v1 attach waits for an RCU grace period (several ms). The init
 	// forks nothing before the host's first request, and accepts no
-	// attached connection before the host's opJoined, both sent once the
+	// attached connection before the host's wire.OpJoined, both sent once the
 	// attach is done.
 	userNS := os.Geteuid() != 0
-	m.warmOnce.Do(func() { go warmFrames() })
+	m.warmOnce.Do(func() { go wire.Warm() })
 	m.sweepLeftovers()
 	init := m.takeSpare(dir)
 	if init == nil {
@@ -254,7 +257,7 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		}
 		ph.Spawn = init.spawn
 	}
-	var cg cgroup
+	var cg cgroup.Group
 	cleanups = append(cleanups, func() {
 		init.kill()
 		if cg != nil {
@@ -295,7 +298,7 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	}
 	if sess != nil {
 		cleanups = append(cleanups, func() { sess.Close() })
-		spec.Egress = true
+		spec.EgressPort = egress.ProxyPort
 		spec.CACertPEM = sess.CACertPEM
 	}
 	bctx, cancel := context.WithCancel(context.Background())
@@ -304,8 +307,8 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	b = &Box{
 		task: task, stateDir: dir, workdir: spec.Workspace, shell: "/bin/sh",
 		env: spec.Env, spec: spec, persist: m.persistent(), initPID: init.cmd.Process.Pid,
-		cmd: init.cmd, fc: newFrameConn(init.ctrl), conns: init.conns.(*net.UnixConn), cg: cg, egress: sess, lock: lock,
-		ctx: bctx, cancel: cancel, died: make(chan struct{}), initDone: make(chan struct{}), handlers: map[uint64]func(response){},
+		cmd: init.cmd, fc: wire.NewConn(init.ctrl), conns: init.conns.(*net.UnixConn), cg: cg, egress: sess, lock: lock,
+		ctx: bctx, cancel: cancel, died: make(chan struct{}), initDone: make(chan struct{}), handlers: map[uint64]func(wire.Response){},
 		dials: map[uint64]chan net.Conn{}, now: m.now, lastUsed: m.now(),
 	}
 	if !spec.WorkspaceOverlay {
@@ -326,7 +329,7 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	if err = joined(); err != nil {
 		return nil, fmt.Errorf("box %s: %w", task, err)
 	}
-	if err = b.fc.send(request{Op: opJoined}); err != nil {
+	if err = b.fc.Send(wire.Request{Op: wire.OpJoined}); err != nil {
 		return nil, fmt.Errorf("box %s: %w", task, err)
 	}
 	b.oomKnown.Store(cg.OOMKills())
@@ -339,26 +342,26 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	return b, nil
 }
 
-// initSpec is the setup the init of task gets: its layers, state dirs
+// wire.InitSpec is the setup the init of task gets: its layers, state dirs
 // (made here), workspace, the host paths it shows empty or covers, its
 // attach socket (a stale one removed: the caller holds the state lock)
 // and cgroup.
-func (m *Manager) initSpec(task, dir, workspace string, view hostView, cg cgroup, userNS bool) (initSpec, error) {
+func (m *Manager) initSpec(task, dir, workspace string, view hostView, cg cgroup.Group, userNS bool) (wire.InitSpec, error) {
 	t := m.opts.Terminal
 	lower := view.lower
 	if m.opts.Layers != nil {
 		lower = append(m.opts.Layers(task), lower...)
 	}
-	spec := initSpec{
+	spec := wire.InitSpec{
 		Task: task, Lower: lower, LayerDir: filepath.Join(dir, "layer"), DiskMiB: t.ContainerDisk, TmpMiB: tmpSizeMiB(t),
 		Merged: filepath.Join(dir, "merged"), Workspace: workspace,
 		WorkspaceOverlay: t.BoxWorkspace == "overlay", Protected: t.ProtectedPaths, Empty: view.empty, Hide: view.hide, Hostname: Hostname,
-		UserNS: userNS, Landlock: true, AttachSocket: filepath.Join(dir, attachSocketName), AttachIdle: m.opts.AttachIdleTimeout, Cgroup: cg.Name(),
+		UserNS: userNS, Landlock: true, AttachSocket: filepath.Join(dir, wire.AttachSocketName), AttachIdle: m.opts.AttachIdleTimeout, Cgroup: cg.Name(),
 	}
 	os.Remove(spec.AttachSocket) // left by an init that died
 	for _, d := range []string{spec.LayerDir, spec.Merged} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return initSpec{}, fmt.Errorf("box state dir: %w", err)
+			return wire.InitSpec{}, fmt.Errorf("box state dir: %w", err)
 		}
 	}
 	return spec, nil
@@ -369,11 +372,11 @@ func (m *Manager) initSpec(task, dir, workspace string, view hostView, cg cgroup
 // (a cgroup v1 attach waits for an RCU grace period, several ms) while the
 // host prepares the rest. joined waits for the join and returns its error.
 // On error cg is nil.
-func (m *Manager) joinCgroup(init *spawnedInit, task string, ph *StartPhases) (cg cgroup, joined func() error, err error) {
+func (m *Manager) joinCgroup(init *spawnedInit, task string, ph *StartPhases) (cg cgroup.Group, joined func() error, err error) {
 	if init.cg != nil && init.cg.Rename(m.groupPath(init.groupID, task)) == nil {
 		return init.cg, func() error { return nil }, nil
 	}
-	if cg, err = newCgroup(m.groupPath(newGroupID(), task), m.limits()); err != nil {
+	if cg, err = cgroup.New(m.groupPath(newGroupID(), task), m.limits()); err != nil {
 		return nil, nil, err
 	}
 	done := make(chan struct{})
@@ -396,7 +399,7 @@ func (m *Manager) joinCgroup(init *spawnedInit, task string, ph *StartPhases) (c
 // while the init boots; the returned func waits for that mount, nil when
 // the init is to mount the image by path (no persistent layer, a user
 // namespace, or a host mount that failed: the init reports what fails).
-func (m *Manager) prepareLayer(spec *initSpec, dir string, userNS bool, ph *StartPhases) (func() *layerMount, error) {
+func (m *Manager) prepareLayer(spec *wire.InitSpec, dir string, userNS bool, ph *StartPhases) (func() *layerMount, error) {
 	if err := checkRestoreComplete(dir); err != nil {
 		return nil, err
 	}
@@ -426,7 +429,7 @@ func (m *Manager) prepareLayer(spec *initSpec, dir string, userNS bool, ph *Star
 			} else {
 				// What a killed restore left takes the box's disk space
 				// (best effort: the start goes on).
-				removeStaleRestores(fdPath(lm.fd))
+				removeStaleRestores(initproc.FDPath(lm.fd))
 			}
 			mounted <- lm
 		}(spec.LayerImage)
@@ -437,23 +440,23 @@ func (m *Manager) prepareLayer(spec *initSpec, dir string, userNS bool, ph *Star
 // setUp sends the booted init its setup and waits (startTimeout at most)
 // for it to report the box ready, recording the init's phases and the
 // box's shell.
-func (b *Box) setUp(ctx context.Context, init *spawnedInit, spec *initSpec, ph *StartPhases) error {
+func (b *Box) setUp(ctx context.Context, init *spawnedInit, spec *wire.InitSpec, ph *StartPhases) error {
 	// The boot byte comes before any frame: read it before b.fc decodes.
 	if err := init.waitBooted(ctx); err != nil {
 		return err
 	}
-	if err := b.fc.send(request{Op: opSetup, Setup: spec}); err != nil {
+	if err := b.fc.Send(wire.Request{Op: wire.OpSetup, Setup: spec}); err != nil {
 		return fmt.Errorf("send setup: %w", err)
 	}
 	ready := make(chan error, 1)
 	go func() {
-		var r response
-		if err := b.fc.dec.Decode(&r); err != nil {
+		var r wire.Response
+		if err := b.fc.Receive(&r); err != nil {
 			log, _ := os.ReadFile(filepath.Join(b.stateDir, "init.log"))
 			ready <- fmt.Errorf("box init exited during setup: %v %s", err, strings.TrimSpace(string(log)))
 			return
 		}
-		if r.Kind != kindReady {
+		if r.Kind != wire.KindReady {
 			ready <- errors.New(r.Err)
 			return
 		}
@@ -493,7 +496,7 @@ func (m *Manager) hostView(ws string) hostView {
 		return hostView{err: err}
 	}
 	empty, hide := m.privateHostPaths(lower)
-	return hostView{lower: lower, empty: empty, hide: pruneHidden(hide, realDirs(empty), ws)}
+	return hostView{lower: lower, empty: empty, hide: pruneHidden(hide, initproc.RealDirs(empty), ws)}
 }
 
 // tmpSizeMiB is the size of a box's /tmp tmpfs: min(container_disk,
@@ -511,15 +514,15 @@ func tmpSizeMiB(t config.TerminalConfig) int {
 }
 
 // limits are the cgroup limits of every box of m.
-func (m *Manager) limits() Limits {
+func (m *Manager) limits() cgroup.Limits {
 	t := m.opts.Terminal
-	return Limits{MemoryBytes: int64(t.ContainerMemory) << 20, PIDs: t.BoxPids, CPUs: t.ContainerCPU}
+	return cgroup.Limits{MemoryBytes: int64(t.ContainerMemory) << 20, PIDs: t.BoxPids, CPUs: t.ContainerCPU}
 }
 
 // spawnedInit is a box init that runs but has not been set up yet.
 type spawnedInit struct {
-	cg      cgroup // the group it already runs in (a prestarted init), or nil
-	groupID string // the id in cg's name
+	cg      cgroup.Group // the group it already runs in (a prestarted init), or nil
+	groupID string       // the id in cg's name
 	cmd     *exec.Cmd
 	ctrl    net.Conn // host end of the control socket
 	conns   net.Conn // host end of the connection socket
@@ -529,10 +532,6 @@ type spawnedInit struct {
 	bootErr error         // why it did not boot; read after booted is closed
 }
 
-// initBootedByte is what an init writes on its control socket once its
-// runtime and package init are done, before it reads the setup frame.
-const initBootedByte = 'B'
-
 // readBooted waits for the init's boot byte on the control socket (before
 // any frame is decoded from it) and closes i.booted.
 func (i *spawnedInit) readBooted() {
@@ -540,7 +539,7 @@ func (i *spawnedInit) readBooted() {
 	var b [1]byte
 	if _, err := io.ReadFull(i.ctrl, b[:]); err != nil {
 		i.bootErr = fmt.Errorf("box init exited while booting: %w", err)
-	} else if b[0] != initBootedByte {
+	} else if b[0] != wire.BootedByte {
 		i.bootErr = fmt.Errorf("box init sent %q instead of its boot byte", b[0])
 	}
 }

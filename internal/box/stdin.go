@@ -2,17 +2,19 @@ package box
 
 import (
 	"os"
+
+	"github.com/hermes-go/hermes/internal/box/wire"
 )
 
 // Stdin of box commands is flow-controlled: the sender keeps at most
-// stdinWindow frames of a command unacknowledged (kindStdinAck), so the
+// wire.StdinWindow frames of a command unacknowledged (wire.KindStdinAck), so the
 // init never queues more than that and never drops one.
 
 // stdinChunk is the largest stdin frame sent to the init.
 const stdinChunk = 32 << 10
 
 // sendStdin sends data as stdin frames of at most stdinChunk bytes, each
-// once the init has acknowledged all but stdinWindow-1 of those before it
+// once the init has acknowledged all but wire.StdinWindow-1 of those before it
 // (so a command that reads slowly, or late, gets every byte, and the
 // connection's other traffic is never held up behind it).
 func (p *boxProcess) sendStdin(data []byte) error {
@@ -23,7 +25,7 @@ func (p *boxProcess) sendStdin(data []byte) error {
 		case <-p.done:
 			return os.ErrClosed
 		}
-		if err := p.box.fc.send(request{ID: p.id, Op: opStdin, Data: append([]byte(nil), data[:n]...)}); err != nil {
+		if err := p.box.fc.Send(wire.Request{ID: p.id, Op: wire.OpStdin, Data: append([]byte(nil), data[:n]...)}); err != nil {
 			return err
 		}
 		data = data[n:]
@@ -32,7 +34,7 @@ func (p *boxProcess) sendStdin(data []byte) error {
 }
 
 // Write sends data to the command's stdin (backend.Process), waiting
-// while stdinWindow frames of it are unacknowledged.
+// while wire.StdinWindow frames of it are unacknowledged.
 func (p *boxProcess) Write(data []byte) (int, error) {
 	if p.Done() {
 		return 0, os.ErrClosed
@@ -46,5 +48,5 @@ func (p *boxProcess) Write(data []byte) (int, error) {
 // CloseStdin ends the command's stdin (EOF once the data sent before is
 // written).
 func (p *boxProcess) CloseStdin() error {
-	return p.box.fc.send(request{ID: p.id, Op: opCloseStdin})
+	return p.box.fc.Send(wire.Request{ID: p.id, Op: wire.OpCloseStdin})
 }

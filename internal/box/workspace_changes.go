@@ -15,6 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/hermes-go/hermes/internal/box/initproc"
 	"github.com/hermes-go/hermes/internal/protect"
 	"golang.org/x/sys/unix"
 )
@@ -188,7 +189,7 @@ func isWhiteout(st *unix.Stat_t) bool {
 // isOpaque reports whether upper directory p is marked opaque.
 func isOpaque(p string) bool {
 	buf := make([]byte, 8)
-	for _, name := range []string{opaqueXattr(false), opaqueXattr(true)} {
+	for _, name := range []string{initproc.OpaqueXattr(false), initproc.OpaqueXattr(true)} {
 		if n, err := unix.Lgetxattr(p, name, buf); err == nil && string(buf[:n]) == "y" {
 			return true
 		}

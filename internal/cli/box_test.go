@@ -18,14 +18,16 @@ import (
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/box/snapshot"
 
+	"github.com/hermes-go/hermes/internal/box/initproc"
+	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // TestMain lets this test binary serve as the box init, as the hermes
-// binary does (cmd/hermes dispatches box.InitArg the same way).
+// binary does (cmd/hermes dispatches wire.InitArg the same way).
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == box.InitArg {
-		os.Exit(box.InitMain())
+	if len(os.Args) > 1 && os.Args[1] == wire.InitArg {
+		os.Exit(initproc.InitMain())
 	}
 	if len(os.Args) > 1 && os.Args[1] == local.PIDInitArg {
 		os.Exit(local.PIDInitMain())

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/egress"
 	"github.com/hermes-go/hermes/internal/httpguard"
+	"github.com/hermes-go/hermes/internal/sandboxcatalog"
 	"github.com/hermes-go/hermes/internal/sandboxserver"
 )
 
@@ -62,6 +64,10 @@ sandboxes; another tenant's answer 404, as if they did not exist.
 --max-sandboxes bounds all tenants together, --max-sandboxes-per-team each
 (default: a fair share of --max-sandboxes, rounded up, among the tenants the
 keys name).
+
+Durable: sandboxes are kept in HERMES_HOME/sandboxes.db. SIGTERM or SIGINT
+pauses the running ones (never deletes); the next start runs them again
+with the timeout they had left, and paused ones can be connected.
 
 Secrets: envs given at create (e.g. OPENROUTER_API_KEY) are visible to every
 command in the sandbox, as on E2B. To keep a key out of the box, store it
@@ -255,8 +261,12 @@ func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error
 	}
 	defer mgr.Close()
 	log := slog.New(slog.NewTextHandler(a.Stderr, nil))
-	removeLeftSandboxes(a.Home(), mgr, log)
-	srv, err = sandboxserver.New(sandboxserver.Config{Boxes: mgr, APIKeys: keys, Teams: teams, Env: env, Log: log,
+	catalog, err := sandboxcatalog.OpenSQLite(filepath.Join(a.Home(), sandboxcatalog.FileName))
+	if err != nil {
+		return err
+	}
+	defer catalog.Close()
+	srv, err = sandboxserver.New(sandboxserver.Config{Boxes: mgr, Catalog: catalog, APIKeys: keys, Teams: teams, Env: env, Log: log,
 		MaxSandboxes: o.maxSandboxes, MaxSandboxesPerTeam: o.maxPerTeam,
 		Templates: map[string]sandboxserver.Template{"base": {}, "hermes": {Layers: []string{tplDir}}},
 		Allow:     append(append([]string{}, t.BoxNetwork.Allow...), o.allow...), Deny: t.BoxNetwork.Deny,
@@ -266,18 +276,42 @@ func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
+	defer pauseForShutdown(srv, log)
+	restoreStart := time.Now()
+	rep, err := srv.Restore(ctx)
+	if err != nil {
+		return fmt.Errorf("sandbox serve: read the sandboxes back: %w", err)
+	}
+	log.Info("sandboxes read back from the catalog", "sandboxes", rep.String(), "took", time.Since(restoreStart).Round(time.Millisecond).String())
+	removeLeftSandboxes(a.Home(), mgr, srv, log)
 	conns := httpguard.NewConns(o.conns, log, nil)
-	return serveBoth(ctx, log, conns, []listener{{o.apiAddr, srv.APIHandler()}, {o.envdAddr, srv.EnvdHandler()}})
+	return serveBoth(ctx, log, conns, srv.Drain, []listener{{o.apiAddr, srv.APIHandler()}, {o.envdAddr, srv.EnvdHandler()}})
 }
 
-// removeLeftSandboxes removes the boxes of sandboxes a previous server
-// left behind (it crashed or was killed): their records, and so their
-// tokens, died with it.
-func removeLeftSandboxes(home string, mgr *box.Manager, log *slog.Logger) {
+// shutdownBound bounds the pause of every running sandbox at the server's
+// end; with serveBoth's requestGrace, the server exits within 25 s of a
+// SIGTERM (Kubernetes' default grace is 30 s).
+const shutdownBound = 20 * time.Second
+
+// pauseForShutdown pauses srv's running sandboxes (kept for the next
+// start), within shutdownBound.
+func pauseForShutdown(srv *sandboxserver.Server, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownBound)
+	defer cancel()
+	start := time.Now()
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Error("pause the sandboxes for the shutdown", "err", err)
+		return
+	}
+	log.Info("sandboxes paused and kept for the next start", "took", time.Since(start).Round(time.Millisecond).String())
+}
+
+// removeLeftSandboxes removes the boxes of sandboxes srv does not know: a
+// previous server was killed while it created or removed them.
+func removeLeftSandboxes(home string, mgr *box.Manager, srv *sandboxserver.Server, log *slog.Logger) {
 	boxes, _ := box.ListBoxes(home)
 	for _, b := range boxes {
-		if strings.HasPrefix(b.Task, sandboxserver.TaskPrefix) && !b.InUse {
+		if strings.HasPrefix(b.Task, sandboxserver.TaskPrefix) && !b.InUse && !srv.Known(b.Task) {
 			if err := mgr.Remove(b.Task); err == nil {
 				log.Info("removed the box of a sandbox a previous server left", "box", b.Task)
 			}
@@ -291,20 +325,33 @@ type listener struct {
 	handler http.Handler
 }
 
+// requestGrace is how long requests in flight at the server's end may
+// take to finish before their connections are closed.
+const requestGrace = 5 * time.Second
+
 // serveBoth serves the listeners until ctx ends or one
 // fails. Connections are bounded by conns (one budget for both
 // listeners), header reads and idle connections by httpguard.NewServer;
 // bodies are bounded by the handlers, and streams (commands) may run
-// long, so there is no write timeout.
-func serveBoth(ctx context.Context, log *slog.Logger, conns *httpguard.Conns, listeners []listener) error {
+// long, so there is no write timeout. At the end, drain is called
+// (creates are refused from then on), then requests in flight get
+// requestGrace to finish, both listeners together.
+func serveBoth(ctx context.Context, log *slog.Logger, conns *httpguard.Conns, drain func(), listeners []listener) error {
 	errc := make(chan error, len(listeners))
 	var servers []*http.Server
 	defer func() {
+		drain()
+		sctx, cancel := context.WithTimeout(context.Background(), requestGrace)
+		defer cancel()
+		var wg sync.WaitGroup
 		for _, hs := range servers {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			hs.Shutdown(sctx)
-			cancel()
+			wg.Go(func() {
+				if hs.Shutdown(sctx) != nil {
+					hs.Close()
+				}
+			})
 		}
+		wg.Wait()
 	}()
 	for _, l := range listeners {
 		ln, err := conns.Listen(l.addr)

@@ -22,6 +22,9 @@ import (
 
 var errNotExist = fs.ErrNotExist
 
+// errShuttingDown answers creates and resumes while the server stops.
+const errShuttingDown = "hermes sandbox serve is shutting down: no sandbox is created or resumed now; retry when it is back (its sandboxes are kept, paused)"
+
 // maxJSONBody bounds a REST request body.
 const maxJSONBody = 1 << 20
 
@@ -279,7 +282,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		writeError(w, http.StatusServiceUnavailable, "the server is shutting down")
+		writeError(w, http.StatusServiceUnavailable, errShuttingDown)
 		return
 	}
 	if len(s.sandboxes) >= s.cfg.MaxSandboxes {
@@ -300,6 +303,13 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.setTimeout(sb, timeout, false)
+	if err := s.save(sb, 0); err != nil {
+		// Not durable, so not made: a restart would lose it.
+		s.kill(sb)
+		s.cfg.Log.Error("create a sandbox: the catalog refused it", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "the sandbox catalog cannot be written (%v): no sandbox was created; retry later", err)
+		return
+	}
 	s.cfg.Log.Info("sandbox created", "sandbox", sb.id, "template", sb.template)
 	writeJSON(w, http.StatusCreated, s.sandboxJSON(sb))
 }
@@ -378,6 +388,9 @@ func (s *Server) handleTimeout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.setTimeout(sb, s.seconds(*req.Timeout), false)
+	if err := s.save(sb, 0); err != nil {
+		s.cfg.Log.Error("save a sandbox's timeout", "sandbox", sb.id, "err", err)
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -424,6 +437,18 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 	paused := sb.state == "paused"
 	sb.mu.Unlock()
 	status := http.StatusOK
+	if paused && s.shuttingDown() {
+		writeError(w, http.StatusServiceUnavailable, errShuttingDown)
+		return
+	}
+	if paused && !s.cfg.Boxes.HasLayer(Task(sb.id)) {
+		// Its files were removed on the host (hermes box rm): a fresh box
+		// would be an empty sandbox under its id.
+		s.kill(sb)
+		s.cfg.Log.Warn("sandbox's layer is gone: dropped", "sandbox", sb.id)
+		writeError(w, http.StatusNotFound, "sandbox %q no longer exists: its files were removed from this server", sb.id)
+		return
+	}
 	if paused {
 		if _, err := s.env(r.Context(), sb); err != nil {
 			writeError(w, http.StatusInternalServerError, "resume sandbox %s: %v", sb.id, err)
@@ -437,6 +462,9 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		s.cfg.Log.Info("sandbox resumed", "sandbox", sb.id)
 	} else {
 		s.setTimeout(sb, timeout, true)
+	}
+	if err := s.save(sb, 0); err != nil {
+		s.cfg.Log.Error("save a connected sandbox", "sandbox", sb.id, "err", err)
 	}
 	writeJSON(w, status, s.sandboxJSON(sb))
 }

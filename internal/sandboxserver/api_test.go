@@ -60,6 +60,12 @@ func (f *fakeBoxes) Remove(task string) error {
 	return nil
 }
 
+func (f *fakeBoxes) HasLayer(task string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.files[task] != nil
+}
+
 func (f *fakeBoxes) wasRemoved(task string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()

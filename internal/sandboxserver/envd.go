@@ -15,9 +15,9 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/hermes-go/hermes/internal/envd/filesystem/filesystemconnect"
+	"github.com/hermes-go/hermes/internal/envd/process/processconnect"
 	"github.com/hermes-go/hermes/internal/httpguard"
-	"github.com/hermes-go/hermes/internal/sandboxserver/envd/filesystem/filesystemconnect"
-	"github.com/hermes-go/hermes/internal/sandboxserver/envd/process/processconnect"
 )
 
 // envd's HTTP API (E2B's packages/envd spec, Apache-2.0): GET /health,

@@ -12,8 +12,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/hermes-go/hermes/internal/backend"
-	"github.com/hermes-go/hermes/internal/sandboxserver/envd/filesystem"
-	"github.com/hermes-go/hermes/internal/sandboxserver/envd/filesystem/filesystemconnect"
+	"github.com/hermes-go/hermes/internal/envd/filesystem"
+	"github.com/hermes-go/hermes/internal/envd/filesystem/filesystemconnect"
 )
 
 // maxListEntries bounds one ListDir answer.

@@ -14,8 +14,8 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/hermes-go/hermes/internal/backend"
-	"github.com/hermes-go/hermes/internal/sandboxserver/envd/process"
-	"github.com/hermes-go/hermes/internal/sandboxserver/envd/process/processconnect"
+	"github.com/hermes-go/hermes/internal/envd/process"
+	"github.com/hermes-go/hermes/internal/envd/process/processconnect"
 )
 
 // maxQueuedBytes bounds the output queued for one slow stream reader; past

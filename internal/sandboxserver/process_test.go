@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/hermes-go/hermes/internal/sandboxserver/envd/process"
+	"github.com/hermes-go/hermes/internal/envd/process"
 )
 
 // A Keepalive-Ping-Interval too big for a time.Duration of seconds

@@ -10,7 +10,9 @@
 //
 // Each sandbox is a normal hermes box (hermes box ls lists it, as task
 // "sbx-<id>"): pause stops the box and keeps its persistent layer, connect
-// starts it again on that layer, kill removes it.
+// starts it again on that layer, kill removes it. With a Config.Catalog
+// the sandboxes outlive the server: its shutdown pauses them and its next
+// start serves them again (durable.go).
 package sandboxserver
 
 import (
@@ -29,6 +31,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/backend"
 	"github.com/hermes-go/hermes/internal/egress"
+	"github.com/hermes-go/hermes/internal/sandboxcatalog"
 )
 
 // EnvdVersion is the envd version reported to clients: 0.5.7 is the first
@@ -52,6 +55,9 @@ type Boxes interface {
 	Stop(task string) error
 	// Remove stops the box of task and deletes its state (kill).
 	Remove(task string) error
+	// HasLayer reports whether the persistent layer of task (its files)
+	// exists, so that a stopped box can start on it again.
+	HasLayer(task string) bool
 }
 
 // Template is a sandbox template: extra read-only layers over the box
@@ -66,6 +72,11 @@ type Template struct {
 // Config configures a Server.
 type Config struct {
 	Boxes Boxes
+	// Catalog keeps the sandboxes across restarts (durable.go); nil keeps
+	// them in memory only (a restart forgets them).
+	Catalog sandboxcatalog.Catalog
+	// Node names this server in the catalog (default "local").
+	Node string
 	// APIKeys are the accepted E2B_API_KEY values (X-API-Key header),
 	// each a tenant of its own. With no key here or in Teams no key is
 	// checked and the server is one tenant (loopback use only; the CLI
@@ -130,6 +141,10 @@ type Config struct {
 type Server struct {
 	cfg  Config
 	keys []acceptedKey
+
+	catMu    sync.Mutex         // orders catalog writes against kills (durable.go)
+	warming  sync.WaitGroup     // box starts of restored sandboxes (durable.go)
+	warmStop context.CancelFunc // ends them; under mu
 
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox
@@ -202,6 +217,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Node == "" {
+		cfg.Node = "local"
 	}
 	s := &Server{cfg: cfg, sandboxes: map[string]*sandbox{}, gates: map[string]*egress.Gate{}, queued: &queueBudget{max: cfg.MaxQueuedBytes},
 		transfers: newTransferBudget(cfg.MaxTransferBytes)}
@@ -344,12 +362,14 @@ func (s *Server) expire(sb *sandbox, end time.Time) {
 	sb.mu.Lock()
 	stale := !sb.endAt.Equal(end) || sb.state != "running"
 	sb.mu.Unlock()
-	if stale {
+	if stale || s.shuttingDown() { // Shutdown pauses it, keeping the time it has left
 		return
 	}
 	if sb.autoPause {
 		s.cfg.Log.Info("sandbox timeout: pausing", "sandbox", sb.id)
-		s.pause(sb)
+		if err := s.pause(sb); err != nil {
+			s.cfg.Log.Error("pause a sandbox at its timeout", "sandbox", sb.id, "err", err)
+		}
 		return
 	}
 	s.cfg.Log.Info("sandbox timeout: killing", "sandbox", sb.id)
@@ -368,7 +388,7 @@ func (sb *sandbox) stopProcs() {
 	sb.mu.Unlock()
 }
 
-// pause stops sb's box and keeps its layer.
+// pause stops sb's box, keeps its layer and records it paused.
 func (s *Server) pause(sb *sandbox) error {
 	sb.mu.Lock()
 	if sb.state == "paused" {
@@ -378,7 +398,10 @@ func (s *Server) pause(sb *sandbox) error {
 	sb.state = "paused"
 	sb.mu.Unlock()
 	sb.stopProcs()
-	return s.cfg.Boxes.Stop(Task(sb.id))
+	if err := s.cfg.Boxes.Stop(Task(sb.id)); err != nil {
+		return err
+	}
+	return s.save(sb, 0)
 }
 
 // kill removes sb at once and its box in the background (stopping a box
@@ -396,6 +419,10 @@ func (s *Server) kill(sb *sandbox) {
 	s.removals.Add(1)
 	s.mu.Unlock()
 	sb.stopProcs()
+	// Out of the catalog before the answer: a restart never brings a
+	// killed sandbox back. (A failed delete leaves a record whose layer
+	// is gone, which the next start reports and drops.)
+	s.forget(sb.id)
 	go func() {
 		defer s.removals.Done()
 		// A concurrent reader of the box's state (hermes box ls) can make
@@ -411,14 +438,5 @@ func (s *Server) kill(sb *sandbox) {
 	}()
 }
 
-// Close kills every sandbox and waits until their boxes are removed.
-func (s *Server) Close() error {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	for _, sb := range s.list() {
-		s.kill(sb)
-	}
-	s.removals.Wait()
-	return nil
-}
+// Close is Shutdown without a bound: it deletes no sandbox.
+func (s *Server) Close() error { return s.Shutdown(context.Background()) }

@@ -16,8 +16,8 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/hermes-go/hermes/internal/sandboxserver/envd/process"
-	"github.com/hermes-go/hermes/internal/sandboxserver/envd/process/processconnect"
+	"github.com/hermes-go/hermes/internal/envd/process"
+	"github.com/hermes-go/hermes/internal/envd/process/processconnect"
 )
 
 // sandboxOf creates a sandbox on s and returns its id and envd token.

@@ -2,7 +2,7 @@
 // runs in an E2B sandbox, on E2B's cloud (E2B_API_KEY) or on a hermes
 // sandbox serve (E2B_API_URL, E2B_SANDBOX_URL). It speaks E2B's REST API
 // and envd's Connect protocol with the code generated in
-// internal/sandboxserver/envd. One sandbox per task, created on the first
+// internal/envd. One sandbox per task, created on the first
 // operation and reused; its timeout is extended while in use (never
 // shortened); Close kills it, or pauses it when Persistent. A command's
 // timeout kills the command, not the sandbox. Provider keys of the agent's
@@ -25,8 +25,8 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/hermes-go/hermes/internal/backend"
-	"github.com/hermes-go/hermes/internal/sandboxserver/envd/filesystem/filesystemconnect"
-	"github.com/hermes-go/hermes/internal/sandboxserver/envd/process/processconnect"
+	"github.com/hermes-go/hermes/internal/envd/filesystem/filesystemconnect"
+	"github.com/hermes-go/hermes/internal/envd/process/processconnect"
 )
 
 // Kind is the terminal.backend name.

@@ -16,7 +16,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/hermes-go/hermes/internal/backend"
-	"github.com/hermes-go/hermes/internal/sandboxserver/envd/filesystem"
+	"github.com/hermes-go/hermes/internal/envd/filesystem"
 )
 
 // maxFileBytes bounds a file read from the sandbox.

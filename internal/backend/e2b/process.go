@@ -13,7 +13,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/hermes-go/hermes/internal/backend"
-	"github.com/hermes-go/hermes/internal/sandboxserver/envd/process"
+	"github.com/hermes-go/hermes/internal/envd/process"
 )
 
 // maxCaptured bounds the output kept in ExecResult.Output.
