@@ -1,11 +1,13 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,10 +122,12 @@ func TestBackgroundPIDIsTheNamespacePID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := e.Start(context.Background(), backend.ExecRequest{Command: "trap 'exit 7' TERM; echo $$; while :; do sleep 0.1; done"})
+	ready := &lineSignal{c: make(chan struct{})}
+	p, err := e.Start(context.Background(), backend.ExecRequest{Command: "trap 'exit 7' TERM; echo $$; while :; do sleep 0.1; done", Output: ready})
 	if err != nil {
 		t.Fatal(err)
 	}
+	<-ready.c // the trap is set
 	res, err := e.Exec(context.Background(), backend.ExecRequest{Command: "kill " + strconv.Itoa(p.PID()) + " && echo sent", Timeout: 30 * time.Second})
 	if err != nil || !strings.Contains(string(res.Output), "sent") {
 		t.Fatalf("kill %d from a later command: %v %s", p.PID(), err, res.Output)
@@ -132,4 +136,17 @@ func TestBackgroundPIDIsTheNamespacePID(t *testing.T) {
 	if err != nil || got.ExitCode != 7 || !strings.HasPrefix(string(got.Output), strconv.Itoa(p.PID())+"\n") {
 		t.Fatalf("the background process did not end by its own trap: %+v %v", got, err)
 	}
+}
+
+// lineSignal closes c at the first newline written to it.
+type lineSignal struct {
+	once sync.Once
+	c    chan struct{}
+}
+
+func (l *lineSignal) Write(b []byte) (int, error) {
+	if bytes.IndexByte(b, '\n') >= 0 {
+		l.once.Do(func() { close(l.c) })
+	}
+	return len(b), nil
 }
