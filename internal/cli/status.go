@@ -95,7 +95,7 @@ func (a *App) printRecentSessions(cmd *cobra.Command) error {
 		fmt.Fprintln(w, "sessions     none yet")
 		return nil
 	}
-	return a.withSessionStore(func(st *store.Store) error {
+	return a.withSessionStore(func(st store.Store) error {
 		list, err := st.List(cmd.Context(), store.ListOptions{Limit: statusSessions})
 		if err != nil {
 			return err
