@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/egress"
 	"github.com/hermes-go/hermes/internal/httpguard"
+	"github.com/hermes-go/hermes/internal/sandboxcatalog"
 	"github.com/hermes-go/hermes/internal/sandboxserver"
 )
 
@@ -280,6 +282,10 @@ func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error
 	if err != nil {
 		return err
 	}
+	need := sandboxcatalog.Need{CPU: max(int(math.Ceil(t.ContainerCPU)), 1), MemoryMB: int64(max(t.ContainerMemory, 1))}
+	if err := a.joinFleet(srv, catalog, o, node, need); err != nil {
+		return err
+	}
 	defer pauseForShutdown(srv, log)
 	restoreStart := time.Now()
 	rep, err := srv.Restore(ctx)
@@ -288,6 +294,9 @@ func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error
 	}
 	log.Info("sandboxes read back from the catalog", "sandboxes", rep.String(), "took", time.Since(restoreStart).Round(time.Millisecond).String())
 	removeLeftSandboxes(a.Home(), mgr, srv, log)
+	if err := srv.RunFleet(ctx); err != nil {
+		return fmt.Errorf("sandbox serve: join the fleet: %w", err)
+	}
 	conns := httpguard.NewConns(o.conns, log, nil)
 	return serveBoth(ctx, log, conns, srv.Drain, []listener{{o.apiAddr, srv.APIHandler()}, {o.envdAddr, srv.EnvdHandler()}})
 }
