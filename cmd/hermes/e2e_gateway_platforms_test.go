@@ -65,16 +65,16 @@ func TestGatewayAllChatPlatformsKillAndResume(t *testing.T) {
 	dc.SendMessage("21", "d21", "hi discord")
 	sl.SendMessage("U31", "DU31", "", "hi slack")
 	sl.SendMessage("U99", "DU99", "", "let me in")
-	if got := tg.WaitSent(11, 1, 30*time.Second); len(got) != 1 || got[0].Text != "echo: hi telegram #1" {
+	if got := tg.WaitSent(t, 11, 1); len(got) != 1 || got[0].Text != "echo: hi telegram #1" {
 		t.Fatalf("telegram: %+v\n%s", got, stderr.String())
 	}
-	if got := dc.WaitSent("d21", 1, 30*time.Second); len(got) != 1 || got[0].Content != "echo: hi discord #1" {
+	if got := dc.WaitSent(t, "d21", 1); len(got) != 1 || got[0].Content != "echo: hi discord #1" {
 		t.Fatalf("discord: %+v\n%s", got, stderr.String())
 	}
-	if got := sl.WaitSent("DU31", 1, 30*time.Second); len(got) != 1 || got[0].Text != "echo: hi slack #1" {
+	if got := sl.WaitSent(t, "DU31", 1); len(got) != 1 || got[0].Text != "echo: hi slack #1" {
 		t.Fatalf("slack: %+v\n%s", got, stderr.String())
 	}
-	got := sl.WaitSent("DU99", 1, 10*time.Second)
+	got := sl.WaitSent(t, "DU99", 1)
 	if len(got) != 1 || !strings.Contains(got[0].Text, "not allowed") || !strings.Contains(got[0].Text, "pairing approve slack ") {
 		t.Fatalf("unlisted slack user: %+v", got)
 	}
@@ -88,7 +88,7 @@ func TestGatewayAllChatPlatformsKillAndResume(t *testing.T) {
 		t.Fatalf("pairing list: %s", res)
 	}
 	sl.SendMessage("U99", "DU99", "", "now?")
-	if got := sl.WaitSent("DU99", 2, 30*time.Second); len(got) != 2 || got[1].Text != "echo: now? #1" {
+	if got := sl.WaitSent(t, "DU99", 2); len(got) != 2 || got[1].Text != "echo: now? #1" {
 		t.Fatalf("paired user: %+v\n%s", got, stderr.String())
 	}
 	identified := dc.Identifies()
@@ -114,10 +114,10 @@ func TestGatewayAllChatPlatformsKillAndResume(t *testing.T) {
 	}
 	tg.SendText(11, 11, "private", "again")
 	dc.SendMessage("21", "d21", "again")
-	if got := tg.WaitSent(11, 2, 30*time.Second); len(got) != 2 || got[1].Text != "echo: again #2" {
+	if got := tg.WaitSent(t, 11, 2); len(got) != 2 || got[1].Text != "echo: again #2" {
 		t.Fatalf("telegram after restart: %+v\n%s", got, stderr.String())
 	}
-	if got := dc.WaitSent("d21", 2, 30*time.Second); len(got) != 2 || got[1].Content != "echo: again #2" {
+	if got := dc.WaitSent(t, "d21", 2); len(got) != 2 || got[1].Content != "echo: again #2" {
 		t.Fatalf("discord after restart: %+v\n%s", got, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "SLACK_BOT_TOKEN") {

@@ -225,7 +225,7 @@ func TestGatewayTicksCronJobs(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	got := fake.WaitSent(777, 1, 30*time.Second)
+	got := fake.WaitSent(t, 777, 1)
 	if len(got) != 1 || !strings.Contains(got[0].Text, "nightly report: all good") {
 		t.Fatalf("telegram chat 777 got %+v\n%s", got, stderr.String())
 	}
@@ -272,7 +272,7 @@ func TestGatewayCronDeliversThroughLivePlatforms(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	got := dc.WaitSent("c55", 1, 30*time.Second)
+	got := dc.WaitSent(t, "c55", 1)
 	if len(got) != 1 || !strings.Contains(got[0].Content, "standup summary") {
 		t.Fatalf("discord channel c55 got %+v\n%s", got, stderr.String())
 	}

@@ -137,10 +137,10 @@ func TestGatewayTelegramEndToEnd(t *testing.T) {
 	}
 	fake.SendText(11, 11, "private", "hello")
 	fake.SendText(12, 12, "private", "hello")
-	if got := fake.WaitSent(11, 1, 30*time.Second); len(got) != 1 || got[0].Text != "hi from the agent" {
+	if got := fake.WaitSent(t, 11, 1); len(got) != 1 || got[0].Text != "hi from the agent" {
 		t.Fatalf("allowed user got %+v\n%s", got, stderr.String())
 	}
-	if got := fake.WaitSent(12, 1, 10*time.Second); len(got) != 1 || !strings.Contains(got[0].Text, "not allowed") {
+	if got := fake.WaitSent(t, 12, 1); len(got) != 1 || !strings.Contains(got[0].Text, "not allowed") {
 		t.Fatalf("unlisted user got %+v", got)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -84,7 +84,7 @@ func TestCronTickRunsDueJobsAndDelivers(t *testing.T) {
 	if !strings.Contains(ta.stdout.String(), "delivered to telegram:555") {
 		t.Errorf("tick output: %s", ta.stdout)
 	}
-	sent := tg.WaitSent(555, 1, 10*time.Second)
+	sent := tg.WaitSent(t, 555, 1)
 	if len(sent) != 1 || !strings.Contains(sent[0].Text, "all builds green") || !strings.Contains(sent[0].Text, "Cronjob Response: builds") {
 		t.Fatalf("telegram got %+v", sent)
 	}

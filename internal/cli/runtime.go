@@ -85,9 +85,12 @@ func (a *App) sessionOptions(cfg *config.Loaded, o *chatOptions) session.Options
 		Config: cfg, Home: a.Home(), UserHome: a.Getenv("HOME"), Environ: a.Environ, Now: a.Now,
 		RecordPath: o.record, ReplayPath: o.replay, Yolo: o.yolo, IgnoreRules: o.ignoreRules,
 		Toolsets: o.toolsets, Platform: "cli",
-		NewBackend: func(_ *config.Config, cwd string) (backend.Backend, error) { return a.newBackend(cfg, cwd) },
-		Warn:       func(msg string) { fmt.Fprintln(a.Stderr, "hermes:", msg) },
-		Lock:       a.turnLock(lockOwner),
+		// The main model titles conversations (REPL/TUI, chats, ACP); the
+		// runtime leaves out one-shot, cron and API-server sessions.
+		ModelTitles: true,
+		NewBackend:  func(_ *config.Config, cwd string) (backend.Backend, error) { return a.newBackend(cfg, cwd) },
+		Warn:        func(msg string) { fmt.Fprintln(a.Stderr, "hermes:", msg) },
+		Lock:        a.turnLock(lockOwner),
 	}
 }
 

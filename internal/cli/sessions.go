@@ -51,6 +51,17 @@ func (a *App) openSessionStore() (store.Store, error) {
 	return database.Open(context.Background(), l.Config.Database, a.Home(), l.Getenv, store.WithClock(a.Now))
 }
 
+// sessionsInPostgres reports whether config.yaml puts sessions in
+// PostgreSQL (database.backend: postgres).
+func (a *App) sessionsInPostgres() bool {
+	l, err := config.Load(a.Home(), config.LoadOptions{Getenv: a.Getenv})
+	if err != nil {
+		return false
+	}
+	b, err := database.BackendOf(l.Config.Database)
+	return err == nil && b == database.Postgres
+}
+
 // readSessionStore runs fn, which only reads, with the session store open;
 // on a read-only HERMES_HOME (where opening for writing fails) the store is
 // opened read-only.

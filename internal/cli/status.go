@@ -91,7 +91,7 @@ func (a *App) printStatusConfig(l *config.Loaded) {
 
 func (a *App) printRecentSessions(cmd *cobra.Command) error {
 	w := a.Stdout
-	if _, err := os.Stat(filepath.Join(a.Home(), store.FileName)); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(a.Home(), store.FileName)); errors.Is(err, os.ErrNotExist) && !a.sessionsInPostgres() {
 		fmt.Fprintln(w, "sessions     none yet")
 		return nil
 	}

@@ -86,6 +86,7 @@ func (l *Loaded) Problems() []string {
 			out = append(out, err.Error())
 		}
 	}
+	out = append(out, auxProblems(&c, where, l.Getenv)...)
 	if c.Terminal.Timeout < 0 || c.Agent.MaxTurns < 0 {
 		out = append(out, "terminal.timeout and agent.max_turns must not be negative")
 	}

@@ -13,7 +13,10 @@ type Config struct {
 	Memory      MemoryConfig      `yaml:"memory"`
 	Skills      SkillsConfig      `yaml:"skills"`
 	Compression CompressionConfig `yaml:"compression"`
-	Toolsets    []string          `yaml:"toolsets"`
+	// Auxiliary chooses the models of side tasks (titles, compression
+	// summaries, vision); each defaults to the main model.
+	Auxiliary AuxiliaryConfig `yaml:"auxiliary"`
+	Toolsets  []string        `yaml:"toolsets"`
 	// PlatformToolsets chooses the toolsets of one platform's sessions
 	// (Hermes "platform_toolsets": cli, acp, api_server, telegram, discord,
 	// slack, cron), instead of toolsets. --toolsets overrides both.
@@ -183,4 +186,9 @@ type CompressionConfig struct {
 	TargetRatio   float64 `yaml:"target_ratio"`
 	ProtectFirstN int     `yaml:"protect_first_n"` // default 3
 	ProtectLastN  int     `yaml:"protect_last_n"`  // default 20
+	// Summary* are Hermes's keys before auxiliary.compression (config
+	// version 17); auxiliary.compression wins when it names a model.
+	SummaryModel    string `yaml:"summary_model"`
+	SummaryProvider string `yaml:"summary_provider"`
+	SummaryBaseURL  string `yaml:"summary_base_url"`
 }

@@ -199,7 +199,7 @@ func TestLoadUnknownKeysWarn(t *testing.T) {
   modal_image: nikolaik/python-nodejs
 max_turns: 5
 auxiliary:
-  vision:
+  approval:
     provider: auto
 display:
   tool_progress: all

@@ -50,6 +50,14 @@ func newSchema() schema {
 var keyAliases = map[string]string{
 	"model.model":       "model.default",
 	"command_allowlist": "approvals.command_allowlist",
+	// The issue tracker's (and hermes's early) name of Hermes's title_generation task.
+	"auxiliary.title":          "auxiliary.title_generation",
+	"auxiliary.title.enabled":  "auxiliary.title_generation.enabled",
+	"auxiliary.title.provider": "auxiliary.title_generation.provider",
+	"auxiliary.title.model":    "auxiliary.title_generation.model",
+	"auxiliary.title.base_url": "auxiliary.title_generation.base_url",
+	"auxiliary.title.api_key":  "auxiliary.title_generation.api_key",
+	"auxiliary.title.timeout":  "auxiliary.title_generation.timeout",
 }
 
 // hermesOnlyKeys are keys of Hermes Agent's config.yaml ("configuration.md")
@@ -59,7 +67,7 @@ var keyAliases = map[string]string{
 var hermesOnlyKeys = map[string]bool{
 	"_config_version": true, "model_aliases": true, "providers": true, "custom_providers": true,
 	"credential_pool_strategies": true, "fallback_providers": true, "fallback_model": true,
-	"auxiliary": true, "delegation": true, "security": true, "checkpoints": true, "code_execution": true,
+	"delegation": true, "security": true, "checkpoints": true, "code_execution": true,
 	"web": true, "browser": true, "tts": true, "stt": true, "voice": true, "display": true,
 	"streaming": true, "privacy": true, "tool_output": true, "file_read_max_chars": true,
 	"tool_budget": true, "context_file_read_timeout": true, "tool_loop_guardrails": true,
@@ -91,8 +99,21 @@ var hermesOnlyKeys = map[string]bool{
 	"compression.idle_compact_after_seconds": true, "compression.hygiene_hard_message_limit": true,
 	"compression.context_timeout_seconds": true, "compression.context_total_ceiling_seconds": true,
 	"compression.proactive_prune_tokens": true, "compression.model_thresholds": true,
-	"compression.progress_notices": true, "compression.summary_model": true,
-	"compression.summary_provider": true, "compression.summary_base_url": true,
+	"compression.progress_notices": true,
+	// Hermes's other auxiliary tasks, and the task keys this build does not use.
+	"auxiliary.approval": true, "auxiliary.skills_hub": true, "auxiliary.mcp": true, "auxiliary.tts_audio_tags": true,
+	"auxiliary.triage_specifier": true, "auxiliary.kanban_decomposer": true, "auxiliary.profile_describer": true,
+	"auxiliary.curator": true, "auxiliary.review": true, "auxiliary.background_review": true,
+	"auxiliary.stream_only_base_urls": true, "auxiliary.web_extract": true, "auxiliary.session_search": true,
+	"auxiliary.title_generation.language": true, "auxiliary.title.language": true,
+	"auxiliary.title_generation.reasoning_effort": true, "auxiliary.compression.reasoning_effort": true,
+	"auxiliary.vision.reasoning_effort": true, "auxiliary.title_generation.extra_body": true,
+	"auxiliary.compression.extra_body": true, "auxiliary.vision.extra_body": true,
+	"auxiliary.title_generation.fallback_chain": true, "auxiliary.compression.fallback_chain": true,
+	"auxiliary.vision.fallback_chain": true, "auxiliary.title_generation.max_concurrency": true,
+	"auxiliary.compression.max_concurrency": true, "auxiliary.vision.max_concurrency": true,
+	"auxiliary.title_generation.context_length": true, "auxiliary.compression.context_length": true,
+	"auxiliary.vision.context_length": true, "auxiliary.vision.download_timeout": true,
 	"approvals.cron_mode": true, "approvals.single_query_mode": true, "approvals.unattended_mode": true,
 	"approvals.smart_policy": true, "approvals.denial_breaker_threshold": true,
 	"approvals.mcp_reload_confirm": true, "approvals.destructive_slash_confirm": true,

@@ -85,7 +85,7 @@ func TestSetValidates(t *testing.T) {
 		{"terminal.timout", "5", `did you mean "terminal.timeout"?`},
 		{"terminal", "5", "is a section; set one of its keys"},
 		{"memory.memory_enabled", "perhaps", "expected true or false"},
-		{"auxiliary.vision.provider", "auto", "a Hermes setting this build does not use"},
+		{"auxiliary.approval.provider", "auto", "a Hermes setting this build does not use"},
 	}
 	for _, tc := range cases {
 		err := Set(home, tc.key, tc.value)

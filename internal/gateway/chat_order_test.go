@@ -129,7 +129,7 @@ func TestTelegramChatMessagesKeepArrivalOrder(t *testing.T) {
 	for c := range orderChats {
 		answers[c] = waitEchoes(t, func(n int) []string {
 			var texts []string
-			for _, m := range w.fake.WaitSent(int64(1000+c), n, 60*time.Second) {
+			for _, m := range w.fake.WaitSent(t, int64(1000+c), n) {
 				texts = append(texts, m.Text)
 			}
 			return texts
@@ -152,7 +152,7 @@ func TestDiscordChatMessagesKeepArrivalOrder(t *testing.T) {
 	for c := range orderChats {
 		answers[c] = waitEchoes(t, func(n int) []string {
 			var texts []string
-			for _, m := range fake.WaitSent(fmt.Sprintf("o%d", c), n, 60*time.Second) {
+			for _, m := range fake.WaitSent(t, fmt.Sprintf("o%d", c), n) {
 				texts = append(texts, m.Content)
 			}
 			return texts
@@ -173,7 +173,7 @@ func TestSlackChatMessagesKeepArrivalOrder(t *testing.T) {
 	for c := range orderChats {
 		answers[c] = waitEchoes(t, func(n int) []string {
 			var texts []string
-			for _, m := range fake.WaitSent(fmt.Sprintf("D%d", c), n, 60*time.Second) {
+			for _, m := range fake.WaitSent(t, fmt.Sprintf("D%d", c), n) {
 				texts = append(texts, m.Text)
 			}
 			return texts

@@ -81,7 +81,7 @@ func TestDiscordThreeUsersAtOnceAndRefusal(t *testing.T) {
 	for _, u := range []string{"1", "2", "3"} {
 		wg.Go(func() {
 			w.fake.SendMessage(u, "d"+u, "hello from "+u)
-			got := w.fake.WaitSent("d"+u, 1, 20*time.Second)
+			got := w.fake.WaitSent(t, "d"+u, 1)
 			if len(got) != 1 || got[0].Content != "echo: hello from "+u+" #1" {
 				t.Errorf("user %s got %+v", u, got)
 			}
@@ -90,13 +90,18 @@ func TestDiscordThreeUsersAtOnceAndRefusal(t *testing.T) {
 	w.fake.SendMessage("99", "d99", "let me in")
 	w.fake.SendMessage("99", "d99", "please")
 	wg.Wait()
-	if first := w.fake.WaitSent("d99", 1, 10*time.Second); len(first) == 0 {
+	if first := w.fake.WaitSent(t, "d99", 1); len(first) == 0 {
 		t.Fatal("the unlisted user got no refusal")
 	}
-	time.Sleep(300 * time.Millisecond) // the second message must not get a second refusal
-	if got := w.fake.Sent("d99"); len(got) != 1 || !strings.Contains(got[0].Content, "not allowed") ||
-		!strings.Contains(got[0].Content, "DISCORD_ALLOWED_USERS") {
-		t.Fatalf("unlisted user got %+v", got)
+	// The second message must not get a second refusal. A listed user's
+	// message in the same channel is answered after it (a chat's messages
+	// are handled in arrival order), and stopping drains what runs.
+	w.fake.SendMessage("1", "d99", "ping")
+	w.fake.WaitSent(t, "d99", 2)
+	_ = w.stop()
+	if got := w.fake.Sent("d99"); len(got) != 2 || !strings.Contains(got[0].Content, "not allowed") ||
+		!strings.Contains(got[0].Content, "DISCORD_ALLOWED_USERS") || !strings.HasPrefix(got[1].Content, "echo: ping") {
+		t.Fatalf("unlisted user's channel got %+v", got)
 	}
 	if w.fake.Typing("d1") == 0 {
 		t.Fatal("no typing indicator was sent")
@@ -111,16 +116,16 @@ func TestDiscordGuildChannelPerUserThreadShared(t *testing.T) {
 	bot := "<@" + w.fake.BotID + ">"
 	w.fake.SendMessage("1", "general", "not for the bot")
 	w.fake.SendMessage("1", "general", bot+" one")
-	w.fake.WaitSent("general", 1, 20*time.Second)
+	w.fake.WaitSent(t, "general", 1)
 	w.fake.SendMessage("2", "general", bot+" two")
-	if got := w.fake.WaitSent("general", 2, 20*time.Second); len(got) != 2 || got[0].Content != "echo: one #1" || got[1].Content != "echo: two #1" {
+	if got := w.fake.WaitSent(t, "general", 2); len(got) != 2 || got[0].Content != "echo: one #1" || got[1].Content != "echo: two #1" {
 		t.Fatalf("guild channel: %+v", got)
 	}
 	w.fake.SendMessage("2", "thr2", "a thread the bot was not mentioned in")
 	w.fake.SendMessage("1", "thr", bot+" first")
-	w.fake.WaitSent("thr", 1, 20*time.Second)
+	w.fake.WaitSent(t, "thr", 1)
 	w.fake.SendMessage("2", "thr", "second") // the bot takes part in the thread now
-	if got := w.fake.WaitSent("thr", 2, 20*time.Second); len(got) != 2 || got[1].Content != "echo: second #2" {
+	if got := w.fake.WaitSent(t, "thr", 2); len(got) != 2 || got[1].Content != "echo: second #2" {
 		t.Fatalf("thread: %+v", got)
 	}
 	if got := w.fake.Sent("thr2"); len(got) != 0 {
@@ -132,7 +137,7 @@ func TestDiscordLongAnswerInPartsDespite429(t *testing.T) {
 	w := startDiscord(t, newDiscordFake(t), "", "7")
 	w.fake.FailNext("POST messages", 0.4) // the first part waits out retry_after
 	w.fake.SendMessage("7", "d7", "long")
-	got := w.fake.WaitSent("d7", 5, 30*time.Second)
+	got := w.fake.WaitSent(t, "d7", 5)
 	if len(got) < 5 {
 		t.Fatalf("%d parts arrived", len(got))
 	}
@@ -160,18 +165,18 @@ func TestDiscordLongAnswerInPartsDespite429(t *testing.T) {
 func TestDiscordApprovalApprovedAndTimedOut(t *testing.T) {
 	w := startDiscord(t, newDiscordFake(t), "", "5", "6")
 	w.fake.SendMessage("5", "d5", "chmod")
-	asked := w.fake.WaitSent("d5", 2, 20*time.Second) // tool status, then the question
+	asked := w.fake.WaitSent(t, "d5", 2) // tool status, then the question
 	if len(asked) != 2 || !strings.Contains(asked[0].Content, "chmod 777") || !strings.Contains(asked[1].Content, "/approve") {
 		t.Fatalf("approval prompt: %+v", asked)
 	}
 	w.fake.SendMessage("5", "d5", "/approve")
-	got := w.fake.WaitSent("d5", 4, 20*time.Second)
+	got := w.fake.WaitSent(t, "d5", 4)
 	if len(got) != 4 || !strings.Contains(got[3].Content, "changed") {
 		t.Fatalf("after /approve: %+v", got)
 	}
 	// Nobody answers in d6: approvals.timeout (2 s in the test config) denies.
 	w.fake.SendMessage("6", "d6", "chmod")
-	got = w.fake.WaitSent("d6", 3, 20*time.Second)
+	got = w.fake.WaitSent(t, "d6", 3)
 	if len(got) != 3 || !strings.Contains(got[2].Content, "approvals.timeout") || strings.Contains(got[2].Content, "changed") {
 		t.Fatalf("timeout: %+v", got)
 	}
@@ -194,9 +199,9 @@ func TestDiscordResumeAcrossRestartAndCommands(t *testing.T) {
 	fake := newDiscordFake(t)
 	w := startDiscord(t, fake, home, "1")
 	fake.SendMessage("1", "d1", "first")
-	fake.WaitSent("d1", 1, 20*time.Second)
+	fake.WaitSent(t, "d1", 1)
 	fake.SendMessage("1", "d1", "/model other-model")
-	if got := fake.WaitSent("d1", 2, 10*time.Second); !strings.Contains(got[1].Content, "other-model") {
+	if got := fake.WaitSent(t, "d1", 2); !strings.Contains(got[1].Content, "other-model") {
 		t.Fatalf("/model: %+v", got)
 	}
 	if err := w.stop(); err != nil {
@@ -204,16 +209,16 @@ func TestDiscordResumeAcrossRestartAndCommands(t *testing.T) {
 	}
 	w2 := startDiscord(t, fake, home, "1")
 	fake.SendMessage("1", "d1", "second")
-	if got := fake.WaitSent("d1", 3, 20*time.Second); len(got) != 3 || got[2].Content != "echo: second #2" {
+	if got := fake.WaitSent(t, "d1", 3); len(got) != 3 || got[2].Content != "echo: second #2" {
 		t.Fatalf("after restart: %+v", got)
 	}
 	if m := lastModel(w2.model); m != "other-model" {
 		t.Fatalf("the resumed session asked model %q", m)
 	}
 	fake.SendMessage("1", "d1", "/new")
-	fake.WaitSent("d1", 4, 10*time.Second)
+	fake.WaitSent(t, "d1", 4)
 	fake.SendMessage("1", "d1", "third")
-	if got := fake.WaitSent("d1", 5, 20*time.Second); len(got) != 5 || got[4].Content != "echo: third #1" {
+	if got := fake.WaitSent(t, "d1", 5); len(got) != 5 || got[4].Content != "echo: third #1" {
 		t.Fatalf("after /new: %+v", got)
 	}
 	if m := lastModel(w2.model); m != "fake-model" {
@@ -228,7 +233,7 @@ func TestDiscordUndeliveredReplyIsKeptAndDelivered(t *testing.T) {
 	fake := newDiscordFake(t)
 	w := startDiscord(t, fake, home, "1", "2")
 	fake.SendMessage("1", "d1", "hello")
-	fake.WaitSent("d1", 1, 20*time.Second)
+	fake.WaitSent(t, "d1", 1)
 
 	fake.SetDown(true)
 	if err := w.dc.Chat().Deliver(context.Background(), "d1", "while down"); err != nil {
@@ -238,7 +243,7 @@ func TestDiscordUndeliveredReplyIsKeptAndDelivered(t *testing.T) {
 		t.Fatalf("%d replies kept", w.dc.Chat().Undelivered())
 	}
 	fake.SetDown(false)
-	if got := fake.WaitSent("d1", 2, 20*time.Second); len(got) != 2 || got[1].Content != "while down" {
+	if got := fake.WaitSent(t, "d1", 2); len(got) != 2 || got[1].Content != "while down" {
 		t.Fatalf("after coming back: %+v", got)
 	}
 
@@ -249,7 +254,7 @@ func TestDiscordUndeliveredReplyIsKeptAndDelivered(t *testing.T) {
 	}
 	fake.SetDown(false)
 	startDiscord(t, fake, home, "1", "2")
-	if got := fake.WaitSent("d2", 1, 20*time.Second); len(got) != 1 || got[0].Content != "kept across restart" {
+	if got := fake.WaitSent(t, "d2", 1); len(got) != 1 || got[0].Content != "kept across restart" {
 		t.Fatalf("after restart: %+v", got)
 	}
 }
@@ -258,13 +263,14 @@ func TestDiscordReconnectsAndStopsOnRevokedToken(t *testing.T) {
 	fake := newDiscordFake(t)
 	w := startDiscord(t, fake, "", "1")
 	fake.SendMessage("1", "d1", "one")
-	fake.WaitSent("d1", 1, 20*time.Second)
+	fake.WaitSent(t, "d1", 1)
 	before := fake.Identifies()
+	dials := fake.Dials()
 	fake.SetDown(true) // drops the gateway connection
-	time.Sleep(200 * time.Millisecond)
+	waitfor.Until(t, "a reconnect attempt refused while down", func() bool { return fake.Dials() > dials })
 	fake.SetDown(false)
 	fake.SendMessage("1", "d1", "two")
-	if got := fake.WaitSent("d1", 2, 30*time.Second); len(got) != 2 || got[1].Content != "echo: two #2" {
+	if got := fake.WaitSent(t, "d1", 2); len(got) != 2 || got[1].Content != "echo: two #2" {
 		t.Fatalf("after reconnecting: %+v", got)
 	}
 	if fake.Identifies() <= before {
@@ -310,18 +316,18 @@ func TestDiscordQueuedAckAndToolProgressEdits(t *testing.T) {
 	fake.SendMessage("1", "d1", "slow")
 	<-started
 	fake.SendMessage("1", "d1", "next")
-	got := fake.WaitSent("d1", 1, 20*time.Second)
+	got := fake.WaitSent(t, "d1", 1)
 	if len(got) != 1 || !strings.Contains(got[0].Content, "Queued (1 ahead)") {
 		t.Fatalf("queued ack: %+v", got)
 	}
 	close(release)
-	got = fake.WaitSent("d1", 3, 20*time.Second)
+	got = fake.WaitSent(t, "d1", 3)
 	if len(got) != 3 || got[1].Content != "echo: slow #1" || got[2].Content != "echo: next #2" {
 		t.Fatalf("answers: %+v", got)
 	}
 
 	fake.SendMessage("2", "d2", "two tools")
-	got = fake.WaitSent("d2", 2, 20*time.Second)
+	got = fake.WaitSent(t, "d2", 2)
 	if len(got) != 2 || got[1].Content != "both done" {
 		t.Fatalf("tool turn: %+v", got)
 	}
@@ -347,12 +353,12 @@ func TestChatAnswersKeepMessageOrder(t *testing.T) {
 	fake.SendMessage("1", "d1", "slow")
 	<-started
 	fake.SendMessage("1", "d1", "next")
-	if got := fake.WaitSent("d1", 1, 20*time.Second); len(got) != 1 {
+	if got := fake.WaitSent(t, "d1", 1); len(got) != 1 {
 		t.Fatalf("queued ack: %+v", got)
 	}
 	fake.FailNext("POST messages", 1) // the slow answer waits out a 429
 	close(release)
-	got := fake.WaitSent("d1", 3, 20*time.Second)
+	got := fake.WaitSent(t, "d1", 3)
 	if len(got) != 3 || got[1].Content != "echo: slow #1" || got[2].Content != "echo: next #2" {
 		t.Fatalf("answers out of order: %+v", got)
 	}

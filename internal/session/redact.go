@@ -38,6 +38,9 @@ type Redactor struct {
 func NewRedactor(cfg *config.Loaded, environ []string, passthrough []string, home string) *Redactor {
 	_, values := local.ScrubEnv(environ, passthrough)
 	values = append(values, cfg.Config.Model.APIKey)
+	for _, task := range []config.AuxTask{config.AuxTitle, config.AuxCompression, config.AuxVision} {
+		values = append(values, cfg.Config.Aux(task).APIKey)
+	}
 	for _, srv := range cfg.Config.MCPServers {
 		values = append(values, srv.SecretValues()...)
 	}

@@ -87,6 +87,10 @@ type Options struct {
 	// MCPServers are MCP servers every session of this runtime connects
 	// besides config.yaml's mcp_servers (a same-named entry here wins).
 	MCPServers map[string]config.MCPServer
+	// ModelTitles asks for model-written session titles with the main
+	// model when auxiliary.title_generation names no model of its own
+	// (front ends holding conversations set it; see Runtime.modelTitles).
+	ModelTitles bool
 	// ExitAfterClose says the process exits right after Close (a CLI
 	// run): the session store may leave its small WAL to the next process
 	// instead of checkpointing it (store.WithExitAfterClose).
@@ -130,6 +134,10 @@ type Runtime struct {
 	cwd       string
 	window    int
 	closers   []func() error
+	auxMu     sync.Mutex
+	aux       map[config.AuxTask]providers.Aux // built by Auxiliary
+	auxErr    map[config.AuxTask]error         // settings that did not resolve (told once)
+	titles    sync.WaitGroup                   // model-written titles in flight (Close waits)
 
 	mu       sync.Mutex
 	sessions map[string]*list.Element // session id → element of lru (*Session)
@@ -221,6 +229,7 @@ func New(ctx context.Context, o Options) (*Runtime, error) {
 		return nil, err
 	}
 	if enabled(c.Compression.Enabled) {
+		rt.auxOrMain(config.AuxCompression)
 		rt.window = c.Model.ContextLength
 		if rt.provName != "replay" {
 			rt.window = contextWindow(ctx, o.Home, rt.window, rt.popts, rt.provName)
@@ -380,6 +389,9 @@ func (rt *Runtime) Close() error {
 	for _, s := range all {
 		s.shutdown()
 	}
+	// A title call started by a turn that has ended (bounded by its
+	// timeout) writes to the store: it must finish before the store closes.
+	rt.titles.Wait()
 	return rt.closeShared()
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/approval"
+	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/llm"
 	"github.com/hermes-go/hermes/internal/llm/textcall"
 	"github.com/hermes-go/hermes/internal/mcp"
@@ -246,7 +247,7 @@ func (s *Session) runTurn(t *Turn) Event {
 	first := len(s.state.History) == 0
 	t.res, t.err = s.agent.RunTurn(t.ctx, s.state, t.Text)
 	if first && t.err == nil {
-		s.autoTitle(context.WithoutCancel(t.ctx), t.Text)
+		s.autoTitle(context.WithoutCancel(t.ctx), t.Text, t.res.Text)
 	}
 	if st, err := s.rt.store.Session(context.WithoutCancel(t.ctx), s.id); err == nil {
 		s.seen = st.MessageCount
@@ -457,8 +458,9 @@ func (rt *Runtime) newSession(st store.Session, system string, history []llm.Mes
 	var compactor agent.Compactor
 	c := rt.cfg
 	if enabled(c.Compression.Enabled) {
+		summary := rt.auxOrMain(config.AuxCompression)
 		compactor = agent.NewCompressor(agent.CompressorOptions{
-			Provider: rt.provider, Model: rt.model, ContextWindow: rt.window,
+			Provider: summary.Provider, Model: summary.Model, ContextWindow: rt.window,
 			Threshold: c.Compression.Threshold, ProtectFirstN: c.Compression.ProtectFirstN, ProtectLastN: c.Compression.ProtectLastN,
 			Pending: rt.todo.Pending, Rewriter: rt.recorder(), SpillDir: filepath.Join(rt.opts.Home, "cache", "context"),
 			Notice: func(text string) { s.onAgentEvent(agent.Event{Kind: agent.EventNotice, Text: text}) },

@@ -40,6 +40,9 @@ type Store interface {
 	Resolve(ctx context.Context, ref string) (Session, error)
 	List(ctx context.Context, o ListOptions) ([]Session, error)
 	SetTitle(ctx context.Context, id, title string) error
+	// ReplaceTitle sets the title only while it is still old and reports
+	// whether it did (a title computed from an older read loses).
+	ReplaceTitle(ctx context.Context, id, old, title string) (bool, error)
 	SetSystemPrompt(ctx context.Context, id, prompt string) error
 	// SetMetadata merges an RFC 7396 merge patch into the metadata.
 	SetMetadata(ctx context.Context, id string, patch json.RawMessage) error

@@ -17,10 +17,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // MaxContent is Discord's message content limit, in characters.
@@ -64,6 +67,7 @@ type Server struct {
 	mu       sync.Mutex
 	revoked  bool
 	down     bool
+	dials    int // gateway connection attempts, refused ones included
 	channels map[string]channel
 	sent     []Message
 	nextID   int64
@@ -233,9 +237,20 @@ func (s *Server) Identifies() int {
 	return s.idents
 }
 
-// WaitSent waits until channelID received n messages or d passes.
-func (s *Server) WaitSent(channelID string, n int, d time.Duration) []Message {
-	deadline := time.After(d)
+// Dials counts gateway connection attempts, those refused while down included.
+func (s *Server) Dials() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dials
+}
+
+// WaitSent waits until channelID received n messages and returns them all,
+// or returns what it received when the test's deadline is near
+// (waitfor.Deadline: an event wait, not a fixed limit; the caller checks
+// the count and says what was missing).
+func (s *Server) WaitSent(t testing.TB, channelID string, n int) []Message {
+	deadline := time.NewTimer(time.Until(waitfor.Deadline(t)))
+	defer deadline.Stop()
 	for {
 		s.mu.Lock()
 		ch := s.notify
@@ -245,7 +260,7 @@ func (s *Server) WaitSent(channelID string, n int, d time.Duration) []Message {
 		}
 		select {
 		case <-ch:
-		case <-deadline:
+		case <-deadline.C:
 			return s.Sent(channelID)
 		}
 	}

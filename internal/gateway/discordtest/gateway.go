@@ -24,6 +24,7 @@ type frame struct {
 func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	down := s.down
+	s.dials++
 	s.mu.Unlock()
 	if down {
 		http.Error(w, "down", http.StatusServiceUnavailable)

@@ -15,10 +15,13 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // MaxText is the text length past which chat.postMessage answers
@@ -207,9 +210,13 @@ func (s *Server) Opens() int {
 	return s.opens
 }
 
-// WaitSent waits until channel received n messages or d passes.
-func (s *Server) WaitSent(channel string, n int, d time.Duration) []Message {
-	deadline := time.After(d)
+// WaitSent waits until channel received n messages and returns them all,
+// or returns what it received when the test's deadline is near
+// (waitfor.Deadline: an event wait, not a fixed limit; the caller checks
+// the count and says what was missing).
+func (s *Server) WaitSent(t testing.TB, channel string, n int) []Message {
+	deadline := time.NewTimer(time.Until(waitfor.Deadline(t)))
+	defer deadline.Stop()
 	for {
 		s.mu.Lock()
 		ch := s.notify
@@ -219,7 +226,7 @@ func (s *Server) WaitSent(channel string, n int, d time.Duration) []Message {
 		}
 		select {
 		case <-ch:
-		case <-deadline:
+		case <-deadline.C:
 			return s.Sent(channel)
 		}
 	}

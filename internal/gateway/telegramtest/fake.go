@@ -14,8 +14,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 	"unicode/utf16"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // MaxMessageUTF16 is Telegram's message text limit, in UTF-16 code units.
@@ -121,10 +124,13 @@ func (s *Server) ChatActions(chatID int64) int {
 	return s.actions[chatID]
 }
 
-// WaitSent waits until chatID received n messages or d passes, and
-// returns what it received.
-func (s *Server) WaitSent(chatID int64, n int, d time.Duration) []Message {
-	deadline := time.After(d)
+// WaitSent waits until chatID received n messages and returns them all,
+// or returns what it received when the test's deadline is near
+// (waitfor.Deadline: an event wait, not a fixed limit; the caller checks
+// the count and says what was missing).
+func (s *Server) WaitSent(t testing.TB, chatID int64, n int) []Message {
+	deadline := time.NewTimer(time.Until(waitfor.Deadline(t)))
+	defer deadline.Stop()
 	for {
 		s.mu.Lock()
 		ch := s.notify
@@ -134,7 +140,7 @@ func (s *Server) WaitSent(chatID int64, n int, d time.Duration) []Message {
 		}
 		select {
 		case <-ch:
-		case <-deadline:
+		case <-deadline.C:
 			return s.Sent(chatID)
 		}
 	}

@@ -108,6 +108,7 @@ func Run(t *testing.T, target Target) {
 		{"ReplaceActiveArchivesOnlyTheMiddle", checkReplaceActiveArchivesOnlyTheMiddle},
 		{"PartsRoundTrip", checkPartsRoundTrip},
 		{"RecorderForgetDropsDeferredSession", checkRecorderForgetDropsDeferredSession},
+		{"ReplaceTitleOnlyWhileUnchanged", checkReplaceTitleOnlyWhileUnchanged},
 	}
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {

@@ -576,3 +576,30 @@ func checkReplaceActiveArchivesOnlyTheMiddle(t *testing.T, tg *fixture) {
 		t.Errorf("archived middle should stay searchable; got %d hits", len(hits))
 	}
 }
+
+// ReplaceTitle changes a title only while it is still the one read: a
+// title set meanwhile wins; a title another session holds is refused.
+func checkReplaceTitleOnlyWhileUnchanged(t *testing.T, tg *fixture) {
+	st := tg.open(t)
+	ctx := context.Background()
+	a := mustCreate(t, st, store.NewSession{})
+	b := mustCreate(t, st, store.NewSession{})
+	if err := st.SetTitle(ctx, a.ID, "first prompt line"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := st.ReplaceTitle(ctx, a.ID, "first prompt line", "Model title"); !ok || err != nil {
+		t.Fatalf("ReplaceTitle over the fallback = %v, %v", ok, err)
+	}
+	if ok, err := st.ReplaceTitle(ctx, a.ID, "first prompt line", "Stale title"); ok || err != nil {
+		t.Fatalf("ReplaceTitle over a changed title = %v, %v; want false", ok, err)
+	}
+	if got, _ := st.Session(ctx, a.ID); got.Title != "Model title" {
+		t.Fatalf("title = %q", got.Title)
+	}
+	if err := st.SetTitle(ctx, b.ID, "b title"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ReplaceTitle(ctx, b.ID, "b title", "model TITLE"); err == nil || !strings.Contains(err.Error(), "already used") {
+		t.Fatalf("ReplaceTitle to a taken title = %v", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/hermes-go/hermes/internal/store"
 	"github.com/hermes-go/hermes/internal/store/postgres"
 	"github.com/hermes-go/hermes/internal/store/postgres/postgrestest"
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 func open(t *testing.T, url, schema string) *postgres.DB {
@@ -94,13 +95,22 @@ func TestTurnLockPassesWhenHolderDies(t *testing.T) {
 		t.Fatalf("second replica: %v, want busy naming the holder", err)
 	}
 	// The holder dies: the server ends its lock connection.
-	var killed int
-	if err := b.Pool().QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_locks
+	var holder int
+	if err := b.Pool().QueryRow(ctx, `SELECT pid FROM pg_locks
 		WHERE locktype = 'advisory' AND granted AND objsubid = 1
 		AND ((classid::bigint << 32) | objid::bigint) = $1::bigint + (hashtext($2)::bigint & 4294967295)`,
-		a.LockNamespace(), s.ID).Scan(&killed); err != nil || killed != 1 {
-		t.Fatalf("terminated %d lock holders, %v", killed, err)
+		a.LockNamespace(), s.ID).Scan(&holder); err != nil {
+		t.Fatalf("find the lock holder: %v", err)
 	}
+	if _, err := b.Pool().Exec(ctx, "SELECT pg_terminate_backend($1)", holder); err != nil {
+		t.Fatal(err)
+	}
+	// pg_terminate_backend only signals it: wait until it has gone.
+	waitfor.Until(t, "the lock holder's backend to exit", func() bool {
+		var alive bool
+		err := b.Pool().QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)", holder).Scan(&alive)
+		return err == nil && !alive
+	})
 	unlock, err := b.LockSession(ctx, s.ID, "gateway")
 	if err != nil {
 		t.Fatalf("takeover after the holder died: %v", err)

@@ -224,6 +224,26 @@ func (db *DB) SetTitle(ctx context.Context, id, title string) error {
 	return mustAffect(tag.RowsAffected(), id)
 }
 
+// ReplaceTitle sets id's title to title only while it is still old
+// (exactly); see store.SQLite.ReplaceTitle.
+func (db *DB) ReplaceTitle(ctx context.Context, id, old, title string) (bool, error) {
+	title = store.CleanTitle(title)
+	if title == "" || len([]rune(title)) > store.MaxTitleLen {
+		return false, fmt.Errorf("title must be 1 to %d characters", store.MaxTitleLen)
+	}
+	if err := db.checkTitle(ctx, db.pool, title); err != nil {
+		return false, err
+	}
+	tag, err := db.pool.Exec(ctx, "UPDATE sessions SET title = $1 WHERE id = $2 AND title = $3", title, id, old)
+	if err != nil {
+		if isUnique(err, "sessions_title_key") {
+			return false, fmt.Errorf("title %q is already used by another session; choose another title", title)
+		}
+		return false, fmt.Errorf("set title: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 type queryRower interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
