@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -84,6 +85,11 @@ func (a *App) joinFleet(srv *sandboxserver.Server, catalog sandboxcatalog.Catalo
 	f := &o.fleet
 	self := sandboxcatalog.Node{Name: node, APIAddr: cmp.Or(f.advertiseAPI, o.apiAddr), EnvdAddr: cmp.Or(f.advertiseEnvd, o.envdAddr),
 		CPU: cmp.Or(f.cpu, 4*runtime.NumCPU()), MemoryMB: cmp.Or(f.memoryMB, 4*hostMemoryMiB()), MaxSandboxes: o.maxSandboxes}
+	for flag, addr := range map[string]string{"--advertise-api": self.APIAddr, "--advertise-envd": self.EnvdAddr} {
+		if host, _, err := net.SplitHostPort(addr); err != nil || host == "" || net.ParseIP(host).IsUnspecified() {
+			return fmt.Errorf("sandbox serve: other nodes cannot reach %q: give %s HOST:PORT, an address of this node they reach", addr, flag)
+		}
+	}
 	return srv.JoinFleet(sandboxserver.FleetConfig{Catalog: pg, Self: self, Token: tok, Need: need, Heartbeat: f.heartbeat})
 }
 
