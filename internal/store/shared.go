@@ -103,6 +103,7 @@ type EncodedMessage struct {
 	IsError                                               bool
 	Reasoning, Signature, Details, Redacted, FinishReason string
 	Parts                                                 string
+	Model, Provider                                       string // who wrote an assistant message
 	ToolNames, ToolArgs                                   string
 }
 
@@ -118,7 +119,8 @@ func EncodeMessage(m llm.Message) (EncodedMessage, error) {
 	}
 	e := EncodedMessage{Role: r.role, Content: r.content, ToolCalls: str(r.toolCalls), ToolCallID: m.ToolCallID,
 		ToolName: m.ToolName, IsError: m.IsError, Reasoning: m.Reasoning, Signature: m.ReasoningSignature,
-		Details: str(r.details), Redacted: str(r.redacted), FinishReason: m.FinishReason, Parts: str(r.parts)}
+		Details: str(r.details), Redacted: str(r.redacted), FinishReason: m.FinishReason, Parts: str(r.parts),
+		Model: m.Model, Provider: m.Provider}
 	names, args := []string{}, []string{}
 	if m.ToolName != "" {
 		names = append(names, m.ToolName)
@@ -135,6 +137,7 @@ func EncodeMessage(m llm.Message) (EncodedMessage, error) {
 func (e EncodedMessage) Decode(m *llm.Message) error {
 	m.Role, m.Content, m.ToolCallID, m.ToolName, m.IsError = llm.Role(e.Role), e.Content, e.ToolCallID, e.ToolName, e.IsError
 	m.Reasoning, m.ReasoningSignature, m.FinishReason = e.Reasoning, e.Signature, e.FinishReason
+	m.Model, m.Provider = e.Model, e.Provider
 	if e.ToolCalls != "" {
 		if err := json.Unmarshal([]byte(e.ToolCalls), &m.ToolCalls); err != nil {
 			return fmt.Errorf("tool_calls: %w", err)

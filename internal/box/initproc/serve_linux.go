@@ -50,7 +50,7 @@ type initServer struct {
 	locked chan func()
 	// attached are the open attached connections, and draining is set
 	// once the owner is stopping the box (wire.OpDrain): no new attached
-	// connection or command then (guarded by mu; attach_serve.go).
+	// connection or command then (guarded by mu; attach_linux.go).
 	attached map[*initConn]bool
 	draining bool
 	reportMu sync.Mutex // orders attached-use reports (reportAttached)
@@ -60,14 +60,14 @@ type initServer struct {
 }
 
 // initConn is one connection that sends requests: the owner's control
-// socket, or an attached process's connection (attach_serve.go). Request
+// socket, or an attached process's connection (attach_linux.go). Request
 // ids are per connection.
 type initConn struct {
 	fc       *wire.Conn
 	attached bool
 	byID     map[uint64]*initProc // guarded by initServer.mu
 	// nc and uploads are an attached connection's socket and its
-	// WriteFiles in parts under way (attach_serve.go), the latter used
+	// WriteFiles in parts under way (attach_linux.go), the latter used
 	// by its request loop only.
 	nc      net.Conn
 	uploads map[string]*upload
@@ -202,7 +202,7 @@ func (s *initServer) handle(c *initConn, req wire.Request) {
 			return
 		}
 		go s.dial(req)
-	case wire.OpReadFile, wire.OpWriteFile, wire.OpStat, wire.OpReadDir:
+	case wire.OpReadFile, wire.OpWriteFile, wire.OpStat, wire.OpReadDir, wire.OpChown:
 		if c.attached {
 			s.noteUse() // a use of the box, for the owner's idle timer
 			if req.Op == wire.OpWriteFile {
@@ -432,6 +432,9 @@ func (s *initServer) start(c *initConn, id uint64, e *wire.ExecSpec) error {
 	}
 	attr := &syscall.ProcAttr{Dir: e.Dir, Env: e.Env, Files: []uintptr{uintptr(cio.child[0]), uintptr(cio.child[1]), uintptr(cio.child[2])},
 		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: e.TTY}}
+	if e.RunAs != nil {
+		attr.Sys.Credential = &syscall.Credential{Uid: e.RunAs.UID, Gid: e.RunAs.GID, Groups: []uint32{}}
+	}
 	p := &initProc{id: id, conn: c, stdin: cio.stdinW, tty: cio.tty, status: make(chan unix.WaitStatus, 1), ended: make(chan struct{})}
 	if cio.stdinW != nil {
 		p.stdinQ = make(chan []byte, wire.StdinWindow+1)
@@ -716,6 +719,8 @@ func (s *initServer) fileOp(c *initConn, req wire.Request) {
 			w := toWireInfo(st)
 			resp.Info = &w
 		}
+	case wire.OpChown:
+		err = chownOp(c, req)
 	case wire.OpReadDir:
 		var entries []os.DirEntry
 		entries, err = os.ReadDir(req.Path)

@@ -42,7 +42,8 @@ func conversation() []llm.Message {
 			}, FinishReason: "tool_calls"},
 		{Role: llm.RoleTool, ToolCallID: "call_1", ToolName: "terminal", Content: "README.md\nrunbook.md"},
 		{Role: llm.RoleTool, ToolCallID: "call_2", ToolName: "read_file", Content: "no such file", IsError: true},
-		{Role: llm.RoleAssistant, Content: "It is an incident runbook.", FinishReason: "stop"},
+		{Role: llm.RoleAssistant, Content: "It is an incident runbook.", FinishReason: "stop",
+			Model: "deepseek-chat", Provider: "deepseek"},
 	}
 }
 

@@ -13,13 +13,14 @@ import (
 
 const insertMessage = `INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, tool_name,
 	is_error, reasoning, reasoning_signature, reasoning_details, redacted_thinking, finish_reason, created_at, parts,
-	tool_names, tool_args, active)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`
+	tool_names, tool_args, active, model, provider)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`
 
 func insertArgs(sessionID string, seq int64, r store.EncodedMessage, at time.Time, active bool) []any {
 	return []any{sessionID, seq, r.Role, r.Content, nullable(r.ToolCalls), nullable(r.ToolCallID), nullable(r.ToolName),
 		r.IsError, nullable(r.Reasoning), nullable(r.Signature), nullable(r.Details), nullable(r.Redacted),
-		nullable(r.FinishReason), millis(at), nullable(r.Parts), r.ToolNames, r.ToolArgs, active}
+		nullable(r.FinishReason), millis(at), nullable(r.Parts), r.ToolNames, r.ToolArgs, active,
+		nullable(r.Model), nullable(r.Provider)}
 }
 
 // appendTx adds r at the end of a session inside tx and returns its seq.
@@ -99,7 +100,7 @@ func (db *DB) StoredMessages(ctx context.Context, sessionID string, withArchived
 	rows, err := db.pool.Query(ctx, `SELECT id, session_id, seq, active, created_at, role, content,
 		coalesce(tool_calls, ''), coalesce(tool_call_id, ''), coalesce(tool_name, ''), is_error, coalesce(reasoning, ''),
 		coalesce(reasoning_signature, ''), coalesce(reasoning_details, ''), coalesce(redacted_thinking, ''),
-		coalesce(finish_reason, ''), coalesce(parts, '')
+		coalesce(finish_reason, ''), coalesce(parts, ''), coalesce(model, ''), coalesce(provider, '')
 		FROM messages WHERE session_id = $1 AND (active OR $2) ORDER BY seq, active, id`, sessionID, withArchived)
 	if err != nil {
 		return nil, err
@@ -112,7 +113,7 @@ func (db *DB) StoredMessages(ctx context.Context, sessionID string, withArchived
 		var created int64
 		if err := rows.Scan(&m.ID, &m.SessionID, &m.Seq, &m.Active, &created, &e.Role, &e.Content, &e.ToolCalls,
 			&e.ToolCallID, &e.ToolName, &e.IsError, &e.Reasoning, &e.Signature, &e.Details, &e.Redacted,
-			&e.FinishReason, &e.Parts); err != nil {
+			&e.FinishReason, &e.Parts, &e.Model, &e.Provider); err != nil {
 			return nil, err
 		}
 		if err := e.Decode(&m.Message); err != nil {

@@ -85,6 +85,8 @@ CREATE TABLE {schema}.messages (
 	redacted_thinking   text,
 	finish_reason       text,
 	parts               text,
+	model               text,
+	provider            text,
 	created_at          bigint NOT NULL,
 	active              boolean NOT NULL DEFAULT true,
 	tool_names          text NOT NULL DEFAULT '',
