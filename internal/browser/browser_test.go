@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-go/hermes/internal/testnet"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
@@ -266,12 +266,8 @@ func TestHungPageTimesOutAndIsReplaced(t *testing.T) {
 // Explain callback's account (the egress gate's refusal in a box) added;
 // Back with no history says so, and the tab still works after a failed load.
 func TestNavigationErrorsAreExplained(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String() + "/"
-	ln.Close() // nothing listens there now: connection refused
+	dead := "http://" + testnet.FreeAddr(t) + "/" // connection refused
+	var err error
 	var asked []string
 	m := newTestManager(t, Options{Explain: func(_ context.Context, session, url string) string {
 		asked = append(asked, session+" "+url)
