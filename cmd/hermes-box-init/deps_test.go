@@ -30,7 +30,6 @@ var forbiddenInitDeps = []string{
 // only box/initproc and box/wire below it.
 const hostBoxPackage = "github.com/hermes-go/hermes/internal/box"
 
-
 // TestInitLinksNoSDK lists the init's dependencies with `go list -deps`
 // and fails on any forbidden one.
 func TestInitLinksNoSDK(t *testing.T) {

@@ -78,10 +78,13 @@ type client struct {
 	updates     []sdk.SessionNotification
 	permissions []sdk.RequestPermissionRequest
 	answer      func(sdk.RequestPermissionRequest) string // option id; "" = cancelled
-	files       map[string]string                         // editor buffers, by path
-	written     map[string]string
-	disconnect  func()        // closes the client's side and waits for Serve
-	seen        chan struct{} // signalled on every update
+	// elicit answers elicitation/create (a clarify question as a form): the
+	// answer text, "" = declined.
+	elicit     func(sdk.UnstableCreateElicitationRequest) string
+	files      map[string]string // editor buffers, by path
+	written    map[string]string
+	disconnect func()        // closes the client's side and waits for Serve
+	seen       chan struct{} // signalled on every update
 }
 
 // connect starts a server for w and a client on pipes; caps are the

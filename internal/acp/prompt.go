@@ -66,6 +66,8 @@ func (s *Server) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptRes
 			}
 		case session.ApprovalRequest:
 			as.s.Approve(ev.Approval.ID, s.askCommand(ctx, as, tc, ev))
+		case session.ClarifyRequest:
+			s.askQuestion(ctx, as, tc, ev)
 		case session.Final, session.Error:
 			for _, u := range tc.abandon() {
 				s.update(ctx, as.s.ID(), u)

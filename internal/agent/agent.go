@@ -53,9 +53,15 @@ type Compactor interface {
 // Options configures an Agent.
 type Options struct {
 	Provider llm.Provider
-	Model    string
-	Tools    *tool.Registry
-	Recorder Recorder // nil: nothing is persisted
+	// ProviderName is Provider's slug for notices and the stored messages
+	// ("" = Provider.Name()).
+	ProviderName string
+	Model        string
+	// Fallbacks are tried in order when a model call fails in a way the
+	// next provider may not share (see streamFallingBack); nil = none.
+	Fallbacks []Route
+	Tools     *tool.Registry
+	Recorder  Recorder // nil: nothing is persisted
 	// MaxTurns is the number of model calls with tools per user turn; at the
 	// limit one more call without tools asks for a final answer. 0 = DefaultMaxTurns.
 	MaxTurns        int
@@ -78,6 +84,10 @@ type Options struct {
 	// RepeatedFailureLimit stops a turn when the same failing tool call (same
 	// name and arguments) has failed this many times. 0 = 3.
 	RepeatedFailureLimit int
+	// TaskID, when set, is the session id tool calls carry instead of the
+	// session's own: a subagent's (delegate_task) tools share its parent's
+	// environment (the same box), processes and approvals.
+	TaskID string
 	// SpillDir receives the whole text of tool results cut in a request
 	// (see boundResults; "" = none: the stored session keeps them whole).
 	SpillDir string
@@ -110,6 +120,8 @@ type Event struct {
 	Call   llm.ToolCall
 	Result tool.Result
 	Text   string
+	// Fallback marks the EventNotice of a turn moving on to a fallback provider.
+	Fallback bool
 }
 
 // Session is one conversation: its id, its system prompt (built once and
@@ -129,6 +141,12 @@ type TurnResult struct {
 	// Stopped is set when the turn ended without a normal final answer:
 	// "max_turns", "repeated_failure".
 	Stopped string
+	// Model is the model that made the turn's last model call (a fallback
+	// provider's after a failover).
+	Model string
+
+	route int      // index of the turn's route (0 = primary, i = Fallbacks[i-1])
+	tried []string // routes that failed, for the FallbackError
 }
 
 // ErrCancelled is returned when the turn was interrupted (Ctrl-C, SIGTERM).

@@ -40,8 +40,16 @@ const UnknownOutcomeResult = "[interrupted: hermes stopped while this tool call 
 // is produced. On cancellation it returns ErrCancelled after storing
 // synthetic results for unfinished tool calls; on a provider error it
 // returns that error (an *llm.APIError) with the history kept valid.
-func (a *Agent) RunTurn(ctx context.Context, s *Session, userText string) (TurnResult, error) {
-	var res TurnResult
+func (a *Agent) RunTurn(ctx context.Context, s *Session, userText string) (res TurnResult, err error) {
+	ctx, budget, own := withBudget(ctx, a.opts.MaxTurns)
+	defer func() {
+		if own { // the subagents' calls and tokens are part of this turn's
+			u, n := budget.children()
+			res.Usage, res.APICalls = res.Usage.Add(u), res.APICalls+n
+		} else {
+			budget.addChild(res.Usage, res.APICalls)
+		}
+	}()
 	// A previous turn that ended without an answer (Ctrl-C, kill, provider
 	// error) leaves its user message last; no assistant text is invented for
 	// it: requestMessages sends it together with this one.
@@ -55,7 +63,7 @@ func (a *Agent) RunTurn(ctx context.Context, s *Session, userText string) (TurnR
 		if err := ctx.Err(); err != nil {
 			return res, ErrCancelled
 		}
-		withTools := iteration < a.opts.MaxTurns
+		withTools := iteration < a.opts.MaxTurns && budget.take()
 		if !withTools {
 			a.notice("max turns (%d) reached; asking the model for a final answer", a.opts.MaxTurns)
 			if err := a.record(ctx, s, llm.Message{Role: llm.RoleUser, Content: wrapUpNote}); err != nil {
@@ -161,7 +169,8 @@ func (a *Agent) call(ctx context.Context, s *Session, withTools bool, last llm.U
 			a.notice("context compression failed, keeping the full history: %v", err)
 		}
 	}
-	resp, err := a.streamRetrying(ctx, s, withTools)
+	resp, err := a.streamFallingBack(ctx, s, withTools, res)
+	r := a.route(res.route)
 	var apiErr *llm.APIError
 	if err != nil && errors.As(err, &apiErr) && apiErr.ContextOverflow && a.opts.Compactor != nil {
 		changed, cerr := a.opts.Compactor.Compact(ctx, s, last, true)
@@ -169,15 +178,16 @@ func (a *Agent) call(ctx context.Context, s *Session, withTools bool, last llm.U
 		switch {
 		case cerr == nil && changed:
 			a.notice("the provider says the prompt is too long; compressed the history, retrying once")
-			resp, err = a.stream(ctx, s, withTools, false)
+			resp, err = a.stream(ctx, s, withTools, false, r)
 		case fits:
 			a.notice("the provider says the prompt is too long and there is nothing left to summarise; retrying once with large tool results cut further")
-			resp, err = a.stream(ctx, s, withTools, true)
+			resp, err = a.stream(ctx, s, withTools, true, r)
 		}
 	}
 	if err != nil {
 		return resp, err
 	}
+	resp.Message.Model, resp.Message.Provider = r.Model, r.Name
 	res.APICalls++
 	res.Usage = res.Usage.Add(resp.Usage)
 	if _, together := a.opts.Recorder.(UsageAppender); a.opts.Recorder != nil && !together {
@@ -196,9 +206,9 @@ const midStreamRetries = 2
 // middle of the answer: errors before the first event are retried by
 // llm.WithRetry, but once events were delivered only the whole call can
 // be repeated (the partial answer is discarded, like a 5xx).
-func (a *Agent) streamRetrying(ctx context.Context, s *Session, withTools bool) (llm.Response, error) {
+func (a *Agent) streamRetrying(ctx context.Context, s *Session, withTools bool, r Route) (llm.Response, error) {
 	for attempt := 1; ; attempt++ {
-		resp, err := a.stream(ctx, s, withTools, false)
+		resp, err := a.stream(ctx, s, withTools, false, r)
 		if err == nil || attempt > midStreamRetries || ctx.Err() != nil || !cutMidStream(resp, err) {
 			return resp, err
 		}
@@ -214,13 +224,13 @@ func cutMidStream(resp llm.Response, err error) bool {
 	return partial && (errors.Is(err, llm.ErrIncompleteStream) || llm.IsRetryable(err))
 }
 
-// stream makes one model call with s's history. Tool-call arguments are
+// stream makes one model call with s's history on route r. Tool-call arguments are
 // made valid JSON and, when the Compactor is a RequestFitter, single tool
 // results too large for the context window are cut in the request (tight:
 // cut further, after an overflow error).
-func (a *Agent) stream(ctx context.Context, s *Session, withTools, tight bool) (llm.Response, error) {
+func (a *Agent) stream(ctx context.Context, s *Session, withTools, tight bool, r Route) (llm.Response, error) {
 	req := llm.Request{
-		Model:           a.Model(),
+		Model:           r.Model,
 		System:          s.System,
 		Messages:        requestMessages(currentImagesOnly(ValidArguments(dropOverflowedTurns(s.History)))),
 		MaxTokens:       a.opts.MaxTokens,
@@ -233,7 +243,7 @@ func (a *Agent) stream(ctx context.Context, s *Session, withTools, tight bool) (
 	if withTools {
 		req.Tools = a.opts.Tools.Specs()
 	}
-	st, err := a.opts.Provider.Stream(ctx, req)
+	st, err := r.Provider.Stream(ctx, req)
 	if err != nil {
 		return llm.Response{}, err
 	}
@@ -337,6 +347,9 @@ func (a *Agent) runTool(ctx context.Context, sessionID string, tc llm.ToolCall) 
 			r = tool.Errorf("tool %s failed internally: %v", tc.Name, p)
 		}
 	}()
+	if a.opts.TaskID != "" {
+		sessionID = a.opts.TaskID // a subagent's tools act in its parent's environment
+	}
 	return t.Run(ctx, tool.Call{ID: tc.ID, SessionID: sessionID, Args: json.RawMessage(args)})
 }
 

@@ -19,7 +19,7 @@ import (
 )
 
 // A running box is attachable: its init listens on
-// HERMES_HOME/boxes/TASK/attach.sock (attach_serve.go), so that another
+// HERMES_HOME/boxes/TASK/attach.sock (initproc/attach_linux.go), so that another
 // hermes process of the same user (hermes box exec, box shell, box port,
 // an agent session with the same task) runs its commands in that box
 // instead of starting it again. An attached *Box works like the owner's:

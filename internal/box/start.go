@@ -117,6 +117,9 @@ func lockState(dir string) (*os.File, error) {
 // resolveBase returns the read-only lower layers for terminal.box_image
 // (see ResolveImage: host "/", a built image, a rootfs dir or a tarball).
 func (m *Manager) resolveBase() ([]string, error) {
+	if lower, ok, err := m.resolveOCIBase(); ok {
+		return lower, err
+	}
 	dir, err := image.Resolve(m.opts.Home, m.opts.Terminal.BoxImage)
 	if err != nil {
 		return nil, err
@@ -137,7 +140,7 @@ func (m *Manager) hiddenPaths() []string {
 
 // baseEnv is the environment of every command: the host variables named
 // in terminal.env_passthrough (secret-looking names excluded), then PATH,
-// HOME, TERM, LANG, HERMES_SESSION_ID, the egress variables and
+// HOME, TERM, LANG, HERMES_SESSION_ID, an OCI image's Env, the egress variables and
 // Options.Env, each overriding the earlier. Nothing else of the agent's
 // own environment is passed.
 func (m *Manager) baseEnv(task string, egressEnv map[string]string) []string {
@@ -151,6 +154,7 @@ func (m *Manager) baseEnv(task string, egressEnv map[string]string) []string {
 			env[k] = v
 		}
 	}
+	imageEnv(m.StateDir(task), env) // an OCI image's Env (oci_image.go)
 	for k, v := range egressEnv {
 		env[k] = v
 	}
@@ -348,6 +352,10 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 // and cgroup.
 func (m *Manager) initSpec(task, dir, workspace string, view hostView, cg cgroup.Group, userNS bool) (wire.InitSpec, error) {
 	t := m.opts.Terminal
+	view, err := m.boxView(dir, view) // a box on an OCI image keeps it (oci_image.go)
+	if err != nil {
+		return wire.InitSpec{}, err
+	}
 	lower := view.lower
 	if m.opts.Layers != nil {
 		lower = append(m.opts.Layers(task), lower...)

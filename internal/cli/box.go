@@ -75,7 +75,7 @@ func (a *App) newBoxLsCmd() *cobra.Command {
 				return err
 			}
 			w := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "TASK\tPERSISTENT\tDISK\tSTATE")
+			fmt.Fprintln(w, "TASK\tPERSISTENT\tDISK\tIMAGE\tSTATE")
 			for _, b := range boxes {
 				state := "stopped"
 				switch {
@@ -86,7 +86,7 @@ func (a *App) newBoxLsCmd() *cobra.Command {
 				case b.InUse:
 					state = "running"
 				}
-				fmt.Fprintf(w, "%s\t%v\t%.1f MiB\t%s\n", box.QuoteName(b.Task), b.Persistent, float64(b.DiskBytes)/(1<<20), state)
+				fmt.Fprintf(w, "%s\t%v\t%.1f MiB\t%s\t%s\n", box.QuoteName(b.Task), b.Persistent, float64(b.DiskBytes)/(1<<20), a.boxImageColumn(b.Task), state)
 			}
 			return w.Flush()
 		},
@@ -137,9 +137,21 @@ func parsePublish(s string) (host string, boxPort int, err error) {
 // is an error unless create is set (--new): a typo must not silently
 // create a persistent box.
 func (a *App) withBox(ctx context.Context, task string, create, runs bool, publish []string, fn func(b *box.Box) error) error {
+	return a.withBoxImage(ctx, task, "", create, runs, publish, fn)
+}
+
+// withBoxImage is withBox with image, when not "", as the box's
+// terminal.box_image (--image; see checkBoxImageFlag).
+func (a *App) withBoxImage(ctx context.Context, task, image string, create, runs bool, publish []string, fn func(b *box.Box) error) error {
 	t, err := a.boxTerminalConfig()
 	if err != nil {
 		return err
+	}
+	if image != "" {
+		if err := a.checkBoxImageFlag(task, image, create); err != nil {
+			return err
+		}
+		t.BoxImage = image
 	}
 	if b, err := box.Attach(ctx, a.Home(), task); err == nil {
 		err := a.runAttached(b, t, runs, publish, fn)
@@ -232,6 +244,7 @@ func (a *App) newBoxExecCmd() *cobra.Command {
 	var publish []string
 	var timeout, stopTimeout time.Duration
 	var create, interactive bool
+	var image string
 	cmd := &cobra.Command{
 		Use: "exec TASK -- CMD [ARG...]", Short: "run a command in the box of TASK (attached when another hermes process runs it; started if needed; --new creates it)",
 		Long: `Run CMD with its arguments in the box of TASK, directly (no shell: CMD is
@@ -254,9 +267,9 @@ processes started in it meanwhile.`,
 			if err != nil {
 				return err
 			}
-			return a.withBox(cmd.Context(), args[0], create, true, publish, func(b *box.Box) error {
+			return a.withBoxImage(cmd.Context(), args[0], image, create, true, publish, func(b *box.Box) error {
 				return a.noteProtectedFailure(protect.New(t.ProtectedPaths), a.Stdout, a.Stderr, func(stdout, stderr io.Writer) error {
-					c := box.Command{Argv: args[1:], Stdout: stdout, Stderr: stderr, Timeout: timeout}
+					c := box.Command{Argv: args[1:], Stdout: stdout, Stderr: stderr, Timeout: timeout, Dir: a.boxImageWorkdir(args[0])}
 					if interactive {
 						c.Stdin = a.Stdin
 					}
@@ -270,6 +283,7 @@ processes started in it meanwhile.`,
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill the command's tree after this long (0 = none)")
 	cmd.Flags().DurationVar(&stopTimeout, "stop-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long the command has to exit after its SIGTERM before it is killed")
 	cmd.Flags().BoolVar(&create, "new", false, "create the box of TASK if it does not exist yet")
+	cmd.Flags().StringVar(&image, "image", "", "with --new: the box's base image (an OCI reference such as registry/repo:tag, an OCI layout dir, a docker save tarball, or any terminal.box_image value)")
 	return cmd
 }
 

@@ -10,9 +10,10 @@ import (
 
 // newBoxImageCmd is `hermes box image build`: a Debian minbase rootfs made
 // with debootstrap and cached under HERMES_HOME/boxes/images, usable as
-// terminal.box_image.
+// terminal.box_image; and `pull|ls|rm|prune` for OCI images
+// (box_image_oci.go).
 func (a *App) newBoxImageCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "image", Short: "build base images for boxes", Args: cobra.NoArgs}
+	cmd := &cobra.Command{Use: "image", Short: "build or pull base images for boxes: build, pull, ls, rm, prune", Args: cobra.NoArgs}
 	var opts image.BuildOptions
 	build := &cobra.Command{
 		Use:   "build",
@@ -34,5 +35,6 @@ func (a *App) newBoxImageCmd() *cobra.Command {
 	build.Flags().StringVar(&opts.Variant, "variant", "", "debootstrap variant (default minbase)")
 	build.Flags().StringVar(&opts.Mirror, "mirror", "", "Debian mirror URL (default: from /etc/apt sources)")
 	cmd.AddCommand(build)
+	cmd.AddCommand(a.newBoxImageOCICmds()...)
 	return cmd
 }

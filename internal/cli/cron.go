@@ -13,6 +13,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/cron"
+	"github.com/hermes-go/hermes/internal/gateway"
 	"github.com/hermes-go/hermes/internal/session"
 )
 
@@ -344,4 +345,20 @@ func envInt(cfg *config.Loaded, name string, warn io.Writer) (int, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// cronDeliverer returns the deliverers of the platforms configured in
+// the environment (today: Telegram).
+func (a *App) cronDeliverer(cfg *config.Loaded) cron.Deliverer {
+	p := cron.Deliverers{}
+	if token := cfg.Getenv("TELEGRAM_BOT_TOKEN"); token != "" {
+		p["telegram"] = &gateway.TelegramDeliverer{Token: token, BaseURL: cfg.Getenv("TELEGRAM_BASE_URL"), Redact: redactorFor(cfg, a.Environ(), a.Home())}
+	}
+	return p
+}
+
+// redactorFor is the secret redaction of a session runtime on cfg, for
+// text sent outside one (cron deliveries).
+func redactorFor(cfg *config.Loaded, environ []string, home string) func(string) string {
+	return session.NewRedactor(cfg, environ, cfg.Config.Terminal.EnvPassthrough, home).Redact
 }

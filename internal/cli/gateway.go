@@ -50,7 +50,7 @@ func (a *App) runGateway(ctx context.Context) error {
 	for _, w := range cfg.Warnings {
 		fmt.Fprintln(a.Stderr, "hermes: warning:", w)
 	}
-	publish, release, err := claimGateway(a.Home(), a.Now())
+	publish, release, err := gateway.Claim(a.Home(), a.Now())
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func (a *App) runGateway(ctx context.Context) error {
 		}()
 	}
 	if err := publish(platformNames(platforms)); err != nil {
-		fmt.Fprintf(a.Stderr, "hermes: warning: writing %s: %v\n", gatewayPIDPath(a.Home()), err)
+		fmt.Fprintf(a.Stderr, "hermes: warning: writing %s: %v\n", gateway.PIDPath(a.Home()), err)
 	}
 	runErr := a.waitPlatforms(ctx, failed, len(platforms))
 	drainTimeout := defaultDrainTimeout

@@ -23,8 +23,8 @@ func (a *App) startCronTicker(ctx context.Context, cfg *config.Loaded, rt *sessi
 	s := a.cronScheduler(cfg, rt.RunCron)
 	// In the gateway, deliveries go through the running chat platforms
 	// (their retries and undelivered-reply queue), not a second client.
-	live := platformDeliverers{}
-	if standalone, ok := s.Deliver.(platformDeliverers); ok {
+	live := cron.Deliverers{}
+	if standalone, ok := s.Deliver.(cron.Deliverers); ok {
 		for name, d := range standalone {
 			live[name] = d
 		}

@@ -30,12 +30,12 @@ const (
 // report about the gateway of HERMES_HOME.
 type gatewayStatus struct {
 	Running bool
-	gatewayPID
+	gateway.PIDFile
 }
 
 func (a *App) gatewayState() gatewayStatus {
-	p, ok := readGatewayPID(a.Home())
-	return gatewayStatus{Running: ok, gatewayPID: p}
+	p, ok := gateway.ReadPIDFile(a.Home())
+	return gatewayStatus{Running: ok, PIDFile: p}
 }
 
 func platformNames(ps []platform) []string {
@@ -87,7 +87,7 @@ func (a *App) startGateway(ctx context.Context) error {
 	if g := a.gatewayState(); g.Running {
 		return fmt.Errorf("the gateway is already running (pid %d); restart it with `hermes gateway restart`", g.PID)
 	}
-	logPath := gatewayLogPath(home)
+	logPath := gateway.LogPath(home)
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o700); err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func logTail(path string, offset int64, n int) string {
 func (a *App) stopGateway(timeout time.Duration) error {
 	g := a.gatewayState()
 	if !g.Running {
-		os.Remove(gatewayPIDPath(a.Home())) // stale: its process is gone
+		os.Remove(gateway.PIDPath(a.Home())) // stale: its process is gone
 		fmt.Fprintln(a.Stdout, "The gateway is not running.")
 		return nil
 	}
@@ -161,32 +161,19 @@ func (a *App) stopGateway(timeout time.Duration) error {
 		return fmt.Errorf("signal the gateway (pid %d): %w", g.PID, err)
 	}
 	fmt.Fprintf(a.Stdout, "Stopping the gateway (pid %d): draining running turns...\n", g.PID)
-	if waitExit(g.gatewayPID, timeout) {
+	if gateway.WaitExit(g.PIDFile, timeout) {
 		fmt.Fprintln(a.Stdout, "Gateway stopped.")
 		return nil
 	}
 	if err := syscall.Kill(g.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("kill the gateway (pid %d): %w", g.PID, err)
 	}
-	if !waitExit(g.gatewayPID, 10*time.Second) {
+	if !gateway.WaitExit(g.PIDFile, 10*time.Second) {
 		return fmt.Errorf("the gateway (pid %d) survived SIGKILL", g.PID)
 	}
-	os.Remove(gatewayPIDPath(a.Home()))
+	os.Remove(gateway.PIDPath(a.Home()))
 	fmt.Fprintf(a.Stdout, "The gateway did not finish within %s and was killed; its running turns can be resumed.\n", timeout)
 	return nil
-}
-
-// waitExit polls until p's process is gone or timeout passes.
-func waitExit(p gatewayPID, timeout time.Duration) bool {
-	for deadline := time.Now().Add(timeout); ; {
-		if !p.alive() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // GatewayStoppedExit is `hermes gateway status`'s exit code when no
@@ -204,7 +191,7 @@ func (a *App) gatewayStatusCmd(ctx context.Context) error {
 	}
 	fmt.Fprintf(a.Stdout, "Gateway: running (pid %d, since %s)\n", g.PID, g.StartedAt.Local().Format("2006-01-02 15:04:05"))
 	fmt.Fprintf(a.Stdout, "Platforms: %s\n", strings.Join(g.Platforms, ", "))
-	fmt.Fprintf(a.Stdout, "Logs: %s\n", gatewayLogPath(a.Home()))
+	fmt.Fprintf(a.Stdout, "Logs: %s\n", gateway.LogPath(a.Home()))
 	cfg, err := config.Load(a.Home(), config.LoadOptions{Getenv: a.Getenv})
 	if err != nil || !truthy(cfg.Getenv("API_SERVER_ENABLED")) {
 		return nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hermes-go/hermes/internal/termsafe"
 	"io"
 	"os"
 	"os/signal"
@@ -48,7 +49,7 @@ func (a *App) replLoop(ctx context.Context, rt *chatRuntime, initial string) err
 		}
 	}()
 
-	ask := func(ev session.Event) approval.Answer {
+	ask := &approver{approve: func(ev session.Event) approval.Answer {
 		fmt.Fprint(a.Stderr, approvalQuestion(ev.Approval))
 		select {
 		case l := <-lines:
@@ -60,7 +61,19 @@ func (a *App) replLoop(ctx context.Context, rt *chatRuntime, initial string) err
 			fmt.Fprintln(a.Stderr)
 			return approval.Deny
 		}
-	}
+	}, clarify: func(ev session.Event) (string, bool) {
+		fmt.Fprint(a.Stderr, clarifyQuestion(ev.Question))
+		select {
+		case l := <-lines:
+			return l, true
+		case <-eof:
+			fmt.Fprintln(a.Stderr, "(end of input: no answer)")
+			return "", false
+		case <-ev.ApprovalDone:
+			fmt.Fprintln(a.Stderr)
+			return "", false
+		}
+	}}
 
 	// Ctrl-C interrupts the turn, not the REPL.
 	signal.Reset(os.Interrupt)
@@ -128,7 +141,7 @@ func (a *App) replLoop(ctx context.Context, rt *chatRuntime, initial string) err
 }
 
 // replTurn runs one turn; Ctrl-C (sigs) cancels it.
-func (a *App) replTurn(ctx context.Context, rt *chatRuntime, sigs <-chan os.Signal, text string, ask approver) {
+func (a *App) replTurn(ctx context.Context, rt *chatRuntime, sigs <-chan os.Signal, text string, ask *approver) {
 	turnCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -204,4 +217,20 @@ func (a *App) slashCommand(ctx context.Context, rt *chatRuntime, line string) (b
 // a carriage return or a line erase must not hide what will run.
 func approvalQuestion(p *approval.Prompt) string {
 	return fmt.Sprintf("\n⚠ %s\n  %s\n  approve? [o]nce [s]ession [a]lways [d]eny: ", approval.Printable(p.Danger), p.What())
+}
+
+// clarifyQuestion is how the REPL shows a clarify question: the question,
+// its numbered choices and what to type.
+func clarifyQuestion(q *session.Question) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "? %s\n", termsafe.Clean(q.Question))
+	for i, c := range q.Choices {
+		fmt.Fprintf(&b, "  %d. %s\n", i+1, termsafe.Clean(c))
+	}
+	if len(q.Choices) > 0 {
+		b.WriteString("answer (a number or your own words): ")
+	} else {
+		b.WriteString("answer: ")
+	}
+	return b.String()
 }

@@ -180,6 +180,7 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newSandboxCmd(),
 		a.newCronCmd(),
 		a.newMCPCmd(),
+		a.newFallbackCmd(),
 		a.newACPCmd(),
 		a.newProxyCmd(),
 		a.newUpdateCmd(),

@@ -246,13 +246,19 @@ func (rt *chatRuntime) newSession(ctx context.Context, source string) error {
 	return nil
 }
 
-// approver answers an approval request of the running turn; nil for runs
-// where nobody can answer (the request is then denied as headless).
-type approver func(ev session.Event) approval.Answer
+// approver answers the approval requests and clarify questions of the
+// running turn; nil for runs where nobody can answer (approvals are then
+// decided as headless and questions get "no user to ask").
+type approver struct {
+	approve func(ev session.Event) approval.Answer
+	// clarify returns the person's answer to ev.Question, or false when
+	// none comes (end of input, the question withdrawn).
+	clarify func(ev session.Event) (string, bool)
+}
 
 // runTurn sends text to the open session and renders its events until
-// the turn ends, answering approval requests with ask.
-func (rt *chatRuntime) runTurn(ctx context.Context, text string, ask approver) (agent.TurnResult, error) {
+// the turn ends, answering approval requests and questions with ask.
+func (rt *chatRuntime) runTurn(ctx context.Context, text string, ask *approver) (agent.TurnResult, error) {
 	sub := rt.session.Subscribe(session.SubscribeOptions{MaxPendingDeltaBytes: -1, Approver: ask != nil})
 	defer sub.Close()
 	turn, _, err := rt.session.Send(ctx, text, session.SendOptions{})
@@ -273,7 +279,16 @@ func (rt *chatRuntime) runTurn(ctx context.Context, text string, ask approver) (
 			rt.render.mu.Lock()
 			rt.render.endLine()
 			rt.render.mu.Unlock()
-			rt.session.Approve(ev.Approval.ID, ask(ev))
+			rt.session.Approve(ev.Approval.ID, ask.approve(ev))
+		case session.ClarifyRequest:
+			rt.render.mu.Lock()
+			rt.render.endLine()
+			rt.render.mu.Unlock()
+			if answer, ok := ask.clarify(ev); ok {
+				rt.session.Answer(ev.Question.ID, answer)
+			} else {
+				rt.session.Decline(ev.Question.ID)
+			}
 		case session.Final, session.Error:
 			return turn.Wait(context.WithoutCancel(ctx))
 		default:

@@ -87,6 +87,9 @@ func (l *Loaded) Problems() []string {
 		}
 	}
 	out = append(out, auxProblems(&c, where, l.Getenv)...)
+	if err := checkValue("fallback_providers", reflect.ValueOf(c.Fallbacks())); err != nil {
+		out = append(out, err.Error())
+	}
 	if c.Terminal.Timeout < 0 || c.Agent.MaxTurns < 0 {
 		out = append(out, "terminal.timeout and agent.max_turns must not be negative")
 	}

@@ -35,6 +35,13 @@ type Config struct {
 	// message from an unknown user: pair (default: a pairing code the
 	// operator approves with `hermes pairing approve`) or ignore.
 	UnauthorizedDMBehavior string `yaml:"unauthorized_dm_behavior"`
+	// FallbackProviders are the providers a turn continues on, in order,
+	// when the model call fails in a way a retry cannot fix (see
+	// FallbackProvider); FallbackModel is Hermes's older single entry.
+	FallbackProviders []FallbackProvider `yaml:"fallback_providers"`
+	// Delegation configures delegate_task's subagents.
+	Delegation    DelegationConfig  `yaml:"delegation"`
+	FallbackModel *FallbackProvider `yaml:"fallback_model"`
 }
 
 // ModelConfig is the model: section.
@@ -92,6 +99,9 @@ type AgentConfig struct {
 	// DisabledToolsets are removed from every platform's toolsets last
 	// (Hermes "agent.disabled_toolsets"): toolset names or tool names.
 	DisabledToolsets []string `yaml:"disabled_toolsets"`
+	// ClarifyTimeout is how long, in seconds, a clarify question waits
+	// for the person's answer (0 = 3600, as Hermes).
+	ClarifyTimeout int `yaml:"clarify_timeout"`
 }
 
 // TerminalConfig is the terminal: section.
@@ -120,6 +130,10 @@ type TerminalConfig struct {
 	BoxWorkspace        string           `yaml:"box_workspace"`        // bind | overlay
 	BoxPids             int              `yaml:"box_pids"`             // default 1024
 	BoxNetwork          BoxNetworkConfig `yaml:"box_network"`
+	// BoxInsecureRegistries are registries (host or host:port) that OCI
+	// images for box_image may be pulled from over plain HTTP; loopback
+	// registries always may (internal/ociimage).
+	BoxInsecureRegistries []string `yaml:"box_insecure_registries"`
 	// SSH backend (Hermes keys; TERMINAL_SSH_HOST/USER/PORT/KEY).
 	SSHHost string `yaml:"ssh_host"`
 	SSHUser string `yaml:"ssh_user"`
@@ -178,4 +192,20 @@ type CompressionConfig struct {
 	SummaryModel    string `yaml:"summary_model"`
 	SummaryProvider string `yaml:"summary_provider"`
 	SummaryBaseURL  string `yaml:"summary_base_url"`
+}
+
+// DelegationConfig is the delegation: section (Hermes "delegation.md"; the
+// keys hermes reads).
+type DelegationConfig struct {
+	// MaxConcurrentChildren bounds the subagents of one delegate_task
+	// batch that run at once (0 = 3).
+	MaxConcurrentChildren int `yaml:"max_concurrent_children"`
+	// MaxSpawnDepth is how many levels of subagents may exist below a
+	// session: 1 (default) = children cannot delegate; at most 2 here.
+	MaxSpawnDepth int `yaml:"max_spawn_depth"`
+	// MaxIterations bounds each subagent's model calls with tools (0 = 50).
+	MaxIterations int `yaml:"max_iterations"`
+	// DefaultToolsets are a child's toolsets when delegate_task names none
+	// (empty = the parent's).
+	DefaultToolsets []string `yaml:"default_toolsets"`
 }

@@ -84,7 +84,7 @@ var hermesOnlyKeys = map[string]bool{
 	"agent.reasoning_overrides": true, "agent.service_tier": true, "agent.fast_auto_seconds": true,
 	"agent.tool_use_enforcement": true, "agent.execution_guidance": true, "agent.verify_on_stop": true,
 	"agent.max_verify_nudges": true, "agent.stall_guards": true,
-	"agent.turn_liveness": true, "agent.clarify_timeout": true, "agent.gateway_turn_lease_timeout": true,
+	"agent.turn_liveness": true, "agent.gateway_turn_lease_timeout": true,
 	"agent.session_stall_timeout": true, "agent.reconnect_attention_after": true, "agent.agent_cache": true,
 	"agent.local_stream_stale_timeout": true, "agent.image_input_mode": true, "agent.personalities": true,
 	"terminal.temp_dir": true, "terminal.home_mode": true, "terminal.persistent_shell": true,

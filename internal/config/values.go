@@ -79,6 +79,16 @@ func checkValue(key string, v reflect.Value) error {
 			}
 		}
 	}
+	if list, ok := v.Interface().([]FallbackProvider); ok {
+		if len(list) > MaxFallbackProviders {
+			return &Error{Key: key, Msg: fmt.Sprintf("%d entries; at most %d are tried", len(list), MaxFallbackProviders)}
+		}
+		for i, f := range list {
+			if err := f.Check(i); err != nil {
+				return err
+			}
+		}
+	}
 	if key == "terminal.protected_paths" && v.Kind() == reflect.Slice {
 		for i := 0; i < v.Len(); i++ {
 			if err := protect.Validate(v.Index(i).String()); err != nil {

@@ -27,6 +27,20 @@ type Deliverer interface {
 	Deliver(ctx context.Context, platform, chatID, threadID, text string) error
 }
 
+// Deliverers routes a delivery to the Deliverer of the platform it names
+// (lower case: "telegram"). An unknown platform is an error naming the
+// variable to set.
+type Deliverers map[string]Deliverer
+
+// Deliver implements Deliverer.
+func (p Deliverers) Deliver(ctx context.Context, platform, chatID, threadID, text string) error {
+	d, ok := p[platform]
+	if !ok {
+		return fmt.Errorf("no %s connection is configured (set %s_BOT_TOKEN in HERMES_HOME/.env)", platform, strings.ToUpper(platform))
+	}
+	return d.Deliver(ctx, platform, chatID, threadID, text)
+}
+
 // Clock is the time source of the ticker loop (injected in tests).
 type Clock interface {
 	Now() time.Time

@@ -486,3 +486,20 @@ func TestBrokenJobDoesNotStopTheOthersAndADeadRunIsRecorded(t *testing.T) {
 		t.Errorf("ledger %+v: want the dead run recorded as interrupted, then the new run", ledger)
 	}
 }
+
+// Deliverers hands a delivery to its platform's deliverer; a platform
+// with none configured is an error naming the variable that configures it.
+func TestDeliverersRouteByPlatform(t *testing.T) {
+	tg := &fakeDeliverer{}
+	d := Deliverers{"telegram": tg}
+	if err := d.Deliver(context.Background(), "telegram", "555", "7", "hi"); err != nil {
+		t.Fatal(err)
+	}
+	if len(tg.got) != 1 || tg.got[0] != "telegram|555|7|hi" {
+		t.Fatalf("telegram got %q", tg.got)
+	}
+	err := d.Deliver(context.Background(), "discord", "1", "", "hi")
+	if err == nil || !strings.Contains(err.Error(), "DISCORD_BOT_TOKEN") {
+		t.Fatalf("delivery to an unconfigured platform: %v, want an error naming DISCORD_BOT_TOKEN", err)
+	}
+}

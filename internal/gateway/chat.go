@@ -318,6 +318,11 @@ func (c *Chat) handle(ctx context.Context, in Incoming, t *arrival) {
 		c.say(ctx, in.Chat, "Sorry, the session could not be opened: "+err.Error())
 		return
 	}
+	// A clarify question waits: this message is its answer, not a new turn.
+	if q := sess.PendingQuestion(); q != nil && sess.Answer(q.ID, in.Text) {
+		t.release()
+		return
+	}
 	c.converse(ctx, in.Chat, sess, in.Text, t.release)
 }
 

@@ -84,6 +84,12 @@ func (c *Chat) onEvent(ctx context.Context, chat string, ev session.Event, progr
 		if c.cfg.ToolProgress {
 			c.progress(ctx, progress, ev)
 		}
+	case session.Notice:
+		if ev.Fallback { // the answer comes from another model: say so
+			c.say(ctx, chat, "ℹ "+ev.Text)
+		}
+	case session.ClarifyRequest:
+		c.say(ctx, chat, c.rt.Redactor().Redact(clarifyMessage(ev.Question)))
 	case session.ApprovalRequest:
 		p := ev.Approval
 		what := p.Command
@@ -327,4 +333,20 @@ func (o *answerOrder) done(chat string, turn *session.Turn) {
 	if o.last[chat] == t.mine {
 		delete(o.last, chat)
 	}
+}
+
+// clarifyMessage is a clarify question as a chat message: the question,
+// its numbered choices and how to answer (the next message is the answer).
+func clarifyMessage(q *session.Question) string {
+	var b strings.Builder
+	b.WriteString("❓ " + q.Question)
+	for i, c := range q.Choices {
+		fmt.Fprintf(&b, "\n%d. %s", i+1, c)
+	}
+	if len(q.Choices) > 0 {
+		b.WriteString("\nReply with a number or your own answer.")
+	} else {
+		b.WriteString("\nReply with your answer.")
+	}
+	return b.String()
 }

@@ -127,7 +127,8 @@ func TransportError(provider string, err error) error {
 	if !retryable {
 		return err
 	}
-	return &APIError{Provider: provider, Message: "connection failed: " + err.Error(), Retryable: true}
+	return &APIError{Provider: provider, Message: "connection failed: " + err.Error(), Retryable: true,
+		Refused: errors.Is(err, syscall.ECONNREFUSED)}
 }
 
 // StreamError builds the *APIError for an error object a provider sent

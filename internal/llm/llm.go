@@ -63,6 +63,12 @@ type Message struct {
 	RedactedThinking []string `json:"redacted_thinking,omitempty"`
 
 	FinishReason string `json:"finish_reason,omitempty"`
+
+	// Model and Provider name who wrote an assistant message (the model
+	// id and provider slug of the call that answered; a fallback provider
+	// differs from the session's). They are not sent to providers.
+	Model    string `json:"model,omitempty"`
+	Provider string `json:"provider,omitempty"`
 }
 
 // PartType tells which fields of a Part are set.
@@ -213,6 +219,10 @@ type APIError struct {
 	RetryAfter time.Duration
 	// ContextOverflow is true when the provider said the prompt is too long.
 	ContextOverflow bool
+	// Refused is true when nothing listened at the provider's address
+	// (ECONNREFUSED): retried like other connection failures, unless the
+	// RetryPolicy says a fallback provider should take over at once.
+	Refused bool
 }
 
 func (e *APIError) Error() string {

@@ -27,6 +27,10 @@ type RetryPolicy struct {
 	// the call was made with: a provider shared by many sessions tells the
 	// one whose call is retried by a value its caller put there.
 	OnRetry func(ctx context.Context, attempt int, delay time.Duration, err error)
+	// NoRetryRefused returns a refused connection (APIError.Refused) at
+	// once instead of retrying it: set for a provider that has a fallback
+	// after it, which answers instead of waiting out the backoff.
+	NoRetryRefused bool
 }
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
@@ -140,6 +144,10 @@ func (s *retryStream) open() error {
 // wait sleeps before the next attempt, or returns the error to give up with.
 func (s *retryStream) wait(err error) error {
 	if !IsRetryable(err) || s.attempt >= s.p.policy.MaxRetries || s.ctx.Err() != nil {
+		return err
+	}
+	var ae *APIError
+	if s.p.policy.NoRetryRefused && errors.As(err, &ae) && ae.Refused {
 		return err
 	}
 	s.attempt++

@@ -41,10 +41,14 @@ const (
 	Final
 	// Error: the turn failed or was cancelled (Err; Cancelled is set for a cancel).
 	Error
+	// ClarifyRequest: the model asks the person Question (the clarify
+	// tool); answer with Session.Answer. ApprovalDone is closed when it
+	// was answered, timed out or the turn ended.
+	ClarifyRequest
 )
 
 var kindNames = [...]string{"", "text_delta", "reasoning_delta", "queued", "turn_start", "tool_start",
-	"tool_end", "notice", "retry", "approval_request", "final", "error"}
+	"tool_end", "notice", "retry", "approval_request", "final", "error", "clarify_request"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -73,12 +77,17 @@ type Event struct {
 	Position    int
 	Interrupted bool
 	Approval    *approval.Prompt
+	// Question is the clarify question of a ClarifyRequest.
+	Question *Question
 	// ApprovalDone is closed when the ApprovalRequest was answered, timed
 	// out or was cancelled: a client stops asking then.
 	ApprovalDone <-chan struct{}
 	Result       agent.TurnResult
 	Err          error
 	Cancelled    bool
+	// Fallback marks the Notice of a turn moving on to a fallback
+	// provider (chat front ends show it; other notices they leave out).
+	Fallback bool
 }
 
 // DefaultMaxPendingDeltaBytes is a subscriber's default bound on queued,
@@ -95,8 +104,9 @@ type SubscribeOptions struct {
 	// it (a streaming API relays the pieces); by default consecutive
 	// undelivered deltas are joined into one.
 	KeepPieces bool
-	// Approver marks a subscriber that answers ApprovalRequest events
-	// (with Session.Approve). Without any, approvals of the session are
+	// Approver marks a subscriber with a person behind it, who answers
+	// ApprovalRequest events (with Session.Approve) and ClarifyRequest
+	// events (with Session.Answer). Without any, approvals of the session are
 	// decided as in a headless run.
 	Approver bool
 }

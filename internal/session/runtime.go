@@ -120,6 +120,7 @@ type Runtime struct {
 	provName  string
 	model     string
 	popts     providers.Options
+	fallbacks []agent.Route // fallback_providers, in order
 	backend   backend.Backend
 	approvals *approval.Service
 	memory    *memory.Store
@@ -257,6 +258,11 @@ func (rt *Runtime) buildProvider() error {
 	if rt.provName, err = providers.Resolve(rt.popts); err != nil {
 		return err
 	}
+	chain := c.Fallbacks()
+	if rt.provName == "replay" {
+		chain = nil // a recording plays back one provider's answers
+	}
+	rt.popts.Retry.NoRetryRefused = len(chain) > 0
 	if rt.model == "" {
 		// Hermes starts with the provider's default model when none is set.
 		rt.model = providers.DefaultModel(rt.provName)
@@ -268,6 +274,8 @@ func (rt *Runtime) buildProvider() error {
 	if cl, isCloser := rt.provider.(io.Closer); isCloser {
 		rt.closers = append(rt.closers, cl.Close)
 	}
+	rt.buildFallbacks(chain)
+	rt.popts.Retry.NoRetryRefused = false // popts also serves /models and context-length look-ups
 	return nil
 }
 

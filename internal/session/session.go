@@ -50,8 +50,10 @@ type Session struct {
 	subs    map[*Subscription]struct{}
 	seq     uint64
 	pending []approval.Prompt // approval prompts waiting for an answer
-	closed  bool
-	elem    *list.Element
+	// questions are clarify questions waiting for an answer, oldest first.
+	questions []*Question
+	closed    bool
+	elem      *list.Element
 	// seen is the session's stored message count when this process last
 	// read or wrote it; another process's turn in between changes it, and
 	// the next turn then reloads the history first. Owned by the running turn.
@@ -355,7 +357,7 @@ func (s *Session) onAgentEvent(ev agent.Event) {
 		out.Kind, out.Tool, out.CallID, out.Args = ToolEnd, ev.Call.Name, ev.Call.ID, ev.Call.Arguments
 		out.Text, out.IsError = ev.Result.Content, ev.Result.IsError
 	case agent.EventNotice:
-		out.Kind, out.Text = Notice, ev.Text
+		out.Kind, out.Text, out.Fallback = Notice, ev.Text, ev.Fallback
 	case agent.EventRetry:
 		out.Kind, out.Text = Retry, ev.Text
 	default:
@@ -468,7 +470,7 @@ func (rt *Runtime) newSession(st store.Session, system string, history []llm.Mes
 	}
 	s.compactor = compactor
 	s.agent = agent.New(agent.Options{
-		Provider: rt.provider, Model: rt.model, Tools: s.tools, Recorder: rt.recorder(),
+		Provider: rt.provider, ProviderName: rt.provName, Fallbacks: rt.fallbacks, Model: rt.model, Tools: s.tools, Recorder: rt.recorder(),
 		MaxTurns: c.Agent.MaxTurns, MaxTokens: c.Model.MaxTokens, ReasoningEffort: c.Agent.ReasoningEffort,
 		ParseTextToolCalls: textcall.Extract, Compactor: s.compactor, OnEvent: s.onAgentEvent, Now: rt.opts.Now,
 		SpillDir: filepath.Join(rt.opts.Home, "cache", "context"),

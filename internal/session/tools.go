@@ -115,6 +115,8 @@ func newRegistry(d toolDeps) *tool.Registry {
 		tool.NewSkillView(rt.skills),
 		tool.NewSkillManage(rt.skills),
 		rt.todo,
+		tool.NewClarify(tool.AskerFunc(rt.ask)),
+		&delegateTool{rt: rt, depth: 1},
 		tool.NewCronjob(tool.CronjobOptions{
 			Store: d.cron, Origin: rt.chatOrigin, InCron: rt.isCronSession, Now: rt.opts.Now,
 		}),

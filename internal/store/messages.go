@@ -28,6 +28,7 @@ type messageRow struct {
 	isError                                       int
 	reasoning, signature, details, redacted, fini any
 	parts                                         any
+	model, provider                               any
 }
 
 func encodeMessage(m llm.Message) (messageRow, error) {
@@ -39,7 +40,7 @@ func encodeMessage(m llm.Message) (messageRow, error) {
 	r := messageRow{role: string(m.Role), content: m.Content,
 		toolCallID: nullable(m.ToolCallID), toolName: nullable(m.ToolName),
 		reasoning: nullable(m.Reasoning), signature: nullable(m.ReasoningSignature),
-		fini: nullable(m.FinishReason)}
+		fini: nullable(m.FinishReason), model: nullable(m.Model), provider: nullable(m.Provider)}
 	if m.IsError {
 		r.isError = 1
 	}
@@ -93,12 +94,13 @@ func nullable(s string) any {
 }
 
 const insertMessage = `INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, tool_name,
-	is_error, reasoning, reasoning_signature, reasoning_details, redacted_thinking, finish_reason, created_at, parts)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	is_error, reasoning, reasoning_signature, reasoning_details, redacted_thinking, finish_reason, created_at, parts,
+	model, provider)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 func insertArgs(sessionID string, seq int64, r messageRow, at time.Time) []any {
 	return []any{sessionID, seq, r.role, r.content, r.toolCalls, r.toolCallID, r.toolName,
-		r.isError, r.reasoning, r.signature, r.details, r.redacted, r.fini, millis(at), r.parts}
+		r.isError, r.reasoning, r.signature, r.details, r.redacted, r.fini, millis(at), r.parts, r.model, r.provider}
 }
 
 // Messages returns the active conversation of a session in order: what a
@@ -125,7 +127,7 @@ func (s *Store) StoredMessages(ctx context.Context, sessionID string, withArchiv
 	q := `SELECT id, session_id, seq, active, created_at, role, content, coalesce(tool_calls, ''),
 		coalesce(tool_call_id, ''), coalesce(tool_name, ''), is_error, coalesce(reasoning, ''),
 		coalesce(reasoning_signature, ''), coalesce(reasoning_details, ''), coalesce(redacted_thinking, ''),
-		coalesce(finish_reason, ''), coalesce(parts, '')
+		coalesce(finish_reason, ''), coalesce(parts, ''), coalesce(model, ''), coalesce(provider, '')
 		FROM messages WHERE session_id = ?`
 	if !withArchived {
 		q += " AND active = 1"
@@ -144,7 +146,7 @@ func (s *Store) StoredMessages(ctx context.Context, sessionID string, withArchiv
 		var role, toolCalls, details, redacted, parts string
 		if err := rows.Scan(&m.ID, &m.SessionID, &m.Seq, &active, &created, &role, &m.Content, &toolCalls,
 			&m.ToolCallID, &m.ToolName, &isError, &m.Reasoning, &m.ReasoningSignature, &details, &redacted,
-			&m.FinishReason, &parts); err != nil {
+			&m.FinishReason, &parts, &m.Model, &m.Provider); err != nil {
 			return nil, err
 		}
 		m.Role, m.Active, m.IsError, m.CreatedAt = llm.Role(role), active == 1, isError == 1, fromMillis(created)

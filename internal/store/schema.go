@@ -141,4 +141,9 @@ CREATE TABLE session_locks (
 	// 3: content parts (images) beyond the text. NULL for text-only
 	// messages, so rows written before version 3 read as they were.
 	`ALTER TABLE messages ADD COLUMN parts TEXT CHECK (parts IS NULL OR json_valid(parts));`,
+	// 4: which model and provider wrote an assistant message (a fallback
+	// provider answers with another model than the session's). NULL for
+	// other roles and rows written before version 4.
+	`ALTER TABLE messages ADD COLUMN model TEXT;
+ALTER TABLE messages ADD COLUMN provider TEXT;`,
 }

@@ -77,6 +77,7 @@ type Model struct {
 
 	turn      *liveTurn // the running turn, nil when idle
 	approval  *approvalPrompt
+	question  string // id of the clarify question the next line answers ("" = none)
 	lastCtrlC time.Time
 	hint      string // one-line hint above the input ("Ctrl-C again to quit")
 	started   time.Time
@@ -256,6 +257,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.approval = nil
 		}
 		return m, nil
+	case questionDoneMsg:
+		if m.question == msg.id {
+			m.question = ""
+		}
+		return m, nil
 	case reviewMsg:
 		return m, m.printLines(msg.lines...)
 	case modelsMsg:
@@ -391,6 +397,9 @@ func (m *Model) submit() tea.Cmd {
 	text = m.expandPastes(text)
 	m.input.Reset()
 	m.complete = completion{}
+	if !isCommand(text) && m.answerQuestion(text) {
+		return m.printLines(m.styles.user.Render("› " + text))
+	}
 	if isCommand(text) {
 		return m.command(text)
 	}

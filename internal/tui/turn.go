@@ -112,6 +112,8 @@ func (m *Model) onEvent(ev session.Event) tea.Cmd {
 			return tea.Batch(m.printLines(m.styles.warn.Render("command to approve:"), what), wait)
 		}
 		return wait
+	case session.ClarifyRequest:
+		return m.onQuestion(ev)
 	case session.Notice, session.Retry:
 		return m.printLines(m.styles.warn.Render("hermes: ") + ev.Text)
 	case session.Final:

@@ -15,7 +15,7 @@ import (
 // the mode argument. A root command under the guard may not set S_ISUID
 // or S_ISGID with them: Landlock does not govern chmod, and a setuid-root
 // copy of a shell left in the workspace or /tmp would make every local
-// user root. The box refuses the same modes (internal/box/seccomp.go).
+// user root. The box refuses the same modes (internal/box/initproc/seccomp_linux.go).
 var setIDModeCalls = []struct {
 	name string
 	arg  uint32

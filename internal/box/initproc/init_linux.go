@@ -67,7 +67,7 @@ func InitMain() int {
 	}
 	// Commands are forked only by the request loop, which stays on this
 	// thread; its bounding set is emptied here, without a psx broadcast
-	// (restrict.go).
+	// (restrict_linux.go).
 	runtime.LockOSThread()
 	if err := dropBoundingSet(); err != nil {
 		fmt.Fprintln(os.Stderr, "hermes box-init:", err)

@@ -50,7 +50,7 @@ type initServer struct {
 	locked chan func()
 	// attached are the open attached connections, and draining is set
 	// once the owner is stopping the box (wire.OpDrain): no new attached
-	// connection or command then (guarded by mu; attach_serve.go).
+	// connection or command then (guarded by mu; attach_linux.go).
 	attached map[*initConn]bool
 	draining bool
 	reportMu sync.Mutex // orders attached-use reports (reportAttached)
@@ -60,14 +60,14 @@ type initServer struct {
 }
 
 // initConn is one connection that sends requests: the owner's control
-// socket, or an attached process's connection (attach_serve.go). Request
+// socket, or an attached process's connection (attach_linux.go). Request
 // ids are per connection.
 type initConn struct {
 	fc       *wire.Conn
 	attached bool
 	byID     map[uint64]*initProc // guarded by initServer.mu
 	// nc and uploads are an attached connection's socket and its
-	// WriteFiles in parts under way (attach_serve.go), the latter used
+	// WriteFiles in parts under way (attach_linux.go), the latter used
 	// by its request loop only.
 	nc      net.Conn
 	uploads map[string]*upload

@@ -47,7 +47,7 @@ const (
 	OpStat       = "stat"
 	OpReadDir    = "readdir"
 	OpDial       = "dial"
-	OpAttach     = "attach" // first frame of an attached connection (attach.go)
+	OpAttach     = "attach" // first frame of an attached connection (internal/box/initproc/attach_linux.go)
 	OpSignal     = "signal" // send Signal to a command's process group
 	// OpDrain (owner only): the owner is stopping the box; the init takes
 	// no new attached connection or command, reports the attached
@@ -204,7 +204,7 @@ type InitSpec struct {
 	LayerImage string
 	// LayerMounted: the host mounted LayerImage itself and passes the
 	// detached mount on the connection socket before this frame
-	// (layer_mount.go); the init moves it to LayerDir.
+	// (internal/box/layer_mount.go); the init moves it to LayerDir.
 	LayerMounted     bool
 	DiskMiB          int
 	TmpMiB           int    // size of the box's /tmp and /var/tmp tmpfs (see tmpSizeMiB)
@@ -226,7 +226,7 @@ type InitSpec struct {
 	Landlock   bool
 	// AttachSocket is the host path of the box's attach socket, which the
 	// init listens on for other hermes processes of the box's owner
-	// (attach.go); "" = none.
+	// (internal/box/attach.go); "" = none.
 	AttachSocket string
 	// AttachIdle is the idle timeout of attached connections (0 =
 	// AttachIdleTimeout).

@@ -1,4 +1,4 @@
-package cli
+package gateway
 
 import (
 	"encoding/json"
@@ -14,19 +14,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// gatewayPID is HERMES_HOME/gateway.pid: which process runs the gateway.
+// PIDFile is HERMES_HOME/gateway.pid: which process runs the gateway
+// (`hermes gateway start|stop|status` read it).
 // StartTime (field 22 of /proc/PID/stat, clock ticks since boot) tells
 // the gateway from an unrelated process that reused its pid.
-type gatewayPID struct {
+type PIDFile struct {
 	PID       int       `json:"pid"`
 	StartTime uint64    `json:"start_time"`
 	StartedAt time.Time `json:"started_at"`
 	Platforms []string  `json:"platforms"`
 }
 
-func gatewayPIDPath(home string) string  { return filepath.Join(home, "gateway.pid") }
+// PIDPath is the gateway's pid file of HERMES_HOME home (PIDFile).
+func PIDPath(home string) string { return filepath.Join(home, "gateway.pid") }
+
 func gatewayLockPath(home string) string { return filepath.Join(home, "gateway.lock") }
-func gatewayLogPath(home string) string  { return filepath.Join(home, "logs", "gateway.log") }
+
+// LogPath is the log of a gateway started by `hermes gateway start`.
+func LogPath(home string) string { return filepath.Join(home, "logs", "gateway.log") }
 
 // procStartTime returns the start time of pid (/proc/PID/stat field 22)
 // and whether it is a zombie (exited, not yet reaped).
@@ -49,9 +54,9 @@ func procStartTime(pid int) (start uint64, zombie bool, err error) {
 	return start, f[0] == "Z", err
 }
 
-// alive reports whether the process p names still runs (same pid, same
+// Alive reports whether the process p names still runs (same pid, same
 // start time, not a zombie).
-func (p gatewayPID) alive() bool {
+func (p PIDFile) Alive() bool {
 	if p.PID <= 0 {
 		return false
 	}
@@ -59,22 +64,23 @@ func (p gatewayPID) alive() bool {
 	return err == nil && !zombie && start == p.StartTime
 }
 
-// readGatewayPID returns the gateway of home when one is running.
-func readGatewayPID(home string) (gatewayPID, bool) {
-	var p gatewayPID
-	b, err := os.ReadFile(gatewayPIDPath(home))
+// ReadPIDFile returns the gateway of HERMES_HOME home and whether it is
+// running.
+func ReadPIDFile(home string) (PIDFile, bool) {
+	var p PIDFile
+	b, err := os.ReadFile(PIDPath(home))
 	if err != nil || json.Unmarshal(b, &p) != nil {
-		return gatewayPID{}, false
+		return PIDFile{}, false
 	}
-	return p, p.alive()
+	return p, p.Alive()
 }
 
-// claimGateway makes this process the gateway of home: it takes the
+// Claim makes this process the gateway of home: it takes the
 // exclusive flock(2) on HERMES_HOME/gateway.lock for the life of the
 // process (a second gateway on the same home is refused) and returns
 // publish, which writes gateway.pid once the platforms are up, and
 // release, which removes it.
-func claimGateway(home string, now time.Time) (publish func(platforms []string) error, release func(), err error) {
+func Claim(home string, now time.Time) (publish func(platforms []string) error, release func(), err error) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, nil, err
 	}
@@ -86,7 +92,7 @@ func claimGateway(home string, now time.Time) (publish func(platforms []string) 
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			msg := "a gateway is already running on " + home
-			if p, ok := readGatewayPID(home); ok {
+			if p, ok := ReadPIDFile(home); ok {
 				msg += fmt.Sprintf(" (pid %d)", p.PID)
 			}
 			return nil, nil, errors.New(msg + "; stop it with `hermes gateway stop`")
@@ -100,17 +106,30 @@ func claimGateway(home string, now time.Time) (publish func(platforms []string) 
 		return nil, nil, err
 	}
 	publish = func(platforms []string) error {
-		b, err := json.MarshalIndent(gatewayPID{PID: pid, StartTime: start, StartedAt: now, Platforms: platforms}, "", "  ")
+		b, err := json.MarshalIndent(PIDFile{PID: pid, StartTime: start, StartedAt: now, Platforms: platforms}, "", "  ")
 		if err != nil {
 			return err
 		}
-		return renameio.WriteFile(gatewayPIDPath(home), append(b, '\n'), 0o600)
+		return renameio.WriteFile(PIDPath(home), append(b, '\n'), 0o600)
 	}
 	release = func() {
-		if p, _ := readGatewayPID(home); p.PID == pid {
-			os.Remove(gatewayPIDPath(home))
+		if p, _ := ReadPIDFile(home); p.PID == pid {
+			os.Remove(PIDPath(home))
 		}
 		f.Close()
 	}
 	return publish, release, nil
+}
+
+// WaitExit polls until p's process is gone or timeout passes.
+func WaitExit(p PIDFile, timeout time.Duration) bool {
+	for deadline := time.Now().Add(timeout); ; {
+		if !p.Alive() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
