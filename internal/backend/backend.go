@@ -42,6 +42,16 @@ type ExecRequest struct {
 	// Output and ExecResult.Output then hold stdout only. Backends that
 	// cannot tell the streams apart write both to Output.
 	Stderr io.Writer
+	// RunAs runs the command as this user and group of the environment
+	// instead of its default user (root in a box); nil = the default. The
+	// box backend honours it (the E2B-compatible server runs commands as
+	// E2B's `user`, uid 1000); other backends ignore it.
+	RunAs *Account
+}
+
+// Account is a numeric user and group id inside an environment.
+type Account struct {
+	UID, GID uint32
 }
 
 // ExecResult is the outcome of a command. A non-zero exit is a result, not an error.

@@ -79,6 +79,13 @@ type Options struct {
 	// LookupEnv reads the host environment for terminal.env_passthrough
 	// (os.LookupEnv when nil); secret-looking names are never passed.
 	LookupEnv func(name string) (string, bool)
+	// SwitchUsers lets commands run as other users (ExecRequest.RunAs) and
+	// files be given to them (Box.Chown): the box's init then keeps
+	// CAP_SETUID, CAP_SETGID, CAP_CHOWN and CAP_KILL (to signal and kill
+	// them), never passed to a command.
+	// Only where the box runs without a user namespace (hermes as root).
+	// A uid in the box is the same uid on the host.
+	SwitchUsers bool
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// CgroupRoot is the parent group of the boxes' cgroups in each

@@ -349,7 +349,7 @@ const (
 func (b *Box) startArgv(ctx context.Context, argv []string, req backend.ExecRequest, writable bool) (*boxProcess, error) {
 	p := &boxProcess{box: b, out: req.Output, errOut: req.Stderr, discard: req.Output != nil && req.DiscardOutput}
 	spec := &wire.ExecSpec{Argv: argv, Dir: b.abs(req.Workdir),
-		Env: b.commandEnv(req.Env), Timeout: req.Timeout, Stdin: req.Stdin != nil || writable, Stderr: req.Stderr != nil}
+		Env: b.commandEnv(req.Env), Timeout: req.Timeout, Stdin: req.Stdin != nil || writable, Stderr: req.Stderr != nil, RunAs: wireAccount(req.RunAs)}
 	return b.startSpec(ctx, spec, p, req.Stdin)
 }
 

@@ -28,7 +28,8 @@ import (
 
 // newBoxManager builds the box backend for terminal config t with the
 // egress gate of terminal.box_network, for workspace cwd ("" = t.Cwd).
-func (a *App) newBoxManager(t config.TerminalConfig, cwd string, prestart bool) (*box.Manager, error) {
+// Each of with adjusts the Manager's options before it is made.
+func (a *App) newBoxManager(t config.TerminalConfig, cwd string, prestart bool, with ...func(*box.Options)) (*box.Manager, error) {
 	if cwd != "" {
 		t.Cwd = cwd
 	}
@@ -37,8 +38,12 @@ func (a *App) newBoxManager(t config.TerminalConfig, cwd string, prestart bool) 
 	if err != nil {
 		return nil, fmt.Errorf("terminal.box_network: %w", err)
 	}
-	return box.NewManager(box.Options{Terminal: t, Home: a.Home(), Executable: a.Executable, NewEgress: gate.NewBox,
-		UserHome: a.Getenv("HOME"), Prestart: prestart, LookupEnv: a.lookupEnv})
+	opts := box.Options{Terminal: t, Home: a.Home(), Executable: a.Executable, NewEgress: gate.NewBox,
+		UserHome: a.Getenv("HOME"), Prestart: prestart, LookupEnv: a.lookupEnv}
+	for _, f := range with {
+		f(&opts)
+	}
+	return box.NewManager(opts)
 }
 
 // lookupEnv reads the host environment through App.Getenv (an empty
@@ -58,8 +63,8 @@ func (a *App) boxTerminalConfig() (config.TerminalConfig, error) {
 }
 
 func (a *App) newBoxCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "box", Short: "manage hermes boxes (sandboxes): ls, exec, shell, port, rm, prune, stats, snapshot(s), restore, fork, diff, apply"}
-	cmd.AddCommand(a.newBoxLsCmd(), a.newBoxExecCmd(), a.newBoxShellCmd(), a.newBoxPortCmd(), a.newBoxRmCmd(),
+	cmd := &cobra.Command{Use: "box", Short: "manage hermes boxes (sandboxes): ls, start, stop, exec, shell, port, rm, prune, stats, snapshot(s), restore, fork, diff, apply"}
+	cmd.AddCommand(a.newBoxLsCmd(), a.newBoxStartCmd(), a.newBoxStopCmd(), a.newBoxExecCmd(), a.newBoxShellCmd(), a.newBoxPortCmd(), a.newBoxRmCmd(),
 		a.newBoxStatsCmd(), a.newBoxSnapshotCmd(), a.newBoxSnapshotsCmd(), a.newBoxRestoreCmd(), a.newBoxForkCmd(),
 		a.newBoxDiffCmd(), a.newBoxApplyCmd(), a.newBoxImageCmd(), a.newBoxPruneCmd())
 	return cmd
@@ -75,7 +80,7 @@ func (a *App) newBoxLsCmd() *cobra.Command {
 				return err
 			}
 			w := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "TASK\tPERSISTENT\tDISK\tIMAGE\tSTATE")
+			fmt.Fprintln(w, "TASK\tPERSISTENT\tDISK\tIMAGE\tSTATE\tPORTS")
 			for _, b := range boxes {
 				state := "stopped"
 				switch {
@@ -86,7 +91,8 @@ func (a *App) newBoxLsCmd() *cobra.Command {
 				case b.InUse:
 					state = "running"
 				}
-				fmt.Fprintf(w, "%s\t%v\t%.1f MiB\t%s\t%s\n", box.QuoteName(b.Task), b.Persistent, float64(b.DiskBytes)/(1<<20), a.boxImageColumn(b.Task), state)
+				state, ports := a.startedBoxColumns(b.Task, state)
+				fmt.Fprintf(w, "%s\t%v\t%.1f MiB\t%s\t%s\t%s\n", box.QuoteName(b.Task), b.Persistent, float64(b.DiskBytes)/(1<<20), a.boxImageColumn(b.Task), state, ports)
 			}
 			return w.Flush()
 		},
@@ -344,7 +350,11 @@ starts an idle box, in which nothing listens until something is started
 there; processes do not outlive the process that runs the box, so start the
 server and forward its port in one go:
 
-  hermes box exec -p 8080:3000 TASK -- npm start`,
+  hermes box exec -p 8080:3000 TASK -- npm start
+
+or keep the box running in the background with its ports:
+
+  hermes box start -p 8080:3000 TASK -- npm start   (hermes box stop TASK ends it)`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withBox(cmd.Context(), args[0], false, false, args[1:], func(b *box.Box) error {

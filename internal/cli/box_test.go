@@ -22,11 +22,22 @@ import (
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
+// asHermesEnv, set to 1, makes this test binary run as hermes (for the
+// processes hermes starts from its own binary, e.g. box start's owner).
+const asHermesEnv = "HERMES_CLI_TEST_AS_HERMES"
+
 // TestMain lets this test binary serve as the box init, as the hermes
-// binary does (cmd/hermes dispatches wire.InitArg the same way).
+// binary does (cmd/hermes dispatches wire.InitArg the same way), and as
+// hermes itself with asHermesEnv set.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == wire.InitArg {
 		os.Exit(initproc.InitMain())
+	}
+	if os.Getenv(asHermesEnv) == "1" { // a process hermes spawns itself (box start's owner)
+		ctx, stop := SignalContext()
+		code := NewApp().Run(ctx, os.Args[1:])
+		stop()
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }

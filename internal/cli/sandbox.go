@@ -252,7 +252,7 @@ func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error
 	persistent := true
 	t.ContainerPersistent, t.BoxWorkspace, t.Cwd, t.LifetimeSeconds = &persistent, "overlay", o.workspace, 0
 	var srv *sandboxserver.Server
-	mgr, err := box.NewManager(box.Options{Terminal: t, Home: a.Home(), Executable: a.Executable, Prestart: true,
+	mgr, err := box.NewManager(box.Options{Terminal: t, Home: a.Home(), Executable: a.Executable, Prestart: true, SwitchUsers: true,
 		UserHome: a.Getenv("HOME"), LookupEnv: a.lookupEnv,
 		Layers:    func(task string) []string { return srv.Layers(task) },
 		NewEgress: func(task string) (*egress.BoxSession, error) { return srv.NewEgress(task) }})

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/renameio/v2"
+	"github.com/hermes-go/hermes/internal/procident"
 	"golang.org/x/sys/unix"
 )
 
@@ -33,35 +32,10 @@ func gatewayLockPath(home string) string { return filepath.Join(home, "gateway.l
 // LogPath is the log of a gateway started by `hermes gateway start`.
 func LogPath(home string) string { return filepath.Join(home, "logs", "gateway.log") }
 
-// procStartTime returns the start time of pid (/proc/PID/stat field 22)
-// and whether it is a zombie (exited, not yet reaped).
-func procStartTime(pid int) (start uint64, zombie bool, err error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false, err
-	}
-	// The command name (field 2) is in parentheses and may hold spaces.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	f := strings.Fields(s[i+1:]) // f[0] is field 3 (state)
-	if len(f) < 20 {
-		return 0, false, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	start, err = strconv.ParseUint(f[19], 10, 64)
-	return start, f[0] == "Z", err
-}
-
 // Alive reports whether the process p names still runs (same pid, same
 // start time, not a zombie).
 func (p PIDFile) Alive() bool {
-	if p.PID <= 0 {
-		return false
-	}
-	start, zombie, err := procStartTime(p.PID)
-	return err == nil && !zombie && start == p.StartTime
+	return procident.Process{PID: p.PID, StartTime: p.StartTime}.Alive()
 }
 
 // ReadPIDFile returns the gateway of HERMES_HOME home and whether it is
@@ -100,7 +74,7 @@ func Claim(home string, now time.Time) (publish func(platforms []string) error, 
 		return nil, nil, fmt.Errorf("lock %s: %w", gatewayLockPath(home), err)
 	}
 	pid := os.Getpid()
-	start, _, err := procStartTime(pid)
+	start, _, err := procident.StartTime(pid)
 	if err != nil {
 		f.Close()
 		return nil, nil, err
@@ -123,13 +97,5 @@ func Claim(home string, now time.Time) (publish func(platforms []string) error, 
 
 // WaitExit polls until p's process is gone or timeout passes.
 func WaitExit(p PIDFile, timeout time.Duration) bool {
-	for deadline := time.Now().Add(timeout); ; {
-		if !p.Alive() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return procident.Process{PID: p.PID, StartTime: p.StartTime}.WaitExit(timeout)
 }

@@ -320,7 +320,10 @@ func (s *Server) boot(ctx context.Context, sb *sandbox) error {
 	if err != nil {
 		return err
 	}
-	return env.WriteFile(ctx, UserHome+"/.hermes/.sandbox", []byte(sb.id+"\n"), 0o644)
+	if err := env.WriteFile(ctx, UserHome+"/.hermes/.sandbox", []byte(sb.id+"\n"), 0o644); err != nil {
+		return err
+	}
+	return giveHome(ctx, env)
 }
 
 func (s *Server) templateNames() []string {

@@ -79,7 +79,14 @@ func (s *Server) EnvdHandler() http.Handler {
 			writeError(w, http.StatusBadGateway, "sandbox %s is paused: connect to it first", id)
 			return
 		}
-		mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sandboxKey{}, sb)))
+		u, err := requestUser(r)
+		if err != nil {
+			closeUnreadBody(w, r)
+			writeError(w, http.StatusBadRequest, "%v", err)
+			return
+		}
+		ctx := context.WithValue(context.WithValue(r.Context(), sandboxKey{}, sb), userKey{}, u)
+		mux.ServeHTTP(w, r.WithContext(ctx))
 	}))
 }
 
@@ -139,7 +146,7 @@ func (s *Server) handleFileGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p = resolvePath(p)
-	env, err := s.env(r.Context(), sb)
+	env, err := s.userEnv(r.Context(), sb)
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "%v", err)
 		return
@@ -204,7 +211,7 @@ type entryJSON struct {
 func (s *Server) handleFilePost(w http.ResponseWriter, r *http.Request) {
 	sb := sandboxOf(r.Context())
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes)
-	env, err := s.env(r.Context(), sb)
+	env, err := s.userEnv(r.Context(), sb)
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "%v", err)
 		return

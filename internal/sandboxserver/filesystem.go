@@ -61,7 +61,7 @@ func entry(p string, fi backend.FileInfo) *filesystem.EntryInfo {
 }
 
 func (f *filesystemService) envOf(ctx context.Context) (backend.Environment, error) {
-	env, err := f.s.env(ctx, sandboxOf(ctx))
+	env, err := f.s.userEnv(ctx, sandboxOf(ctx))
 	if err != nil {
 		return nil, connect.NewError(connect.CodeUnavailable, err)
 	}

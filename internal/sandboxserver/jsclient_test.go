@@ -262,6 +262,11 @@ func TestSeed000WithTheE2BSDK(t *testing.T) {
 			t.Fatalf("features.mjs printed %q", out)
 		}
 	})
+	t.Run("users", func(t *testing.T) {
+		if out := s.node(t, node, "users.mjs"); !strings.Contains(out, "users ok") {
+			t.Fatalf("users.mjs printed %q", out)
+		}
+	})
 	t.Run("e2b cli", func(t *testing.T) {
 		cli := filepath.Join(jsClientDir, "node_modules", ".bin", "e2b")
 		if _, err := os.Stat(cli); err != nil {

@@ -203,10 +203,14 @@ func commandLine(cfg *process.ProcessConfig) string {
 	return strings.Join(parts, " ")
 }
 
-// commandEnv is the environment of a command in sb: HOME and HERMES_HOME,
-// the sandbox's envs, then the request's.
-func commandEnv(sb *sandbox, req map[string]string) map[string]string {
-	env := map[string]string{"HOME": UserHome, "USER": "user", "HERMES_HOME": UserHome + "/.hermes"}
+// commandEnv is the environment of a command of user u in sb: HOME and
+// USER (and the default user's HERMES_HOME), the sandbox's envs, then the
+// request's.
+func commandEnv(sb *sandbox, u sandboxUser, req map[string]string) map[string]string {
+	env := map[string]string{"HOME": u.home, "USER": u.name}
+	if u.name == defaultUser.name {
+		env["HERMES_HOME"] = UserHome + "/.hermes"
+	}
 	for k, v := range sb.env {
 		env[k] = v
 	}
@@ -222,17 +226,18 @@ func (ps *processService) Start(ctx context.Context, req *connect.Request[proces
 	if cfg == nil || cfg.GetCmd() == "" {
 		return connect.NewError(connect.CodeInvalidArgument, errors.New("process.cmd is required"))
 	}
-	env, err := ps.s.env(ctx, sb)
+	env, err := ps.s.userEnv(ctx, sb)
 	if err != nil {
 		return connect.NewError(connect.CodeUnavailable, err)
 	}
 	pr := &proc{cfg: cfg, tag: req.Msg.GetTag(), subs: map[*subscriber]struct{}{}, pty: req.Msg.Pty != nil, budget: ps.s.queued}
 	sub := pr.subscribe()
-	cwd := UserHome
+	u := userOf(ctx)
+	cwd := u.home
 	if cfg.Cwd != nil && *cfg.Cwd != "" {
 		cwd = resolvePath(*cfg.Cwd)
 	}
-	envs := commandEnv(sb, cfg.GetEnvs())
+	envs := commandEnv(sb, u, cfg.GetEnvs())
 	line := commandLine(cfg)
 	if pr.pty {
 		// A terminal through script(1): output comes as pty data, input

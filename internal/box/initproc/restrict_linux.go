@@ -27,7 +27,7 @@ func restrictSelf(s *wire.InitSpec, seccomp seccompFilter) error {
 			return fmt.Errorf("landlock: %w", err)
 		}
 	}
-	if err := clearCapabilities(); err != nil {
+	if err := clearCapabilities(s.SwitchUsers); err != nil {
 		return fmt.Errorf("drop capabilities: %w", err)
 	}
 	if err := loadSeccomp(seccomp); err != nil {
@@ -92,10 +92,19 @@ func dropBoundingSet() error {
 }
 
 // clearCapabilities empties the effective, permitted and inheritable sets
-// of every thread (capset(2)).
-func clearCapabilities() error {
+// of every thread (capset(2)); with switchUsers CAP_CHOWN, CAP_KILL,
+// CAP_SETGID and CAP_SETUID stay effective and permitted (never
+// inheritable), for commands run as another user (and signalled, killed
+// at their timeout) and the ownership of files the init makes for them.
+// A command still starts with none: the forking thread's bounding set is
+// empty, and a switch to a non-zero uid clears them too.
+func clearCapabilities(switchUsers bool) error {
 	hdr := capHeader{version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]capData
+	if switchUsers {
+		keep := uint32(1)<<unix.CAP_CHOWN | 1<<unix.CAP_KILL | 1<<unix.CAP_SETGID | 1<<unix.CAP_SETUID
+		data[0].effective, data[0].permitted = keep, keep
+	}
 	if _, _, e := psx.Syscall3(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
 		return fmt.Errorf("capset: %w", e)
 	}

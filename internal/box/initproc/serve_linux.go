@@ -202,7 +202,7 @@ func (s *initServer) handle(c *initConn, req wire.Request) {
 			return
 		}
 		go s.dial(req)
-	case wire.OpReadFile, wire.OpWriteFile, wire.OpStat, wire.OpReadDir:
+	case wire.OpReadFile, wire.OpWriteFile, wire.OpStat, wire.OpReadDir, wire.OpChown:
 		if c.attached {
 			s.noteUse() // a use of the box, for the owner's idle timer
 			if req.Op == wire.OpWriteFile {
@@ -432,6 +432,9 @@ func (s *initServer) start(c *initConn, id uint64, e *wire.ExecSpec) error {
 	}
 	attr := &syscall.ProcAttr{Dir: e.Dir, Env: e.Env, Files: []uintptr{uintptr(cio.child[0]), uintptr(cio.child[1]), uintptr(cio.child[2])},
 		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: e.TTY}}
+	if e.RunAs != nil {
+		attr.Sys.Credential = &syscall.Credential{Uid: e.RunAs.UID, Gid: e.RunAs.GID, Groups: []uint32{}}
+	}
 	p := &initProc{id: id, conn: c, stdin: cio.stdinW, tty: cio.tty, status: make(chan unix.WaitStatus, 1), ended: make(chan struct{})}
 	if cio.stdinW != nil {
 		p.stdinQ = make(chan []byte, wire.StdinWindow+1)
@@ -716,6 +719,8 @@ func (s *initServer) fileOp(c *initConn, req wire.Request) {
 			w := toWireInfo(st)
 			resp.Info = &w
 		}
+	case wire.OpChown:
+		err = chownOp(c, req)
 	case wire.OpReadDir:
 		var entries []os.DirEntry
 		entries, err = os.ReadDir(req.Path)

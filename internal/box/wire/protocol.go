@@ -52,7 +52,9 @@ const (
 	// OpDrain (owner only): the owner is stopping the box; the init takes
 	// no new attached connection or command, reports the attached
 	// commands still running (KindAttached), then answers ok.
-	OpDrain  = "drain"
+	OpDrain = "drain"
+	// OpChown (owner only): lchown(2) Path to Owner.
+	OpChown  = "chown"
 	OpResize = "resize" // set the window size of a command's terminal
 	// OpJoined tells the init it runs in its box's cgroup (the host moved
 	// it there); only then does it accept attached connections, so that
@@ -122,6 +124,13 @@ type Request struct {
 	// More is set on every part but the last.
 	Offset int64
 	More   bool
+	// Owner is the new owner of Path for OpChown.
+	Owner *Account
+}
+
+// Account is a numeric user and group id in the box.
+type Account struct {
+	UID, GID uint32
 }
 
 // ExecSpec is a command to run inside the box.
@@ -143,6 +152,10 @@ type ExecSpec struct {
 	// foreground job as SIGINT.
 	TTY        bool
 	Rows, Cols uint16
+	// RunAs: the command runs as this uid and gid (no supplementary
+	// groups) instead of root; nil = root. The init must have been set up
+	// with InitSpec.SwitchUsers.
+	RunAs *Account
 }
 
 // ExitInfo is how a command ended.
@@ -196,9 +209,12 @@ type InitPhases struct {
 
 // InitSpec tells the init how to build the box (the first frame, OpSetup).
 type InitSpec struct {
-	Task     string
-	Lower    []string // read-only base layers, topmost first
-	LayerDir string   // host path where the writable layer filesystem is mounted
+	Task string
+	// SwitchUsers: the init keeps CAP_SETUID, CAP_SETGID, CAP_CHOWN and
+	// CAP_KILL (box.Options.SwitchUsers) for ExecSpec.RunAs and OpChown.
+	SwitchUsers bool
+	Lower       []string // read-only base layers, topmost first
+	LayerDir    string   // host path where the writable layer filesystem is mounted
 	// LayerImage is an ext4 image holding the writable layer (persistent
 	// boxes); "" = a tmpfs of DiskMiB (the layer vanishes with the box).
 	LayerImage string

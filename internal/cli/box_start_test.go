@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
+)
+
+// runDetaching runs `hermes args...` like run, with this test binary
+// standing in for hermes in the processes it starts (asHermesEnv).
+func (c *boxCLI) runDetaching(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	app := &App{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Executable: c.exe, Now: time.Now,
+		Getenv: func(k string) string {
+			if k == "HERMES_HOME" {
+				return c.home
+			}
+			return ""
+		},
+		Environ: func() []string { return append(os.Environ(), asHermesEnv+"=1") }}
+	code := app.Run(waitfor.Context(t), args)
+	return out.String(), errb.String(), code
+}
+
+func unusedPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func httpGet(url string) (string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// Seed 002's background flow (issue 25): box start returns at once with
+// the box running and its port published; an exec that launches a server
+// with nohup ... & returns while the server keeps running; /proc/net/tcp
+// in the box shows its port; the host reaches it through the published
+// port; -e reaches every command; box ls shows state and ports; box stop
+// ends the box and closes the port.
+func TestBoxStartExecBackgroundServerStop(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/busybox"); err != nil {
+		t.Skip("needs /usr/bin/busybox (busybox-static in .ci/run) for its httpd")
+	}
+	c := newBoxCLI(t)
+	if err := os.WriteFile(filepath.Join(c.ws, "index.html"), []byte("hello from a started box\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hostPort := unusedPort(t)
+	task := "started-" + strconv.Itoa(os.Getpid())
+	t.Cleanup(func() { c.run(t, "", "box", "stop", task); c.run(t, "", "box", "rm", task) })
+	out, errs, code := c.runDetaching(t, "box", "start", "-p", strconv.Itoa(hostPort)+":8080", "-e", "GREETING=hi there", task)
+	if code != 0 || strings.TrimSpace(out) != task {
+		t.Fatalf("box start: code %d, stdout %q, stderr %s", code, out, errs)
+	}
+	out, errs, code = c.run(t, "", "box", "exec", task, "--", "sh", "-c", "nohup busybox httpd -f -p 0.0.0.0:8080 -h . > /tmp/httpd.log 2>&1 &")
+	if code != 0 {
+		t.Fatalf("background launch: code %d %s %s", code, out, errs)
+	}
+	waitfor.Until(t, "port 8080 in the box's /proc/net/tcp", func() bool {
+		out, _, _ := c.run(t, "", "box", "exec", task, "--", "cat", "/proc/net/tcp")
+		return strings.Contains(strings.ToUpper(out), ":1F90 ")
+	})
+	if got, err := httpGet("http://127.0.0.1:" + strconv.Itoa(hostPort) + "/index.html"); err != nil || got != "hello from a started box\n" {
+		t.Fatalf("through the published port: %q %v", got, err)
+	}
+	if out, _, _ := c.run(t, "", "box", "exec", task, "--", "sh", "-c", "echo \"$GREETING\""); out != "hi there\n" {
+		t.Errorf("-e GREETING in a later exec: %q", out)
+	}
+	out, _, _ = c.run(t, "", "box", "ls")
+	if !strings.Contains(out, "running (box start") || !strings.Contains(out, "127.0.0.1:"+strconv.Itoa(hostPort)+"->8080") {
+		t.Errorf("box ls:\n%s", out)
+	}
+	// A second start of a running box is refused with the fix.
+	if _, errs, code := c.runDetaching(t, "box", "start", task); code == 0 || !strings.Contains(errs, "hermes box stop "+task) {
+		t.Errorf("second start: code %d %s", code, errs)
+	}
+	if out, errs, code := c.run(t, "", "box", "stop", task); code != 0 || out != "stopped "+task+"\n" {
+		t.Fatalf("box stop: code %d %q %s", code, out, errs)
+	}
+	if _, err := httpGet("http://127.0.0.1:" + strconv.Itoa(hostPort) + "/index.html"); err == nil {
+		t.Error("the published port still answers after box stop")
+	}
+	if out, _, _ := c.run(t, "", "box", "ls"); !strings.Contains(out, "stopped") {
+		t.Errorf("box ls after stop:\n%s", out)
+	}
+	if _, errs, code := c.run(t, "", "box", "stop", task); code == 0 || !strings.Contains(errs, "not running") {
+		t.Errorf("stop of a stopped box: code %d %s", code, errs)
+	}
+}
+
+// box stop gives the box's processes SIGTERM before the box goes: a
+// command that traps it finishes its work (writes a file in the
+// workspace).
+func TestBoxStopTermsProcessesFirst(t *testing.T) {
+	c := newBoxCLI(t)
+	task := "stopterm-" + strconv.Itoa(os.Getpid())
+	t.Cleanup(func() { c.run(t, "", "box", "stop", task); c.run(t, "", "box", "rm", task) })
+	out, errs, code := c.runDetaching(t, "box", "start", task, "--", "sh", "-c",
+		"trap 'echo drained > drained; exit 0' TERM; echo up > up; while :; do sleep 1; done")
+	if code != 0 || strings.TrimSpace(out) != task {
+		t.Fatalf("box start: code %d %q %s", code, out, errs)
+	}
+	waitfor.Until(t, "the command to start", func() bool { _, err := os.Stat(filepath.Join(c.ws, "up")); return err == nil })
+	if _, errs, code := c.run(t, "", "box", "stop", "--timeout", "5m", task); code != 0 {
+		t.Fatalf("box stop: %d %s", code, errs)
+	}
+	if b, err := os.ReadFile(filepath.Join(c.ws, "drained")); err != nil || string(b) != "drained\n" {
+		t.Errorf("the command did not get SIGTERM before the stop: %q %v", b, err)
+	}
+}
+
+// --lifetime stops the box by itself, and a box whose CMD exits stops
+// with it; either way the record goes and box ls says stopped.
+func TestBoxStartLifetimeAndCommandEnd(t *testing.T) {
+	c := newBoxCLI(t)
+	for name, args := range map[string][]string{
+		"lifetime": {"--lifetime", "200ms"},
+		"cmd-end":  {"--", "true"},
+	} {
+		task := name + "-" + strconv.Itoa(os.Getpid())
+		t.Cleanup(func() { c.run(t, "", "box", "stop", task); c.run(t, "", "box", "rm", task) })
+		argv := append([]string{"box", "start"}, args[:len(args):len(args)]...)
+		if args[0] == "--" {
+			argv = append([]string{"box", "start", task}, args...)
+		} else {
+			argv = append(argv, task)
+		}
+		if out, errs, code := c.runDetaching(t, argv...); code != 0 || strings.TrimSpace(out) != task {
+			t.Fatalf("%s: box start: code %d %q %s", name, code, out, errs)
+		}
+		waitfor.Until(t, name+": the box to stop by itself", func() bool {
+			_, err := os.Stat(startedPath(c.home, task))
+			out, _, _ := c.run(t, "", "box", "ls")
+			return os.IsNotExist(err) && strings.Contains(out, "stopped")
+		})
+		log, _ := os.ReadFile(startedLogPath(c.home, task))
+		want := map[string]string{"lifetime": "lifetime of 200ms is over", "cmd-end": "the command exited (status 0)"}[name]
+		if !strings.Contains(string(log), want) {
+			t.Errorf("%s: log lacks %q:\n%s", name, want, log)
+		}
+	}
+}
+
+// Bad flags are refused before anything starts.
+func TestBoxStartRefusesBadFlags(t *testing.T) {
+	c := &boxCLI{home: t.TempDir(), ws: t.TempDir()}
+	for _, args := range [][]string{
+		{"box", "start", "-p", "8080", "t1"},
+		{"box", "start", "-e", "NOVALUE", "t1"},
+		{"box", "start", "t1", "t2"},
+	} {
+		if _, errs, code := c.run(t, "", args...); code == 0 || errs == "" {
+			t.Errorf("%q: code %d %q", args, code, errs)
+		}
+	}
+	if _, err := os.Stat(startedDir(c.home)); err == nil {
+		t.Error("a refused start left state")
+	}
+}
