@@ -104,7 +104,7 @@ const lockOwner = "hermes chat"
 // turns in one session. When another process holds it, the turn says so on
 // stderr and waits (Ctrl-C gives up), then continues from the history that
 // process stored.
-func (a *App) turnLock(owner string) func(context.Context, *store.Store, string) (func(), error) {
+func (a *App) turnLock(owner string) func(context.Context, store.Store, string) (func(), error) {
 	return session.WaitLock(owner, func(b *store.BusyError) {
 		fmt.Fprintf(a.Stderr, "hermes: %v; waiting for that turn to finish (Ctrl-C to give up)\n", b)
 	})
