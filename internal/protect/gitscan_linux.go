@@ -212,7 +212,7 @@ func (sc *scanner) configFile(fd int, rel, name string) {
 		sc.add(rel, ".git/config", "too large or unreadable to check: "+err.Error(), fmt.Sprintf("unreadable:%d", st.Size))
 		return
 	}
-	if keys := CodeRunningKeys(data); len(keys) > 0 {
+	if keys := UnapprovedKeys(data); len(keys) > 0 {
 		sc.add(rel, ".git/config", "sets "+quote(strings.Join(keys, ", ")), strings.Join(keys, "\n"))
 	}
 }

@@ -31,7 +31,7 @@ const Refused = ".refused-by-hermes"
 //
 // Check moves aside (renames, beneath the workspace, never following
 // links) what is new since the Watch began: a git config file setting a
-// key that runs a program (CodeRunningKeys), an executable hook other
+// key outside a short allowlist or a line hermes cannot parse (UnapprovedKeys), an executable hook other
 // than the *.sample ones git init writes, a commondir, a gitfile or .git
 // symlink pointing out of the workspace or at a directory holding the
 // above, and a protected entry that was missing at the start. So `git
