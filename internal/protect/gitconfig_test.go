@@ -47,4 +47,3 @@ func TestUnapprovedKeys(t *testing.T) {
 		}
 	}
 }
-

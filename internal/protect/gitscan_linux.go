@@ -19,7 +19,7 @@ type scanner struct {
 	w       *Watch
 	root    int
 	dirs    int
-	over    bool
+	over    string // why the walk stopped early: "depth" or "count"; "" when it did not
 	seen    map[string]bool // git directories checked (a gitfile may name one twice)
 	buf     []byte          // getdents64 buffer
 	found   []finding
@@ -29,18 +29,19 @@ type scanner struct {
 }
 
 // scan returns what the workspace's git directories hold that makes git
-// run code (see Watch), and whether the walk stopped at its bounds.
-func (w *Watch) scan(root int) ([]finding, bool) {
+// run code (see Watch), and why the walk stopped at its bounds: "depth",
+// "count" or "" when it did not.
+func (w *Watch) scan(root int) ([]finding, string) {
 	sc := &scanner{w: w, root: root, seen: map[string]bool{}, buf: make([]byte, 32<<10)}
 	_, sc.config = w.set.Match(".git/config", false)
 	_, sc.hooks = w.set.Match(".git/hooks/x", false)
 	_, sc.commond = w.set.Match(GitCommondir, false)
 	if !sc.config && !sc.hooks && !sc.commond {
-		return nil, false
+		return nil, ""
 	}
 	fd, err := unix.Dup(root)
 	if err != nil {
-		return nil, false
+		return nil, ""
 	}
 	sc.walk(fd, "", 0)
 	sortFindings(sc.found)
@@ -48,13 +49,16 @@ func (w *Watch) scan(root int) ([]finding, bool) {
 }
 
 // walk reads directory fd (rel beneath the root; it takes fd over) and
-// descends into its subdirectories, never through links. It reads the
+// descends into its subdirectories, never through links. A directory
+// holding HEAD, objects/ and refs/ is a bare repository git would use
+// (gitrepository-layout(5)) and is checked like a .git directory. It reads the
 // directory with getdents64 itself: an os.File per directory costs twice
 // the system calls (BenchmarkWatchCheck).
 func (sc *scanner) walk(fd int, rel string, depth int) {
 	defer unix.Close(fd)
 	var subdirs []string
 	hasGit := false
+	bare := 0 // bit 1: HEAD, 2: objects/, 4: refs/
 	for {
 		n, err := unix.Getdents(fd, sc.buf)
 		if err != nil || n <= 0 {
@@ -74,13 +78,17 @@ func (sc *scanner) walk(fd int, rel string, depth int) {
 			switch {
 			case string(name) == ".git":
 				hasGit = true
+			case string(name) == "HEAD":
+				bare |= 1
 			case string(name) == "." || string(name) == "..":
 			case typ == unix.DT_DIR:
 				subdirs = append(subdirs, string(name))
+				bare |= bareBit(string(name))
 			case typ == unix.DT_UNKNOWN:
 				var st unix.Stat_t
 				if unix.Fstatat(fd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 					subdirs = append(subdirs, string(name))
+					bare |= bareBit(string(name))
 				}
 			}
 		}
@@ -88,9 +96,16 @@ func (sc *scanner) walk(fd int, rel string, depth int) {
 	if hasGit {
 		sc.gitEntry(fd, path.Join(rel, ".git"))
 	}
+	if bare == 7 {
+		sc.gitDir(fd, rel)
+	}
 	for _, name := range subdirs {
-		if depth+1 >= scanMaxDepth || sc.dirs >= scanMaxDirs {
-			sc.over = true
+		if depth+1 >= scanMaxDepth {
+			sc.over = "depth"
+			return
+		}
+		if sc.dirs >= scanMaxDirs {
+			sc.over = "count"
 			return
 		}
 		sc.dirs++
@@ -99,6 +114,16 @@ func (sc *scanner) walk(fd int, rel string, depth int) {
 			sc.walk(child, path.Join(rel, name), depth+1)
 		}
 	}
+}
+
+func bareBit(name string) int {
+	switch name {
+	case "objects":
+		return 2
+	case "refs":
+		return 4
+	}
+	return 0
 }
 
 // gitEntry checks a .git entry (rel) in directory parent: a git
@@ -169,6 +194,9 @@ func (sc *scanner) gitfile(parent int, rel string) {
 // gitDir checks git directory fd (rel): its config files, hooks and
 // commondir.
 func (sc *scanner) gitDir(fd int, rel string) {
+	if rel == "" {
+		rel = "."
+	}
 	if sc.seen[rel] {
 		return
 	}
@@ -177,18 +205,18 @@ func (sc *scanner) gitDir(fd int, rel string) {
 	if sc.config {
 		for _, name := range []string{"config", "config.worktree"} {
 			if !(top && name == "config" && sc.w.topExisted["config"]) {
-				sc.configFile(fd, rel+"/"+name, name)
+				sc.configFile(fd, path.Join(rel, name), name)
 			}
 		}
 	}
 	if sc.hooks && !(top && sc.w.topExisted["hooks"]) {
-		sc.hookDir(fd, rel+"/hooks")
+		sc.hookDir(fd, path.Join(rel, "hooks"))
 	}
 	if sc.commond && !(top && sc.w.topExisted["commondir"]) {
 		var st unix.Stat_t
 		if unix.Fstatat(fd, "commondir", &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
 			data, _ := readBounded(fd, "commondir", maxGitfileSize)
-			sc.add(rel+"/commondir", GitCommondir, "names another directory git would read config and hooks from", "commondir:"+string(data))
+			sc.add(path.Join(rel, "commondir"), GitCommondir, "names another directory git would read config and hooks from", "commondir:"+string(data))
 		}
 	}
 }
@@ -217,8 +245,20 @@ func (sc *scanner) configFile(fd int, rel, name string) {
 	}
 }
 
-// hookDir checks a hooks directory: an executable file or a link other
-// than git's *.sample files is a hook git would run.
+// hookNames are the hooks git runs, by name (githooks(5)).
+var hookNames = []string{
+	"applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit",
+	"prepare-commit-msg", "commit-msg", "post-commit", "pre-rebase", "post-checkout", "post-merge",
+	"pre-push", "pre-receive", "update", "proc-receive", "post-receive", "post-update",
+	"reference-transaction", "push-to-checkout", "pre-auto-gc", "post-rewrite", "sendemail-validate",
+	"fsmonitor-watchman", "p4-changelist", "p4-prepare-changelist", "p4-post-changelist",
+	"p4-pre-submit", "post-index-change",
+}
+
+// hookDir checks a hooks directory: each name git runs (hookNames) is
+// stat'ed directly, and an executable file or a link there is a hook git
+// would run. A directory with more than scanMaxHooks entries is itself a
+// finding: hermes does not list it through.
 func (sc *scanner) hookDir(gitfd int, rel string) {
 	var st unix.Stat_t
 	if unix.Fstatat(gitfd, "hooks", &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
@@ -234,16 +274,16 @@ func (sc *scanner) hookDir(gitfd int, rel string) {
 	}
 	f := os.NewFile(uintptr(fd), rel)
 	defer f.Close()
-	ents, _ := f.ReadDir(scanMaxHooks)
-	for _, e := range ents {
-		if strings.HasSuffix(e.Name(), ".sample") || strings.Contains(e.Name(), Refused) {
-			continue // git runs hooks by their exact names only
-		}
-		if unix.Fstatat(int(f.Fd()), e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+	if ents, _ := f.ReadDir(scanMaxHooks + 1); len(ents) > scanMaxHooks {
+		sc.add(rel, ".git/hooks/", fmt.Sprintf("a hooks directory with more than %d entries", scanMaxHooks), "crowded")
+		return
+	}
+	for _, name := range hookNames {
+		if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 			continue
 		}
 		if st.Mode&unix.S_IFMT == unix.S_IFLNK || st.Mode&unix.S_IFMT == unix.S_IFREG && st.Mode&0o111 != 0 {
-			sc.add(rel+"/"+e.Name(), ".git/hooks/", "a hook git would run", fmt.Sprintf("hook:%d:%d:%d", st.Size, st.Mtim.Sec, st.Mtim.Nsec))
+			sc.add(rel+"/"+name, ".git/hooks/", "a hook git would run", fmt.Sprintf("hook:%d:%d:%d", st.Size, st.Mtim.Sec, st.Mtim.Nsec))
 		}
 	}
 }

@@ -3,6 +3,8 @@ package protect
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path"
 	"sort"
 	"strconv"
@@ -66,6 +68,7 @@ type Watch struct {
 	// the host, so they are not checked.
 	topExisted map[string]bool
 	warned     bool
+	warn       io.Writer // the person's side of a cut-off scan; nil = os.Stderr
 }
 
 // finding is one thing to move aside: its workspace-relative path, why,
@@ -162,14 +165,41 @@ func (w *Watch) Check() string {
 	if b.Len() > 0 {
 		b.WriteString(w.set.EntryHint(entries...))
 	}
-	if incomplete && !w.warned {
+	if incomplete != "" && !w.warned {
 		w.warned = true
+		msg := cutOffNote(incomplete)
+		out := w.warn
+		if out == nil {
+			out = os.Stderr
+		}
+		fmt.Fprintln(out, msg)
 		if b.Len() > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "hermes: the workspace has more than %d directories; repositories below the first %d were not checked for settings that run code", scanMaxDirs, scanMaxDirs)
+		b.WriteString(msg)
 	}
 	return b.String()
+}
+
+// WarnTo sends the one notice that the workspace is too large or deep to
+// check in full to out (the person's terminal or log) as well as into the
+// command's output; by default it goes to os.Stderr.
+func (w *Watch) WarnTo(out io.Writer) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.warn = out
+	w.mu.Unlock()
+}
+
+// cutOffNote says why the scan stopped ("depth" or "count") and what that
+// leaves unchecked.
+func cutOffNote(reason string) string {
+	if reason == "depth" {
+		return fmt.Sprintf("hermes: the workspace has directories more than %d levels deep; repositories below that depth were not checked for settings that run code: check them before running git there on the host", scanMaxDepth)
+	}
+	return fmt.Sprintf("hermes: the workspace has more than %d directories; repositories below the first %d were not checked for settings that run code: check them before running git there on the host", scanMaxDirs, scanMaxDirs)
 }
 
 // Accept records the current state of rel (workspace-relative, slash-
