@@ -320,8 +320,23 @@ func (b *Box) Exec(ctx context.Context, req backend.ExecRequest) (backend.ExecRe
 
 // Start runs req in the background. Without req.Stdin the command reads
 // what the caller sends with Write, until CloseStdin (backend.Process).
+//
+// When it ends, the workspace is checked as after Exec; the note goes to
+// the person (protect.Watch.CheckForPerson), since nobody reads the
+// process's output for it.
 func (b *Box) Start(ctx context.Context, req backend.ExecRequest) (backend.Process, error) {
-	return b.start(ctx, req, req.Stdin == nil)
+	p, err := b.start(ctx, req, req.Stdin == nil)
+	if err != nil || b.watch == nil {
+		return p, err
+	}
+	go func() {
+		select {
+		case <-p.done:
+			b.watch.CheckForPerson()
+		case <-b.died:
+		}
+	}()
+	return p, nil
 }
 
 // start runs req; writable opens the command's stdin for Write even

@@ -18,3 +18,12 @@ func (b *Box) AcceptProtectedWrite(abs string) {
 	}
 	b.watch.Accept(filepath.ToSlash(rel))
 }
+
+// CheckProtected moves aside what the commands left in the bind workspace
+// that makes the host run code later (protect.Watch.Check, as after each
+// Exec) and returns the note, or "": for commands whose end the caller
+// sees (hermes box exec, box shell). An attached box has no Watch: the
+// hermes process that started it checks after its own next command.
+func (b *Box) CheckProtected() string {
+	return b.watch.Check()
+}

@@ -19,7 +19,7 @@ type scanner struct {
 	w       *Watch
 	root    int
 	dirs    int
-	over    string // why the walk stopped early: "depth" or "count"; "" when it did not
+	over    string          // why the walk stopped early: "depth" or "count"; "" when it did not
 	seen    map[string]bool // git directories checked (a gitfile may name one twice)
 	buf     []byte          // getdents64 buffer
 	found   []finding

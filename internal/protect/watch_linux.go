@@ -181,6 +181,21 @@ func (w *Watch) Check() string {
 	return b.String()
 }
 
+// CheckForPerson runs Check for a command whose output nobody reads as
+// the command's (one started in the background, a terminal session that
+// has ended) and writes the note to the person's side (WarnTo).
+func (w *Watch) CheckForPerson() {
+	if note := w.Check(); note != "" {
+		w.mu.Lock()
+		out := w.warn
+		w.mu.Unlock()
+		if out == nil {
+			out = os.Stderr
+		}
+		fmt.Fprintln(out, note)
+	}
+}
+
 // WarnTo sends the one notice that the workspace is too large or deep to
 // check in full to out (the person's terminal or log) as well as into the
 // command's output; by default it goes to os.Stderr.
