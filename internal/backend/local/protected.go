@@ -51,6 +51,7 @@ func (g *guard) setProtected(paths []string, ws string, canMount bool, warn io.W
 	}
 	g.protected, g.workspace = set, realPath(ws)
 	g.watch = set.Watch(g.workspace, canMount)
+	g.watch.WarnTo(warn) // a cut-off scan is told to the person too
 	if canMount {
 		g.protectMounts = true
 		return
