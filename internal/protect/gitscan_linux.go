@@ -44,6 +44,9 @@ func (w *Watch) scan(root int) ([]finding, string) {
 		return nil, ""
 	}
 	sc.walk(fd, "", 0)
+	if sc.over != "" && sc.config {
+		sc.gitlinks()
+	}
 	sortFindings(sc.found)
 	return sc.found, sc.over
 }
@@ -113,6 +116,35 @@ func (sc *scanner) walk(fd int, rel string, depth int) {
 		if err == nil {
 			sc.walk(child, path.Join(rel, name), depth+1)
 		}
+	}
+}
+
+// gitlinks checks, after a walk cut off at its bounds, the repositories
+// the top-level index records as gitlinks (Gitlinks): the user's `git
+// status` recurses into those wherever they lie.
+func (sc *scanner) gitlinks() {
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS}
+	git, err := unix.Openat2(sc.root, ".git", &how)
+	if err != nil {
+		return
+	}
+	defer unix.Close(git)
+	data, err := readBounded(git, "index", maxIndexSize)
+	if err != nil {
+		return
+	}
+	hashLen := 20
+	if cfg, err := readBounded(git, "config", maxConfigSize); err == nil && bytes.Contains(bytes.ToLower(cfg), []byte("sha256")) {
+		hashLen = 32
+	}
+	paths, _ := Gitlinks(data, hashLen) // the entries before a malformed one still count
+	for _, p := range paths {
+		dir, err := unix.Openat2(sc.root, p, &how)
+		if err != nil {
+			continue
+		}
+		sc.gitEntry(dir, path.Join(p, ".git"))
+		unix.Close(dir)
 	}
 }
 

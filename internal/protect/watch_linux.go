@@ -44,13 +44,16 @@ const Refused = ".refused-by-hermes"
 //
 // The scan visits at most scanMaxDirs directories, scanMaxDepth deep, and
 // does not descend into .git directories (it reads their config, hooks
-// and commondir, and the git directories gitfiles name).
+// and commondir, and the git directories gitfiles name). When it stops
+// at a bound, the gitlinks the top-level .git/index records are checked
+// wherever they lie, and the person and the model are told once.
 const (
 	scanMaxDirs     = 50000
 	scanMaxDepth    = 32
 	scanMaxHooks    = 1000
 	maxConfigSize   = 1 << 20
 	maxGitfileSize  = 4096
+	maxIndexSize    = 64 << 20
 	maxRenameTrials = 20
 )
 
