@@ -93,6 +93,13 @@ func (b *Box) Task() string { return b.task }
 // InitPID is the host pid of the box's init (PID 1 inside).
 func (b *Box) InitPID() int { return b.initPID }
 
+// Died is closed when the box has stopped: its init ended (killed, the
+// kernel's OOM killer included) or its control connection closed.
+func (b *Box) Died() <-chan struct{} { return b.died }
+
+// DeathReason says how the init of a box that stopped by itself ended.
+func (b *Box) DeathReason() string { return b.deathReason() }
+
 // Workdir is the default working directory of commands.
 func (b *Box) Workdir() string { return b.workdir }
 

@@ -27,15 +27,20 @@ import (
 // the box is up and removed when it stops. PID and StartTime (field 22 of
 // /proc/PID/stat) tell that process from one that reused its pid.
 type startedBox struct {
-	Task      string    `json:"task"`
-	PID       int       `json:"pid"`
-	StartTime uint64    `json:"start_time"`
-	InitPID   int       `json:"init_pid"`
-	Ports     []string  `json:"ports,omitempty"` // "127.0.0.1:8080->8080"
-	Command   []string  `json:"command,omitempty"`
-	StartedAt time.Time `json:"started_at"`
-	StopAt    time.Time `json:"stop_at,omitzero"` // --lifetime's end; zero = none
-	Log       string    `json:"log"`
+	Task      string `json:"task"`
+	PID       int    `json:"pid"`
+	StartTime uint64 `json:"start_time"`
+	InitPID   int    `json:"init_pid"`
+	// InitStartTime is the init's start time: with its parent (the owner)
+	// it tells the init from a process that reused its pid after the init
+	// died (killed, or by the OOM killer). Records without one are not
+	// trusted with the init's pid.
+	InitStartTime uint64    `json:"init_start_time,omitempty"`
+	Ports         []string  `json:"ports,omitempty"` // "127.0.0.1:8080->8080"
+	Command       []string  `json:"command,omitempty"`
+	StartedAt     time.Time `json:"started_at"`
+	StopAt        time.Time `json:"stop_at,omitzero"` // --lifetime's end; zero = none
+	Log           string    `json:"log"`
 }
 
 func startedDir(home string) string { return filepath.Join(home, "boxes-started") }
@@ -50,6 +55,18 @@ func (s startedBox) alive() bool { return s.owner().Alive() }
 // owner is the hermes process that owns the started box.
 func (s startedBox) owner() procident.Process {
 	return procident.Process{PID: s.PID, StartTime: s.StartTime}
+}
+
+// initRuns reports whether the box's init named by s still runs: same pid
+// and start time, and a child of the owner. Only then may its pid be used
+// to find (and signal) the box's processes.
+func (s startedBox) initRuns() bool {
+	init := procident.Process{PID: s.InitPID, StartTime: s.InitStartTime}
+	if s.InitStartTime == 0 || !init.Alive() {
+		return false
+	}
+	ppid, err := procident.Parent(s.InitPID)
+	return err == nil && ppid == s.PID && init.Alive()
 }
 
 // readStartedBox returns the record of a box hermes box start runs, and
@@ -340,12 +357,18 @@ func (a *App) stopStartedBox(task string, timeout time.Duration) error {
 		return fmt.Errorf("box %s is not running from hermes box start (hermes box ls lists boxes; one an agent session or box exec runs stops with that process)", box.QuoteName(task))
 	}
 	owner := s.owner()
-	left, err := box.TerminateProcesses(s.InitPID, timeout)
-	if err != nil && owner.Alive() {
-		fmt.Fprintf(a.Stderr, "hermes: box %s: %v\n", box.QuoteName(task), err)
-	}
-	if left > 0 {
-		fmt.Fprintf(a.Stderr, "hermes: box %s: %d processes still ran %s after SIGTERM: killed\n", box.QuoteName(task), left, timeout)
+	if !s.initRuns() {
+		// The init died (killed, or by the OOM killer) and its pid may
+		// name another process now: signal nothing but the owner.
+		fmt.Fprintf(a.Stderr, "hermes: box %s: its init (pid %d) no longer runs; stopping the hermes process that ran it\n", box.QuoteName(task), s.InitPID)
+	} else {
+		left, err := box.TerminateProcesses(s.InitPID, timeout)
+		if err != nil && owner.Alive() {
+			fmt.Fprintf(a.Stderr, "hermes: box %s: %v\n", box.QuoteName(task), err)
+		}
+		if left > 0 {
+			fmt.Fprintf(a.Stderr, "hermes: box %s: %d processes still ran %s after SIGTERM: killed\n", box.QuoteName(task), left, timeout)
+		}
 	}
 	if err := syscall.Kill(s.PID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("signal the process running box %s (pid %d): %w", task, s.PID, err)

@@ -64,6 +64,11 @@ func (a *App) runStartedBox(ctx context.Context, task string, argv []string, o b
 	fmt.Fprintf(a.Stderr, "hermes: box %s started at %s\n", task, a.Now().Format(time.RFC3339))
 	why := a.waitStartedBox(ctx, b, o, exited)
 	fmt.Fprintf(a.Stderr, "hermes: box %s stopping: %s\n", task, why)
+	select {
+	case <-b.Died():
+		return nil // nothing of the box runs; its pid may be another's now
+	default:
+	}
 	if left, err := box.TerminateProcesses(b.InitPID(), o.stopTimeout); err != nil {
 		fmt.Fprintf(a.Stderr, "hermes: box %s: %v\n", task, err)
 	} else if left > 0 {
@@ -101,7 +106,8 @@ func (a *App) bootStartedBox(ctx context.Context, task string, argv []string, o 
 		return nil, nil, startedBox{}, err
 	}
 	start, _, _ := procident.StartTime(os.Getpid())
-	rec := startedBox{Task: task, PID: os.Getpid(), StartTime: start, InitPID: b.InitPID(), Command: argv,
+	initStart, _, _ := procident.StartTime(b.InitPID())
+	rec := startedBox{Task: task, PID: os.Getpid(), StartTime: start, InitPID: b.InitPID(), InitStartTime: initStart, Command: argv,
 		StartedAt: a.Now(), Log: startedLogPath(a.Home(), task)}
 	if o.lifetime > 0 {
 		rec.StopAt = rec.StartedAt.Add(o.lifetime)
@@ -156,6 +162,8 @@ func (a *App) waitStartedBox(ctx context.Context, b *box.Box, o boxStartOptions,
 			return fmt.Sprintf("its lifetime of %s is over", o.lifetime)
 		case why := <-exited:
 			return why
+		case <-b.Died(): // the init was killed (the OOM killer too): stop at once
+			return b.DeathReason()
 		case now := <-idleTick:
 			procs, err := box.Processes(b.InitPID())
 			if err != nil {
