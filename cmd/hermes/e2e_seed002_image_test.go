@@ -97,11 +97,12 @@ func hermesLayerFiles(t *testing.T) []ocitest.File {
 			t.Fatalf("ldd %s lists %s: %v", hermesBin, field, err)
 		}
 		rel := strings.TrimPrefix(field, "/")
+		var parents []ocitest.File // outermost first
 		for d := filepath.Dir(rel); d != "." && !dirs[d]; d = filepath.Dir(d) {
 			dirs[d] = true
-			files = append(files, ocitest.File{Name: d + "/", Type: tar.TypeDir})
+			parents = append([]ocitest.File{{Name: d + "/", Type: tar.TypeDir}}, parents...)
 		}
-		files = append(files, ocitest.File{Name: rel, Mode: 0o755, Data: data})
+		files = append(append(files, parents...), ocitest.File{Name: rel, Mode: 0o755, Data: data})
 	}
 	return files
 }
