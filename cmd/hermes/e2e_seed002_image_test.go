@@ -21,7 +21,8 @@ import (
 // Seed 002's SimpleBox(image=".../hermes-agent:...") as `hermes box start
 // --image`: a hermes-agent image (BusyBox plus the hermes binary built
 // from this tree) pushed to a loopback docker-registry; box start pulls it
-// and runs its Entrypoint+Cmd in its WorkingDir with its Env, box ls
+// and runs its Entrypoint+Cmd in its WorkingDir with its Env as its User
+// (a name from its /etc/passwd), box ls
 // shows the image and its exposed port, `hermes --version` runs inside as
 // the seed checks it, and box stop ends the box.
 func TestSeed002BoxStartFromHermesAgentImage(t *testing.T) {
@@ -36,6 +37,7 @@ func TestSeed002BoxStartFromHermesAgentImage(t *testing.T) {
 	cfg := v1.Config{
 		Env:          []string{"PATH=/usr/local/bin:/bin", "SEED=002"},
 		WorkingDir:   "/srv",
+		User:         "nobody", // resolved from the image's /etc/passwd: 65534:65534
 		Entrypoint:   []string{"/bin/sh", "-c"},
 		Cmd:          []string{"pwd > /tmp/started; echo $SEED >> /tmp/started; exec sleep 3600"},
 		ExposedPorts: map[string]struct{}{"8642/tcp": {}},
@@ -61,8 +63,8 @@ func TestSeed002BoxStartFromHermesAgentImage(t *testing.T) {
 	if v := e.mustRun("box", "exec", task, "--", "hermes", "--version"); !strings.HasPrefix(v.stdout, "Hermes Agent v") {
 		t.Errorf("hermes --version in the box:\n%s", v)
 	}
-	if v := e.mustRun("box", "exec", task, "--", "sh", "-c", "command -v hermes; pwd"); v.stdout != "/usr/local/bin/hermes\n/srv\n" {
-		t.Errorf("hermes on the image's PATH, in its WorkingDir: %q", v.stdout)
+	if v := e.mustRun("box", "exec", task, "--", "sh", "-c", "command -v hermes; pwd; id -u; id -g; stat -c %u /tmp/started"); v.stdout != "/usr/local/bin/hermes\n/srv\n65534\n65534\n65534\n" {
+		t.Errorf("hermes on the image's PATH, in its WorkingDir, as its User (and the Entrypoint too): %q", v.stdout)
 	}
 	ls := e.mustRun("box", "ls")
 	if !strings.Contains(ls.stdout, ref+" (ports 8642/tcp)") || !strings.Contains(ls.stdout, "running (box start") {
