@@ -17,7 +17,7 @@ import (
 	"github.com/hermes-go/hermes/internal/tool"
 )
 
-func openCorpus(b *testing.B) *store.Store {
+func openCorpus(b *testing.B) store.Store {
 	b.Helper()
 	path, err := corpusPath(corpusMessages(), b.Logf)
 	if err != nil {
@@ -65,8 +65,13 @@ var queryKinds = []struct {
 	{"no-match", store.SortRelevance, []string{"zqxvbnmw", "timeout zqxvbnmw", `"disk kazudor panic"`, "qqzzy*", "nginx zz"}, true},
 }
 
-func BenchmarkStoreSearch(b *testing.B) {
-	st := openCorpus(b)
+func BenchmarkStoreSearch(b *testing.B) { searchKinds(b, openCorpus(b)) }
+
+// BenchmarkPostgresSearch runs the same queries over a copy of the corpus
+// in PostgreSQL (HERMES_BENCH_DATABASE_URL; skipped without it).
+func BenchmarkPostgresSearch(b *testing.B) { searchKinds(b, openPostgresCorpus(b)) }
+
+func searchKinds(b *testing.B, st store.Store) {
 	ctx := context.Background()
 	for _, k := range queryKinds {
 		b.Run(k.name, func(b *testing.B) {

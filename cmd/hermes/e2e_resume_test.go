@@ -143,6 +143,7 @@ func (e *e2e) startUntilToolRuns(args ...string) (wait func() result, signal fun
 		cmd.Process.Kill()
 		e.t.Fatalf("the terminal tool never started\n%s", <-done)
 	}
+	sleeper = hostPID(e.t, sleeper, e.workspace)
 	e.t.Cleanup(func() { syscall.Kill(sleeper, syscall.SIGKILL) })
 	wait = func() result { return <-done }
 	signal = func(sig syscall.Signal) {
@@ -216,6 +217,7 @@ func TestSigtermDuringToolCallStoresCancelledResult(t *testing.T) {
 	e.configureModel()
 	wait, signal := e.startUntilToolRuns("chat", "-Q", "--yolo", "-q", "run the long job")
 	pid, _ := strconv.Atoi(strings.TrimSpace(readFile(t, filepath.Join(e.workspace, "sleeper.pid"))))
+	pid = hostPID(t, pid, e.workspace)
 	signal(syscall.SIGTERM)
 	res := wait()
 	if res.code != 143 {

@@ -232,7 +232,7 @@ func (s *Server) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (s
 // anyStore is the state.db of any runtime (they share HERMES_HOME),
 // starting one for cwd (or the process's cwd) when none is started; the
 // caller calls release when done with it.
-func (s *Server) anyStore(ctx context.Context, cwd *string) (*store.Store, func(), error) {
+func (s *Server) anyStore(ctx context.Context, cwd *string) (store.Store, func(), error) {
 	s.mu.Lock()
 	for _, e := range s.runtimes {
 		s.tick++

@@ -16,7 +16,7 @@ import (
 )
 
 // storeRewriter persists compacted histories in the real session store.
-type storeRewriter struct{ st *store.Store }
+type storeRewriter struct{ st store.Store }
 
 func (w storeRewriter) RewriteHistory(ctx context.Context, sessionID string, msgs []llm.Message) error {
 	return w.st.ReplaceActive(ctx, sessionID, msgs)
@@ -37,7 +37,7 @@ func (c *testClock) Advance(d time.Duration) {
 
 // longHistory is a stored conversation of 9 messages whose middle is easy to
 // recognise, with tool calls right at the cut points of first 2 / last 3.
-func longHistory(t *testing.T, st *store.Store, sid string) []llm.Message {
+func longHistory(t *testing.T, st store.Store, sid string) []llm.Message {
 	t.Helper()
 	pad := strings.Repeat("lorem ipsum ", 60)
 	h := []llm.Message{

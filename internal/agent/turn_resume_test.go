@@ -16,7 +16,7 @@ import (
 
 // signalRecorder forwards to the store and reports each stored tool result.
 type signalRecorder struct {
-	*store.Store
+	store.Store
 	results chan string
 }
 

@@ -19,7 +19,7 @@ import (
 )
 
 // openStore opens a real session store in a temp dir with one session.
-func openStore(t *testing.T) (*store.Store, string) {
+func openStore(t *testing.T) (store.Store, string) {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), store.FileName))
 	if err != nil {

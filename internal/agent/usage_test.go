@@ -13,7 +13,7 @@ import (
 
 // usageCounter is the session store counting its separate AddUsage calls.
 type usageCounter struct {
-	*store.Store
+	store.Store
 	addUsage atomic.Int32
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/egress"
 	"github.com/hermes-go/hermes/internal/httpguard"
+	"github.com/hermes-go/hermes/internal/protect"
 )
 
 // maxCapturedOutput caps ExecResult.Output (the Output writer still sees
@@ -46,13 +47,13 @@ type Box struct {
 	shell    string
 	env      []string
 	spec     wire.InitSpec
-	// hadCommondir: the bind workspace's .git/commondir existed when the
-	// box started (moveCommondirAside leaves it alone).
-	hadCommondir bool
-	persist      bool
-	initPID      int
-	cmd          *exec.Cmd // nil when attached
-	fc           *wire.Conn
+	// watch: the bind workspace as the box started; after each command
+	// the host moves aside what is new and runs code (protect.Watch).
+	watch   *protect.Watch
+	persist bool
+	initPID int
+	cmd     *exec.Cmd // nil when attached
+	fc      *wire.Conn
 	// attachPath is the attach socket of a box another process runs, which
 	// this Box reached through it (Attach); "" for the owner's Box.
 	attachPath string
@@ -314,7 +315,7 @@ func (b *Box) Exec(ctx context.Context, req backend.ExecRequest) (backend.ExecRe
 		return backend.ExecResult{}, err
 	}
 	res, err := p.Wait(ctx)
-	if note := b.moveCommondirAside(); note != "" && err == nil {
+	if note := b.watch.Check(); note != "" && err == nil {
 		res.Output = append(res.Output, "\n"+note+"\n"...)
 	}
 	return res, err

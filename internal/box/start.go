@@ -316,7 +316,7 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		dials: map[uint64]chan net.Conn{}, now: m.now, lastUsed: m.now(),
 	}
 	if !spec.WorkspaceOverlay {
-		b.hadCommondir = protect.New(spec.Protected).CommondirPresent(spec.Workspace)
+		b.watch = protect.New(spec.Protected).Watch(spec.Workspace, true)
 	}
 	if lm := hostLayer(); lm != nil {
 		if err := lm.send(b.conns); err != nil {

@@ -104,7 +104,7 @@ func (a *App) newBoxPruneCmd() *cobra.Command {
 			}
 			var doomed []string
 			var freed int64
-			err := a.withSessionStore(func(st *store.Store) error {
+			err := a.withSessionStore(func(st store.Store) error {
 				var err error
 				doomed, freed, err = a.prunable(cmd.Context(), st, olderThan, time.Now())
 				return err
@@ -132,7 +132,7 @@ func (a *App) newBoxPruneCmd() *cobra.Command {
 
 // prunable lists the boxes prune deletes (see newBoxPruneCmd) and the
 // bytes their layers use.
-func (a *App) prunable(ctx context.Context, st *store.Store, olderThan time.Duration, now time.Time) ([]string, int64, error) {
+func (a *App) prunable(ctx context.Context, st store.Store, olderThan time.Duration, now time.Time) ([]string, int64, error) {
 	boxes, err := box.ListBoxes(a.Home())
 	if err != nil {
 		return nil, 0, err

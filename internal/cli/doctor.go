@@ -47,7 +47,7 @@ func (a *App) newDoctorCmd() *cobra.Command {
 // packages are appended here: the box's leftover-cgroup sweeper and the
 // local backend guard's status plug in as further doctor.Check values.
 func (a *App) doctorChecks() []doctor.Check {
-	return append(doctor.Checks(), localGuardCheck(local.LandlockABI), a.hostedBackendCheck(), boxLeftoversCheck())
+	return append(doctor.Checks(), localGuardCheck(local.LandlockABI), a.hostedBackendCheck(), boxLeftoversCheck(), databaseCheck())
 }
 
 // doctorEnv loads what the checks look at; a config that fails to load is

@@ -104,7 +104,7 @@ const lockOwner = "hermes chat"
 // turns in one session. When another process holds it, the turn says so on
 // stderr and waits (Ctrl-C gives up), then continues from the history that
 // process stored.
-func (a *App) turnLock(owner string) func(context.Context, *store.Store, string) (func(), error) {
+func (a *App) turnLock(owner string) func(context.Context, store.Store, string) (func(), error) {
 	return session.WaitLock(owner, func(b *store.BusyError) {
 		fmt.Fprintf(a.Stderr, "hermes: %v; waiting for that turn to finish (Ctrl-C to give up)\n", b)
 	})
@@ -217,8 +217,8 @@ func (a *App) newLocalBackend(c *config.Config, cwd string, environ func() []str
 	return local.NewWithOptions(local.Options{
 		Cwd: cwd, Passthrough: c.Terminal.EnvPassthrough, Environ: environ,
 		Sandbox: local.Sandbox(mode), WritablePaths: c.Terminal.WritablePaths, HermesHome: a.Home(),
-		ProtectedPaths: c.Terminal.ProtectedPaths,
-		Supervise:      true, Warn: a.Stderr,
+		ProtectedPaths: c.Terminal.ProtectedPaths, PIDInit: a.Executable,
+		Supervise: true, Warn: a.Stderr,
 	})
 }
 

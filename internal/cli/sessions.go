@@ -3,14 +3,20 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"github.com/hermes-go/hermes/internal/atomicfile"
 	"io"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/hermes-go/hermes/internal/atomicfile"
+	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/database"
+	"github.com/hermes-go/hermes/internal/store/postgres"
 
 	"github.com/spf13/cobra"
 
@@ -31,22 +37,42 @@ func (a *App) newSessionsCmd() *cobra.Command {
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(a.newSessionsListCmd(), a.newSessionsShowCmd(), a.newSessionsExportCmd(),
-		a.newSessionsDeleteCmd(), a.newSessionsRenameCmd(), a.newSessionsSearchCmd())
+		a.newSessionsDeleteCmd(), a.newSessionsRenameCmd(), a.newSessionsSearchCmd(), a.newSessionsMigrateCmd())
 	return cmd
 }
 
-// openSessionStore opens HERMES_HOME/state.db with the app's clock.
-func (a *App) openSessionStore() (*store.Store, error) {
-	return store.Open(filepath.Join(a.Home(), store.FileName), store.WithClock(a.Now))
+// openSessionStore opens the session store config.yaml's database:
+// section chooses (HERMES_HOME/state.db by default) with the app's clock.
+func (a *App) openSessionStore() (store.Store, error) {
+	l, err := config.Load(a.Home(), config.LoadOptions{Getenv: a.Getenv})
+	if err != nil {
+		return nil, err
+	}
+	return database.Open(context.Background(), l.Config.Database, a.Home(), l.Getenv, store.WithClock(a.Now))
+}
+
+// sessionsInPostgres reports whether config.yaml puts sessions in
+// PostgreSQL (database.backend: postgres).
+func (a *App) sessionsInPostgres() bool {
+	l, err := config.Load(a.Home(), config.LoadOptions{Getenv: a.Getenv})
+	if err != nil {
+		return false
+	}
+	b, err := database.BackendOf(l.Config.Database)
+	return err == nil && b == database.Postgres
 }
 
 // readSessionStore runs fn, which only reads, with the session store open;
 // on a read-only HERMES_HOME (where opening for writing fails) the store is
 // opened read-only.
-func (a *App) readSessionStore(fn func(st *store.Store) error) error {
+func (a *App) readSessionStore(fn func(st store.Store) error) error {
 	st, err := a.openSessionStore()
 	if err != nil {
 		var rerr error
+		var pe *postgres.OpenError
+		if errors.As(err, &pe) {
+			return err // PostgreSQL: state.db is not where the sessions are
+		}
 		if st, rerr = store.OpenReadOnly(filepath.Join(a.Home(), store.FileName), store.WithClock(a.Now)); rerr != nil {
 			return err // the reason writing failed says more than the read-only attempt
 		}
@@ -56,7 +82,7 @@ func (a *App) readSessionStore(fn func(st *store.Store) error) error {
 }
 
 // withSessionStore runs fn with the session store open.
-func (a *App) withSessionStore(fn func(st *store.Store) error) error {
+func (a *App) withSessionStore(fn func(st store.Store) error) error {
 	st, err := a.openSessionStore()
 	if err != nil {
 		return err
@@ -76,7 +102,7 @@ func (a *App) newSessionsListCmd() *cobra.Command {
 			if limit < 1 {
 				return fmt.Errorf("--limit %d: give the number of sessions to list (1 or more)", limit)
 			}
-			return a.readSessionStore(func(st *store.Store) error {
+			return a.readSessionStore(func(st store.Store) error {
 				list, err := st.List(cmd.Context(), store.ListOptions{Limit: limit, Source: source})
 				if err != nil {
 					return err
@@ -115,7 +141,7 @@ func (a *App) newSessionsShowCmd() *cobra.Command {
 		Short: "print a session's details and conversation",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.readSessionStore(func(st *store.Store) error {
+			return a.readSessionStore(func(st store.Store) error {
 				s, err := st.Resolve(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -145,7 +171,7 @@ func (a *App) newSessionsExportCmd() *cobra.Command {
 			if format != "jsonl" && format != "md" {
 				return fmt.Errorf("--format %q: use jsonl or md", format)
 			}
-			return a.readSessionStore(func(st *store.Store) error {
+			return a.readSessionStore(func(st store.Store) error {
 				s, err := st.Resolve(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -193,7 +219,7 @@ func (a *App) newSessionsDeleteCmd() *cobra.Command {
 		Short: "delete a session, its messages and its box (asked on a terminal; --keep-box keeps the box)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withSessionStore(func(st *store.Store) error {
+			return a.withSessionStore(func(st store.Store) error {
 				s, err := st.Resolve(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -229,7 +255,7 @@ func (a *App) newSessionsRenameCmd() *cobra.Command {
 		Short: "set a session's title (unique; an empty title clears it)",
 		Args:  cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withSessionStore(func(st *store.Store) error {
+			return a.withSessionStore(func(st store.Store) error {
 				s, err := st.Resolve(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -276,7 +302,7 @@ func (a *App) newSessionsSearchCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--sort: %w", err)
 			}
-			return a.readSessionStore(func(st *store.Store) error {
+			return a.readSessionStore(func(st store.Store) error {
 				o := store.SearchOptions{Query: strings.Join(args, " "), Limit: limit, Sort: sort, Roles: roles,
 					Highlight: a.searchHighlight()}
 				if session != "" {

@@ -18,6 +18,7 @@ import (
 type sessionsEnv struct {
 	home string
 	a, b store.Session
+	env  map[string]string // more environment for the app
 }
 
 // newSessionsEnv makes a HERMES_HOME with two stored sessions.
@@ -69,7 +70,7 @@ func (e *sessionsEnv) run(t *testing.T, stdin string, terminal bool, args ...str
 			if k == "HERMES_HOME" {
 				return e.home
 			}
-			return ""
+			return e.env[k]
 		},
 		Environ: func() []string { return nil }, Now: time.Now, IsTerminal: terminal,
 	}

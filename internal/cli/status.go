@@ -91,11 +91,11 @@ func (a *App) printStatusConfig(l *config.Loaded) {
 
 func (a *App) printRecentSessions(cmd *cobra.Command) error {
 	w := a.Stdout
-	if _, err := os.Stat(filepath.Join(a.Home(), store.FileName)); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(a.Home(), store.FileName)); errors.Is(err, os.ErrNotExist) && !a.sessionsInPostgres() {
 		fmt.Fprintln(w, "sessions     none yet")
 		return nil
 	}
-	return a.withSessionStore(func(st *store.Store) error {
+	return a.withSessionStore(func(st store.Store) error {
 		list, err := st.List(cmd.Context(), store.ListOptions{Limit: statusSessions})
 		if err != nil {
 			return err

@@ -42,6 +42,19 @@ type Config struct {
 	// Delegation configures delegate_task's subagents.
 	Delegation    DelegationConfig  `yaml:"delegation"`
 	FallbackModel *FallbackProvider `yaml:"fallback_model"`
+	// Database chooses where sessions live (Hermes "database").
+	Database DatabaseConfig `yaml:"database"`
+}
+
+// DatabaseConfig is the database: section: the session store.
+type DatabaseConfig struct {
+	// Backend is sqlite (default: HERMES_HOME/state.db) or postgres.
+	Backend string `yaml:"backend"`
+	// URL is the PostgreSQL URL when HERMES_DATABASE_URL is not set
+	// (prefer the variable, or ${VAR}: the URL may hold a password).
+	URL string `yaml:"url"`
+	// Schema holds hermes's tables in PostgreSQL ("" = hermes).
+	Schema string `yaml:"schema"`
 }
 
 // ModelConfig is the model: section.

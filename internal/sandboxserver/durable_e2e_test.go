@@ -52,6 +52,13 @@ func startServer(t *testing.T, bin, home, api, envd string, keys ...string) *ser
 	for _, k := range keys {
 		args = append(args, "--api-key", k)
 	}
+	return startServerArgs(t, bin, home, api, args)
+}
+
+// startServerArgs starts hermes with args on home (its API at api) and
+// waits until it answers, as startServer.
+func startServerArgs(t *testing.T, bin, home, api string, args []string) *serverProcess {
+	t.Helper()
 	p := &serverProcess{cmd: exec.Command(bin, args...), exited: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), "HERMES_HOME="+home)
 	p.cmd.Stdout, p.cmd.Stderr = &p.log, &p.log

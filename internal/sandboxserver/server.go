@@ -153,6 +153,7 @@ type Server struct {
 	removals  sync.WaitGroup // boxes of killed sandboxes being removed
 	queued    *queueBudget   // output queued for slow stream readers
 	transfers *transferBudget
+	fleet     *fleet // nil on a lone server (fleet.go)
 }
 
 // sandbox is one sandbox's record.

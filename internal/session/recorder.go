@@ -13,7 +13,7 @@ import (
 // written with its first message, so a run killed before that leaves no
 // empty session behind.
 type recorder struct {
-	st   *store.Store
+	st   store.Store
 	lazy *store.Recorder
 }
 

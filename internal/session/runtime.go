@@ -15,19 +15,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hermes-go/hermes/internal/browser"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hermes-go/hermes/internal/browser"
 
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/approval"
 	"github.com/hermes-go/hermes/internal/backend"
 	"github.com/hermes-go/hermes/internal/backend/local"
 	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/database"
 	"github.com/hermes-go/hermes/internal/llm"
 	"github.com/hermes-go/hermes/internal/llm/providers"
 	"github.com/hermes-go/hermes/internal/memory"
@@ -79,7 +80,7 @@ type Options struct {
 	// unlock releases it. Within the process the runtime already runs one
 	// turn at a time. Every front end should set it, so that two processes
 	// never interleave their turns in one session.
-	Lock func(ctx context.Context, st *store.Store, sessionID string) (unlock func(), err error)
+	Lock func(ctx context.Context, st store.Store, sessionID string) (unlock func(), err error)
 	// Files, when set, lets the file tools read and write through a front
 	// end (an ACP client's editor buffers); nil uses the backend only.
 	Files tool.FileAccess
@@ -99,9 +100,9 @@ type Options struct {
 // WaitLock is an Options.Lock taking state.db's per-session turn lock
 // (store.WaitLockSession) as owner; when another process holds it, waiting
 // is told once (to tell the person) and the turn waits for it.
-func WaitLock(owner string, waiting func(*store.BusyError)) func(context.Context, *store.Store, string) (func(), error) {
-	return func(ctx context.Context, st *store.Store, sessionID string) (func(), error) {
-		return st.WaitLockSession(ctx, sessionID, owner, 0, waiting)
+func WaitLock(owner string, waiting func(*store.BusyError)) func(context.Context, store.Store, string) (func(), error) {
+	return func(ctx context.Context, st store.Store, sessionID string) (func(), error) {
+		return store.WaitLockSession(ctx, st, sessionID, owner, 0, waiting)
 	}
 }
 
@@ -114,7 +115,7 @@ const emptySessionGrace = time.Hour
 type Runtime struct {
 	opts      Options
 	cfg       *config.Config
-	store     *store.Store
+	store     store.Store
 	lazy      *store.Recorder
 	provider  llm.Provider
 	provName  string
@@ -192,11 +193,11 @@ func New(ctx context.Context, o Options) (*Runtime, error) {
 	if o.ExitAfterClose {
 		storeOpts = append(storeOpts, store.WithExitAfterClose())
 	}
-	if rt.store, err = store.Open(filepath.Join(o.Home, store.FileName), storeOpts...); err != nil {
-		return nil, err // already "session store: open PATH: ..."
+	if rt.store, err = database.Open(context.Background(), c.Database, o.Home, o.Config.Getenv, storeOpts...); err != nil {
+		return nil, err // already "session store PATH: ..." or names the database server
 	}
 	rt.closers = append(rt.closers, rt.store.Close)
-	rt.lazy = rt.store.NewRecorder()
+	rt.lazy = store.NewRecorder(rt.store)
 	// Rows a killed run of an older build left without messages. Best
 	// effort: a read-only HERMES_HOME must not stop the run here.
 	_, _ = rt.store.PruneEmpty(ctx, emptySessionGrace)
@@ -312,7 +313,7 @@ func (rt *Runtime) Recorder() interface {
 func (rt *Runtime) Home() string { return rt.opts.Home }
 
 // Store is the session store (state.db).
-func (rt *Runtime) Store() *store.Store { return rt.store }
+func (rt *Runtime) Store() store.Store { return rt.store }
 
 // Approvals is the approval service every session's tools ask.
 func (rt *Runtime) Approvals() *approval.Service { return rt.approvals }

@@ -21,7 +21,7 @@ const walTruncatePages = 4096
 // writer of the process) waited; under disk load that was up to 150 ms a
 // time. PASSIVE neither waits for nor blocks writers and readers. The
 // returned func stops the loop and waits for it.
-func (s *Store) startCheckpoints(interval time.Duration) (stop func()) {
+func (s *SQLite) startCheckpoints(interval time.Duration) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -53,7 +53,7 @@ func (s *Store) startCheckpoints(interval time.Duration) (stop func()) {
 // truncates the WAL when it has grown past walTruncatePages and every frame
 // could be copied. Errors are ignored: the next round tries again, and the
 // data is safe in the WAL meanwhile.
-func (s *Store) checkpoint() {
+func (s *SQLite) checkpoint() {
 	var busy, logPages, done int
 	if err := s.db.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logPages, &done); err != nil {
 		return

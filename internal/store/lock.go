@@ -94,7 +94,7 @@ func (p processIdentity) alive() bool {
 // crashed: detected by pid, process start time and boot id) is taken over.
 // While a live holder has it, LockSession returns a *BusyError at once.
 // The session row need not exist yet. unlock is safe to call more than once.
-func (s *Store) LockSession(ctx context.Context, sessionID, owner string) (unlock func(), err error) {
+func (s *SQLite) LockSession(ctx context.Context, sessionID, owner string) (unlock func(), err error) {
 	var tok [8]byte
 	if _, err := rand.Read(tok[:]); err != nil {
 		return nil, err
@@ -140,11 +140,11 @@ func (s *Store) LockSession(ctx context.Context, sessionID, owner string) (unloc
 	}, nil
 }
 
-// WaitLockSession is LockSession that waits while the session is busy,
+// WaitLockSession is s.LockSession that waits while the session is busy,
 // polling every pollEvery (≤ 0: 200 ms). waiting, if not nil, is called
 // once with the holder when the first attempt finds the session busy (to
 // tell a person). It returns ctx's error if ctx ends first.
-func (s *Store) WaitLockSession(ctx context.Context, sessionID, owner string, pollEvery time.Duration,
+func WaitLockSession(ctx context.Context, s Store, sessionID, owner string, pollEvery time.Duration,
 	waiting func(*BusyError)) (unlock func(), err error) {
 	if pollEvery <= 0 {
 		pollEvery = 200 * time.Millisecond

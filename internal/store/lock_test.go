@@ -4,47 +4,8 @@ import (
 	"context"
 	"errors"
 	"os/exec"
-	"strings"
 	"testing"
-	"time"
 )
-
-// A session's turn lock is exclusive across Store handles (processes open
-// their own), is released by unlock, and names its holder when busy.
-func TestLockSessionExclusive(t *testing.T) {
-	a := openTestStore(t, "")
-	b, err := Open(a.Path(), WithClock(a.now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	ctx := context.Background()
-	unlock, err := a.LockSession(ctx, "s1", "hermes chat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = b.LockSession(ctx, "s1", "gateway")
-	var busy *BusyError
-	if !errors.As(err, &busy) || !errors.Is(err, ErrSessionBusy) || busy.Owner != "hermes chat" {
-		t.Fatalf("second lock: %v, want busy held by hermes chat", err)
-	}
-	if !strings.Contains(err.Error(), "s1") || !strings.Contains(err.Error(), "pid") {
-		t.Errorf("busy error %q does not name the session and holder pid", err)
-	}
-	// Another session is independent.
-	u2, err := b.LockSession(ctx, "s2", "gateway")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u2()
-	unlock()
-	unlock() // twice is harmless
-	u3, err := b.LockSession(ctx, "s1", "gateway")
-	if err != nil {
-		t.Fatalf("after unlock: %v", err)
-	}
-	u3()
-}
 
 // A lock left by a process that has exited (kill -9) is taken over: the
 // holder is recognised by pid and process start time, so a reused pid does
@@ -93,43 +54,4 @@ func TestLockSessionTakesOverStaleHolder(t *testing.T) {
 		t.Fatalf("killed holder: %v, want the stale lock taken over", err)
 	}
 	unlock()
-}
-
-// WaitLockSession tells the caller once that it waits, then gets the lock
-// when the holder releases it; a cancelled context ends the wait.
-func TestWaitLockSession(t *testing.T) {
-	st := openTestStore(t, "")
-	ctx := context.Background()
-	unlock, err := st.LockSession(ctx, "s", "first")
-	if err != nil {
-		t.Fatal(err)
-	}
-	told := make(chan *BusyError, 2)
-	got := make(chan error, 1)
-	go func() {
-		u, err := st.WaitLockSession(ctx, "s", "second", 10*time.Millisecond, func(b *BusyError) { told <- b })
-		if err == nil {
-			u()
-		}
-		got <- err
-	}()
-	b := <-told
-	if b.Owner != "first" {
-		t.Fatalf("waiting notice names %q", b.Owner)
-	}
-	unlock()
-	if err := <-got; err != nil {
-		t.Fatal(err)
-	}
-	if len(told) != 0 {
-		t.Fatal("the waiting notice was given more than once")
-	}
-
-	unlock, _ = st.LockSession(ctx, "s", "first")
-	defer unlock()
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if _, err := st.WaitLockSession(cctx, "s", "second", 0, nil); !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled wait: %v", err)
-	}
 }

@@ -98,6 +98,11 @@ const insertMessage = `INSERT INTO messages (session_id, seq, role, content, too
 	model, provider)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
+// importMessage is insertMessage with the active flag (Import).
+const importMessage = `INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, tool_name,
+	is_error, reasoning, reasoning_signature, reasoning_details, redacted_thinking, finish_reason, created_at, parts,
+	model, provider, active) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
 func insertArgs(sessionID string, seq int64, r messageRow, at time.Time) []any {
 	return []any{sessionID, seq, r.role, r.content, r.toolCalls, r.toolCallID, r.toolName,
 		r.isError, r.reasoning, r.signature, r.details, r.redacted, r.fini, millis(at), r.parts, r.model, r.provider}
@@ -106,7 +111,7 @@ func insertArgs(sessionID string, seq int64, r messageRow, at time.Time) []any {
 // Messages returns the active conversation of a session in order: what a
 // resumed session sends to the model. A missing session is an error
 // wrapping ErrNotFound.
-func (s *Store) Messages(ctx context.Context, sessionID string) ([]llm.Message, error) {
+func (s *SQLite) Messages(ctx context.Context, sessionID string) ([]llm.Message, error) {
 	stored, err := s.StoredMessages(ctx, sessionID, false)
 	if err != nil {
 		return nil, err
@@ -120,7 +125,7 @@ func (s *Store) Messages(ctx context.Context, sessionID string) ([]llm.Message, 
 
 // StoredMessages returns a session's messages ordered by seq (archived
 // ones before the summary that replaced them when withArchived is set).
-func (s *Store) StoredMessages(ctx context.Context, sessionID string, withArchived bool) ([]StoredMessage, error) {
+func (s *SQLite) StoredMessages(ctx context.Context, sessionID string, withArchived bool) ([]StoredMessage, error) {
 	if _, err := s.Session(ctx, sessionID); err != nil {
 		return nil, err
 	}
@@ -178,7 +183,7 @@ func (s *Store) StoredMessages(ctx context.Context, sessionID string, withArchiv
 // searchable but leave the conversation), and summary takes their place at
 // seq fromSeq. Returns the summary's seq. The caller keeps a tool call and
 // its result on the same side of the range.
-func (s *Store) ArchiveMessages(ctx context.Context, sessionID string, fromSeq, toSeq int64, summary llm.Message) (int64, error) {
+func (s *SQLite) ArchiveMessages(ctx context.Context, sessionID string, fromSeq, toSeq int64, summary llm.Message) (int64, error) {
 	row, err := encodeMessage(summary)
 	if err != nil {
 		return 0, err
@@ -221,28 +226,66 @@ type ImportedSession struct {
 	Title     string
 	StartedAt time.Time
 	Messages  []ImportedMessage
+	// A copy of a stored session (hermes sessions migrate) also keeps
+	// these; zero values mean: updated when its last message was written,
+	// still open, no usage.
+	UpdatedAt    time.Time
+	EndedAt      time.Time
+	EndReason    string
+	Usage        llm.Usage
+	APICallCount int
 }
 
 // ImportedMessage is a message with the time it was written.
 type ImportedMessage struct {
 	llm.Message
 	CreatedAt time.Time
+	// Seq is the message's place (0: its position in Messages, from 1);
+	// Archived marks a message context compression took out of the
+	// conversation.
+	Seq      int64
+	Archived bool
+}
+
+// Updated is when an imported session was last updated: UpdatedAt, or
+// the newest of its start and its messages.
+func (is ImportedSession) Updated() time.Time {
+	if !is.UpdatedAt.IsZero() {
+		return is.UpdatedAt
+	}
+	updated := is.StartedAt
+	for _, m := range is.Messages {
+		if m.CreatedAt.After(updated) {
+			updated = m.CreatedAt
+		}
+	}
+	return updated
+}
+
+// SeqOf is the seq of the i-th imported message.
+func (m ImportedMessage) SeqOf(i int) int64 {
+	if m.Seq > 0 {
+		return m.Seq
+	}
+	return int64(i + 1)
 }
 
 // Import writes whole sessions in one transaction (all or nothing) and
 // returns their ids. It is the fast path for bulk writes; the agent uses
 // AppendMessage.
-func (s *Store) Import(ctx context.Context, sessions []ImportedSession) ([]string, error) {
+func (s *SQLite) Import(ctx context.Context, sessions []ImportedSession) ([]string, error) {
 	ids := make([]string, 0, len(sessions))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		insSession, err := tx.PrepareContext(ctx, `INSERT INTO sessions (id, source, model, provider, title,
-			system_prompt, cwd, started_at, updated_at, message_count, tool_call_count, parent_session_id, metadata)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			system_prompt, cwd, started_at, updated_at, message_count, tool_call_count, parent_session_id, metadata,
+			ended_at, end_reason, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+			reasoning_tokens, api_call_count)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
 		defer insSession.Close()
-		insMessage, err := tx.PrepareContext(ctx, insertMessage)
+		insMessage, err := tx.PrepareContext(ctx, importMessage)
 		if err != nil {
 			return err
 		}
@@ -262,27 +305,31 @@ func (s *Store) Import(ctx context.Context, sessions []ImportedSession) ([]strin
 			if len(is.Metadata) > 0 {
 				meta = string(is.Metadata)
 			}
-			updated, calls := is.StartedAt, 0
+			updated, calls := is.Updated(), 0
 			rows := make([]messageRow, len(is.Messages))
 			for i, m := range is.Messages {
 				if rows[i], err = encodeMessage(m.Message); err != nil {
 					return fmt.Errorf("session %s message %d: %w", id, i+1, err)
 				}
 				calls += len(m.ToolCalls)
-				if m.CreatedAt.After(updated) {
-					updated = m.CreatedAt
-				}
+			}
+			var ended any
+			if !is.EndedAt.IsZero() {
+				ended = millis(is.EndedAt)
 			}
 			if err := s.checkTitleNotID(ctx, tx, cleanTitle(is.Title)); err != nil {
 				return fmt.Errorf("import session %s: %w", id, err)
 			}
 			if _, err := insSession.ExecContext(ctx, id, src, is.Model, is.Provider, nullable(cleanTitle(is.Title)),
 				is.SystemPrompt, is.Cwd, millis(is.StartedAt), millis(updated), len(is.Messages), calls,
-				nullable(is.ParentSessionID), meta); err != nil {
+				nullable(is.ParentSessionID), meta, ended, nullable(is.EndReason), is.Usage.InputTokens,
+				is.Usage.OutputTokens, is.Usage.CacheReadTokens, is.Usage.CacheWriteTokens, is.Usage.ReasoningTokens,
+				is.APICallCount); err != nil {
 				return fmt.Errorf("import session %s: %w", id, err)
 			}
 			for i, r := range rows {
-				if _, err := insMessage.ExecContext(ctx, insertArgs(id, int64(i+1), r, is.Messages[i].CreatedAt)...); err != nil {
+				m := is.Messages[i]
+				if _, err := insMessage.ExecContext(ctx, append(insertArgs(id, m.SeqOf(i), r, m.CreatedAt), !m.Archived)...); err != nil {
 					return fmt.Errorf("import session %s message %d: %w", id, i+1, err)
 				}
 			}

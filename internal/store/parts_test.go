@@ -54,22 +54,3 @@ func TestOldFormatRowStaysReadable(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
-// Image parts round-trip through the store byte for byte.
-func TestPartsRoundTrip(t *testing.T) {
-	st := openTestStore(t, "")
-	s := mustCreate(t, st, NewSession{Source: "cli"})
-	img := []byte{0x89, 'P', 'N', 'G', 0, 1, 2, 255}
-	m := llm.Message{Role: llm.RoleTool, ToolCallID: "c1", ToolName: "browser_vision", Content: "Screenshot attached.",
-		Parts: []llm.Part{llm.ImagePart("image/png", img), {Type: llm.PartText, Text: "caption"}}}
-	if _, err := st.AppendMessage(context.Background(), s.ID, m); err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := st.Messages(context.Background(), s.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(msgs) != 1 || !reflect.DeepEqual(msgs[0], m) {
-		t.Errorf("read back %+v, want %+v", msgs, m)
-	}
-}

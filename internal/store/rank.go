@@ -86,7 +86,7 @@ func plainPhrases(match string) (phrases []string, ok bool) {
 
 // rankExpr returns the FTS5 expression candidates of match are ranked by
 // (see the top of this file); "" when every phrase is very common.
-func (s *Store) rankExpr(ctx context.Context, table, match string) (string, error) {
+func (s *SQLite) rankExpr(ctx context.Context, table, match string) (string, error) {
 	phrases, ok := plainPhrases(match)
 	if !ok {
 		return match, nil
@@ -141,7 +141,7 @@ func phraseWords(p string) []string {
 // docFreq estimates how many messages match phrase: exact below dfProbe,
 // otherwise dfProbe scaled by the share of the id span [hi-span+1, hi]
 // that its newest dfProbe matches cover.
-func (s *Store) docFreq(ctx context.Context, table, phrase string, hi, span int64) (int64, error) {
+func (s *SQLite) docFreq(ctx context.Context, table, phrase string, hi, span int64) (int64, error) {
 	// Counted in SQL: a row per probed match through the driver cost
 	// more than the probe.
 	var n, last int64
@@ -167,7 +167,7 @@ const roleOverfetch = 4
 // row to learn its role cost more than ranking it (a random page of the
 // messages table per candidate). When too few of the best
 // limit*roleOverfetch pass, the filtered walk runs after all.
-func (s *Store) rankedIDs(ctx context.Context, table, match string, o SearchOptions, limit int) ([]int64, error) {
+func (s *SQLite) rankedIDs(ctx context.Context, table, match string, o SearchOptions, limit int) ([]int64, error) {
 	if len(o.Roles) > 0 && o.SessionID == "" {
 		want := limit * roleOverfetch
 		ids, err := s.rankedWhere(ctx, table, match, "", nil, want)
@@ -201,7 +201,7 @@ func sessionRange(table string, o SearchOptions) (string, []any) {
 
 // withRoles returns the ids, in their order, of the messages whose role is
 // one of roles.
-func (s *Store) withRoles(ctx context.Context, ids []int64, roles []string) ([]int64, error) {
+func (s *SQLite) withRoles(ctx context.Context, ids []int64, roles []string) ([]int64, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -232,7 +232,7 @@ func (s *Store) withRoles(ctx context.Context, ids []int64, roles []string) ([]i
 // match (after the filters in where; the newest rankCandidates of them
 // when there are more), ranked by bm25 over rankExpr, the unranked ones
 // after them newest first.
-func (s *Store) rankedWhere(ctx context.Context, table, match, where string, wargs []any, limit int) ([]int64, error) {
+func (s *SQLite) rankedWhere(ctx context.Context, table, match, where string, wargs []any, limit int) ([]int64, error) {
 	join := ""
 	if where != "" { // filters need the message row; skip the lookup without them
 		join = " JOIN messages AS m ON m.id = " + table + ".rowid"
@@ -294,7 +294,7 @@ func (s *Store) rankedWhere(ctx context.Context, table, match, where string, war
 }
 
 // int64s runs a query returning one integer column.
-func (s *Store) int64s(ctx context.Context, sqlText string, args ...any) ([]int64, error) {
+func (s *SQLite) int64s(ctx context.Context, sqlText string, args ...any) ([]int64, error) {
 	rows, err := s.stmts.query(ctx, s.db, sqlText, args...)
 	if err != nil {
 		return nil, err

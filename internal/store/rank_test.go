@@ -16,7 +16,7 @@ import (
 // "the" in every message, so that "the" is very common. rankFloor is
 // lowered so that a store of a few hundred messages behaves like a large
 // one.
-func rankFixture(t *testing.T, best string, newer []string) (*Store, map[int64]string) {
+func rankFixture(t *testing.T, best string, newer []string) (*SQLite, map[int64]string) {
 	t.Helper()
 	st := openTestStore(t, "")
 	st.rankFloor = 5
@@ -190,7 +190,7 @@ func TestStoredMessagesReusesStatement(t *testing.T) {
 // A search that passes its time bound is stopped and reported as slow,
 // naming the query, rather than running on.
 func TestSearchTimeout(t *testing.T) {
-	st, _, _ := searchFixture(t)
+	st, _ := searchFixture(t)
 	st.searchTimeout = time.Nanosecond
 	_, err := st.Search(context.Background(), SearchOptions{Query: "rollout"})
 	var se *SlowQueryError

@@ -15,7 +15,7 @@ import (
 // It is safe for concurrent use; sessions do not wait for each other's
 // first write.
 type Recorder struct {
-	st      *Store
+	st      Store
 	mu      sync.Mutex
 	pending map[string]*deferredSession
 }
@@ -28,9 +28,9 @@ type deferredSession struct {
 	created bool
 }
 
-// NewRecorder returns a Recorder writing to s.
-func (s *Store) NewRecorder() *Recorder {
-	return &Recorder{st: s, pending: map[string]*deferredSession{}}
+// NewRecorder returns a Recorder writing to st.
+func NewRecorder(st Store) *Recorder {
+	return &Recorder{st: st, pending: map[string]*deferredSession{}}
 }
 
 // Defer registers a session to create with its first message. ns.ID must

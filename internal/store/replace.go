@@ -16,30 +16,16 @@ import (
 // history in place (Hermes compression.in_place: the session id is kept).
 // When the new middle does not fit the old one's seq range, the whole active
 // conversation is archived and msgs appended after it.
-func (s *Store) ReplaceActive(ctx context.Context, sessionID string, msgs []llm.Message) error {
+func (s *SQLite) ReplaceActive(ctx context.Context, sessionID string, msgs []llm.Message) error {
 	stored, err := s.StoredMessages(ctx, sessionID, false)
 	if err != nil {
 		return err
 	}
-	p := 0
-	for p < len(stored) && p < len(msgs) && sameMessage(stored[p].Message, msgs[p]) {
-		p++
-	}
-	q := 0
-	for q < len(stored)-p && q < len(msgs)-p && sameMessage(stored[len(stored)-1-q].Message, msgs[len(msgs)-1-q]) {
-		q++
-	}
-	oldMid, newMid := stored[p:len(stored)-q], msgs[p:len(msgs)-q]
-	if len(oldMid) == 0 && len(newMid) == 0 {
+	plan, change := PlanReplace(stored, msgs)
+	if !change {
 		return nil
 	}
-	var first, last int64
-	inPlace := len(oldMid) > 0 && len(newMid) <= int(oldMid[len(oldMid)-1].Seq-oldMid[0].Seq+1)
-	if inPlace {
-		first, last = oldMid[0].Seq, oldMid[len(oldMid)-1].Seq
-	} else {
-		newMid = msgs
-	}
+	inPlace, first, last, newMid := plan.InPlace, plan.First, plan.Last, plan.New
 	rows := make([]messageRow, len(newMid))
 	calls := 0
 	for i, m := range newMid {
@@ -88,8 +74,39 @@ func (s *Store) ReplaceActive(ctx context.Context, sessionID string, msgs []llm.
 	return nil
 }
 
-// sameMessage reports whether two messages are the same conversation entry.
-func sameMessage(a, b llm.Message) bool {
+// ReplacePlan is how ReplaceActive changes a conversation: with InPlace,
+// the active messages with First ≤ seq ≤ Last are archived and New takes
+// their seqs from First on; without, every active message is archived and
+// New (the whole conversation) is appended after the last seq.
+type ReplacePlan struct {
+	InPlace     bool
+	First, Last int64
+	New         []llm.Message
+}
+
+// PlanReplace compares the stored active conversation with msgs (see
+// ReplaceActive); change is false when they are the same.
+func PlanReplace(stored []StoredMessage, msgs []llm.Message) (plan ReplacePlan, change bool) {
+	p := 0
+	for p < len(stored) && p < len(msgs) && SameMessage(stored[p].Message, msgs[p]) {
+		p++
+	}
+	q := 0
+	for q < len(stored)-p && q < len(msgs)-p && SameMessage(stored[len(stored)-1-q].Message, msgs[len(msgs)-1-q]) {
+		q++
+	}
+	oldMid, newMid := stored[p:len(stored)-q], msgs[p:len(msgs)-q]
+	if len(oldMid) == 0 && len(newMid) == 0 {
+		return ReplacePlan{}, false
+	}
+	if len(oldMid) > 0 && len(newMid) <= int(oldMid[len(oldMid)-1].Seq-oldMid[0].Seq+1) {
+		return ReplacePlan{InPlace: true, First: oldMid[0].Seq, Last: oldMid[len(oldMid)-1].Seq, New: newMid}, true
+	}
+	return ReplacePlan{New: msgs}, true
+}
+
+// SameMessage reports whether two messages are the same conversation entry.
+func SameMessage(a, b llm.Message) bool {
 	if a.Role != b.Role || a.Content != b.Content || a.ToolCallID != b.ToolCallID || len(a.ToolCalls) != len(b.ToolCalls) {
 		return false
 	}

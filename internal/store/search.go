@@ -115,33 +115,11 @@ func (e *SlowQueryError) Error() string {
 // (payments-api, config.yaml) are matched as phrases. Malformed FTS5
 // syntax returns a *QueryError, a search stopped after SearchTimeout a
 // *SlowQueryError.
-func (s *Store) Search(ctx context.Context, o SearchOptions) ([]Hit, error) {
-	// A NUL byte ends FTS5's reading of the query ("unterminated
-	// string"): it separates words like a space.
-	q := strings.TrimSpace(strings.ReplaceAll(o.Query, "\x00", " "))
-	if q == "" {
-		return nil, fmt.Errorf("empty search query")
-	}
-	if o.Limit <= 0 {
-		o.Limit = 10
-	}
-	sort, err := ParseSort(string(o.Sort))
+func (s *SQLite) Search(ctx context.Context, o SearchOptions) ([]Hit, error) {
+	q, o, err := CheckSearch(o)
 	if err != nil {
 		return nil, err
 	}
-	o.Sort = sort
-	var roles []string
-	for _, r := range o.Roles {
-		r = strings.ToLower(strings.TrimSpace(r))
-		switch llm.Role(r) {
-		case "":
-		case llm.RoleSystem, llm.RoleUser, llm.RoleAssistant, llm.RoleTool:
-			roles = append(roles, r)
-		default:
-			return nil, fmt.Errorf("role %q is not one of user, assistant, tool, system", r)
-		}
-	}
-	o.Roles = roles
 
 	timeout := SearchTimeout
 	if s.searchTimeout != 0 {
@@ -156,8 +134,41 @@ func (s *Store) Search(ctx context.Context, o SearchOptions) ([]Hit, error) {
 	return hits, err
 }
 
+// CheckSearch checks and completes o for a Store's Search: it returns the
+// query to run (trimmed; a NUL byte, which ends FTS5's reading of it,
+// separates words like a space) and o with its defaults (limit 10,
+// relevance) and lower-case roles; an empty query, an unknown sort or role
+// is an error.
+func CheckSearch(o SearchOptions) (string, SearchOptions, error) {
+	q := strings.TrimSpace(strings.ReplaceAll(o.Query, "\x00", " "))
+	if q == "" {
+		return "", o, fmt.Errorf("empty search query")
+	}
+	if o.Limit <= 0 {
+		o.Limit = 10
+	}
+	sort, err := ParseSort(string(o.Sort))
+	if err != nil {
+		return "", o, err
+	}
+	o.Sort = sort
+	var roles []string
+	for _, r := range o.Roles {
+		r = strings.ToLower(strings.TrimSpace(r))
+		switch llm.Role(r) {
+		case "":
+		case llm.RoleSystem, llm.RoleUser, llm.RoleAssistant, llm.RoleTool:
+			roles = append(roles, r)
+		default:
+			return "", o, fmt.Errorf("role %q is not one of user, assistant, tool, system", r)
+		}
+	}
+	o.Roles = roles
+	return q, o, nil
+}
+
 // search is Search after its options are checked.
-func (s *Store) search(ctx context.Context, q string, o SearchOptions) ([]Hit, error) {
+func (s *SQLite) search(ctx context.Context, q string, o SearchOptions) ([]Hit, error) {
 	match := quoteBarewords(q)
 	if !hasCJK(q) {
 		hits, err := s.searchIndex(ctx, "messages_fts", q, match, o)
@@ -192,7 +203,7 @@ func (s *Store) search(ctx context.Context, q string, o SearchOptions) ([]Hit, e
 // milliseconds whatever the store's size.
 const rankCandidates = 2000
 
-func (s *Store) searchIndex(ctx context.Context, table, query, match string, o SearchOptions) ([]Hit, error) {
+func (s *SQLite) searchIndex(ctx context.Context, table, query, match string, o SearchOptions) ([]Hit, error) {
 	index := "fts"
 	if table == "messages_trigram" {
 		index = "trigram"
@@ -300,7 +311,7 @@ const phraseCheckMax = 500
 // so the word index finds every message that can hold it. The trigram
 // search of a long phrase walks a list per three characters, which for
 // common ones took a tenth of a second, also to find nothing.
-func (s *Store) phraseCandidates(ctx context.Context, q string) (ids []int64, ok bool) {
+func (s *SQLite) phraseCandidates(ctx context.Context, q string) (ids []int64, ok bool) {
 	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' || strings.Count(q, `"`) != 2 {
 		return nil, false
 	}
@@ -322,7 +333,7 @@ func (s *Store) phraseCandidates(ctx context.Context, q string) (ids []int64, ok
 // (content, tool names, tool arguments) of the messages ids, newest first
 // (oldest first for SortOldest), with the trigram index's meaning: case is
 // ignored, which LIKE does for ASCII only, so the phrase must be ASCII.
-func (s *Store) searchPhraseIn(ctx context.Context, phrase string, ids []int64, o SearchOptions) ([]Hit, error) {
+func (s *SQLite) searchPhraseIn(ctx context.Context, phrase string, ids []int64, o SearchOptions) ([]Hit, error) {
 	list, _ := json.Marshal(ids)
 	like := "%" + escapeLike(phrase) + "%"
 	sqlText := `SELECT m.id, m.session_id, coalesce(s.title, ''), m.seq, m.role, coalesce(m.tool_name, ''),
@@ -371,7 +382,7 @@ const scanWindow = 50000
 // searchScan matches q as a literal substring of message content, newest
 // first, among the newest scanWindow messages (all of a session's when
 // o.SessionID is set), for queries too short for the trigram index.
-func (s *Store) searchScan(ctx context.Context, q string, o SearchOptions) ([]Hit, error) {
+func (s *SQLite) searchScan(ctx context.Context, q string, o SearchOptions) ([]Hit, error) {
 	sqlText := `SELECT m.id, m.session_id, coalesce(s.title, ''), m.seq, m.role, coalesce(m.tool_name, ''),
 		m.created_at, m.active, m.content
 		FROM messages AS m JOIN sessions AS s ON s.id = m.session_id
@@ -424,7 +435,7 @@ func filterClause(o SearchOptions) (string, []any) {
 // between them, which for the best matches of the whole history is all of
 // it). A prefix* query expands its prefix again on every lookup, and a few
 // ids in the newest twentieth of the history are a short walk.
-func (s *Store) lookupEach(ctx context.Context, match string, ids []int64) bool {
+func (s *SQLite) lookupEach(ctx context.Context, match string, ids []int64) bool {
 	if strings.Contains(match, "*") || len(ids) > 10 {
 		return false
 	}
@@ -437,7 +448,7 @@ func (s *Store) lookupEach(ctx context.Context, match string, ids []int64) bool 
 
 // idSpan returns the smallest and largest message id, 0 and 0 when there
 // are no messages.
-func (s *Store) idSpan(ctx context.Context) (first, last int64, err error) {
+func (s *SQLite) idSpan(ctx context.Context) (first, last int64, err error) {
 	// Two subqueries: min and max in one SELECT would scan the table.
 	err = s.stmts.queryRow(ctx, s.db, "SELECT coalesce((SELECT min(id) FROM messages), 0), coalesce((SELECT max(id) FROM messages), 0)").
 		Scan(&first, &last)
@@ -446,7 +457,7 @@ func (s *Store) idSpan(ctx context.Context) (first, last int64, err error) {
 
 // hitsByID runs sqlText, which ends in "rowid = ?", once per id, in the
 // order of ids.
-func (s *Store) hitsByID(ctx context.Context, sqlText string, args []any, ids []int64, index string) ([]Hit, error) {
+func (s *SQLite) hitsByID(ctx context.Context, sqlText string, args []any, ids []int64, index string) ([]Hit, error) {
 	var hits []Hit
 	for _, id := range ids {
 		h, err := s.queryHits(ctx, sqlText, append(args[:len(args):len(args)], id), index)
@@ -458,7 +469,7 @@ func (s *Store) hitsByID(ctx context.Context, sqlText string, args []any, ids []
 	return hits, nil
 }
 
-func (s *Store) queryHits(ctx context.Context, sqlText string, args []any, index string) ([]Hit, error) {
+func (s *SQLite) queryHits(ctx context.Context, sqlText string, args []any, index string) ([]Hit, error) {
 	rows, err := s.stmts.query(ctx, s.db, sqlText, args...)
 	if err != nil {
 		return nil, err

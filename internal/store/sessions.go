@@ -84,7 +84,7 @@ func scanSession(row interface{ Scan(...any) error }, extra ...any) (Session, er
 // NewSessionID returns a fresh session id (20261130_145500_a1b2c3) for
 // NewSession.ID, so a session's id can be known (for its system prompt)
 // before its row is written.
-func (s *Store) NewSessionID() (string, error) { return s.newSessionID(s.now()) }
+func (s *SQLite) NewSessionID() (string, error) { return s.newSessionID(s.now()) }
 
 const insertSession = `INSERT INTO sessions
 	(id, source, model, provider, system_prompt, cwd, started_at, updated_at, parent_session_id, metadata)
@@ -92,7 +92,7 @@ const insertSession = `INSERT INTO sessions
 
 // CreateSession stores a new session, with ns.Messages if any, and returns
 // it. With ns.ID set, that id is used (an existing id is an error).
-func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, error) {
+func (s *SQLite) CreateSession(ctx context.Context, ns NewSession) (Session, error) {
 	if ns.Source == "" {
 		ns.Source = "cli"
 	}
@@ -156,7 +156,7 @@ func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, erro
 
 // Session returns the session with exactly this id, or an error wrapping
 // ErrNotFound.
-func (s *Store) Session(ctx context.Context, id string) (Session, error) {
+func (s *SQLite) Session(ctx context.Context, id string) (Session, error) {
 	row := s.stmts.queryRow(ctx, s.db, "SELECT "+sessionColumns+" FROM sessions AS s WHERE s.id = ?", id)
 	x, err := scanSession(row)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -169,7 +169,7 @@ func (s *Store) Session(ctx context.Context, id string) (Session, error) {
 // source) that has messages, or an error wrapping ErrNotFound when there is
 // none. Empty sessions (a run killed before its first message, by builds
 // that wrote the row first) are skipped.
-func (s *Store) Latest(ctx context.Context, source string) (Session, error) {
+func (s *SQLite) Latest(ctx context.Context, source string) (Session, error) {
 	list, err := s.List(ctx, ListOptions{Limit: 1, Source: source, NonEmpty: true})
 	if err != nil {
 		return Session{}, err
@@ -187,7 +187,7 @@ func (s *Store) Latest(ctx context.Context, source string) (Session, error) {
 // a title (case-insensitive), a unique prefix of an id, or a unique prefix
 // of a title, in that order.
 // A prefix matching several sessions is an error listing them.
-func (s *Store) Resolve(ctx context.Context, ref string) (Session, error) {
+func (s *SQLite) Resolve(ctx context.Context, ref string) (Session, error) {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
 		return Session{}, fmt.Errorf("empty session reference: give an id, an id prefix, a title or \"latest\"")
@@ -250,7 +250,7 @@ func (s *Store) Resolve(ctx context.Context, ref string) (Session, error) {
 // resolveTitlePrefix finds the one session whose title starts with ref
 // (case-insensitive, as Hermes Agent's --resume does with titles); several
 // are an error listing them, none is ErrNotFound.
-func (s *Store) resolveTitlePrefix(ctx context.Context, ref string) (Session, error) {
+func (s *SQLite) resolveTitlePrefix(ctx context.Context, ref string) (Session, error) {
 	esc := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(ref)
 	rows, err := s.db.QueryContext(ctx, "SELECT "+sessionColumns+
 		` FROM sessions AS s WHERE s.title LIKE ? || '%' ESCAPE '\' ORDER BY s.started_at DESC LIMIT 11`, esc)
@@ -308,7 +308,7 @@ type ListOptions struct {
 
 // List returns sessions, most recently updated first, each with a Preview
 // of its first user message.
-func (s *Store) List(ctx context.Context, o ListOptions) ([]Session, error) {
+func (s *SQLite) List(ctx context.Context, o ListOptions) ([]Session, error) {
 	if o.Limit <= 0 {
 		o.Limit = 50
 	}
@@ -356,7 +356,7 @@ func (s *Store) List(ctx context.Context, o ListOptions) ([]Session, error) {
 // a prefix of it from "YYYYMMDD_", or any existing session's id) is
 // refused: Resolve tries ids before titles, so such a title could never be
 // used, or would hide an id prefix.
-func (s *Store) SetTitle(ctx context.Context, id, title string) error {
+func (s *SQLite) SetTitle(ctx context.Context, id, title string) error {
 	title = cleanTitle(title)
 	if len([]rune(title)) > MaxTitleLen {
 		return fmt.Errorf("title is %d characters; the limit is %d", len([]rune(title)), MaxTitleLen)
@@ -387,7 +387,7 @@ type queryer interface {
 
 // checkTitleNotID returns an error when a cleaned title looks like a
 // session id (see SetTitle), nil otherwise.
-func (s *Store) checkTitleNotID(ctx context.Context, q queryer, title string) error {
+func (s *SQLite) checkTitleNotID(ctx context.Context, q queryer, title string) error {
 	if title == "" {
 		return nil
 	}
@@ -452,7 +452,7 @@ func cleanTitle(t string) string {
 
 // SetSystemPrompt stores the system prompt a session was built with, so a
 // resumed session sends byte-identical text.
-func (s *Store) SetSystemPrompt(ctx context.Context, id, prompt string) error {
+func (s *SQLite) SetSystemPrompt(ctx context.Context, id, prompt string) error {
 	res, err := s.exec(ctx, "UPDATE sessions SET system_prompt = ? WHERE id = ?", prompt, id)
 	if err != nil {
 		return fmt.Errorf("set system prompt: %w", err)
@@ -462,7 +462,7 @@ func (s *Store) SetSystemPrompt(ctx context.Context, id, prompt string) error {
 
 // SetMetadata merges patch (a JSON object, RFC 7396 merge patch) into the
 // session's metadata, e.g. {"box": {"id": "..."}, "task": "..."}.
-func (s *Store) SetMetadata(ctx context.Context, id string, patch json.RawMessage) error {
+func (s *SQLite) SetMetadata(ctx context.Context, id string, patch json.RawMessage) error {
 	var obj map[string]any
 	if err := json.Unmarshal(patch, &obj); err != nil {
 		return fmt.Errorf("session metadata must be a JSON object: %w", err)
@@ -487,7 +487,7 @@ func usageArgs(id string, u llm.Usage, apiCalls int, now time.Time) []any {
 
 // AddUsage adds one or more model calls' token usage and apiCalls to the
 // session's totals.
-func (s *Store) AddUsage(ctx context.Context, id string, u llm.Usage, apiCalls int) error {
+func (s *SQLite) AddUsage(ctx context.Context, id string, u llm.Usage, apiCalls int) error {
 	err := s.group(ctx, []string{addUsage}, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := s.txExec(ctx, tx, addUsage, usageArgs(id, u, apiCalls, s.now())...)
 		if err != nil {
@@ -503,7 +503,7 @@ func (s *Store) AddUsage(ctx context.Context, id string, u llm.Usage, apiCalls i
 
 // EndSession records that a session ended and why (completed, failed,
 // cancelled, max_turns...). A resumed session may be ended again.
-func (s *Store) EndSession(ctx context.Context, id, reason string) error {
+func (s *SQLite) EndSession(ctx context.Context, id, reason string) error {
 	now := millis(s.now())
 	res, err := s.exec(ctx, "UPDATE sessions SET ended_at = ?, end_reason = ?, updated_at = ? WHERE id = ?",
 		now, reason, now, id)
@@ -515,7 +515,7 @@ func (s *Store) EndSession(ctx context.Context, id, reason string) error {
 
 // Delete removes a session and all its messages (and their index entries).
 // Sessions that named it as parent keep existing without a parent.
-func (s *Store) Delete(ctx context.Context, id string) error {
+func (s *SQLite) Delete(ctx context.Context, id string) error {
 	res, err := s.exec(ctx, "DELETE FROM sessions WHERE id = ?", id)
 	if err != nil {
 		return fmt.Errorf("delete session: %w", err)
@@ -530,7 +530,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 // finds none (the usual case) neither takes the write lock nor compiles
 // the DELETE, whose cascade to messages and their index triggers made it
 // the costliest statement of a one-shot run to prepare.
-func (s *Store) PruneEmpty(ctx context.Context, olderThan time.Duration) (int, error) {
+func (s *SQLite) PruneEmpty(ctx context.Context, olderThan time.Duration) (int, error) {
 	cutoff := millis(s.now().Add(-olderThan))
 	var found int
 	if err := s.stmts.queryRow(ctx, s.db, `SELECT EXISTS (SELECT 1 FROM sessions WHERE message_count = 0

@@ -7,13 +7,15 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/hermes-go/hermes/internal/llm"
 )
 
 // Searches reuse prepared statements: repeating a search, past the cache
 // bound and from several goroutines at once, returns the same hits, and a
 // bad query keeps reporting a *QueryError after its statement is cached.
 func TestSearchReusesStatements(t *testing.T) {
-	st, _, _ := searchFixture(t)
+	st, _ := searchFixture(t)
 	ctx := context.Background()
 	ids := func(hits []Hit) []int64 {
 		var out []int64
@@ -68,14 +70,20 @@ func TestWritesUseOneConnection(t *testing.T) {
 	st := openTestStore(t, filepath.Join(t.TempDir(), "state.db"))
 	st.stopCheckpoints() // the background checkpoint may take a connection of its own
 	s := mustCreate(t, st, NewSession{Model: "m"})
+	turn := []llm.Message{
+		{Role: llm.RoleUser, Content: "list the files"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "terminal", Arguments: `{"command":"ls"}`}}},
+		{Role: llm.RoleTool, ToolCallID: "c1", ToolName: "terminal", Content: "README.md"},
+		{Role: llm.RoleAssistant, Content: "One file."},
+	}
 	for range 2 {
-		mustAppend(t, st, s.ID, conversation()...)
+		mustAppend(t, st, s.ID, turn...)
 	}
 	if n := st.db.Stats().OpenConnections; n != 1 {
 		t.Errorf("open connections after create and appends: %d, want 1", n)
 	}
 	msgs, err := st.Messages(context.Background(), s.ID)
-	if err != nil || len(msgs) != 2*len(conversation()) {
+	if err != nil || len(msgs) != 2*len(turn) {
 		t.Fatalf("messages: %d, %v", len(msgs), err)
 	}
 }

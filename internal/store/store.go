@@ -64,8 +64,8 @@ func (e notFoundError) Error() string { return string(e) }
 // Is makes errors.Is(err, ErrNotFound) hold.
 func (e notFoundError) Is(target error) bool { return target == ErrNotFound }
 
-// Store is an open state.db. It is safe for concurrent use.
-type Store struct {
+// SQLite is an open state.db. It is safe for concurrent use.
+type SQLite struct {
 	db   *sql.DB
 	path string
 	now  func() time.Time
@@ -89,16 +89,33 @@ type Store struct {
 	exitAfterClose bool
 }
 
-// Option configures Open.
-type Option func(*Store)
+// Settings are what Options set; every implementation of Store reads them
+// (NewSettings fills the defaults).
+type Settings struct {
+	Now            func() time.Time // time.Now by default
+	Rand           io.Reader        // crypto/rand by default
+	ExitAfterClose bool
+}
+
+// Option configures Open (and the other implementations' openers).
+type Option func(*Settings)
+
+// NewSettings applies opts over the defaults.
+func NewSettings(opts ...Option) Settings {
+	set := Settings{Now: time.Now, Rand: rand.Reader}
+	for _, o := range opts {
+		o(&set)
+	}
+	return set
+}
 
 // WithClock sets the clock used for timestamps and session ids (time.Now by
 // default).
-func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+func WithClock(now func() time.Time) Option { return func(s *Settings) { s.Now = now } }
 
 // WithRandom sets the source of the 6 hex digits of session ids
 // (crypto/rand by default).
-func WithRandom(r io.Reader) Option { return func(s *Store) { s.rand = r } }
+func WithRandom(r io.Reader) Option { return func(s *Settings) { s.Rand = r } }
 
 // WithExitAfterClose is for a process that exits right after Close (a
 // CLI run): Close then leaves a WAL smaller than walKeepBytes for the next
@@ -110,7 +127,13 @@ func WithRandom(r io.Reader) Option { return func(s *Store) { s.rand = r } }
 // risk: the WAL holds it, as after a crash (TestCrashLosesNothingAcknowledged),
 // and the next Open reads it back; past walKeepBytes Close checkpoints
 // as usual, which bounds the next Open's WAL recovery.
-func WithExitAfterClose() Option { return func(s *Store) { s.exitAfterClose = true } }
+func WithExitAfterClose() Option { return func(s *Settings) { s.ExitAfterClose = true } }
+
+func newSQLite(path string, opts []Option) *SQLite {
+	set := NewSettings(opts...)
+	return &SQLite{path: path, now: set.Now, rand: set.Rand, exitAfterClose: set.ExitAfterClose,
+		writeSlot: make(chan struct{}, 1)}
+}
 
 // walKeepBytes bounds the WAL that a WithExitAfterClose store leaves at
 // Close: about 8 one-tool turns (each writes ~60 pages of 4 KiB to it).
@@ -124,13 +147,10 @@ const walKeepBytes = 2 << 20
 // date. The file and its parent directory are created private to the user
 // (0600 / 0700). Errors name the file; a schema newer than this build is an
 // error rather than a silent downgrade.
-func Open(path string, opts ...Option) (*Store, error) {
-	s := &Store{path: path, now: time.Now, rand: rand.Reader, writeSlot: make(chan struct{}, 1)}
+func Open(path string, opts ...Option) (*SQLite, error) {
+	s := newSQLite(path, opts)
 	if strings.Contains(path, "?") {
 		return nil, fmt.Errorf("session store %s: the path must not contain '?'; set HERMES_HOME to another directory", path)
-	}
-	for _, o := range opts {
-		o(s)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("session store: %w", err)
@@ -179,11 +199,11 @@ func Open(path string, opts ...Option) (*Store, error) {
 }
 
 // Path is the database file this store was opened from.
-func (s *Store) Path() string { return s.path }
+func (s *SQLite) Path() string { return s.path }
 
 // Close checkpoints and closes the database (see WithExitAfterClose for
 // the exception).
-func (s *Store) Close() error {
+func (s *SQLite) Close() error {
 	if s.stopCheckpoints != nil { // nil for OpenReadOnly: no checkpoints ran
 		s.stopCheckpoints()
 	}
@@ -203,7 +223,7 @@ func SchemaVersion() int { return len(migrations) }
 // migrateRetrying runs migrate, retrying while another process holds the
 // database (SQLITE_BUSY: switching a fresh file to WAL does not wait on the
 // busy timeout), for up to about 10 s.
-func (s *Store) migrateRetrying(ctx context.Context) error {
+func (s *SQLite) migrateRetrying(ctx context.Context) error {
 	deadline := time.Now().Add(BusyTimeout)
 	for delay := 5 * time.Millisecond; ; delay = min(2*delay, 200*time.Millisecond) {
 		err := s.migrate(ctx)
@@ -219,7 +239,7 @@ func isBusy(err error) bool {
 	return err != nil && (strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked"))
 }
 
-func (s *Store) migrate(ctx context.Context) error {
+func (s *SQLite) migrate(ctx context.Context) error {
 	var version int
 	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		if strings.Contains(err.Error(), "not a database") {
@@ -257,7 +277,7 @@ func (s *Store) migrate(ctx context.Context) error {
 // CheckIntegrity runs SQLite's integrity_check and the FTS5 integrity
 // checks of both search indexes against the stored messages. It returns nil
 // when everything is consistent.
-func (s *Store) CheckIntegrity(ctx context.Context) error {
+func (s *SQLite) CheckIntegrity(ctx context.Context) error {
 	rows, err := s.db.QueryContext(ctx, "PRAGMA integrity_check")
 	if err != nil {
 		return err
@@ -288,9 +308,13 @@ func (s *Store) CheckIntegrity(ctx context.Context) error {
 
 // newSessionID returns an id like 20261130_145500_a1b2c3: the UTC start
 // time and 6 random hex digits (Hermes CLI session ids).
-func (s *Store) newSessionID(t time.Time) (string, error) {
+func (s *SQLite) newSessionID(t time.Time) (string, error) { return SessionIDAt(t, s.rand) }
+
+// SessionIDAt returns a session id for a session started at t, its 6 hex
+// digits read from r.
+func SessionIDAt(t time.Time, r io.Reader) (string, error) {
 	var b [3]byte
-	if _, err := io.ReadFull(s.rand, b[:]); err != nil {
+	if _, err := io.ReadFull(r, b[:]); err != nil {
 		return "", fmt.Errorf("session id: %w", err)
 	}
 	return t.UTC().Format("20060102_150405") + "_" + hex.EncodeToString(b[:]), nil
@@ -306,11 +330,8 @@ func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 // immutable mode (no locks, no -shm: what a read-only file system allows;
 // transactions still only in the WAL are then not seen). A missing file is
 // an error wrapping fs.ErrNotExist; nothing is created or migrated.
-func OpenReadOnly(path string, opts ...Option) (*Store, error) {
-	s := &Store{path: path, now: time.Now, rand: rand.Reader, writeSlot: make(chan struct{}, 1)}
-	for _, o := range opts {
-		o(s)
-	}
+func OpenReadOnly(path string, opts ...Option) (*SQLite, error) {
+	s := newSQLite(path, opts)
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("session store: %w", err)
 	}

@@ -11,7 +11,7 @@ import (
 // computed from an older read. title is cleaned and checked as SetTitle
 // does; a title another session holds returns SetTitle's "already used"
 // error.
-func (s *Store) ReplaceTitle(ctx context.Context, id, old, title string) (bool, error) {
+func (s *SQLite) ReplaceTitle(ctx context.Context, id, old, title string) (bool, error) {
 	title = cleanTitle(title)
 	if title == "" || len([]rune(title)) > MaxTitleLen {
 		return false, fmt.Errorf("title must be 1 to %d characters", MaxTitleLen)

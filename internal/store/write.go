@@ -37,7 +37,7 @@ type writeOp struct {
 }
 
 // acquireWrite takes the write slot, or returns ctx's error.
-func (s *Store) acquireWrite(ctx context.Context) error {
+func (s *SQLite) acquireWrite(ctx context.Context) error {
 	select {
 	case s.writeSlot <- struct{}{}:
 		return nil
@@ -46,10 +46,10 @@ func (s *Store) acquireWrite(ctx context.Context) error {
 	}
 }
 
-func (s *Store) releaseWrite() { <-s.writeSlot }
+func (s *SQLite) releaseWrite() { <-s.writeSlot }
 
 // inTx runs fn in one write transaction (BEGIN IMMEDIATE) and commits it.
-func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *SQLite) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err := s.acquireWrite(ctx); err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 }
 
 // inTxHeld is inTx for a caller that holds the write slot.
-func (s *Store) inTxHeld(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *SQLite) inTxHeld(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -79,7 +79,7 @@ func (s *Store) inTxHeld(ctx context.Context, fn func(tx *sql.Tx) error) error {
 
 // exec runs one writing statement through the write slot and the
 // statement cache.
-func (s *Store) exec(ctx context.Context, sqlText string, args ...any) (sql.Result, error) {
+func (s *SQLite) exec(ctx context.Context, sqlText string, args ...any) (sql.Result, error) {
 	if err := s.acquireWrite(ctx); err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func (s *Store) exec(ctx context.Context, sqlText string, args ...any) (sql.Resu
 }
 
 // txExec runs sqlText on tx through the statement cache.
-func (s *Store) txExec(ctx context.Context, tx *sql.Tx, sqlText string, args ...any) (sql.Result, error) {
+func (s *SQLite) txExec(ctx context.Context, tx *sql.Tx, sqlText string, args ...any) (sql.Result, error) {
 	if st := s.stmts.inTx(ctx, tx, sqlText); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
@@ -103,7 +103,7 @@ func (s *Store) txExec(ctx context.Context, tx *sql.Tx, sqlText string, args ...
 }
 
 // txQueryRow runs sqlText on tx through the statement cache.
-func (s *Store) txQueryRow(ctx context.Context, tx *sql.Tx, sqlText string, args ...any) *sql.Row {
+func (s *SQLite) txQueryRow(ctx context.Context, tx *sql.Tx, sqlText string, args ...any) *sql.Row {
 	if st := s.stmts.inTx(ctx, tx, sqlText); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
@@ -115,7 +115,7 @@ func (s *Store) txQueryRow(ctx context.Context, tx *sql.Tx, sqlText string, args
 // database before AppendMessage returns: a crash of hermes afterwards
 // cannot lose it. Concurrent appends (many sessions in one gateway) share
 // one commit; see the comment at the top of write.go.
-func (s *Store) AppendMessage(ctx context.Context, sessionID string, m llm.Message) (int64, error) {
+func (s *SQLite) AppendMessage(ctx context.Context, sessionID string, m llm.Message) (int64, error) {
 	row, err := encodeMessage(m)
 	if err != nil {
 		return 0, err
@@ -134,7 +134,7 @@ func (s *Store) AppendMessage(ctx context.Context, sessionID string, m llm.Messa
 
 // AppendMessageUsage is AppendMessage and AddUsage(u, apiCalls) in one
 // write: a model's answer with the usage of the call that produced it.
-func (s *Store) AppendMessageUsage(ctx context.Context, sessionID string, m llm.Message, u llm.Usage, apiCalls int) (int64, error) {
+func (s *SQLite) AppendMessageUsage(ctx context.Context, sessionID string, m llm.Message, u llm.Usage, apiCalls int) (int64, error) {
 	row, err := encodeMessage(m)
 	if err != nil {
 		return 0, err
@@ -159,7 +159,7 @@ func (s *Store) AppendMessageUsage(ctx context.Context, sessionID string, m llm.
 // done (fn's error, or the commit's). sqls lists the statements fn runs
 // through the statement cache. ctx ending while fn still waits withdraws
 // it.
-func (s *Store) group(ctx context.Context, sqls []string, fn func(ctx context.Context, tx *sql.Tx) error) error {
+func (s *SQLite) group(ctx context.Context, sqls []string, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	op := &writeOp{fn: fn, sqls: sqls, done: make(chan struct{})}
 	s.pendingMu.Lock()
 	s.pending = append(s.pending, op)
@@ -180,7 +180,7 @@ func (s *Store) group(ctx context.Context, sqls []string, fn func(ctx context.Co
 
 // withdraw removes op from the pending writes; false when a writer has
 // already taken it (its outcome then comes on op.done).
-func (s *Store) withdraw(op *writeOp) bool {
+func (s *SQLite) withdraw(op *writeOp) bool {
 	s.pendingMu.Lock()
 	defer s.pendingMu.Unlock()
 	for i, r := range s.pending {
@@ -196,7 +196,7 @@ func (s *Store) withdraw(op *writeOp) bool {
 // reports each outcome. The caller holds the write slot. The batch is
 // committed even if ctx (the caller's) ends meanwhile: other callers'
 // writes are in it.
-func (s *Store) commitPending(ctx context.Context) {
+func (s *SQLite) commitPending(ctx context.Context) {
 	s.pendingMu.Lock()
 	batch := s.pending
 	s.pending = nil
@@ -240,7 +240,7 @@ func (s *Store) commitPending(ctx context.Context) {
 // twice the parse and plan, and a statement on messages compiles its four
 // index triggers and the messages_search view each time. A one-shot run
 // meets every statement of its turn for the first time.
-func (s *Store) prepareFirst(ctx context.Context, batch []*writeOp) {
+func (s *SQLite) prepareFirst(ctx context.Context, batch []*writeOp) {
 	for _, op := range batch {
 		for _, q := range op.sqls {
 			_, _ = s.stmts.stmt(ctx, s.db, q) // an error shows when fn runs q
@@ -263,7 +263,7 @@ var (
 
 // appendTx adds row at the end of a session's conversation inside tx,
 // updates the session's counters and returns the row's seq.
-func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, sessionID string, row messageRow, toolCalls int, now time.Time) (int64, error) {
+func (s *SQLite) appendTx(ctx context.Context, tx *sql.Tx, sessionID string, row messageRow, toolCalls int, now time.Time) (int64, error) {
 	res, err := s.txExec(ctx, tx, bumpMessageCount, toolCalls, millis(now), sessionID)
 	if err != nil {
 		return 0, err

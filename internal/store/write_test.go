@@ -15,7 +15,7 @@ import (
 // holdWrites takes the store's write slot in a transaction until the
 // returned release is called, so appends made meanwhile queue up and are
 // committed as one group.
-func holdWrites(t *testing.T, st *Store) (release func()) {
+func holdWrites(t *testing.T, st *SQLite) (release func()) {
 	t.Helper()
 	held, done := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -30,7 +30,7 @@ func holdWrites(t *testing.T, st *Store) (release func()) {
 }
 
 // waitPending waits until n appends are queued.
-func waitPending(t *testing.T, st *Store, n int) {
+func waitPending(t *testing.T, st *SQLite, n int) {
 	t.Helper()
 	waitfor.Until(t, fmt.Sprintf("%d queued appends", n), func() bool {
 		st.pendingMu.Lock()
@@ -113,27 +113,6 @@ func TestCancelledAppendIsNotWrittenLater(t *testing.T) {
 	}
 	if len(msgs) != 1 || msgs[0].Content != "kept" {
 		t.Fatalf("messages %+v, want only the kept one", msgs)
-	}
-}
-
-// Forget drops a deferred session that never wrote anything (a gateway
-// visitor who said nothing), and the session is not written afterwards.
-func TestRecorderForgetDropsDeferredSession(t *testing.T) {
-	st := openTestStore(t, "")
-	rec := st.NewRecorder()
-	id, err := st.NewSessionID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.Defer(NewSession{ID: id}); err != nil {
-		t.Fatal(err)
-	}
-	rec.Forget(id)
-	if rec.Pending(id) || len(rec.pending) != 0 {
-		t.Fatalf("session %s still pending after Forget", id)
-	}
-	if _, err := st.Session(context.Background(), id); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("forgotten session was written: %v", err)
 	}
 }
 

@@ -29,11 +29,11 @@ const (
 //   - session_id alone: read that session's conversation;
 //   - no arguments: list the most recent sessions.
 type sessionSearch struct {
-	st *store.Store
+	st store.Store
 }
 
 // NewSessionSearch returns the session_search tool reading st.
-func NewSessionSearch(st *store.Store) Tool { return &sessionSearch{st: st} }
+func NewSessionSearch(st store.Store) Tool { return &sessionSearch{st: st} }
 
 func (t *sessionSearch) Toolset() string { return "session_search" }
 

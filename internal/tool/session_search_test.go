@@ -12,7 +12,7 @@ import (
 	"github.com/hermes-go/hermes/internal/store"
 )
 
-func sessionSearchStore(t *testing.T) (*store.Store, string, string) {
+func sessionSearchStore(t *testing.T) (store.Store, string, string) {
 	t.Helper()
 	// A clock one second per call: session b is newer than a whatever the
 	// machine's speed (ties in updated_at were broken by the random ids).

@@ -90,6 +90,11 @@ type Options struct {
 	// hermes's config): workspace-relative paths commands may not write
 	// under SandboxWorkspaceWrite (protected.go); nil = none.
 	ProtectedPaths []string
+	// PIDInit is the hermes binary (os.Executable), which runs
+	// PIDInitMain when given PIDInitArg: as root, the commands then share a
+	// PID namespace with a /proc of their own (pidns.go). "" = commands
+	// see the host's /proc.
+	PIDInit string
 	// LandlockABI overrides the kernel's Landlock ABI when > 0, or
 	// pretends there is none when < 0 (tests of the fallback).
 	LandlockABI int
@@ -136,6 +141,9 @@ func NewWithOptions(o Options) (*Backend, error) {
 		warn = os.Stderr
 	}
 	g.setProtected(o.ProtectedPaths, dir, hasSysAdmin(), warn)
+	if o.PIDInit != "" && mode != SandboxOff && hasSysAdmin() {
+		g.pids = newPIDKeeper(o.PIDInit)
+	}
 	return &Backend{cwd: dir, passthrough: o.Passthrough, environ: environ, guard: g,
 		sup: newSupervisor(supervisorShell(o.Supervise)), envs: map[string]*Environment{}}, nil
 }
@@ -224,6 +232,7 @@ func (b *Backend) Close() error {
 		errs = append(errs, e.Close())
 	}
 	errs = append(errs, b.sup.stop())
+	b.guard.pids.stop()
 	b.guard.close()
 	return errors.Join(errs...)
 }
@@ -345,7 +354,7 @@ func (e *Environment) Exec(ctx context.Context, req backend.ExecRequest) (backen
 	if out != nil {
 		res.Output = out.Bytes()
 	}
-	if note := e.guard.moveGitRedirectAside(); note != "" && out != nil {
+	if note := e.guard.checkWorkspace(); note != "" && out != nil {
 		res.Output = append(res.Output, "\n"+note+"\n"...)
 	}
 	res.TimedOut = timedOut
