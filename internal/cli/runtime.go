@@ -259,21 +259,9 @@ type approver struct {
 // runTurn sends text to the open session and renders its events until
 // the turn ends, answering approval requests and questions with ask.
 func (rt *chatRuntime) runTurn(ctx context.Context, text string, ask *approver) (agent.TurnResult, error) {
-	sub := rt.session.Subscribe(session.SubscribeOptions{MaxPendingDeltaBytes: -1, Approver: ask != nil})
-	defer sub.Close()
-	turn, _, err := rt.session.Send(ctx, text, session.SendOptions{})
-	if err != nil {
-		return agent.TurnResult{}, err
-	}
-	for {
-		// Every turn ends with a Final or Error event, also when cancelled.
-		ev, err := sub.Next(context.WithoutCancel(ctx))
-		if err != nil {
-			return agent.TurnResult{}, err
-		}
-		if ev.TurnID != turn.ID {
-			continue
-		}
+	last, err := rt.session.Ask(ctx, text, session.AskOptions{
+		Subscribe: session.SubscribeOptions{MaxPendingDeltaBytes: -1, Approver: ask != nil},
+	}, func(ev session.Event) {
 		switch ev.Kind {
 		case session.ApprovalRequest:
 			rt.render.mu.Lock()
@@ -289,12 +277,14 @@ func (rt *chatRuntime) runTurn(ctx context.Context, text string, ask *approver) 
 			} else {
 				rt.session.Decline(ev.Question.ID)
 			}
-		case session.Final, session.Error:
-			return turn.Wait(context.WithoutCancel(ctx))
 		default:
 			rt.render.event(ev)
 		}
+	})
+	if err != nil {
+		return agent.TurnResult{}, err
 	}
+	return last.Result, last.Err
 }
 
 // withPreloadedSkills prepends the skills named by -s/--skills to the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/sandboxcatalog"
 	"github.com/hermes-go/hermes/internal/store/postgres/postgrestest"
+	"github.com/hermes-go/hermes/internal/testnet"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
@@ -41,7 +42,7 @@ func TestFleetThreeNodes(t *testing.T) {
 	nodes := map[string]*fleetNode{}
 	for _, name := range []string{"a", "b", "c"} {
 		dir := t.TempDir()
-		n := &fleetNode{name: name, api: freePort(t), envd: freePort(t)}
+		n := &fleetNode{name: name, api: testnet.FreeAddr(t), envd: testnet.FreeAddr(t)}
 		args := []string{"sandbox", "serve", "--api-addr", n.api, "--envd-addr", n.envd, "--workspace", filepath.Join(dir, "ws"),
 			"--api-key", key, "--catalog", url, "--catalog-schema", schema, "--node", name, "--fleet-token-file", tokenFile,
 			"--node-cpu", "16", "--node-memory-mb", "1000000", "--max-sandboxes", "10", "--fleet-heartbeat", "1s"}

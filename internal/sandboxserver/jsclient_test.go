@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+	"github.com/hermes-go/hermes/internal/testnet"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
@@ -53,16 +54,6 @@ func buildHermes(t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // hostIP is a non-loopback IPv4 address of this machine: a box reaches the
@@ -126,7 +117,7 @@ func serve(t *testing.T, bin string, extra ...string) *served {
 func serveWithKey(t *testing.T, bin, key string, extra ...string) (*served, *os.Process) {
 	t.Helper()
 	s := &served{bin: bin, home: t.TempDir(), key: key}
-	api, envd := freePort(t), freePort(t)
+	api, envd := testnet.FreeAddr(t), testnet.FreeAddr(t)
 	s.apiURL, s.envdURL = "http://"+api, "http://"+envd
 	args := []string{"sandbox", "serve", "--api-addr", api, "--envd-addr", envd, "--workspace", filepath.Join(s.home, "..", "ws")}
 	if key != "" {

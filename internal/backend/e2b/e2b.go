@@ -81,7 +81,7 @@ type Backend struct {
 	o Options
 
 	mu     sync.Mutex
-	envs   map[string]*env
+	envs   *backend.TaskEnvs[*env]
 	paused map[string]string // task -> sandbox id of a paused sandbox
 }
 
@@ -102,7 +102,7 @@ func New(o Options) (*Backend, error) {
 	if o.HTTPClient == nil {
 		o.HTTPClient = http.DefaultClient
 	}
-	return &Backend{o: o, envs: map[string]*env{}, paused: map[string]string{}}, nil
+	return &Backend{o: o, envs: backend.NewTaskEnvs[*env](Kind), paused: map[string]string{}}, nil
 }
 
 // Kind returns "e2b".
@@ -114,29 +114,14 @@ func (b *Backend) Isolated() bool { return true }
 // Open returns the environment of taskID; its sandbox is created (or a
 // paused one connected to) on the first operation.
 func (b *Backend) Open(_ context.Context, taskID string) (backend.Environment, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if e := b.envs[taskID]; e != nil {
-		return e, nil
-	}
-	e := &env{b: b, task: taskID, procs: map[*proc]struct{}{}}
-	b.envs[taskID] = e
-	return e, nil
+	return b.envs.Open(taskID, func() (*env, error) {
+		return &env{b: b, task: taskID, procs: map[*proc]struct{}{}}, nil
+	})
 }
 
 // Close ends every task's sandbox (killed, or paused when Persistent).
 func (b *Backend) Close() error {
-	b.mu.Lock()
-	envs := b.envs
-	b.envs = map[string]*env{}
-	b.mu.Unlock()
-	var errs []error
-	for _, e := range envs {
-		if err := e.Close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return b.envs.Close()
 }
 
 // apiError is E2B's error body.

@@ -48,8 +48,7 @@ type Backend struct {
 	guard       *guard
 	sup         *supervisor
 
-	mu   sync.Mutex
-	envs map[string]*Environment
+	envs *backend.TaskEnvs[*Environment]
 }
 
 // New returns a local backend whose commands start in cwd (terminal.cwd;
@@ -145,7 +144,7 @@ func NewWithOptions(o Options) (*Backend, error) {
 		g.pids = newPIDKeeper(o.PIDInit)
 	}
 	return &Backend{cwd: dir, passthrough: o.Passthrough, environ: environ, guard: g,
-		sup: newSupervisor(supervisorShell(o.Supervise)), envs: map[string]*Environment{}}, nil
+		sup: newSupervisor(supervisorShell(o.Supervise)), envs: backend.NewTaskEnvs[*Environment]("local")}, nil
 }
 
 // supervisorShell is /bin/sh when supervision is wanted, else "".
@@ -206,31 +205,19 @@ func (b *Backend) Open(ctx context.Context, taskID string) (backend.Environment,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if e, ok := b.envs[taskID]; ok {
-		return e, nil
-	}
-	kept, _ := ScrubEnv(b.environ(), b.passthrough)
-	if taskID != "" {
-		kept = append(kept, "HERMES_SESSION_ID="+taskID)
-	}
-	e := &Environment{workdir: b.cwd, env: kept, home: lookup(kept, "HOME"), procs: map[*process]bool{},
-		guard: b.guard, sup: b.sup, hermesHome: b.guard.hermesHome}
-	b.envs[taskID] = e
-	return e, nil
+	return b.envs.Open(taskID, func() (*Environment, error) {
+		kept, _ := ScrubEnv(b.environ(), b.passthrough)
+		if taskID != "" {
+			kept = append(kept, "HERMES_SESSION_ID="+taskID)
+		}
+		return &Environment{workdir: b.cwd, env: kept, home: lookup(kept, "HOME"), procs: map[*process]bool{},
+			guard: b.guard, sup: b.sup, hermesHome: b.guard.hermesHome}, nil
+	})
 }
 
 // Close kills every running command of every environment.
 func (b *Backend) Close() error {
-	b.mu.Lock()
-	envs := b.envs
-	b.envs = map[string]*Environment{}
-	b.mu.Unlock()
-	var errs []error
-	for _, e := range envs {
-		errs = append(errs, e.Close())
-	}
+	errs := []error{b.envs.Close()}
 	errs = append(errs, b.sup.stop())
 	b.guard.pids.stop()
 	b.guard.close()
