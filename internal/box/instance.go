@@ -73,6 +73,9 @@ type Box struct {
 	refill     func() // makes the Manager's next spare (deferRefill); nil when there is none to make
 	closeOnce  sync.Once
 	closeErr   error
+	userOnce   sync.Once     // imageRunAs (oci_user.go)
+	user       *wire.Account // the image's User; nil = the box's root
+	userErr    error
 
 	mu        sync.Mutex
 	handlers  map[uint64]func(wire.Response)
@@ -358,6 +361,12 @@ func (b *Box) startArgv(ctx context.Context, argv []string, req backend.ExecRequ
 	p := &boxProcess{box: b, out: req.Output, errOut: req.Stderr, discard: req.Output != nil && req.DiscardOutput}
 	spec := &wire.ExecSpec{Argv: argv, Dir: b.abs(req.Workdir),
 		Env: b.commandEnv(req.Env), Timeout: req.Timeout, Stdin: req.Stdin != nil || writable, Stderr: req.Stderr != nil, RunAs: wireAccount(req.RunAs)}
+	if spec.RunAs == nil {
+		var err error
+		if spec.RunAs, err = b.imageRunAs(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return b.startSpec(ctx, spec, p, req.Stdin)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/atomicfile"
 	"github.com/hermes-go/hermes/internal/box"
+	"github.com/hermes-go/hermes/internal/ociimage"
 	"github.com/hermes-go/hermes/internal/procident"
 )
 
@@ -40,9 +41,11 @@ func (a *App) runStartedBox(ctx context.Context, task string, argv []string, o b
 	}
 	defer m.Close()
 	defer os.Remove(startedPath(a.Home(), task))
+	argv, dir := imageStartCommand(a.boxImageState(task), argv, o.workdir)
+	rec.Command = argv
 	exited := make(chan string, 1)
 	if len(argv) > 0 {
-		p, err := b.Command(context.Background(), box.Command{Argv: argv, Dir: o.workdir, Stdout: a.Stdout, Stderr: a.Stderr})
+		p, err := b.Command(context.Background(), box.Command{Argv: argv, Dir: dir, Stdout: a.Stdout, Stderr: a.Stderr})
 		if err != nil {
 			report(startedReady{Err: fmt.Sprintf("box %s: start %q: %v", box.QuoteName(task), argv[0], err)})
 			return err
@@ -92,6 +95,9 @@ func (a *App) bootStartedBox(ctx context.Context, task string, argv []string, o 
 		o.idle = time.Duration(t.LifetimeSeconds) * time.Second
 	}
 	t.LifetimeSeconds = 0 // this process stops the box itself (waitStartedBox)
+	if o.image != "" {
+		t.BoxImage = o.image // checked by startBoxDetached (checkBoxImageFlag)
+	}
 	m, err := a.newBoxManager(t, "", false, func(opts *box.Options) { opts.Env = env })
 	if err != nil {
 		return nil, nil, startedBox{}, err
@@ -126,6 +132,26 @@ func (a *App) bootStartedBox(ctx context.Context, task string, argv []string, o 
 		}
 	}
 	return b, m, rec, nil
+}
+
+// imageStartCommand returns the command box start runs in a box made
+// from the OCI image u (nil for a box on another base: argv and workdir
+// as given) and its working directory. As docker run does
+// (https://docs.docker.com/reference/dockerfile/#understand-how-cmd-and-entrypoint-interact):
+// Entrypoint followed by argv, or by the image's Cmd when argv is empty;
+// the directory is workdir, else the image's WorkingDir ("" = the
+// workspace). An empty result means the box waits for commands.
+func imageStartCommand(u *ociimage.BoxImage, argv []string, workdir string) ([]string, string) {
+	if u == nil {
+		return argv, workdir
+	}
+	if workdir == "" {
+		workdir = u.Config.WorkingDir
+	}
+	if len(argv) == 0 {
+		return u.Config.Command(), workdir
+	}
+	return append(append([]string(nil), u.Config.Entrypoint...), argv...), workdir
 }
 
 func mustJSON(v any) []byte {
