@@ -73,6 +73,9 @@ type Box struct {
 	refill     func() // makes the Manager's next spare (deferRefill); nil when there is none to make
 	closeOnce  sync.Once
 	closeErr   error
+	userOnce   sync.Once     // imageRunAs (oci_user.go)
+	user       *wire.Account // the image's User; nil = the box's root
+	userErr    error
 
 	mu        sync.Mutex
 	handlers  map[uint64]func(wire.Response)
@@ -93,6 +96,13 @@ func (b *Box) Task() string { return b.task }
 
 // InitPID is the host pid of the box's init (PID 1 inside).
 func (b *Box) InitPID() int { return b.initPID }
+
+// Died is closed when the box has stopped: its init ended (killed, the
+// kernel's OOM killer included) or its control connection closed.
+func (b *Box) Died() <-chan struct{} { return b.died }
+
+// DeathReason says how the init of a box that stopped by itself ended.
+func (b *Box) DeathReason() string { return b.deathReason() }
 
 // Workdir is the default working directory of commands.
 func (b *Box) Workdir() string { return b.workdir }
@@ -366,6 +376,12 @@ func (b *Box) startArgv(ctx context.Context, argv []string, req backend.ExecRequ
 	p := &boxProcess{box: b, out: req.Output, errOut: req.Stderr, discard: req.Output != nil && req.DiscardOutput}
 	spec := &wire.ExecSpec{Argv: argv, Dir: b.abs(req.Workdir),
 		Env: b.commandEnv(req.Env), Timeout: req.Timeout, Stdin: req.Stdin != nil || writable, Stderr: req.Stderr != nil, RunAs: wireAccount(req.RunAs)}
+	if spec.RunAs == nil {
+		var err error
+		if spec.RunAs, err = b.imageRunAs(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return b.startSpec(ctx, spec, p, req.Stdin)
 }
 

@@ -140,7 +140,8 @@ func (a *App) newTerminalBackend(cfg *config.Loaded, cwd string) (backend.Backen
 		// E2B_SANDBOX_URL); container_persistent pauses the sandbox at the
 		// end instead of killing it.
 		persistent := c.Terminal.ContainerPersistent == nil || *c.Terminal.ContainerPersistent
-		return e2bbackend.New(e2bbackend.FromEnv(e2bbackend.Options{Persistent: persistent}, cfg.Getenv))
+		notice := func(line string) { fmt.Fprintf(appStderr{a}, "hermes: warning: %s\n", escapeControls(line)) }
+		return e2bbackend.New(e2bbackend.FromEnv(e2bbackend.Options{Persistent: persistent, Notice: notice}, cfg.Getenv))
 	case vercel.Kind:
 		return a.newVercelBackend(c, cfg.Getenv)
 	case docker.Kind:

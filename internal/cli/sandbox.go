@@ -38,6 +38,7 @@ type sandboxServeOptions struct {
 	workspace         string
 	hermesBinary      string
 	maxSandboxes      int
+	userUID           int
 	maxPerTeam        int
 	conns             httpguard.Limits
 	fleet             fleetOptions
@@ -89,6 +90,7 @@ host only) and pass its placeholder as the env value instead.`,
 	f.StringArrayVar(&o.env, "env", nil, "KEY=VALUE added to every sandbox's commands, e.g. OPENROUTER_BASE_URL (repeatable)")
 	f.StringArrayVar(&o.allow, "allow", nil, "egress allow entry for every sandbox, after terminal.box_network.allow (repeatable)")
 	f.StringVar(&o.workspace, "workspace", "/var/lib/hermes-sandbox/workspace", "empty host directory each box gets a copy-on-write view of")
+	f.IntVar(&o.userUID, "user-uid", 0, "host uid (and gid) of the sandboxes' `user`; refused if a host account or process has it (default: 1000 as in E2B when the host does not use it, else a free uid from 101000)")
 	f.IntVar(&o.maxSandboxes, "max-sandboxes", 100, "most sandboxes (running and paused) at once, all tenants together; creates past it get 429")
 	f.IntVar(&o.maxPerTeam, "max-sandboxes-per-team", 0, "most sandboxes of one tenant (team or key of its own) at once (default: --max-sandboxes shared fairly among the tenants)")
 	f.IntVar(&o.conns.MaxConns, "max-connections", 0, "most open connections of both listeners together (0: 8192 or half the open-file limit, the smaller)")
@@ -272,7 +274,12 @@ func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error
 		return err
 	}
 	defer mgr.Close()
-	srv, err = sandboxserver.New(sandboxserver.Config{Boxes: mgr, Catalog: catalog, Node: node, APIKeys: keys, Teams: teams, Env: env, Log: log,
+	userUID, why, err := sandboxserver.ChooseUserUID(sandboxserver.SystemHostUIDs(), o.userUID)
+	if err != nil {
+		return err
+	}
+	log.Info("sandbox user", "name", "user", "uid", userUID, "why", why)
+	srv, err = sandboxserver.New(sandboxserver.Config{Boxes: mgr, Catalog: catalog, Node: node, APIKeys: keys, Teams: teams, Env: env, Log: log, UserUID: userUID,
 		MaxSandboxes: o.maxSandboxes, MaxSandboxesPerTeam: o.maxPerTeam,
 		Templates: map[string]sandboxserver.Template{"base": {}, "hermes": {Layers: []string{tplDir}}},
 		Allow:     append(append([]string{}, t.BoxNetwork.Allow...), o.allow...), Deny: t.BoxNetwork.Deny,

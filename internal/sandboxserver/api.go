@@ -341,7 +341,7 @@ func (s *Server) boot(ctx context.Context, sb *sandbox) error {
 	if err := env.WriteFile(ctx, UserHome+"/.hermes/.sandbox", []byte(sb.id+"\n"), 0o644); err != nil {
 		return err
 	}
-	return giveHome(ctx, env)
+	return s.giveHome(ctx, env)
 }
 
 func (s *Server) templateNames() []string {

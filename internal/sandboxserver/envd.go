@@ -82,7 +82,7 @@ func (s *Server) EnvdHandler() http.Handler {
 			writeError(w, http.StatusBadGateway, "sandbox %s is paused: connect to it first", id)
 			return
 		}
-		u, err := requestUser(r)
+		u, err := s.requestUser(r)
 		if err != nil {
 			closeUnreadBody(w, r)
 			writeError(w, http.StatusBadRequest, "%v", err)

@@ -57,6 +57,9 @@ type Options struct {
 	Persistent bool
 	// HTTPClient is the client (http.DefaultClient when nil).
 	HTTPClient *http.Client
+	// Notice, when set, is told (one line, for the person) when the task's
+	// paused sandbox is gone and a new, empty one replaces it.
+	Notice func(line string)
 }
 
 // FromEnv fills the connection fields of o from getenv (E2B_API_URL,
@@ -251,8 +254,17 @@ func (b *Backend) create(ctx context.Context, task string) (*sandboxConn, error)
 	}
 	var info sandboxInfo
 	if pausedID != "" {
-		if _, err := b.rest(ctx, "POST", "/sandboxes/"+pausedID+"/connect", map[string]int{"timeout": secs}, &info); err == nil {
+		status, err := b.rest(ctx, "POST", "/sandboxes/"+pausedID+"/connect", map[string]int{"timeout": secs}, &info)
+		switch {
+		case err == nil:
 			return b.connectTo(info), nil
+		case status != http.StatusNotFound:
+			// The sandbox may still exist (a server restarting, a
+			// network fault): a fresh one would hide its files.
+			return nil, fmt.Errorf("reconnecting to task %s's paused sandbox %s: %w (nothing was created; retry when the server answers)", task, pausedID, err)
+		}
+		if b.o.Notice != nil {
+			b.o.Notice(fmt.Sprintf("the e2b sandbox %s of task %s is gone (the server answered 404); a new, empty sandbox replaces it: files from earlier runs are not in it", pausedID, task))
 		}
 	}
 	if _, err := b.rest(ctx, "POST", "/sandboxes", map[string]any{"templateID": b.o.Template, "timeout": secs,
