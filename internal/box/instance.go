@@ -336,8 +336,11 @@ func (b *Box) Exec(ctx context.Context, req backend.ExecRequest) (backend.ExecRe
 // process's output for it.
 func (b *Box) Start(ctx context.Context, req backend.ExecRequest) (backend.Process, error) {
 	p, err := b.start(ctx, req, req.Stdin == nil)
-	if err != nil || b.watch == nil {
-		return p, err
+	if err != nil {
+		return nil, err
+	}
+	if b.watch == nil {
+		return p, nil
 	}
 	go func() {
 		select {
