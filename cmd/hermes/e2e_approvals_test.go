@@ -8,21 +8,12 @@ import (
 	"testing"
 
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+	"github.com/hermes-go/hermes/internal/testio"
 )
 
 // toolTurn asks for one tool call.
 func toolTurn(id, name string, a map[string]any) llmtest.Turn {
 	return llmtest.Turn{ToolCalls: []llmtest.Call{{ID: id, Name: name, Args: args(a)}}}
-}
-
-// mustReadFile returns a file's content, failing the test when it is missing.
-func mustReadFile(t *testing.T, p string) string {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // TestApprovalsFailClosed: bypasses of the approval check found by a
@@ -67,7 +58,7 @@ func TestApprovalsFailClosed(t *testing.T) {
 		if res := e.chatQ("add my key"); res.code != 0 {
 			t.Fatalf("want exit 0\n%s", res)
 		}
-		if got := mustReadFile(t, keys); got != "ssh-ed25519 AAAA user\n" {
+		if got := testio.ReadFile(t, keys); got != "ssh-ed25519 AAAA user\n" {
 			t.Fatalf("authorized_keys changed through workdir: %q", got)
 		}
 		if out := toolResults(t, e.request(1))["call_key"]; !strings.Contains(out, "approval") {
@@ -84,11 +75,11 @@ func TestApprovalsFailClosed(t *testing.T) {
 		e.env = []string{"OPENROUTER_BASE_URL=" + e.srv.URL, "OPENROUTER_API_KEY=" + fakeOpenRouterKey}
 		e.configureModel()
 		cfg := filepath.Join(e.home, "config.yaml")
-		before := mustReadFile(t, cfg)
+		before := testio.ReadFile(t, cfg)
 		if res := e.chatQ("relax the settings"); res.code != 0 {
 			t.Fatalf("want exit 0\n%s", res)
 		}
-		if after := mustReadFile(t, cfg); after != before {
+		if after := testio.ReadFile(t, cfg); after != before {
 			t.Fatalf("config.yaml changed through workdir:\n%s", after)
 		}
 	})

@@ -17,6 +17,7 @@ import (
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 
+	"github.com/hermes-go/hermes/internal/testnet"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
@@ -123,7 +124,7 @@ func TestGatewayRunsInABoxBehindAForwardedPort(t *testing.T) {
 
 	task := "seed002-" + strconv.Itoa(os.Getpid())
 	t.Cleanup(func() { e.run("box", "rm", task) })
-	hostPort := freePort(t)
+	hostPort := testnet.FreePort(t)
 	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	cmd, stdout, stderr := e.command(ctx, nil, "box", "exec", "--new", "--stop-timeout", "60s", "-p", fmt.Sprintf("%d:8642", hostPort), task, "--",

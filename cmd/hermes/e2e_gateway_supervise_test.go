@@ -19,6 +19,7 @@ import (
 	"github.com/hermes-go/hermes/internal/gateway/telegramtest"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 
+	"github.com/hermes-go/hermes/internal/testnet"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
@@ -99,7 +100,7 @@ func TestGatewayStartStatusRestartStop(t *testing.T) {
 		<-release
 		return llmtest.Turn{Text: "drained answer"}
 	})
-	port := freePort(t)
+	port := testnet.FreePort(t)
 	const key = "k-supervised-123456789"
 	e.env = append(e.env, "API_SERVER_ENABLED=true", "API_SERVER_PORT="+strconv.Itoa(port), "API_SERVER_KEY="+key)
 
@@ -176,7 +177,7 @@ func TestGatewayDrainIsBounded(t *testing.T) {
 	e := newE2E(t)
 	e.configureModel()
 	e.srv.SetResponder(func(llmtest.Request) llmtest.Turn { return llmtest.Turn{Stall: true} })
-	port := freePort(t)
+	port := testnet.FreePort(t)
 	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	cmd, _, stderr := e.command(ctx, []string{"API_SERVER_ENABLED=true", "API_SERVER_PORT=" + strconv.Itoa(port),
@@ -291,7 +292,7 @@ func TestGatewayStopKillsAfterItsTimeout(t *testing.T) {
 	e.configureModel()
 	killGatewayAtEnd(t, e.home)
 	e.srv.SetResponder(func(llmtest.Request) llmtest.Turn { return llmtest.Turn{Stall: true} })
-	port := freePort(t)
+	port := testnet.FreePort(t)
 	const key = "k-stuck-123456789"
 	e.env = append(e.env, "API_SERVER_ENABLED=true", "API_SERVER_PORT="+strconv.Itoa(port), "API_SERVER_KEY="+key,
 		"HERMES_RESTART_DRAIN_TIMEOUT=600")

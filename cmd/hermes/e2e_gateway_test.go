@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,19 +14,9 @@ import (
 	"github.com/hermes-go/hermes/internal/gateway/telegramtest"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 
+	"github.com/hermes-go/hermes/internal/testnet"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 // waitHTTP polls url until it answers 200 or the deadline passes.
 func waitHTTP(t *testing.T, url string, stderr func() string) {
@@ -55,7 +44,7 @@ func TestGatewayAPIServerServesAndDrainsOnSIGTERM(t *testing.T) {
 		<-release
 		return llmtest.Turn{Text: "drained answer"}
 	})
-	port := freePort(t)
+	port := testnet.FreePort(t)
 	ctx, cancel := context.WithDeadline(context.Background(), waitfor.Deadline(t))
 	defer cancel()
 	cmd, _, stderr := e.command(ctx, []string{"API_SERVER_ENABLED=true", "API_SERVER_PORT=" + strconv.Itoa(port), "API_SERVER_KEY=k-123456789"},
@@ -114,7 +103,7 @@ func TestGatewayAPIServerServesAndDrainsOnSIGTERM(t *testing.T) {
 func TestGatewayRefusesOpenBindWithoutKey(t *testing.T) {
 	e := newE2E(t)
 	e.configureModel()
-	res := e.runEnv([]string{"API_SERVER_ENABLED=true", "API_SERVER_HOST=0.0.0.0", "API_SERVER_PORT=" + strconv.Itoa(freePort(t))}, "gateway", "run")
+	res := e.runEnv([]string{"API_SERVER_ENABLED=true", "API_SERVER_HOST=0.0.0.0", "API_SERVER_PORT=" + strconv.Itoa(testnet.FreePort(t))}, "gateway", "run")
 	if res.code != 1 || !strings.Contains(res.stderr, "API_SERVER_KEY") {
 		t.Fatalf("%s", res)
 	}

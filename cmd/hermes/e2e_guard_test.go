@@ -82,9 +82,11 @@ echo contained > inside-workspace.txt
 			t.Errorf("the tool result lacks %q:\n%s", want, body)
 		}
 	}
-	// As root hermes's environment block is readable but scrubbed; for
-	// other users the non-dumpable hermes's environ is not readable at all.
-	if !strings.Contains(body, "OPENROUTER_API_KEY=***") && !strings.Contains(body, "environ: Permission denied") {
+	// As root the command runs in a PID namespace of its own, where hermes
+	// is not there at all ($PPID is 0); for other users the non-dumpable
+	// hermes's environ is not readable; where it is, it is scrubbed.
+	if !strings.Contains(body, "OPENROUTER_API_KEY=***") && !strings.Contains(body, "environ: Permission denied") &&
+		!strings.Contains(body, "/proc/0/environ: No such file") {
 		t.Errorf("hermes's environment was neither scrubbed nor hidden:\n%s", body)
 	}
 	for _, key := range []string{dotEnvKey, fakeOpenRouterKey} {
@@ -131,6 +133,7 @@ func TestKillNineEndsLocalCommands(t *testing.T) {
 		if pid == 0 {
 			t.Fatalf("%s never written", name)
 		}
+		pid = hostPID(t, pid, e.workspace)
 		pids = append(pids, pid)
 		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+	"github.com/hermes-go/hermes/internal/testio"
 )
 
 // TestLocalRedTeamContained: attacks of a second red-team pass on the
@@ -26,7 +27,7 @@ func TestLocalRedTeamContained(t *testing.T) {
 		if res := e.chatQ("set up my shell"); res.code != 0 {
 			t.Fatalf("want exit 0\n%s", res)
 		}
-		if got := mustReadFile(t, rc); got != "# rc\n" {
+		if got := testio.ReadFile(t, rc); got != "# rc\n" {
 			t.Fatalf("~/.bashrc changed: %q", got)
 		}
 		if out := toolResults(t, e.request(1))["call_rc"]; !strings.Contains(out, "refused") {
@@ -68,12 +69,12 @@ func TestLocalRedTeamContained(t *testing.T) {
 		)
 		e.configureModel()
 		cfg := filepath.Join(e.home, "config.yaml")
-		before := mustReadFile(t, cfg)
+		before := testio.ReadFile(t, cfg)
 		if err := os.Link(cfg, filepath.Join(e.workspace, "cfg.link")); err != nil {
 			t.Fatal(err)
 		}
 		e.mustRun("chat", "-Q", "--yolo", "-q", "go")
-		if after := mustReadFile(t, cfg); after != before {
+		if after := testio.ReadFile(t, cfg); after != before {
 			t.Fatalf("config.yaml changed through a hard link:\n%s", after)
 		}
 	})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 
+	"github.com/hermes-go/hermes/internal/testio"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
@@ -143,6 +144,7 @@ func (e *e2e) startUntilToolRuns(args ...string) (wait func() result, signal fun
 		cmd.Process.Kill()
 		e.t.Fatalf("the terminal tool never started\n%s", <-done)
 	}
+	sleeper = hostPID(e.t, sleeper, e.workspace)
 	e.t.Cleanup(func() { syscall.Kill(sleeper, syscall.SIGKILL) })
 	wait = func() result { return <-done }
 	signal = func(sig syscall.Signal) {
@@ -215,7 +217,8 @@ func TestSigtermDuringToolCallStoresCancelledResult(t *testing.T) {
 	e := newE2E(t, sleeperTurn())
 	e.configureModel()
 	wait, signal := e.startUntilToolRuns("chat", "-Q", "--yolo", "-q", "run the long job")
-	pid, _ := strconv.Atoi(strings.TrimSpace(readFile(t, filepath.Join(e.workspace, "sleeper.pid"))))
+	pid, _ := strconv.Atoi(strings.TrimSpace(testio.ReadFile(t, filepath.Join(e.workspace, "sleeper.pid"))))
+	pid = hostPID(t, pid, e.workspace)
 	signal(syscall.SIGTERM)
 	res := wait()
 	if res.code != 143 {
@@ -269,15 +272,6 @@ func TestSigtermDuringToolCallStoresCancelledResult(t *testing.T) {
 		}
 	}
 	t.Errorf("the export lacks the interrupted tool call:\n%s", export.stdout)
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
 }
 
 // isZombie reports whether pid has exited but not been reaped (its parent,

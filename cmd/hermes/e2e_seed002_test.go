@@ -13,6 +13,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+	"github.com/hermes-go/hermes/internal/testnet"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
@@ -83,7 +84,7 @@ func TestSeed002BackgroundGatewayInABox(t *testing.T) {
 
 	task := "seed002-bg-" + strconv.Itoa(os.Getpid())
 	t.Cleanup(func() { e.run("box", "stop", task); e.run("box", "rm", task) })
-	hostPort := freePort(t)
+	hostPort := testnet.FreePort(t)
 	res := e.mustRun("box", "start", "-p", fmt.Sprintf("%d:8080", hostPort), "-e", "PATH="+binDir+":/usr/local/bin:/usr/bin:/bin",
 		"-e", "HERMES_HOME="+inner, task)
 	if strings.TrimSpace(res.stdout) != task {

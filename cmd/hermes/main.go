@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/hermes-go/hermes/internal/backend/local"
 	"github.com/hermes-go/hermes/internal/box/initproc"
 	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/cli"
@@ -16,6 +17,9 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == wire.InitArg {
 		os.Exit(initproc.InitMain()) // hidden: this process is a box's PID 1
+	}
+	if len(os.Args) > 1 && os.Args[1] == local.PIDInitArg {
+		os.Exit(local.PIDInitMain()) // hidden: PID 1 of the local commands' PID namespace
 	}
 	args := os.Args[1:]
 	if filepath.Base(os.Args[0]) == cli.ACPEntry {

@@ -34,23 +34,9 @@ func (s *Server) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptRes
 	if done, err := s.command(ctx, as, text); done || err != nil {
 		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, err
 	}
-	sub := as.s.Subscribe(session.SubscribeOptions{MaxPendingDeltaBytes: -1, Approver: true})
-	defer sub.Close()
-	turn, _, err := as.s.Send(ctx, text, session.SendOptions{})
-	if err != nil {
-		return sdk.PromptResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
-	}
 	tc := newToolCalls(as)
 	defer tc.clear()
-	for {
-		// Every turn ends with a Final or Error event, also when cancelled.
-		ev, err := sub.Next(context.WithoutCancel(ctx))
-		if err != nil {
-			return sdk.PromptResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
-		}
-		if ev.TurnID != turn.ID {
-			continue
-		}
+	last, err := as.s.Ask(ctx, text, session.AskOptions{Subscribe: session.SubscribeOptions{MaxPendingDeltaBytes: -1, Approver: true}}, func(ev session.Event) {
 		switch ev.Kind {
 		case session.TextDelta:
 			s.update(ctx, as.s.ID(), sdk.UpdateAgentMessageText(ev.Text))
@@ -68,13 +54,15 @@ func (s *Server) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptRes
 			as.s.Approve(ev.Approval.ID, s.askCommand(ctx, as, tc, ev))
 		case session.ClarifyRequest:
 			s.askQuestion(ctx, as, tc, ev)
-		case session.Final, session.Error:
-			for _, u := range tc.abandon() {
-				s.update(ctx, as.s.ID(), u)
-			}
-			return s.finish(ctx, as, ev)
 		}
+	})
+	if err != nil {
+		return sdk.PromptResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
 	}
+	for _, u := range tc.abandon() {
+		s.update(ctx, as.s.ID(), u)
+	}
+	return s.finish(ctx, as, last)
 }
 
 // finish turns a turn's last event into the prompt's answer.

@@ -24,6 +24,7 @@ import (
 	"github.com/hermes-go/hermes/internal/backend"
 
 	"github.com/hermes-go/hermes/internal/box/wire"
+	"github.com/hermes-go/hermes/internal/testio"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
@@ -359,7 +360,7 @@ func TestCommandOnTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out testio.Buffer
 	pr, pw := io.Pipe()
 	defer pw.Close()
 	p, err := b.Command(context.Background(), Command{Argv: []string{"sh", "-c", `tty; stty size; trap 'stty size' WINCH; echo ready; while :; do sleep 0.05; done`},
@@ -392,24 +393,6 @@ func TestCommandOnTerminal(t *testing.T) {
 	if err != nil || res.Signal != "SIGINT" {
 		t.Fatalf("after ^C: %+v %v, want the job killed by SIGINT", res, err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // The attach socket is listed in the box's network namespace

@@ -53,6 +53,10 @@ func (b *Box) Command(ctx context.Context, c Command) (Process, error) {
 	}
 	spec := &wire.ExecSpec{Argv: c.Argv, Dir: b.abs(c.Dir), Env: b.commandEnv(c.Env), Timeout: c.Timeout,
 		Stdin: c.Stdin != nil, Search: true, Stderr: c.Stderr != nil && !c.TTY, TTY: c.TTY, Rows: c.Rows, Cols: c.Cols}
+	var err error
+	if spec.RunAs, err = b.imageRunAs(ctx); err != nil { // the OCI image's User (oci_user.go)
+		return nil, err
+	}
 	return b.startSpec(ctx, spec, p, c.Stdin)
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/egress"
 	"github.com/hermes-go/hermes/internal/httpguard"
+	"github.com/hermes-go/hermes/internal/protect"
 )
 
 // maxCapturedOutput caps ExecResult.Output (the Output writer still sees
@@ -46,13 +47,13 @@ type Box struct {
 	shell    string
 	env      []string
 	spec     wire.InitSpec
-	// hadCommondir: the bind workspace's .git/commondir existed when the
-	// box started (moveCommondirAside leaves it alone).
-	hadCommondir bool
-	persist      bool
-	initPID      int
-	cmd          *exec.Cmd // nil when attached
-	fc           *wire.Conn
+	// watch: the bind workspace as the box started; after each command
+	// the host moves aside what is new and runs code (protect.Watch).
+	watch   *protect.Watch
+	persist bool
+	initPID int
+	cmd     *exec.Cmd // nil when attached
+	fc      *wire.Conn
 	// attachPath is the attach socket of a box another process runs, which
 	// this Box reached through it (Attach); "" for the owner's Box.
 	attachPath string
@@ -72,6 +73,9 @@ type Box struct {
 	refill     func() // makes the Manager's next spare (deferRefill); nil when there is none to make
 	closeOnce  sync.Once
 	closeErr   error
+	userOnce   sync.Once     // imageRunAs (oci_user.go)
+	user       *wire.Account // the image's User; nil = the box's root
+	userErr    error
 
 	mu        sync.Mutex
 	handlers  map[uint64]func(wire.Response)
@@ -92,6 +96,13 @@ func (b *Box) Task() string { return b.task }
 
 // InitPID is the host pid of the box's init (PID 1 inside).
 func (b *Box) InitPID() int { return b.initPID }
+
+// Died is closed when the box has stopped: its init ended (killed, the
+// kernel's OOM killer included) or its control connection closed.
+func (b *Box) Died() <-chan struct{} { return b.died }
+
+// DeathReason says how the init of a box that stopped by itself ended.
+func (b *Box) DeathReason() string { return b.deathReason() }
 
 // Workdir is the default working directory of commands.
 func (b *Box) Workdir() string { return b.workdir }
@@ -311,7 +322,7 @@ func (b *Box) Exec(ctx context.Context, req backend.ExecRequest) (backend.ExecRe
 		return backend.ExecResult{}, err
 	}
 	res, err := p.Wait(ctx)
-	if note := b.moveCommondirAside(); note != "" && err == nil {
+	if note := b.watch.Check(); note != "" && err == nil {
 		res.Output = append(res.Output, "\n"+note+"\n"...)
 	}
 	return res, err
@@ -319,8 +330,26 @@ func (b *Box) Exec(ctx context.Context, req backend.ExecRequest) (backend.ExecRe
 
 // Start runs req in the background. Without req.Stdin the command reads
 // what the caller sends with Write, until CloseStdin (backend.Process).
+//
+// When it ends, the workspace is checked as after Exec; the note goes to
+// the person (protect.Watch.CheckForPerson), since nobody reads the
+// process's output for it.
 func (b *Box) Start(ctx context.Context, req backend.ExecRequest) (backend.Process, error) {
-	return b.start(ctx, req, req.Stdin == nil)
+	p, err := b.start(ctx, req, req.Stdin == nil)
+	if err != nil {
+		return nil, err
+	}
+	if b.watch == nil {
+		return p, nil
+	}
+	go func() {
+		select {
+		case <-p.done:
+			b.watch.CheckForPerson()
+		case <-b.died:
+		}
+	}()
+	return p, nil
 }
 
 // start runs req; writable opens the command's stdin for Write even
@@ -350,6 +379,12 @@ func (b *Box) startArgv(ctx context.Context, argv []string, req backend.ExecRequ
 	p := &boxProcess{box: b, out: req.Output, errOut: req.Stderr, discard: req.Output != nil && req.DiscardOutput}
 	spec := &wire.ExecSpec{Argv: argv, Dir: b.abs(req.Workdir),
 		Env: b.commandEnv(req.Env), Timeout: req.Timeout, Stdin: req.Stdin != nil || writable, Stderr: req.Stderr != nil, RunAs: wireAccount(req.RunAs)}
+	if spec.RunAs == nil {
+		var err error
+		if spec.RunAs, err = b.imageRunAs(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return b.startSpec(ctx, spec, p, req.Stdin)
 }
 

@@ -2,6 +2,7 @@ package box
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,5 +46,18 @@ func TestTerminateProcessesReachesBackgroundedCommands(t *testing.T) {
 	}
 	if res := e.run(t, "cat termed"); string(res.Output) != "termed\n" {
 		t.Errorf("the trap did not run: %+v", res)
+	}
+}
+
+// A pid in the caller's own pid namespace is no box's init (a dead init's
+// pid reused on the host): Processes refuses it rather than list (and
+// TerminateProcesses signal) every process of the host.
+func TestProcessesRefusesHostNamespace(t *testing.T) {
+	procs, err := Processes(os.Getpid())
+	if !errors.Is(err, ErrNotBoxInit) {
+		t.Fatalf("Processes(own pid) = %d pids, %v; want ErrNotBoxInit", len(procs), err)
+	}
+	if left, err := TerminateProcesses(os.Getpid(), 0); !errors.Is(err, ErrNotBoxInit) || left != 0 {
+		t.Fatalf("TerminateProcesses(own pid) = %d, %v; want ErrNotBoxInit", left, err)
 	}
 }

@@ -113,8 +113,13 @@ echo evil > .git/commondir && echo commondir`)
 	if !strings.Contains(string(res.Output), protect.GitCommondirRefused) {
 		t.Errorf("the command's output does not say .git/commondir was moved aside:\n%s", res.Output)
 	}
+	// The nested repository's config is moved aside on the host after
+	// the command, which says so.
 	if _, err := os.Stat(marker + "-gitlink"); err == nil {
-		t.Skip("known limitation: a nested repository (gitlink) created during a command cannot carry a read-only mount made when the box started; the approvals and write_file ask, box diff marks it, and the README threat model says so (attack23 F2)")
+		t.Errorf("git status on the host ran code the box planted in a nested repository (gitlink)")
+	}
+	if !strings.Contains(string(res.Output), "sub/.git/config"+protect.Refused) {
+		t.Errorf("the command's output does not say sub/.git/config was moved aside:\n%s", res.Output)
 	}
 }
 
@@ -138,5 +143,51 @@ func TestWorkspaceDiffMarksNestedGitConfig(t *testing.T) {
 	}
 	if changes[4].Protected != "" {
 		t.Errorf("sub/main.go is marked protected (%s)", changes[4].Protected)
+	}
+}
+
+// Issue 23: protected names that do not exist when the box starts (no
+// repository yet, no .envrc, no .vscode/) carry no read-only mount. What
+// the box creates there is moved aside on the host after the command, and
+// the output says so, while `git init` and `git commit` in the empty
+// workspace keep working: a fresh repository runs nothing on the host.
+func TestBoxBindWorkspaceProtectedNamesCreatedLater(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	gitHome := t.TempDir()
+	marker := filepath.Join(t.TempDir(), "ran")
+	e := startTestBox(t, nil)
+	const ident = `export HOME=/tmp GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=u GIT_AUTHOR_EMAIL=u@example.com GIT_COMMITTER_NAME=u GIT_COMMITTER_EMAIL=u@example.com`
+	res := e.run(t, `cd `+e.workspace+` && `+ident+` && git init -q && echo a > a && git add a && git commit -qm first && echo committed`)
+	if out := string(res.Output); !strings.Contains(out, "committed") || strings.Contains(out, protect.Refused) {
+		t.Fatalf("git init and commit in an empty workspace must just work:\n%s", out)
+	}
+	res = e.run(t, `cd `+e.workspace+` && `+ident+`
+git config core.fsmonitor "touch `+marker+`-fsmonitor; false"
+printf '#!/bin/sh\ntouch `+marker+`-hook\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit
+echo 'touch `+marker+`-envrc' > .envrc
+mkdir -p .vscode && echo '{}' > .vscode/tasks.json && echo planted`)
+	out := string(res.Output)
+	for _, want := range []string{"planted", ".git/config" + protect.Refused, ".git/hooks/pre-commit" + protect.Refused,
+		".envrc" + protect.Refused, ".vscode" + protect.Refused} {
+		if !strings.Contains(out, want) {
+			t.Errorf("box output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, gone := range []string{".envrc", ".vscode", ".git/hooks/pre-commit"} {
+		if _, err := os.Lstat(filepath.Join(e.workspace, gone)); err == nil {
+			t.Errorf("%s is still in the workspace on the host", gone)
+		}
+	}
+	boxHostGit(t, e.workspace, gitHome, "status")
+	boxHostGit(t, e.workspace, gitHome, "-c", "user.name=u", "-c", "user.email=u@example.com", "commit", "-q", "--allow-empty", "-m", "host")
+	if m, _ := filepath.Glob(marker + "*"); len(m) > 0 {
+		t.Fatalf("git on the host ran code the box planted: %v", m)
+	}
+	// The repository stays usable in the box.
+	res = e.run(t, `cd `+e.workspace+` && `+ident+` && echo b > b && git add b && git commit -qm second && git log --format=%s | tr '\n' ' '`)
+	if out := string(res.Output); !strings.Contains(out, "second host first") {
+		t.Errorf("the repository is not usable in the box after the check:\n%s", out)
 	}
 }

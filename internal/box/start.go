@@ -318,7 +318,7 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 		dials: map[uint64]chan net.Conn{}, now: m.now, lastUsed: m.now(),
 	}
 	if !spec.WorkspaceOverlay {
-		b.hadCommondir = protect.New(spec.Protected).CommondirPresent(spec.Workspace)
+		b.watch = protect.New(spec.Protected).Watch(spec.Workspace, true)
 	}
 	if lm := hostLayer(); lm != nil {
 		if err := lm.send(b.conns); err != nil {
@@ -362,7 +362,8 @@ func (m *Manager) initSpec(task, dir, workspace string, view hostView, cg cgroup
 	if m.opts.Layers != nil {
 		lower = append(m.opts.Layers(task), lower...)
 	}
-	spec := wire.InitSpec{SwitchUsers: m.opts.SwitchUsers && !userNS,
+	// An OCI image's User needs the init's CAP_SETUID (oci_user.go).
+	spec := wire.InitSpec{SwitchUsers: (m.opts.SwitchUsers || imageUser(dir) != "") && !userNS,
 		Task: task, Lower: lower, LayerDir: filepath.Join(dir, "layer"), DiskMiB: t.ContainerDisk, TmpMiB: tmpSizeMiB(t),
 		Merged: filepath.Join(dir, "merged"), Workspace: workspace,
 		WorkspaceOverlay: t.BoxWorkspace == "overlay", Protected: t.ProtectedPaths, Empty: view.empty, Hide: view.hide, Hostname: Hostname,

@@ -16,10 +16,18 @@ import (
 // the init's pid namespace, found through /proc/N/ns/pid. It is how a
 // caller on the host sees what a box still runs, commands that outlived
 // their exec (nohup ... &) included.
+//
+// It refuses (ErrNotBoxInit) a pid in the caller's own pid namespace: a
+// box's init always has a namespace of its own, so such a pid is not one
+// (a dead init's pid reused by a host process), and every process of the
+// host would be listed.
 func Processes(initPID int) ([]int, error) {
 	ns, err := os.Readlink("/proc/" + strconv.Itoa(initPID) + "/ns/pid")
 	if err != nil {
 		return nil, fmt.Errorf("box init %d: %w", initPID, err)
+	}
+	if self, err := os.Readlink("/proc/self/ns/pid"); err != nil || self == ns {
+		return nil, fmt.Errorf("%w: pid %d is in this process's own pid namespace (%s)", ErrNotBoxInit, initPID, ns)
 	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -37,6 +45,9 @@ func Processes(initPID int) ([]int, error) {
 	}
 	return out, nil
 }
+
+// ErrNotBoxInit: the pid given as a box's init is not one (Processes).
+var ErrNotBoxInit = errors.New("not a box's init")
 
 // TerminateProcesses sends SIGTERM to every process of the box of init
 // initPID but the init (Processes), through pidfds so that a pid reused

@@ -1,14 +1,29 @@
 package box
 
-import "github.com/hermes-go/hermes/internal/protect"
+import (
+	"path/filepath"
+	"strings"
+)
 
-// moveCommondirAside: with the bind workspace, a .git/commondir the box
-// wrote (the host's git would read config and hooks from the directory it
-// names; a missing name cannot carry a read-only mount) is moved aside on
-// the host after each command (protect.Set.MoveCommondirAside).
-func (b *Box) moveCommondirAside() string {
-	if b.spec.WorkspaceOverlay || b.spec.Workspace == "" {
-		return ""
+// AcceptProtectedWrite records that abs, a protected path in the bind
+// workspace, was written with the user's approval (write_file, patch), so
+// the check after the next command (Box.watch) leaves it in place.
+func (b *Box) AcceptProtectedWrite(abs string) {
+	if b.watch == nil {
+		return
 	}
-	return protect.New(b.spec.Protected).MoveCommondirAside(b.spec.Workspace, b.hadCommondir)
+	rel, err := filepath.Rel(b.spec.Workspace, filepath.Clean(abs))
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+		return
+	}
+	b.watch.Accept(filepath.ToSlash(rel))
+}
+
+// CheckProtected moves aside what the commands left in the bind workspace
+// that makes the host run code later (protect.Watch.Check, as after each
+// Exec) and returns the note, or "": for commands whose end the caller
+// sees (hermes box exec, box shell). An attached box has no Watch: the
+// hermes process that started it checks after its own next command.
+func (b *Box) CheckProtected() string {
+	return b.watch.Check()
 }

@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hermes-go/hermes/internal/protect"
 )
 
 // New-user trial: a write into a protected path by `hermes box exec`
@@ -36,5 +39,26 @@ func TestBoxCLIExecNotesProtectedPathFailure(t *testing.T) {
 	}
 	if _, errs, code = c.run(t, "echo x >> .git/config\n", "box", "shell", "pp"); code == 0 || strings.Count(errs, note) != 1 {
 		t.Errorf("box shell: code %d, stderr %q", code, errs)
+	}
+}
+
+// Issue 23 F7: a nested repository whose config runs code, planted by
+// `hermes box exec` or `box shell`, is moved aside when the command ends,
+// and the person is told on stderr.
+func TestBoxCLIExecAndShellCheckTheWorkspace(t *testing.T) {
+	c := newBoxCLI(t)
+	plant := "mkdir -p %s/.git && printf '[core]\\n\\tfsmonitor = \"echo PWNED\"\\n' > %s/.git/config\n"
+	for _, run := range []struct{ stdin, dir string }{{"", "viaexec"}, {fmt.Sprintf(plant, "viashell", "viashell"), "viashell"}} {
+		args := []string{"box", "exec", "--new", "ck", "--", "sh", "-c", fmt.Sprintf(plant, run.dir, run.dir)}
+		if run.stdin != "" {
+			args = []string{"box", "shell", "ck"}
+		}
+		_, errs, code := c.run(t, run.stdin, args...)
+		if code != 0 || !strings.Contains(errs, run.dir+"/.git/config"+protect.Refused) {
+			t.Errorf("%s: code %d, stderr does not name the config moved aside: %q", run.dir, code, errs)
+		}
+		if _, err := os.Stat(filepath.Join(c.ws, run.dir, ".git", "config"+protect.Refused)); err != nil {
+			t.Errorf("%s: config not moved aside: %v", run.dir, err)
+		}
 	}
 }

@@ -32,7 +32,17 @@ func (a *App) runBoxCommand(ctx context.Context, b *box.Box, c box.Command, stop
 		}
 		return err
 	}
+	defer a.checkBoxWorkspace(b)
 	return a.waitBoxCommand(ctx, p, stopTimeout)
+}
+
+// checkBoxWorkspace runs the workspace check that follows each agent
+// command (box.Box.CheckProtected) after a box exec or box shell command
+// and tells the person what it moved.
+func (a *App) checkBoxWorkspace(b *box.Box) {
+	if note := b.CheckProtected(); note != "" {
+		fmt.Fprintln(a.Stderr, note)
+	}
 }
 
 type boxWait struct {
@@ -111,7 +121,10 @@ func (a *App) boxShell(ctx context.Context, b *box.Box, protected protect.Set) e
 			}
 		}
 	}()
-	return a.waitBoxCommand(ctx, p, shellStopTimeout)
+	err = a.waitBoxCommand(ctx, p, shellStopTimeout)
+	term.Restore(int(in.Fd()), old) // the note below reads as lines again
+	a.checkBoxWorkspace(b)
+	return err
 }
 
 // shellStopTimeout is how long box shell's shell has to exit after the

@@ -27,15 +27,20 @@ import (
 // the box is up and removed when it stops. PID and StartTime (field 22 of
 // /proc/PID/stat) tell that process from one that reused its pid.
 type startedBox struct {
-	Task      string    `json:"task"`
-	PID       int       `json:"pid"`
-	StartTime uint64    `json:"start_time"`
-	InitPID   int       `json:"init_pid"`
-	Ports     []string  `json:"ports,omitempty"` // "127.0.0.1:8080->8080"
-	Command   []string  `json:"command,omitempty"`
-	StartedAt time.Time `json:"started_at"`
-	StopAt    time.Time `json:"stop_at,omitzero"` // --lifetime's end; zero = none
-	Log       string    `json:"log"`
+	Task      string `json:"task"`
+	PID       int    `json:"pid"`
+	StartTime uint64 `json:"start_time"`
+	InitPID   int    `json:"init_pid"`
+	// InitStartTime is the init's start time: with its parent (the owner)
+	// it tells the init from a process that reused its pid after the init
+	// died (killed, or by the OOM killer). Records without one are not
+	// trusted with the init's pid.
+	InitStartTime uint64    `json:"init_start_time,omitempty"`
+	Ports         []string  `json:"ports,omitempty"` // "127.0.0.1:8080->8080"
+	Command       []string  `json:"command,omitempty"`
+	StartedAt     time.Time `json:"started_at"`
+	StopAt        time.Time `json:"stop_at,omitzero"` // --lifetime's end; zero = none
+	Log           string    `json:"log"`
 }
 
 func startedDir(home string) string { return filepath.Join(home, "boxes-started") }
@@ -50,6 +55,18 @@ func (s startedBox) alive() bool { return s.owner().Alive() }
 // owner is the hermes process that owns the started box.
 func (s startedBox) owner() procident.Process {
 	return procident.Process{PID: s.PID, StartTime: s.StartTime}
+}
+
+// initRuns reports whether the box's init named by s still runs: same pid
+// and start time, and a child of the owner. Only then may its pid be used
+// to find (and signal) the box's processes.
+func (s startedBox) initRuns() bool {
+	init := procident.Process{PID: s.InitPID, StartTime: s.InitStartTime}
+	if s.InitStartTime == 0 || !init.Alive() {
+		return false
+	}
+	ppid, err := procident.Parent(s.InitPID)
+	return err == nil && ppid == s.PID && init.Alive()
 }
 
 // readStartedBox returns the record of a box hermes box start runs, and
@@ -68,6 +85,7 @@ type boxStartOptions struct {
 	publish     []string
 	env         []string
 	workdir     string
+	image       string // --image: the base of a new box (terminal.box_image)
 	lifetime    time.Duration
 	idle        time.Duration
 	idleSet     bool
@@ -78,7 +96,7 @@ type boxStartOptions struct {
 func (a *App) newBoxStartCmd() *cobra.Command {
 	var o boxStartOptions
 	cmd := &cobra.Command{
-		Use:   "start [TASK] [-- CMD [ARG...]]",
+		Use:   "start [--image REF] [TASK] [-- CMD [ARG...]]",
 		Short: "start the box of TASK in the background (detached), with published ports; hermes box stop ends it",
 		Long: `Start the box of TASK (created if needed; a generated name when TASK is
 left out) and return at once, printing the task name. The box keeps running
@@ -95,7 +113,15 @@ soon as the server is launched, and the server keeps running in the box.
 Processes in the box are listed by cat /proc/net/tcp there.
 
 -e sets variables for every command in the box (box exec included); -w is
-CMD's working directory.`,
+CMD's working directory.
+
+--image REF makes a new box from an OCI image (registry/repo:tag,
+@sha256:..., an OCI layout dir or a docker save tarball; pulled on first
+use), as box exec --new --image does. As docker run does, the box then runs
+the image's Entrypoint followed by its Cmd when no CMD is given, and
+Entrypoint followed by CMD when one is (CMD replaces Cmd); the image's Env
+applies to every command and its WorkingDir is CMD's default directory. An
+image with neither Entrypoint nor Cmd waits for commands.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			task, argv, err := splitStartArgs(cmd, args)
 			if err != nil {
@@ -112,7 +138,8 @@ CMD's working directory.`,
 	f.StringArrayVarP(&o.publish, "port", "p", nil, "forward host port to box port, HOSTPORT:BOXPORT (repeatable)")
 	f.StringArrayVar(&o.publish, "publish", nil, "same as --port")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "KEY=VALUE for every command in the box (repeatable)")
-	f.StringVarP(&o.workdir, "workdir", "w", "", "working directory of CMD in the box (default: the workspace)")
+	f.StringVarP(&o.workdir, "workdir", "w", "", "working directory of CMD in the box (default: the image's WorkingDir, else the workspace)")
+	f.StringVar(&o.image, "image", "", "a new box's base image (an OCI reference such as registry/repo:tag, an OCI layout dir, a docker save tarball, or any terminal.box_image value); its Entrypoint and Cmd run when no CMD is given")
 	f.DurationVar(&o.lifetime, "lifetime", 0, "stop the box this long after it started (0 = no limit)")
 	f.DurationVar(&o.idle, "idle", 0, "stop the box once it has run nothing but its init for this long (default terminal.lifetime_seconds; 0 = never)")
 	f.DurationVar(&o.stopTimeout, "stop-timeout", 10*time.Second, "when the box stops by itself, how long its processes have after SIGTERM before they are killed")
@@ -179,6 +206,11 @@ func (a *App) startBoxDetached(ctx context.Context, task string, argv []string, 
 	if s, ok := readStartedBox(home, task); ok {
 		return fmt.Errorf("box %s already runs (hermes box start, pid %d); stop it first: hermes box stop %s", box.QuoteName(task), s.PID, box.QuoteName(task))
 	}
+	if o.image != "" {
+		if err := a.checkBoxImageFlag(task, o.image, true); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(startedDir(home), 0o700); err != nil {
 		return err
 	}
@@ -243,6 +275,9 @@ func ownerArgs(task string, argv []string, o boxStartOptions) []string {
 	}
 	if o.workdir != "" {
 		args = append(args, "-w", o.workdir)
+	}
+	if o.image != "" {
+		args = append(args, "--image", o.image)
 	}
 	args = append(args, task)
 	if len(argv) > 0 {
@@ -340,12 +375,18 @@ func (a *App) stopStartedBox(task string, timeout time.Duration) error {
 		return fmt.Errorf("box %s is not running from hermes box start (hermes box ls lists boxes; one an agent session or box exec runs stops with that process)", box.QuoteName(task))
 	}
 	owner := s.owner()
-	left, err := box.TerminateProcesses(s.InitPID, timeout)
-	if err != nil && owner.Alive() {
-		fmt.Fprintf(a.Stderr, "hermes: box %s: %v\n", box.QuoteName(task), err)
-	}
-	if left > 0 {
-		fmt.Fprintf(a.Stderr, "hermes: box %s: %d processes still ran %s after SIGTERM: killed\n", box.QuoteName(task), left, timeout)
+	if !s.initRuns() {
+		// The init died (killed, or by the OOM killer) and its pid may
+		// name another process now: signal nothing but the owner.
+		fmt.Fprintf(a.Stderr, "hermes: box %s: its init (pid %d) no longer runs; stopping the hermes process that ran it\n", box.QuoteName(task), s.InitPID)
+	} else {
+		left, err := box.TerminateProcesses(s.InitPID, timeout)
+		if err != nil && owner.Alive() {
+			fmt.Fprintf(a.Stderr, "hermes: box %s: %v\n", box.QuoteName(task), err)
+		}
+		if left > 0 {
+			fmt.Fprintf(a.Stderr, "hermes: box %s: %d processes still ran %s after SIGTERM: killed\n", box.QuoteName(task), left, timeout)
+		}
 	}
 	if err := syscall.Kill(s.PID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("signal the process running box %s (pid %d): %w", task, s.PID, err)

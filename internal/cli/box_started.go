@@ -12,6 +12,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/atomicfile"
 	"github.com/hermes-go/hermes/internal/box"
+	"github.com/hermes-go/hermes/internal/ociimage"
 	"github.com/hermes-go/hermes/internal/procident"
 )
 
@@ -41,9 +42,11 @@ func (a *App) runStartedBox(ctx context.Context, task string, argv []string, o b
 	}
 	defer m.Close()
 	defer os.Remove(startedPath(a.Home(), task))
+	argv, dir := imageStartCommand(a.boxImageState(task), argv, o.workdir)
+	rec.Command = argv
 	exited := make(chan string, 1)
 	if len(argv) > 0 {
-		p, err := b.Command(context.Background(), box.Command{Argv: argv, Dir: o.workdir, Stdout: a.Stdout, Stderr: a.Stderr})
+		p, err := b.Command(context.Background(), box.Command{Argv: argv, Dir: dir, Stdout: a.Stdout, Stderr: a.Stderr})
 		if err != nil {
 			report(startedReady{Err: fmt.Sprintf("box %s: start %q: %v", box.QuoteName(task), argv[0], err)})
 			return err
@@ -65,6 +68,11 @@ func (a *App) runStartedBox(ctx context.Context, task string, argv []string, o b
 	fmt.Fprintf(a.Stderr, "hermes: box %s started at %s\n", task, a.Now().Format(time.RFC3339))
 	why := a.waitStartedBox(ctx, b, o, exited)
 	fmt.Fprintf(a.Stderr, "hermes: box %s stopping: %s\n", task, why)
+	select {
+	case <-b.Died():
+		return nil // nothing of the box runs; its pid may be another's now
+	default:
+	}
 	if left, err := box.TerminateProcesses(b.InitPID(), o.stopTimeout); err != nil {
 		fmt.Fprintf(a.Stderr, "hermes: box %s: %v\n", task, err)
 	} else if left > 0 {
@@ -88,6 +96,9 @@ func (a *App) bootStartedBox(ctx context.Context, task string, argv []string, o 
 		o.idle = time.Duration(t.LifetimeSeconds) * time.Second
 	}
 	t.LifetimeSeconds = 0 // this process stops the box itself (waitStartedBox)
+	if o.image != "" {
+		t.BoxImage = o.image // checked by startBoxDetached (checkBoxImageFlag)
+	}
 	m, err := a.newBoxManager(t, "", false, func(opts *box.Options) { opts.Env = env })
 	if err != nil {
 		return nil, nil, startedBox{}, err
@@ -104,7 +115,8 @@ func (a *App) bootStartedBox(ctx context.Context, task string, argv []string, o 
 		return nil, nil, startedBox{}, err
 	}
 	start, _, _ := procident.StartTime(os.Getpid())
-	rec := startedBox{Task: task, PID: os.Getpid(), StartTime: start, InitPID: b.InitPID(), Command: argv,
+	initStart, _, _ := procident.StartTime(b.InitPID())
+	rec := startedBox{Task: task, PID: os.Getpid(), StartTime: start, InitPID: b.InitPID(), InitStartTime: initStart, Command: argv,
 		StartedAt: a.Now(), Log: startedLogPath(a.Home(), task)}
 	if o.lifetime > 0 {
 		rec.StopAt = rec.StartedAt.Add(o.lifetime)
@@ -162,6 +174,26 @@ func (a *App) portHolder(task, hostAddr string) string {
 	return ""
 }
 
+// imageStartCommand returns the command box start runs in a box made
+// from the OCI image u (nil for a box on another base: argv and workdir
+// as given) and its working directory. As docker run does
+// (https://docs.docker.com/reference/dockerfile/#understand-how-cmd-and-entrypoint-interact):
+// Entrypoint followed by argv, or by the image's Cmd when argv is empty;
+// the directory is workdir, else the image's WorkingDir ("" = the
+// workspace). An empty result means the box waits for commands.
+func imageStartCommand(u *ociimage.BoxImage, argv []string, workdir string) ([]string, string) {
+	if u == nil {
+		return argv, workdir
+	}
+	if workdir == "" {
+		workdir = u.Config.WorkingDir
+	}
+	if len(argv) == 0 {
+		return u.Config.Command(), workdir
+	}
+	return append(append([]string(nil), u.Config.Entrypoint...), argv...), workdir
+}
+
 func mustJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -196,6 +228,8 @@ func (a *App) waitStartedBox(ctx context.Context, b *box.Box, o boxStartOptions,
 			return fmt.Sprintf("its lifetime of %s is over", o.lifetime)
 		case why := <-exited:
 			return why
+		case <-b.Died(): // the init was killed (the OOM killer too): stop at once
+			return b.DeathReason()
 		case now := <-idleTick:
 			procs, err := box.Processes(b.InitPID())
 			if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hermes-go/hermes/internal/backend/local"
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/box/snapshot"
 
@@ -32,6 +33,9 @@ const asHermesEnv = "HERMES_CLI_TEST_AS_HERMES"
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == wire.InitArg {
 		os.Exit(initproc.InitMain())
+	}
+	if len(os.Args) > 1 && os.Args[1] == local.PIDInitArg {
+		os.Exit(local.PIDInitMain())
 	}
 	if os.Getenv(asHermesEnv) == "1" { // a process hermes spawns itself (box start's owner)
 		ctx, stop := SignalContext()

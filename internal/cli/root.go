@@ -93,6 +93,7 @@ func (e *ExitError) Unwrap() error { return e.Err }
 // Errors are printed to Stderr as one line prefixed "hermes: ", never as a
 // stack trace.
 func (a *App) Run(ctx context.Context, args []string) int {
+	createHome(a.Home())
 	root := a.newRootCmd()
 	root.SetArgs(args)
 	root.SetIn(a.Stdin)
@@ -111,6 +112,16 @@ func (a *App) Run(ctx context.Context, args []string) int {
 	}
 	fmt.Fprintln(a.Stderr, errorLine(err))
 	return 1
+}
+
+// createHome makes HERMES_HOME, when it does not exist yet and its parent
+// does, readable by its owner alone (0700): it holds .env, sessions, the
+// image store. The many MkdirAlls below it would otherwise make it 0755.
+// An existing home keeps its mode (hermes doctor reports a writable one).
+func createHome(home string) {
+	if home != "" {
+		os.Mkdir(home, 0o700) // exists already, or no parent: the commands report what they need
+	}
 }
 
 // errorLine is the line Run prints for err: "hermes: " and its message

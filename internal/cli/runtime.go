@@ -140,7 +140,8 @@ func (a *App) newTerminalBackend(cfg *config.Loaded, cwd string) (backend.Backen
 		// E2B_SANDBOX_URL); container_persistent pauses the sandbox at the
 		// end instead of killing it.
 		persistent := c.Terminal.ContainerPersistent == nil || *c.Terminal.ContainerPersistent
-		return e2bbackend.New(e2bbackend.FromEnv(e2bbackend.Options{Persistent: persistent}, cfg.Getenv))
+		notice := func(line string) { fmt.Fprintf(appStderr{a}, "hermes: warning: %s\n", escapeControls(line)) }
+		return e2bbackend.New(e2bbackend.FromEnv(e2bbackend.Options{Persistent: persistent, Notice: notice}, cfg.Getenv))
 	case vercel.Kind:
 		return a.newVercelBackend(c, cfg.Getenv)
 	case docker.Kind:
@@ -217,8 +218,8 @@ func (a *App) newLocalBackend(c *config.Config, cwd string, environ func() []str
 	return local.NewWithOptions(local.Options{
 		Cwd: cwd, Passthrough: c.Terminal.EnvPassthrough, Environ: environ,
 		Sandbox: local.Sandbox(mode), WritablePaths: c.Terminal.WritablePaths, HermesHome: a.Home(),
-		ProtectedPaths: c.Terminal.ProtectedPaths,
-		Supervise:      true, Warn: a.Stderr,
+		ProtectedPaths: c.Terminal.ProtectedPaths, PIDInit: a.Executable,
+		Supervise: true, Warn: a.Stderr,
 	})
 }
 
@@ -259,21 +260,9 @@ type approver struct {
 // runTurn sends text to the open session and renders its events until
 // the turn ends, answering approval requests and questions with ask.
 func (rt *chatRuntime) runTurn(ctx context.Context, text string, ask *approver) (agent.TurnResult, error) {
-	sub := rt.session.Subscribe(session.SubscribeOptions{MaxPendingDeltaBytes: -1, Approver: ask != nil})
-	defer sub.Close()
-	turn, _, err := rt.session.Send(ctx, text, session.SendOptions{})
-	if err != nil {
-		return agent.TurnResult{}, err
-	}
-	for {
-		// Every turn ends with a Final or Error event, also when cancelled.
-		ev, err := sub.Next(context.WithoutCancel(ctx))
-		if err != nil {
-			return agent.TurnResult{}, err
-		}
-		if ev.TurnID != turn.ID {
-			continue
-		}
+	last, err := rt.session.Ask(ctx, text, session.AskOptions{
+		Subscribe: session.SubscribeOptions{MaxPendingDeltaBytes: -1, Approver: ask != nil},
+	}, func(ev session.Event) {
 		switch ev.Kind {
 		case session.ApprovalRequest:
 			rt.render.mu.Lock()
@@ -289,12 +278,14 @@ func (rt *chatRuntime) runTurn(ctx context.Context, text string, ask *approver) 
 			} else {
 				rt.session.Decline(ev.Question.ID)
 			}
-		case session.Final, session.Error:
-			return turn.Wait(context.WithoutCancel(ctx))
 		default:
 			rt.render.event(ev)
 		}
+	})
+	if err != nil {
+		return agent.TurnResult{}, err
 	}
+	return last.Result, last.Err
 }
 
 // withPreloadedSkills prepends the skills named by -s/--skills to the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -37,8 +38,10 @@ type sandboxServeOptions struct {
 	workspace         string
 	hermesBinary      string
 	maxSandboxes      int
+	userUID           int
 	maxPerTeam        int
 	conns             httpguard.Limits
+	fleet             fleetOptions
 }
 
 func (a *App) newSandboxCmd() *cobra.Command {
@@ -69,6 +72,9 @@ Durable: sandboxes are kept in HERMES_HOME/sandboxes.db. SIGTERM or SIGINT
 pauses the running ones (never deletes); the next start runs them again
 with the timeout they had left, and paused ones can be connected.
 
+Fleet: --catalog postgres://… (or HERMES_DATABASE_URL) keeps the catalog in
+PostgreSQL, shared by every node; --node names this one.
+
 Secrets: envs given at create (e.g. OPENROUTER_API_KEY) are visible to every
 command in the sandbox, as on E2B. To keep a key out of the box, store it
 with hermes secrets (it is swapped in by the egress gate on the provider's
@@ -84,11 +90,13 @@ host only) and pass its placeholder as the env value instead.`,
 	f.StringArrayVar(&o.env, "env", nil, "KEY=VALUE added to every sandbox's commands, e.g. OPENROUTER_BASE_URL (repeatable)")
 	f.StringArrayVar(&o.allow, "allow", nil, "egress allow entry for every sandbox, after terminal.box_network.allow (repeatable)")
 	f.StringVar(&o.workspace, "workspace", "/var/lib/hermes-sandbox/workspace", "empty host directory each box gets a copy-on-write view of")
+	f.IntVar(&o.userUID, "user-uid", 0, "host uid (and gid) of the sandboxes' `user`; refused if a host account or process has it (default: 1000 as in E2B when the host does not use it, else a free uid from 101000)")
 	f.IntVar(&o.maxSandboxes, "max-sandboxes", 100, "most sandboxes (running and paused) at once, all tenants together; creates past it get 429")
 	f.IntVar(&o.maxPerTeam, "max-sandboxes-per-team", 0, "most sandboxes of one tenant (team or key of its own) at once (default: --max-sandboxes shared fairly among the tenants)")
 	f.IntVar(&o.conns.MaxConns, "max-connections", 0, "most open connections of both listeners together (0: 8192 or half the open-file limit, the smaller)")
 	f.IntVar(&o.conns.MaxConnsPerClient, "max-connections-per-client", httpguard.DefaultMaxConnsPerClient, "most open connections of one client address (an IPv6 client: its /64); more are closed at once")
 	f.StringVar(&o.hermesBinary, "hermes-binary", "", "hermes binary installed in the hermes template (default: this one)")
+	o.fleet.flags(f)
 	cmd.AddCommand(serve)
 	return cmd
 }
@@ -229,6 +237,12 @@ func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error
 		}
 		env[k] = v
 	}
+	log := slog.New(slog.NewTextHandler(a.Stderr, nil))
+	catalog, node, err := a.openCatalog(ctx, &o.fleet, log)
+	if err != nil {
+		return err
+	}
+	defer catalog.Close()
 	t, err := a.boxTerminalConfig()
 	if err != nil {
 		return err
@@ -260,13 +274,12 @@ func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error
 		return err
 	}
 	defer mgr.Close()
-	log := slog.New(slog.NewTextHandler(a.Stderr, nil))
-	catalog, err := sandboxcatalog.OpenSQLite(filepath.Join(a.Home(), sandboxcatalog.FileName))
+	userUID, why, err := sandboxserver.ChooseUserUID(sandboxserver.SystemHostUIDs(), o.userUID)
 	if err != nil {
 		return err
 	}
-	defer catalog.Close()
-	srv, err = sandboxserver.New(sandboxserver.Config{Boxes: mgr, Catalog: catalog, APIKeys: keys, Teams: teams, Env: env, Log: log,
+	log.Info("sandbox user", "name", "user", "uid", userUID, "why", why)
+	srv, err = sandboxserver.New(sandboxserver.Config{Boxes: mgr, Catalog: catalog, Node: node, APIKeys: keys, Teams: teams, Env: env, Log: log, UserUID: userUID,
 		MaxSandboxes: o.maxSandboxes, MaxSandboxesPerTeam: o.maxPerTeam,
 		Templates: map[string]sandboxserver.Template{"base": {}, "hermes": {Layers: []string{tplDir}}},
 		Allow:     append(append([]string{}, t.BoxNetwork.Allow...), o.allow...), Deny: t.BoxNetwork.Deny,
@@ -274,6 +287,10 @@ func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error
 			return egress.New(egress.Options{Home: a.Home(), Allow: allow, Deny: deny, CAFile: t.BoxNetwork.CAFile, BoxMemoryMiB: t.ContainerMemory})
 		}})
 	if err != nil {
+		return err
+	}
+	need := sandboxcatalog.Need{CPU: max(int(math.Ceil(t.ContainerCPU)), 1), MemoryMB: int64(max(t.ContainerMemory, 1))}
+	if err := a.joinFleet(srv, catalog, o, node, need); err != nil {
 		return err
 	}
 	defer pauseForShutdown(srv, log)
@@ -284,6 +301,9 @@ func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error
 	}
 	log.Info("sandboxes read back from the catalog", "sandboxes", rep.String(), "took", time.Since(restoreStart).Round(time.Millisecond).String())
 	removeLeftSandboxes(a.Home(), mgr, srv, log)
+	if err := srv.RunFleet(ctx); err != nil {
+		return fmt.Errorf("sandbox serve: join the fleet: %w", err)
+	}
 	conns := httpguard.NewConns(o.conns, log, nil)
 	return serveBoth(ctx, log, conns, srv.Drain, []listener{{o.apiAddr, srv.APIHandler()}, {o.envdAddr, srv.EnvdHandler()}})
 }

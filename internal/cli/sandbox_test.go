@@ -54,3 +54,17 @@ func TestSandboxServeKeysFileChecks(t *testing.T) {
 		t.Errorf("good keys file: %v %v warn %q", keys, err, warn.String())
 	}
 }
+
+// --catalog names a PostgreSQL server: one that cannot be reached is an
+// error naming its host and the flag, never the URL's password.
+func TestSandboxServeCatalogErrorHidesPassword(t *testing.T) {
+	ta := newTestApp(t, nil, "", false)
+	code := ta.run("sandbox", "serve", "--catalog", "postgres://hermes:s3cret-pw@127.0.0.1:1/fleet?connect_timeout=2")
+	if out := ta.stderr.String(); code == 0 || strings.Contains(out, "s3cret-pw") || !strings.Contains(out, "127.0.0.1:1") || !strings.Contains(out, "--catalog") {
+		t.Fatalf("unreachable catalog: %d %s", code, out)
+	}
+	ta = newTestApp(t, map[string]string{"HERMES_DATABASE_URL": "mysql://x"}, "", false)
+	if code := ta.run("sandbox", "serve"); code == 0 || !strings.Contains(ta.stderr.String(), "HERMES_DATABASE_URL is not a postgres:// URL") {
+		t.Fatalf("a non-PostgreSQL URL: %d %s", code, ta.stderr)
+	}
+}

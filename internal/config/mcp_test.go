@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hermes-go/hermes/internal/testio"
 )
 
 // A Hermes mcp_servers section loads with ${VAR} expanded in env and
@@ -97,11 +99,11 @@ func TestSetAndRemoveMCPServer(t *testing.T) {
 	if err := SetMCPServer(home, "remote", MCPServer{URL: "https://h.example/mcp", Headers: map[string]string{"Authorization": "Bearer abcdefgh123"}}); err != nil {
 		t.Fatal(err)
 	}
-	cfgText := readFile(t, filepath.Join(home, "config.yaml"))
+	cfgText := testio.ReadFile(t, filepath.Join(home, "config.yaml"))
 	if strings.Contains(cfgText, "ghp_literalsecret123") || strings.Contains(cfgText, "abcdefgh123") || !strings.Contains(cfgText, "# short") || !strings.Contains(cfgText, "# my settings") {
 		t.Fatalf("config.yaml:\n%s", cfgText)
 	}
-	if env := readFile(t, filepath.Join(home, ".env")); !strings.Contains(env, "MCP_GITHUB_GITHUB_TOKEN=") || !strings.Contains(env, "MCP_REMOTE_AUTHORIZATION=") {
+	if env := testio.ReadFile(t, filepath.Join(home, ".env")); !strings.Contains(env, "MCP_GITHUB_GITHUB_TOKEN=") || !strings.Contains(env, "MCP_REMOTE_AUTHORIZATION=") {
 		t.Fatalf(".env:\n%s", env)
 	}
 	l, err := Load(home, LoadOptions{Getenv: mapEnv(nil)})
@@ -125,7 +127,7 @@ func TestSetAndRemoveMCPServer(t *testing.T) {
 	if _, ok := l.Config.MCPServers["github"]; ok || len(l.Config.MCPServers) != 1 {
 		t.Fatalf("after remove: %+v", l.Config.MCPServers)
 	}
-	if env := readFile(t, filepath.Join(home, ".env")); strings.Contains(env, "ghp_literalsecret123") {
+	if env := testio.ReadFile(t, filepath.Join(home, ".env")); strings.Contains(env, "ghp_literalsecret123") {
 		t.Fatalf(".env keeps the removed secret:\n%s", env)
 	}
 	if err := SetMCPServer(home, "bad name!", srv); err == nil {

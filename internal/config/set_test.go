@@ -8,16 +8,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-)
 
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
+	"github.com/hermes-go/hermes/internal/testio"
+)
 
 func TestSetKeepsCommentsAndOtherKeys(t *testing.T) {
 	home := t.TempDir()
@@ -48,7 +41,7 @@ terminal:
 	if err := Set(home, "agent.max_turns", "12"); err != nil {
 		t.Fatal(err)
 	}
-	got := readFile(t, path)
+	got := testio.ReadFile(t, path)
 	for _, want := range []string{"# my hermes config", "default: gpt-4o # the main model", "# seconds per command",
 		"timeout: 300", "unknown_future_key: keep me", "[GOPATH, GOFLAGS]", "agent:\n  max_turns: 12"} {
 		if !strings.Contains(got, want) {
@@ -94,7 +87,7 @@ func TestSetValidates(t *testing.T) {
 			t.Errorf("Set(%s, %s) = %v, want error containing %q", tc.key, tc.value, err, tc.want)
 		}
 	}
-	if got := readFile(t, path); got != orig {
+	if got := testio.ReadFile(t, path); got != orig {
 		t.Errorf("failed Set changed the file:\n%s", got)
 	}
 	// A string key takes text as typed, even text that looks like YAML.
@@ -117,7 +110,7 @@ func TestSetRefusesBrokenConfig(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Line == 0 || !strings.Contains(ce.Msg, "fix it") {
 		t.Errorf("Set on broken file = %v", err)
 	}
-	if readFile(t, path) != orig {
+	if testio.ReadFile(t, path) != orig {
 		t.Errorf("broken config.yaml was modified")
 	}
 }
@@ -138,7 +131,7 @@ func TestSetSecretsGoToDotEnv(t *testing.T) {
 	if err := Set(home, "model.api_key", "sk-custom-1234"); err != nil {
 		t.Fatal(err)
 	}
-	env := readFile(t, envPath)
+	env := testio.ReadFile(t, envPath)
 	for _, want := range []string{"# keys\n", "OPENAI_API_KEY=sk-new-secret-abcd\n", "export OTHER=1 # note\n", "MODEL_API_KEY=sk-custom-1234\n"} {
 		if !strings.Contains(env, want) {
 			t.Errorf(".env lacks %q:\n%s", want, env)
@@ -151,7 +144,7 @@ func TestSetSecretsGoToDotEnv(t *testing.T) {
 	if st.Mode().Perm() != 0o600 {
 		t.Errorf(".env mode = %v, want 0600", st.Mode().Perm())
 	}
-	cfg := readFile(t, filepath.Join(home, "config.yaml"))
+	cfg := testio.ReadFile(t, filepath.Join(home, "config.yaml"))
 	if strings.Contains(cfg, "sk-custom") || !strings.Contains(cfg, "${MODEL_API_KEY}") {
 		t.Errorf("secret leaked into config.yaml:\n%s", cfg)
 	}
@@ -172,13 +165,13 @@ func TestSetSecretsGoToDotEnv(t *testing.T) {
 	if err := Unset(home, "model.api_key"); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(readFile(t, envPath), "MODEL_API_KEY") || strings.Contains(readFile(t, filepath.Join(home, "config.yaml")), "api_key") {
+	if strings.Contains(testio.ReadFile(t, envPath), "MODEL_API_KEY") || strings.Contains(testio.ReadFile(t, filepath.Join(home, "config.yaml")), "api_key") {
 		t.Errorf("unset left the secret behind")
 	}
 	if err := Unset(home, "OPENAI_API_KEY"); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(readFile(t, envPath), "OPENAI_API_KEY") {
+	if strings.Contains(testio.ReadFile(t, envPath), "OPENAI_API_KEY") {
 		t.Errorf("unset OPENAI_API_KEY failed")
 	}
 }
@@ -190,7 +183,7 @@ func TestSetModelShorthand(t *testing.T) {
 	if err := Set(home, "model.default", "other-model"); err != nil {
 		t.Fatal(err)
 	}
-	if got := readFile(t, path); !strings.Contains(got, "model: other-model # chosen") {
+	if got := testio.ReadFile(t, path); !strings.Contains(got, "model: other-model # chosen") {
 		t.Errorf("shorthand not kept:\n%s", got)
 	}
 	if err := Set(home, "model.provider", "openrouter"); err != nil {
@@ -198,13 +191,13 @@ func TestSetModelShorthand(t *testing.T) {
 	}
 	l, err := Load(home, LoadOptions{})
 	if err != nil || l.Config.Model.Default != "other-model" || l.Config.Model.Provider != "openrouter" {
-		t.Errorf("after provider set: %+v %v\n%s", l.Config.Model, err, readFile(t, path))
+		t.Errorf("after provider set: %+v %v\n%s", l.Config.Model, err, testio.ReadFile(t, path))
 	}
 	writeFile(t, path, "model:\n  model: aliased\n")
 	if err := Set(home, "model.default", "new"); err != nil {
 		t.Fatal(err)
 	}
-	if got := readFile(t, path); got != "model:\n  model: new\n" {
+	if got := testio.ReadFile(t, path); got != "model:\n  model: new\n" {
 		t.Errorf("alias key not updated in place:\n%s", got)
 	}
 }
@@ -222,7 +215,7 @@ func TestUnset(t *testing.T) {
 	if err := Unset(home, "terminal.cwd"); err != nil {
 		t.Fatalf("unset of a key that is not set: %v", err)
 	}
-	if got := readFile(t, path); got != "# top\nterminal:\n  backend: box\n" {
+	if got := testio.ReadFile(t, path); got != "# top\nterminal:\n  backend: box\n" {
 		t.Errorf("after unset:\n%s", got)
 	}
 	if err := Unset(home, "terminal.bakend"); err == nil || !strings.Contains(err.Error(), "terminal.backend") {
@@ -235,7 +228,7 @@ func TestSetNewHomeCreatesFiles(t *testing.T) {
 	if err := Set(home, "model.provider", "anthropic"); err != nil {
 		t.Fatal(err)
 	}
-	if got := readFile(t, filepath.Join(home, "config.yaml")); got != "model:\n  provider: anthropic\n" {
+	if got := testio.ReadFile(t, filepath.Join(home, "config.yaml")); got != "model:\n  provider: anthropic\n" {
 		t.Errorf("new config.yaml:\n%s", got)
 	}
 }

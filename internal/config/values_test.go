@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hermes-go/hermes/internal/testio"
 )
 
 // Set refuses a value outside a key's allowed set, names the key, the
@@ -60,7 +62,7 @@ func TestSetValidatesEnumeratedValues(t *testing.T) {
 			t.Errorf("%s=%s: want %q, got %v", name, value, want, err)
 		}
 	}
-	if got := readFile(t, path); got != original {
+	if got := testio.ReadFile(t, path); got != original {
 		t.Fatalf("a refused value changed config.yaml:\n%s", got)
 	}
 	if _, err := os.Stat(filepath.Join(home, ".env")); err == nil {
@@ -94,7 +96,7 @@ func TestSetRefusesEmptySecret(t *testing.T) {
 			}
 		}
 	}
-	if got := readFile(t, envPath); got != "OPENROUTER_API_KEY=sk-or-keep\n" {
+	if got := testio.ReadFile(t, envPath); got != "OPENROUTER_API_KEY=sk-or-keep\n" {
 		t.Errorf(".env changed: %q", got)
 	}
 	if _, err := os.Stat(filepath.Join(home, "config.yaml")); err == nil {
@@ -117,10 +119,10 @@ func TestUnsetKeyRemovesSecretAndReports(t *testing.T) {
 	if err != nil || !removed {
 		t.Fatalf("UnsetKey = %v, %v", removed, err)
 	}
-	if got := readFile(t, envPath); got != "OTHER=1\n" {
+	if got := testio.ReadFile(t, envPath); got != "OTHER=1\n" {
 		t.Errorf(".env after unset: %q", got)
 	}
-	if got := readFile(t, cfg); strings.Contains(got, "api_key") {
+	if got := testio.ReadFile(t, cfg); strings.Contains(got, "api_key") {
 		t.Errorf("config.yaml after unset:\n%s", got)
 	}
 
@@ -129,7 +131,7 @@ func TestUnsetKeyRemovesSecretAndReports(t *testing.T) {
 	if removed, err := UnsetKey(home, "model.api_key"); err != nil || !removed {
 		t.Fatalf("orphan: %v, %v", removed, err)
 	}
-	if got := readFile(t, envPath); strings.Contains(got, "MODEL_API_KEY") {
+	if got := testio.ReadFile(t, envPath); strings.Contains(got, "MODEL_API_KEY") {
 		t.Errorf("orphan left in .env: %q", got)
 	}
 

@@ -101,6 +101,7 @@ func Checks() []Check {
 		{"skills", checkSkills},
 		{"web", checkWeb},
 		{"box", checkBox},
+		{"local", checkLocal},
 	}
 }
 

@@ -246,3 +246,23 @@ func TestCustomEndpointWithoutKeyIsNotCalledCredentialed(t *testing.T) {
 		t.Errorf("custom endpoint without a key: %+v", got)
 	}
 }
+
+// The local backend without root warns that guarded commands can read
+// other processes' environments (no PID namespace), naming the fix; as
+// root it is ✓.
+func TestLocalProcessIsolation(t *testing.T) {
+	home := t.TempDir()
+	l, err := config.Load(home, config.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Env{Home: home, Config: l, Offline: true, Geteuid: func() int { return 1000 }}
+	got := find(t, Run(context.Background(), e, Checks()), "local process isolation")
+	if got.Status != Warn || !strings.Contains(got.Detail, "/proc/<pid>/environ") || !strings.Contains(got.Fix, ".env") {
+		t.Fatalf("not root: want ⚠ naming environ and the fix, got %+v", got)
+	}
+	e.Geteuid = func() int { return 0 }
+	if got := find(t, Run(context.Background(), e, Checks()), "local process isolation"); got.Status != OK {
+		t.Fatalf("root: want ✓, got %+v", got)
+	}
+}

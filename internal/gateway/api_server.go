@@ -252,31 +252,11 @@ func (s *APIServer) storedSession(ctx context.Context, id string) bool {
 func (s *APIServer) answer(ctx context.Context, sess *session.Session, text string, onEvent func(session.Event)) (session.Event, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.TurnTimeout)
 	defer cancel()
-	sub := sess.Subscribe(session.SubscribeOptions{MaxPendingDeltaBytes: -1, KeepPieces: true})
-	defer sub.Close()
-	turn, _, err := sess.Send(ctx, text, session.SendOptions{})
+	last, err := sess.Ask(ctx, text, session.AskOptions{Subscribe: session.SubscribeOptions{MaxPendingDeltaBytes: -1, KeepPieces: true}}, onEvent)
 	if err != nil {
 		return session.Event{}, err
 	}
-	for {
-		ev, err := sub.Next(context.WithoutCancel(ctx))
-		if err != nil {
-			return session.Event{}, err
-		}
-		if ev.TurnID != turn.ID {
-			continue
-		}
-		switch ev.Kind {
-		case session.Final:
-			return ev, nil
-		case session.Error:
-			return ev, ev.Err
-		default:
-			if onEvent != nil {
-				onEvent(ev)
-			}
-		}
-	}
+	return last, last.Err
 }
 
 func (s *APIServer) chatCompletions(w http.ResponseWriter, r *http.Request) {

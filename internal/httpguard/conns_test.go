@@ -2,7 +2,6 @@ package httpguard
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hermes-go/hermes/internal/testio"
 )
 
 // floodServerEnv makes the test binary the server of TestFloodFromOneClient
@@ -79,7 +80,7 @@ func TestFloodFromOneClient(t *testing.T) {
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	stderrPipe, _ := cmd.StderrPipe()
-	var stderr lockedBuffer
+	var stderr testio.Buffer
 	stderrDone := make(chan struct{})
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -177,24 +178,6 @@ func (c *fakeClock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// lockedBuffer is a log sink for concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // serveConns serves 200 to everything on a loopback listener limited by c.
 func serveConns(t *testing.T, c *Conns) string {
 	t.Helper()
@@ -230,7 +213,7 @@ func keptConn(t *testing.T, ip, addr string) (net.Conn, bool) {
 // Refusals are logged once per minute with their count, not once each.
 func TestLimitIsLoggedOncePerMinute(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	var log lockedBuffer
+	var log testio.Buffer
 	c := NewConns(Limits{MaxConnsPerClient: 1}, slog.New(slog.NewTextHandler(&log, nil)), clock.Now)
 	addr := serveConns(t, c)
 	if _, ok := keptConn(t, "127.0.0.1", addr); !ok {
@@ -303,7 +286,7 @@ func TestDefaultLimitsAreBelowTheDescriptorLimit(t *testing.T) {
 // minute do not hide the first total-limit refusal.
 func TestLimitKindsAreLoggedSeparately(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	var log lockedBuffer
+	var log testio.Buffer
 	c := NewConns(Limits{MaxConns: 2, MaxConnsPerClient: 1}, slog.New(slog.NewTextHandler(&log, nil)), clock.Now)
 	ln := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}
 	client := netip.MustParsePrefix("127.0.0.1/32")

@@ -245,7 +245,7 @@ func (s *Store) unpack(blob, hexID string, meta layerMeta, lim layerLimits) erro
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(s.layersDir(), hexID+".json"), append(data, '\n'), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(s.layersDir(), hexID+".json"), append(data, '\n'), 0o600); err != nil {
 		return err
 	}
 	final := filepath.Join(s.layersDir(), hexID)

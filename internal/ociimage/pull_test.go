@@ -259,6 +259,8 @@ func TestEscapingLayersAreRefused(t *testing.T) {
 		"relative-symlink":  {{Name: "up", Type: tar.TypeSymlink, Linkname: "../../../../../../" + outside}, {Name: "up/pwned", Data: []byte("x")}},
 		"hardlink-dotdot":   {{Name: "h", Type: tar.TypeLink, Linkname: "../../etc/passwd"}},
 		"hardlink-absolute": {{Name: "h", Type: tar.TypeLink, Linkname: "/etc/shadow"}},
+		// ".wh..." whiteouts "..": the directory above the entry's.
+		"whiteout-dotdot": {{Name: "opt/data/.wh..."}},
 	}
 	for name, files := range cases {
 		t.Run(name, func(t *testing.T) {

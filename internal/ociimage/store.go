@@ -127,11 +127,18 @@ func recordKey(ref string) string {
 }
 
 // lock takes the store lock, shared or exclusive, creating the store.
+// The store is the owner's alone (0700; a store made before is narrowed
+// to it): images bring world-writable directories of their own (/tmp,
+// 1777), and another local user must not plant files in a layer every box
+// of the image sees, nor read the image records' Env.
 func (s *Store) lock(how int) (func(), error) {
 	for _, d := range []string{s.dir, s.layersDir(), s.refsDir()} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("image store: %w", err)
 		}
+	}
+	if err := os.Chmod(s.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("image store: %w", err)
 	}
 	f, err := os.OpenFile(filepath.Join(s.dir, "lock"), os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o600)
 	if err != nil {
@@ -255,7 +262,7 @@ func (p *puller) pullImage(ctx context.Context, src source, img v1.Image, want v
 	if err != nil {
 		return nil, err
 	}
-	if err := atomicfile.Write(filepath.Join(p.store.refsDir(), recordKey(src.key)+".json"), append(data, '\n'), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(p.store.refsDir(), recordKey(src.key)+".json"), append(data, '\n'), 0o600); err != nil {
 		return nil, err
 	}
 	return rec, nil

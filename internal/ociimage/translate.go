@@ -114,6 +114,9 @@ func translateHeader(hdr *tar.Header, st *layerStats) (*tar.Header, error) {
 		if strings.HasPrefix(hidden, whiteoutPrefix) || hidden == "" || hidden == "." {
 			return nil, nil // other AUFS metadata (.wh..wh.plnk and such)
 		}
+		if hidden == ".." {
+			return nil, fmt.Errorf("layer entry %q: a whiteout of %q would hide the directory above it", hdr.Name, hidden)
+		}
 		return &tar.Header{Typeflag: tar.TypeChar, Name: path.Join(dir, hidden), Mode: 0, Uid: hdr.Uid, Gid: hdr.Gid,
 			ModTime: hdr.ModTime, Format: tar.FormatPAX}, nil
 	}

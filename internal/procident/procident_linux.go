@@ -47,6 +47,21 @@ func StartTime(pid int) (start uint64, zombie bool, err error) {
 	return start, f[0] == "Z", err
 }
 
+// Parent returns the parent pid of pid (/proc/PID/stat field 4).
+func Parent(pid int) (int, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	f := strings.Fields(s[i+1:])
+	if i < 0 || len(f) < 2 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	return strconv.Atoi(f[1])
+}
+
 // Alive reports whether p still runs (same pid, same start time, not a
 // zombie).
 func (p Process) Alive() bool {

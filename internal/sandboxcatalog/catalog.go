@@ -4,10 +4,10 @@
 // back when the server starts (sandboxserver.Server.Restore).
 //
 // Catalog is the interface; OpenSQLite is its one-node implementation
-// (HERMES_HOME/sandboxes.db). A fleet's shared catalog (PostgreSQL, issue
-// 29's fleet) implements the same interface, Record.Node naming the node
-// that holds a sandbox's layer; catalogtest.Run is the conformance suite
-// every implementation passes.
+// (HERMES_HOME/sandboxes.db) and OpenPostgres a fleet's shared one
+// (postgres.go), Record.Node naming the node that holds a sandbox's
+// layer; it also keeps the fleet's nodes and places sandboxes (fleet.go).
+// catalogtest.Run is the conformance suite every implementation passes.
 package sandboxcatalog
 
 import (

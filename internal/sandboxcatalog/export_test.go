@@ -1,6 +1,7 @@
 package sandboxcatalog
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 )
@@ -13,5 +14,11 @@ func SetUserVersionForTest(path string, v int) error {
 	}
 	defer db.Close()
 	_, err = db.Exec(fmt.Sprintf("PRAGMA user_version = %d", v))
+	return err
+}
+
+// SetVersionForTest writes the PostgreSQL catalog's schema version.
+func (c *Postgres) SetVersionForTest(ctx context.Context, v int) error {
+	_, err := c.pool.Exec(ctx, c.expand("UPDATE {schema}.sandbox_catalog_version SET version = $1"), v)
 	return err
 }

@@ -120,14 +120,28 @@ func (s *Server) APIHandler() http.Handler {
 			mux.ServeHTTP(w, r)
 			return
 		}
+		carries, fleetOK := s.fleetCaller(r)
 		t, ok := s.tenantOf(apiKey(r))
+		if carries {
+			// A node of the fleet forwarding a client's call: the tenant
+			// it resolved from the client's key, which it kept.
+			t, ok = tenant(r.Header.Get(TenantHeader)), fleetOK && r.Header.Get(TenantHeader) != ""
+		}
 		if !ok {
 			closeUnreadBody(w, r)
 			writeError(w, http.StatusUnauthorized, "invalid or missing API key (X-API-Key header; set E2B_API_KEY to a key hermes sandbox serve was given)")
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxJSONBody)
-		mux.ServeHTTP(w, withTenant(r, t))
+		r = withTenant(r, t)
+		if carries {
+			if id := r.Header.Get(idHeader); id != "" {
+				r = r.WithContext(context.WithValue(r.Context(), presetIDKey{}, id))
+			}
+		} else if s.routeAPI(w, r, t) {
+			return
+		}
+		mux.ServeHTTP(w, r)
 	}))
 }
 
@@ -276,7 +290,11 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		env[k] = v
 	}
 	owner := tenantOfRequest(r)
-	sb := &sandbox{id: s.cfg.NewID(), tenant: owner, template: req.TemplateID, token: randomToken(), metadata: req.Metadata,
+	id := presetID(r)
+	if id == "" {
+		id = s.cfg.NewID()
+	}
+	sb := &sandbox{id: id, tenant: owner, template: req.TemplateID, token: randomToken(), metadata: req.Metadata,
 		env: env, allow: allow, deny: deny, internet: internet, allowInternet: req.AllowInternetAccess, network: req.Network,
 		autoPause: req.AutoPause, startedAt: s.cfg.Now(), state: "running", procs: map[uint32]*proc{}, paused: make(chan struct{})}
 	s.mu.Lock()
@@ -323,7 +341,7 @@ func (s *Server) boot(ctx context.Context, sb *sandbox) error {
 	if err := env.WriteFile(ctx, UserHome+"/.hermes/.sandbox", []byte(sb.id+"\n"), 0o644); err != nil {
 		return err
 	}
-	return giveHome(ctx, env)
+	return s.giveHome(ctx, env)
 }
 
 func (s *Server) templateNames() []string {
@@ -548,9 +566,16 @@ func (lq listQuery) match(d sandboxDetailJSON) bool {
 }
 
 // filtered lists t's sandboxes matching lq, in its order.
-func (s *Server) filtered(t tenant, lq listQuery) []sandboxDetailJSON {
+func (s *Server) filtered(ctx context.Context, t tenant, lq listQuery) ([]sandboxDetailJSON, error) {
 	var out []sandboxDetailJSON
-	for _, sb := range s.list() {
+	all := s.list()
+	if s.fleet != nil {
+		var err error
+		if all, err = s.fleetList(ctx, t); err != nil {
+			return nil, err
+		}
+	}
+	for _, sb := range all {
 		if sb.tenant != t {
 			continue
 		}
@@ -561,7 +586,7 @@ func (s *Server) filtered(t tenant, lq listQuery) []sandboxDetailJSON {
 	if lq.asc {
 		slices.Reverse(out)
 	}
-	return out
+	return out, nil
 }
 
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
@@ -570,7 +595,12 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	all := s.filtered(tenantOfRequest(r), lq)
+	all, err := s.filtered(r.Context(), tenantOfRequest(r), lq)
+	if err != nil {
+		s.cfg.Log.Error("list sandboxes from the catalog", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "the fleet's catalog cannot be reached to list sandboxes; retry later")
+		return
+	}
 	start := 0
 	if lq.next != "" {
 		start = len(all)
@@ -596,7 +626,12 @@ func (s *Server) handleListV1(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lq.states = []string{"running"}
-	out := s.filtered(tenantOfRequest(r), lq)
+	out, err := s.filtered(r.Context(), tenantOfRequest(r), lq)
+	if err != nil {
+		s.cfg.Log.Error("list sandboxes from the catalog", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "the fleet's catalog cannot be reached to list sandboxes; retry later")
+		return
+	}
 	if out == nil {
 		out = []sandboxDetailJSON{}
 	}

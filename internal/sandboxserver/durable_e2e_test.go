@@ -10,11 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hermes-go/hermes/internal/testio"
+	"github.com/hermes-go/hermes/internal/testnet"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
@@ -22,26 +23,8 @@ import (
 // addresses that outlive it.
 type serverProcess struct {
 	cmd    *exec.Cmd
-	log    syncBuffer
+	log    testio.Buffer
 	exited chan struct{}
-}
-
-// syncBuffer is a log the process writes while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // startServer starts hermes sandbox serve on home and waits until it
@@ -52,6 +35,13 @@ func startServer(t *testing.T, bin, home, api, envd string, keys ...string) *ser
 	for _, k := range keys {
 		args = append(args, "--api-key", k)
 	}
+	return startServerArgs(t, bin, home, api, args)
+}
+
+// startServerArgs starts hermes with args on home (its API at api) and
+// waits until it answers, as startServer.
+func startServerArgs(t *testing.T, bin, home, api string, args []string) *serverProcess {
+	t.Helper()
 	p := &serverProcess{cmd: exec.Command(bin, args...), exited: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), "HERMES_HOME="+home)
 	p.cmd.Stdout, p.cmd.Stderr = &p.log, &p.log
@@ -110,7 +100,7 @@ func TestSandboxesSurviveARestart(t *testing.T) {
 	node := needBoxesAndNode(t)
 	bin := buildHermes(t)
 	home := t.TempDir()
-	api, envd := freePort(t), freePort(t)
+	api, envd := testnet.FreeAddr(t), testnet.FreeAddr(t)
 	s := &served{bin: bin, home: home, apiURL: "http://" + api, envdURL: "http://" + envd, key: "durable-key-1"}
 	const other = "durable-key-other"
 	t0 := time.Now()
@@ -148,7 +138,7 @@ func TestSandboxesSurviveARestart(t *testing.T) {
 }
 
 // restoreLines are the server log's lines about reading the catalog back.
-func restoreLines(log *syncBuffer) string {
+func restoreLines(log *testio.Buffer) string {
 	var out strings.Builder
 	for _, l := range strings.Split(log.String(), "\n") {
 		if strings.Contains(l, "read back") || strings.Contains(l, "kept for the next start") || strings.Contains(l, "run again") {

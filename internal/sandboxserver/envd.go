@@ -43,7 +43,10 @@ func (s *Server) EnvdHandler() http.Handler {
 	mux.HandleFunc("GET /files", s.handleFileGet)
 	mux.HandleFunc("POST /files", s.handleFilePost)
 	return s.guard(envdBodyTypes, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("E2b-Sandbox-Id")
+		id := envdSandboxID(r)
+		if s.routeEnvd(w, r, id) {
+			return
+		}
 		sb := s.lookup(id)
 		if r.URL.Path == "/health" {
 			// Without a sandbox id it is the server's own health (the
@@ -79,7 +82,7 @@ func (s *Server) EnvdHandler() http.Handler {
 			writeError(w, http.StatusBadGateway, "sandbox %s is paused: connect to it first", id)
 			return
 		}
-		u, err := requestUser(r)
+		u, err := s.requestUser(r)
 		if err != nil {
 			closeUnreadBody(w, r)
 			writeError(w, http.StatusBadRequest, "%v", err)

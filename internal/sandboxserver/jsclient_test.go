@@ -11,20 +11,45 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+	"github.com/hermes-go/hermes/internal/testnet"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // served is a running hermes sandbox serve (a subprocess) for the tests.
 type served struct {
 	bin, home, apiURL, envdURL, key string
-	pid                             int // of the server process
+	pid                             int    // of the server process
+	userUID                         string // the uid its log says the sandbox user has
 }
+
+// lockedBuffer is a bytes.Buffer a process writes while a test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// sandboxUserLine is the server's log line naming the sandbox user's uid.
+var sandboxUserLine = regexp.MustCompile(`msg="sandbox user" name=user uid=([0-9]+)`)
 
 // jsClientDir is the npm project holding the E2B SDK.
 const jsClientDir = "testdata/jsclient"
@@ -53,16 +78,6 @@ func buildHermes(t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // hostIP is a non-loopback IPv4 address of this machine: a box reaches the
@@ -126,7 +141,7 @@ func serve(t *testing.T, bin string, extra ...string) *served {
 func serveWithKey(t *testing.T, bin, key string, extra ...string) (*served, *os.Process) {
 	t.Helper()
 	s := &served{bin: bin, home: t.TempDir(), key: key}
-	api, envd := freePort(t), freePort(t)
+	api, envd := testnet.FreeAddr(t), testnet.FreeAddr(t)
 	s.apiURL, s.envdURL = "http://"+api, "http://"+envd
 	args := []string{"sandbox", "serve", "--api-addr", api, "--envd-addr", envd, "--workspace", filepath.Join(s.home, "..", "ws")}
 	if key != "" {
@@ -134,7 +149,7 @@ func serveWithKey(t *testing.T, bin, key string, extra ...string) (*served, *os.
 	}
 	cmd := exec.Command(bin, append(args, extra...)...)
 	cmd.Env = append(os.Environ(), "HERMES_HOME="+s.home)
-	var log bytes.Buffer
+	var log lockedBuffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -169,6 +184,11 @@ func serveWithKey(t *testing.T, bin, key string, extra ...string) (*served, *os.
 	if !listening {
 		t.Fatalf("hermes sandbox serve did not listen:\n%s", log.String())
 	}
+	m := sandboxUserLine.FindStringSubmatch(log.String())
+	if m == nil {
+		t.Fatalf("hermes sandbox serve logged no sandbox user line:\n%s", log.String())
+	}
+	s.userUID = m[1]
 	return s, cmd.Process
 }
 
@@ -272,7 +292,7 @@ func TestSeed000WithTheE2BSDK(t *testing.T) {
 		}
 	})
 	t.Run("users", func(t *testing.T) {
-		if out := s.node(t, node, "users.mjs"); !strings.Contains(out, "users ok") {
+		if out := s.node(t, node, "users.mjs", "SANDBOX_USER_UID="+s.userUID); !strings.Contains(out, "users ok") {
 			t.Fatalf("users.mjs printed %q", out)
 		}
 	})

@@ -208,7 +208,7 @@ func commandLine(cfg *process.ProcessConfig) string {
 // request's.
 func commandEnv(sb *sandbox, u sandboxUser, req map[string]string) map[string]string {
 	env := map[string]string{"HOME": u.home, "USER": u.name}
-	if u.name == defaultUser.name {
+	if u.name == defaultUserName {
 		env["HERMES_HOME"] = UserHome + "/.hermes"
 	}
 	for k, v := range sb.env {
@@ -232,7 +232,7 @@ func (ps *processService) Start(ctx context.Context, req *connect.Request[proces
 	}
 	pr := &proc{cfg: cfg, tag: req.Msg.GetTag(), subs: map[*subscriber]struct{}{}, pty: req.Msg.Pty != nil, budget: ps.s.queued}
 	sub := pr.subscribe()
-	u := userOf(ctx)
+	u := ps.s.userOf(ctx)
 	cwd := u.home
 	if cfg.Cwd != nil && *cfg.Cwd != "" {
 		cwd = resolvePath(*cfg.Cwd)

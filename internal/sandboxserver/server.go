@@ -133,6 +133,10 @@ type Config struct {
 	Now func() time.Time
 	// NewID returns a new sandbox id (random when nil).
 	NewID func() string
+	// UserUID is the host uid (and gid) of the sandbox's default user
+	// `user` (0: E2BUserUID). Commands run as it with no user namespace:
+	// pick it with ChooseUserUID so no host account or process shares it.
+	UserUID int
 	// Log receives one line per lifecycle event (nil = discard).
 	Log *slog.Logger
 }
@@ -140,6 +144,7 @@ type Config struct {
 // Server serves the E2B API and envd over a Boxes.
 type Server struct {
 	cfg  Config
+	user sandboxUser // the default user, uid cfg.UserUID
 	keys []acceptedKey
 
 	catMu    sync.Mutex         // orders catalog writes against kills (durable.go)
@@ -153,6 +158,7 @@ type Server struct {
 	removals  sync.WaitGroup // boxes of killed sandboxes being removed
 	queued    *queueBudget   // output queued for slow stream readers
 	transfers *transferBudget
+	fleet     *fleet // nil on a lone server (fleet.go)
 }
 
 // sandbox is one sandbox's record.
@@ -215,13 +221,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.NewID == nil {
 		cfg.NewID = randomID
 	}
+	if cfg.UserUID <= 0 {
+		cfg.UserUID = E2BUserUID
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Node == "" {
 		cfg.Node = "local"
 	}
-	s := &Server{cfg: cfg, sandboxes: map[string]*sandbox{}, gates: map[string]*egress.Gate{}, queued: &queueBudget{max: cfg.MaxQueuedBytes},
+	s := &Server{cfg: cfg, user: newDefaultUser(cfg.UserUID), sandboxes: map[string]*sandbox{}, gates: map[string]*egress.Gate{}, queued: &queueBudget{max: cfg.MaxQueuedBytes},
 		transfers: newTransferBudget(cfg.MaxTransferBytes)}
 	s.keys = newAPIKeys(cfg.APIKeys, cfg.Teams)
 	seen := map[[32]byte]tenant{}

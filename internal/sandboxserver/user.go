@@ -23,16 +23,22 @@ type sandboxUser struct {
 	as   *backend.Account // nil = root
 }
 
-var (
-	defaultUser = sandboxUser{name: "user", home: UserHome, as: &backend.Account{UID: 1000, GID: 1000}}
-	rootUser    = sandboxUser{name: "root", home: "/root"}
-)
+// defaultUserName is the name of the sandbox's default user.
+const defaultUserName = "user"
+
+// rootUser is root in the sandbox.
+var rootUser = sandboxUser{name: "root", home: "/root"}
+
+// newDefaultUser is the default user with host uid and gid uid.
+func newDefaultUser(uid int) sandboxUser {
+	return sandboxUser{name: defaultUserName, home: UserHome, as: &backend.Account{UID: uint32(uid), GID: uint32(uid)}}
+}
 
 type userKey struct{}
 
 // requestUser returns the user r names (the default user when none); an
 // unknown name is an error naming it and the known ones.
-func requestUser(r *http.Request) (sandboxUser, error) {
+func (s *Server) requestUser(r *http.Request) (sandboxUser, error) {
 	name := r.URL.Query().Get("username")
 	if name == "" {
 		if b64, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Basic "); ok {
@@ -44,24 +50,24 @@ func requestUser(r *http.Request) (sandboxUser, error) {
 		}
 	}
 	switch name {
-	case "", defaultUser.name:
-		return defaultUser, nil
+	case "", defaultUserName:
+		return s.user, nil
 	case rootUser.name:
 		return rootUser, nil
 	}
 	if len(name) > 64 {
 		name = name[:64] + "…"
 	}
-	return sandboxUser{}, fmt.Errorf("user %q does not exist in this sandbox: use %q (the default) or %q", name, defaultUser.name, rootUser.name)
+	return sandboxUser{}, fmt.Errorf("user %q does not exist in this sandbox: use %q (the default) or %q", name, defaultUserName, rootUser.name)
 }
 
 // userOf returns the user the envd middleware resolved (the default user
 // outside a request).
-func userOf(ctx context.Context) sandboxUser {
+func (s *Server) userOf(ctx context.Context) sandboxUser {
 	if u, ok := ctx.Value(userKey{}).(sandboxUser); ok {
 		return u
 	}
-	return defaultUser
+	return s.user
 }
 
 // userEnv is sb's environment acting as the request's user: its commands
@@ -74,7 +80,7 @@ func (s *Server) userEnv(ctx context.Context, sb *sandbox) (backend.Environment,
 	if err != nil {
 		return nil, err
 	}
-	u := userOf(ctx)
+	u := s.userOf(ctx)
 	if _, streams := env.(fileStreamer); streams || u.as == nil {
 		return env, nil
 	}
@@ -104,14 +110,14 @@ type chowner interface {
 
 // giveHome makes the default user own its home and HERMES_HOME, which
 // the box's init created as root at boot.
-func giveHome(ctx context.Context, env backend.Environment) error {
+func (s *Server) giveHome(ctx context.Context, env backend.Environment) error {
 	c, ok := env.(chowner)
 	if !ok {
 		return nil
 	}
 	for _, p := range []string{UserHome, UserHome + "/.hermes", UserHome + "/.hermes/.sandbox"} {
-		if err := c.Chown(ctx, p, defaultUser.as.UID, defaultUser.as.GID); err != nil {
-			return fmt.Errorf("give %s to %s: %w", p, defaultUser.name, err)
+		if err := c.Chown(ctx, p, s.user.as.UID, s.user.as.GID); err != nil {
+			return fmt.Errorf("give %s to %s: %w", p, s.user.name, err)
 		}
 	}
 	return nil

@@ -261,6 +261,21 @@ func (o FileToolOptions) protectedWrite(ctx context.Context, env backend.Environ
 	return &r
 }
 
+// protectedWriteAccepter is an environment whose backend checks the
+// workspace after each command and moves aside protected paths that
+// appeared since it started (the local backend, protect.Watch).
+type protectedWriteAccepter interface {
+	AcceptProtectedWrite(abs string)
+}
+
+// acceptProtected tells the environment that abs, a protected path, was
+// just written with the user's approval, so its later check leaves it.
+func (o FileToolOptions) acceptProtected(env backend.Environment, abs string) {
+	if a, ok := env.(protectedWriteAccepter); ok && o.protectedEntry(env, abs) != "" {
+		a.AcceptProtectedWrite(abs)
+	}
+}
+
 // writeFailed is the error result of a failed write; a protected path
 // (read-only in a box) gets the reason and the fix.
 func (o FileToolOptions) writeFailed(env backend.Environment, toolName, p, abs string, err error) Result {

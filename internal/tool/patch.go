@@ -120,6 +120,7 @@ func (t *PatchTool) Run(ctx context.Context, call Call) Result {
 	if err := t.opts.writeText(ctx, env, call.SessionID, "patch", abs, content, []byte(updated)); err != nil {
 		return t.opts.writeFailed(env, "patch", args.Path, abs, err)
 	}
+	t.opts.acceptProtected(env, abs)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Patched %s: %d replacement(s)%s\n", abs, count, note)
 	b.WriteString(diffPreview(args.Path, content, oldS, newS, count))

@@ -3,10 +3,15 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hermes-go/hermes/internal/approval"
+	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/backend/local"
 	"github.com/hermes-go/hermes/internal/protect"
 )
 
@@ -88,5 +93,39 @@ func TestFileToolsAskBeforeWritingGitConfigElsewhere(t *testing.T) {
 		if !r.IsError {
 			t.Errorf("%s: written without asking: %q", args, r.Content)
 		}
+	}
+}
+
+// A protected path the user approved writing (write_file creates
+// .vscode/settings.json, missing when the backend started) stays after the next command, while
+// one a command creates is moved aside by the backend's check.
+func TestApprovedProtectedWriteSurvivesTheCommandCheck(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	b, err := local.NewWithOptions(local.Options{Cwd: dir, Environ: func() []string { return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home} },
+		ProtectedPaths: protect.Defaults(), Warn: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	allow := approval.New(approval.Config{})
+	allow.Attach(approval.PrompterFunc(func(context.Context, approval.Prompt) (approval.Answer, error) { return approval.Once, nil }))
+	opts := FileToolOptions{Backend: b, Home: home, HermesHome: filepath.Join(home, ".hermes"), Protected: protect.New(protect.Defaults()), Approvals: allow}
+	ctx := context.Background()
+	if r := NewWriteFileTool(opts).Run(ctx, Call{SessionID: "s", Args: json.RawMessage(`{"path": ".vscode/settings.json", "content": "{}\n"}`)}); r.IsError {
+		t.Fatalf("the approved write was refused: %s", r.Content)
+	}
+	env, err := b.Open(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := env.Exec(ctx, backend.ExecRequest{Command: "echo x > .mcp.json; echo done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".vscode", "settings.json")); err != nil {
+		t.Errorf("the approved .vscode/settings.json was moved by the check after a command: %v\n%s", err, res.Output)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".mcp.json")); err == nil || !strings.Contains(string(res.Output), ".mcp.json"+protect.Refused) {
+		t.Errorf("the .mcp.json a command created was not moved aside:\n%s", res.Output)
 	}
 }

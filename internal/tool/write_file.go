@@ -85,6 +85,7 @@ func (t *WriteFileTool) Run(ctx context.Context, call Call) Result {
 	if err := t.opts.writeText(ctx, env, call.SessionID, "write_file", abs, old, []byte(*args.Content)); err != nil {
 		return t.opts.writeFailed(env, "write_file", args.Path, abs, err)
 	}
+	t.opts.acceptProtected(env, abs)
 	lines := strings.Count(*args.Content, "\n")
 	if *args.Content != "" && !strings.HasSuffix(*args.Content, "\n") {
 		lines++

@@ -40,7 +40,17 @@ type world struct {
 
 func newWorld(t testing.TB, turns ...llmtest.Turn) *world {
 	t.Helper()
+	return newWorldIn(t, nil, turns...)
+}
+
+// newWorldIn is newWorld with prepare run on the new HERMES_HOME before
+// the runtime starts (nil = nothing).
+func newWorldIn(t testing.TB, prepare func(home string), turns ...llmtest.Turn) *world {
+	t.Helper()
 	w := &world{srv: llmtest.NewServer(t, turns...), home: t.TempDir(), cwd: t.TempDir()}
+	if prepare != nil {
+		prepare(w.home)
+	}
 	cfg := "model:\n  provider: custom\n  default: fake-model\n  base_url: " + w.srv.URL + "\n" +
 		"terminal:\n  cwd: " + w.cwd + "\n" + "compression:\n  enabled: false\n"
 	if err := os.WriteFile(filepath.Join(w.home, "config.yaml"), []byte(cfg), 0o600); err != nil {

@@ -30,7 +30,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/hermes-go/hermes/internal/backend"
@@ -64,9 +63,7 @@ type Config struct {
 type Backend struct {
 	cfg Config
 
-	mu     sync.Mutex
-	envs   map[string]*env
-	closed bool
+	envs *backend.TaskEnvs[*env]
 }
 
 // env is a task's container and its shell environment.
@@ -88,7 +85,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if cfg.Pids == 0 {
 		cfg.Pids = 256
 	}
-	b := &Backend{cfg: cfg, envs: map[string]*env{}}
+	b := &Backend{cfg: cfg, envs: backend.NewTaskEnvs[*env](Kind)}
 	if _, err := b.cli(ctx, nil, "version", "--format", "{{.Server.Version}}"); err != nil {
 		return nil, fmt.Errorf("terminal.backend docker: %s is available but '%s version' failed: %w (start the Docker engine, or set HERMES_DOCKER_BINARY=podman)",
 			cfg.Binary, cfg.Binary, err)
@@ -123,21 +120,13 @@ func (b *Backend) cli(ctx context.Context, stdin io.Reader, args ...string) (str
 
 // Open returns the task's container environment, starting or creating it.
 func (b *Backend) Open(ctx context.Context, taskID string) (backend.Environment, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return nil, errors.New("docker backend is closed")
-	}
-	if e, ok := b.envs[taskID]; ok {
-		return e, nil
-	}
-	id, err := b.container(ctx, taskID)
-	if err != nil {
-		return nil, err
-	}
-	e := &env{Environment: shellexec.New(transport{b: b, id: id}, taskID, "/workspace", "container "+shortID(id)), id: id, b: b}
-	b.envs[taskID] = e
-	return e, nil
+	return b.envs.Open(taskID, func() (*env, error) {
+		id, err := b.container(ctx, taskID)
+		if err != nil {
+			return nil, err
+		}
+		return &env{Environment: shellexec.New(transport{b: b, id: id}, taskID, "/workspace", "container "+shortID(id)), id: id, b: b}, nil
+	})
 }
 
 // container finds the task's stopped container (persistent mode) and
@@ -210,16 +199,7 @@ func (e *env) Close() error {
 
 // Close closes every task's container.
 func (b *Backend) Close() error {
-	b.mu.Lock()
-	envs := b.envs
-	b.envs = map[string]*env{}
-	b.closed = true
-	b.mu.Unlock()
-	var errs []error
-	for _, e := range envs {
-		errs = append(errs, e.Close())
-	}
-	return errors.Join(errs...)
+	return b.envs.Close()
 }
 
 // homeLabel ties containers to this HERMES_HOME (its state directory), so

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,18 +17,9 @@ import (
 	"github.com/hermes-go/hermes/internal/backend/e2b"
 	"github.com/hermes-go/hermes/internal/box"
 
+	"github.com/hermes-go/hermes/internal/testnet"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // serveBoxes starts hermes sandbox serve (built from the tree) and returns
 // its API and envd URLs and key; it stops with the test.
@@ -46,7 +36,7 @@ func serveBoxes(t *testing.T) (api, envd, key string) {
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/hermes-go/hermes/cmd/hermes").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	apiAddr, envdAddr, key := freeAddr(t), freeAddr(t), "conformance-key"
+	apiAddr, envdAddr, key := testnet.FreeAddr(t), testnet.FreeAddr(t), "conformance-key"
 	cmd := exec.Command(bin, "sandbox", "serve", "--api-addr", apiAddr, "--envd-addr", envdAddr, "--api-key", key,
 		"--workspace", filepath.Join(dir, "ws"))
 	cmd.Env = append(os.Environ(), "HERMES_HOME="+filepath.Join(dir, "home"))

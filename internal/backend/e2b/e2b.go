@@ -57,6 +57,9 @@ type Options struct {
 	Persistent bool
 	// HTTPClient is the client (http.DefaultClient when nil).
 	HTTPClient *http.Client
+	// Notice, when set, is told (one line, for the person) when the task's
+	// paused sandbox is gone and a new, empty one replaces it.
+	Notice func(line string)
 }
 
 // FromEnv fills the connection fields of o from getenv (E2B_API_URL,
@@ -81,7 +84,7 @@ type Backend struct {
 	o Options
 
 	mu     sync.Mutex
-	envs   map[string]*env
+	envs   *backend.TaskEnvs[*env]
 	paused map[string]string // task -> sandbox id of a paused sandbox
 }
 
@@ -102,7 +105,7 @@ func New(o Options) (*Backend, error) {
 	if o.HTTPClient == nil {
 		o.HTTPClient = http.DefaultClient
 	}
-	return &Backend{o: o, envs: map[string]*env{}, paused: map[string]string{}}, nil
+	return &Backend{o: o, envs: backend.NewTaskEnvs[*env](Kind), paused: map[string]string{}}, nil
 }
 
 // Kind returns "e2b".
@@ -114,29 +117,14 @@ func (b *Backend) Isolated() bool { return true }
 // Open returns the environment of taskID; its sandbox is created (or a
 // paused one connected to) on the first operation.
 func (b *Backend) Open(_ context.Context, taskID string) (backend.Environment, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if e := b.envs[taskID]; e != nil {
-		return e, nil
-	}
-	e := &env{b: b, task: taskID, procs: map[*proc]struct{}{}}
-	b.envs[taskID] = e
-	return e, nil
+	return b.envs.Open(taskID, func() (*env, error) {
+		return &env{b: b, task: taskID, procs: map[*proc]struct{}{}}, nil
+	})
 }
 
 // Close ends every task's sandbox (killed, or paused when Persistent).
 func (b *Backend) Close() error {
-	b.mu.Lock()
-	envs := b.envs
-	b.envs = map[string]*env{}
-	b.mu.Unlock()
-	var errs []error
-	for _, e := range envs {
-		if err := e.Close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return b.envs.Close()
 }
 
 // apiError is E2B's error body.
@@ -266,8 +254,17 @@ func (b *Backend) create(ctx context.Context, task string) (*sandboxConn, error)
 	}
 	var info sandboxInfo
 	if pausedID != "" {
-		if _, err := b.rest(ctx, "POST", "/sandboxes/"+pausedID+"/connect", map[string]int{"timeout": secs}, &info); err == nil {
+		status, err := b.rest(ctx, "POST", "/sandboxes/"+pausedID+"/connect", map[string]int{"timeout": secs}, &info)
+		switch {
+		case err == nil:
 			return b.connectTo(info), nil
+		case status != http.StatusNotFound:
+			// The sandbox may still exist (a server restarting, a
+			// network fault): a fresh one would hide its files.
+			return nil, fmt.Errorf("reconnecting to task %s's paused sandbox %s: %w (nothing was created; retry when the server answers)", task, pausedID, err)
+		}
+		if b.o.Notice != nil {
+			b.o.Notice(fmt.Sprintf("the e2b sandbox %s of task %s is gone (the server answered 404); a new, empty sandbox replaces it: files from earlier runs are not in it", pausedID, task))
 		}
 	}
 	if _, err := b.rest(ctx, "POST", "/sandboxes", map[string]any{"templateID": b.o.Template, "timeout": secs,

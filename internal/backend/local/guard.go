@@ -106,9 +106,13 @@ type guard struct {
 	protected     protect.Set
 	workspace     string
 	protectMounts bool
-	// hadCommondir: the workspace's .git/commondir existed when the
-	// backend started (protected_git.go); only a new one is moved aside.
-	hadCommondir bool
+	// watch: what the workspace held when the backend started; after
+	// each command what is new and makes the host run code is moved
+	// aside (protected_git.go).
+	watch *protect.Watch
+	// pids: the commands' PID namespace with its own /proc (pidns.go);
+	// nil when not root or no keeper binary is configured.
+	pids *pidKeeper
 }
 
 // dirStamp is a directory enumerated into the ruleset: its identity and
@@ -422,6 +426,13 @@ func (g *guard) start(cmd *exec.Cmd) (release func(), err error) {
 			return nil, err
 		}
 	}
+	if g.pids != nil && cmd.SysProcAttr != nil {
+		// Go's child checks getppid() after setting the parent-death
+		// signal and kills itself when it changed; in the commands' PID
+		// namespace the parent is outside, so getppid() is 0. The
+		// supervisor still ends the command's group when hermes dies.
+		cmd.SysProcAttr.Pdeathsig = 0
+	}
 	started := make(chan error, 1)
 	done := make(chan struct{})
 	go func() {
@@ -430,6 +441,12 @@ func (g *guard) start(cmd *exec.Cmd) (release func(), err error) {
 		runtime.LockOSThread()
 		if g.protectMounts {
 			if err := g.mountProtected(); err != nil {
+				started <- err
+				return
+			}
+		}
+		if g.pids != nil {
+			if err := g.enterPIDNamespace(); err != nil {
 				started <- err
 				return
 			}

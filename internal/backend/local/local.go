@@ -48,8 +48,7 @@ type Backend struct {
 	guard       *guard
 	sup         *supervisor
 
-	mu   sync.Mutex
-	envs map[string]*Environment
+	envs *backend.TaskEnvs[*Environment]
 }
 
 // New returns a local backend whose commands start in cwd (terminal.cwd;
@@ -90,6 +89,11 @@ type Options struct {
 	// hermes's config): workspace-relative paths commands may not write
 	// under SandboxWorkspaceWrite (protected.go); nil = none.
 	ProtectedPaths []string
+	// PIDInit is the hermes binary (os.Executable), which runs
+	// PIDInitMain when given PIDInitArg: as root, the commands then share a
+	// PID namespace with a /proc of their own (pidns.go). "" = commands
+	// see the host's /proc.
+	PIDInit string
 	// LandlockABI overrides the kernel's Landlock ABI when > 0, or
 	// pretends there is none when < 0 (tests of the fallback).
 	LandlockABI int
@@ -136,8 +140,11 @@ func NewWithOptions(o Options) (*Backend, error) {
 		warn = os.Stderr
 	}
 	g.setProtected(o.ProtectedPaths, dir, hasSysAdmin(), warn)
+	if o.PIDInit != "" && mode != SandboxOff && hasSysAdmin() {
+		g.pids = newPIDKeeper(o.PIDInit)
+	}
 	return &Backend{cwd: dir, passthrough: o.Passthrough, environ: environ, guard: g,
-		sup: newSupervisor(supervisorShell(o.Supervise)), envs: map[string]*Environment{}}, nil
+		sup: newSupervisor(supervisorShell(o.Supervise)), envs: backend.NewTaskEnvs[*Environment]("local")}, nil
 }
 
 // supervisorShell is /bin/sh when supervision is wanted, else "".
@@ -198,32 +205,21 @@ func (b *Backend) Open(ctx context.Context, taskID string) (backend.Environment,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if e, ok := b.envs[taskID]; ok {
-		return e, nil
-	}
-	kept, _ := ScrubEnv(b.environ(), b.passthrough)
-	if taskID != "" {
-		kept = append(kept, "HERMES_SESSION_ID="+taskID)
-	}
-	e := &Environment{workdir: b.cwd, env: kept, home: lookup(kept, "HOME"), procs: map[*process]bool{},
-		guard: b.guard, sup: b.sup, hermesHome: b.guard.hermesHome}
-	b.envs[taskID] = e
-	return e, nil
+	return b.envs.Open(taskID, func() (*Environment, error) {
+		kept, _ := ScrubEnv(b.environ(), b.passthrough)
+		if taskID != "" {
+			kept = append(kept, "HERMES_SESSION_ID="+taskID)
+		}
+		return &Environment{workdir: b.cwd, env: kept, home: lookup(kept, "HOME"), procs: map[*process]bool{},
+			guard: b.guard, sup: b.sup, hermesHome: b.guard.hermesHome}, nil
+	})
 }
 
 // Close kills every running command of every environment.
 func (b *Backend) Close() error {
-	b.mu.Lock()
-	envs := b.envs
-	b.envs = map[string]*Environment{}
-	b.mu.Unlock()
-	var errs []error
-	for _, e := range envs {
-		errs = append(errs, e.Close())
-	}
+	errs := []error{b.envs.Close()}
 	errs = append(errs, b.sup.stop())
+	b.guard.pids.stop()
 	b.guard.close()
 	return errors.Join(errs...)
 }
@@ -345,7 +341,7 @@ func (e *Environment) Exec(ctx context.Context, req backend.ExecRequest) (backen
 	if out != nil {
 		res.Output = out.Bytes()
 	}
-	if note := e.guard.moveGitRedirectAside(); note != "" && out != nil {
+	if note := e.guard.checkWorkspace(); note != "" && out != nil {
 		res.Output = append(res.Output, "\n"+note+"\n"...)
 	}
 	res.TimedOut = timedOut

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hermes-go/hermes/internal/backend"
@@ -44,6 +47,10 @@ func (e *Environment) Start(ctx context.Context, req backend.ExecRequest) (backe
 	if err != nil {
 		return nil, err
 	}
+	p.pid = cmd.Process.Pid
+	if e.guard != nil && e.guard.pids != nil {
+		p.pid = namespacePID(cmd.Process.Pid) // not reaped yet: its /proc entry is there
+	}
 	e.mu.Lock()
 	e.procs[p] = true
 	e.mu.Unlock()
@@ -60,6 +67,7 @@ func (e *Environment) Start(ctx context.Context, req backend.ExecRequest) (backe
 type process struct {
 	*backend.Lifecycle // Kill ends the process group: SIGTERM, then SIGKILL after 2 s
 	cmd                *exec.Cmd
+	pid                int // as the commands see it (their PID namespace, pidns.go)
 }
 
 func (p *process) wait(timeout time.Duration, finished func()) {
@@ -87,5 +95,26 @@ func (p *process) wait(timeout time.Duration, finished func()) {
 	p.Finish(res)
 }
 
-// PID is the host process id of the shell (also its process group id).
-func (p *process) PID() int { return p.cmd.Process.Pid }
+// PID is the process id of the shell as commands see it (`kill PID` in a
+// later command reaches it): in the commands' PID namespace as root
+// (pidns.go), else the host's, which is also its process group id.
+func (p *process) PID() int { return p.pid }
+
+// namespacePID returns the innermost pid of host process pid (the last
+// NSpid field of /proc/PID/status), or pid when it cannot be read.
+func namespacePID(pid int) int {
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return pid
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				if n, err := strconv.Atoi(f[len(f)-1]); err == nil {
+					return n
+				}
+			}
+		}
+	}
+	return pid
+}

@@ -50,12 +50,13 @@ func (g *guard) setProtected(paths []string, ws string, canMount bool, warn io.W
 		return // read-only: nothing in the workspace is writable anyway
 	}
 	g.protected, g.workspace = set, realPath(ws)
-	g.hadCommondir = g.commondirPresent()
+	g.watch = set.Watch(g.workspace, canMount)
+	g.watch.WarnTo(warn) // a cut-off scan is told to the person too
 	if canMount {
 		g.protectMounts = true
 		return
 	}
-	fmt.Fprintln(warn, "hermes: warning: terminal.protected_paths (.git/config, .git/hooks/, …) cannot be made read-only for local commands without root (a mount namespace needs CAP_SYS_ADMIN); the file tools and the approvals still ask before they are written (use terminal.backend: box to have the kernel enforce them)")
+	fmt.Fprintln(warn, "hermes: warning: terminal.protected_paths (.git/config, .git/hooks/, …) cannot be made read-only for local commands without root (a mount namespace needs CAP_SYS_ADMIN); the file tools and the approvals still ask before they are written, and hermes moves aside git settings and protected files that commands create (use terminal.backend: box to have the kernel enforce them)")
 }
 
 // mountProtected runs on the guard's locked thread before the command is

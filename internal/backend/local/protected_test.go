@@ -151,9 +151,6 @@ echo evil > .git/commondir`,
 git init -q --template=t sub && cd sub && echo y > y && git add y && git commit -qm s && cd .. && git add sub && git commit -qm sub`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			if name == "gitlink" {
-				t.Skip("known limitation: a nested repository created and committed as a gitlink during a command cannot carry a read-only mount made when the command started (the kernel cannot forbid a new name in a writable directory); the approvals and write_file ask for it and the README threat model says the rest (attack23 F2)")
-			}
 			root := t.TempDir()
 			home, work, marker := filepath.Join(root, "home"), filepath.Join(root, "home", "project"), filepath.Join(root, "ran")
 			if err := os.MkdirAll(work, 0o755); err != nil {
@@ -179,6 +176,9 @@ git init -q --template=t sub && cd sub && echo y > y && git add y && git commit 
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The command's own git may run the setting inside the guard;
+			// what counts is the host's git afterwards.
+			_ = os.Remove(marker)
 			cmd := exec.Command("git", "status")
 			cmd.Dir = work
 			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GIT_CONFIG_NOSYSTEM=1"}
@@ -186,8 +186,9 @@ git init -q --template=t sub && cd sub && echo y > y && git add y && git commit 
 			if _, err := os.Stat(marker); err == nil {
 				t.Fatalf("git status on the host ran code a guarded command planted:\n%s", res.Output)
 			}
-			if name == "commondir" && !strings.Contains(string(res.Output), "moved it to .git/commondir.refused-by-hermes") {
-				t.Errorf("the command's output does not say .git/commondir was moved aside:\n%s", res.Output)
+			want := map[string]string{"commondir": protect.GitCommondirRefused, "gitlink": "sub/.git/config" + protect.Refused}[name]
+			if !strings.Contains(string(res.Output), want) {
+				t.Errorf("the command's output does not say %s was moved aside:\n%s", want, res.Output)
 			}
 		})
 	}

@@ -65,10 +65,10 @@ type Config struct {
 type Backend struct {
 	cfg Config
 
-	mu     sync.Mutex
+	envs *backend.TaskEnvs[*shellexec.Environment]
+
+	mu     sync.Mutex // guards client
 	client *ssh.Client
-	envs   map[string]*shellexec.Environment
-	closed bool
 }
 
 // New checks cfg and returns a backend; it does not connect yet. The
@@ -87,7 +87,7 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.KnownHosts == "" {
 		cfg.KnownHosts = filepath.Join(cfg.HomeDir, ".ssh", "known_hosts")
 	}
-	return &Backend{cfg: cfg, envs: map[string]*shellexec.Environment{}}, nil
+	return &Backend{cfg: cfg, envs: backend.NewTaskEnvs[*shellexec.Environment](Kind)}, nil
 }
 
 // Kind returns "ssh".
@@ -99,42 +99,31 @@ func (b *Backend) Isolated() bool { return false }
 
 // Open returns the environment of taskID, connecting on first use.
 func (b *Backend) Open(ctx context.Context, taskID string) (backend.Environment, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return nil, errors.New("ssh backend is closed")
-	}
-	if e, ok := b.envs[taskID]; ok {
-		return e, nil
-	}
-	if b.client == nil {
-		c, err := b.dial(ctx)
+	return b.envs.Open(taskID, func() (*shellexec.Environment, error) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.client == nil {
+			c, err := b.dial(ctx)
+			if err != nil {
+				return nil, err
+			}
+			b.client = c
+		}
+		wd, err := b.resolveWorkdir(ctx, b.cfg.Workdir)
 		if err != nil {
 			return nil, err
 		}
-		b.client = c
-	}
-	wd, err := b.resolveWorkdir(ctx, b.cfg.Workdir)
-	if err != nil {
-		return nil, err
-	}
-	e := shellexec.New(transport{client: b.client}, taskID, wd, "ssh "+b.addr())
-	b.envs[taskID] = e
-	return e, nil
+		return shellexec.New(transport{client: b.client}, taskID, wd, "ssh "+b.addr()), nil
+	})
 }
 
 // Close ends every environment's commands and the connection.
 func (b *Backend) Close() error {
+	_ = b.envs.Close()
 	b.mu.Lock()
-	envs := b.envs
-	b.envs = map[string]*shellexec.Environment{}
-	b.closed = true
 	client := b.client
 	b.client = nil
 	b.mu.Unlock()
-	for _, e := range envs {
-		_ = e.Close()
-	}
 	if client != nil {
 		return client.Close()
 	}

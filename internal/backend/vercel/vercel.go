@@ -23,7 +23,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/renameio/v2"
@@ -95,9 +94,7 @@ type Backend struct {
 	cfg Config
 	api *client
 
-	mu     sync.Mutex
-	envs   map[string]*Environment
-	closed bool
+	envs *backend.TaskEnvs[*Environment]
 }
 
 // New validates cfg and returns the backend; nothing is created yet.
@@ -122,7 +119,7 @@ func New(cfg Config) (*Backend, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: 0}
 	}
-	return &Backend{cfg: cfg, envs: map[string]*Environment{},
+	return &Backend{cfg: cfg, envs: backend.NewTaskEnvs[*Environment](Kind),
 		api: &client{base: cfg.BaseURL, token: cfg.Token, teamID: cfg.TeamID, http: hc, retries: 3}}, nil
 }
 
@@ -135,14 +132,11 @@ func (b *Backend) Isolated() bool { return true }
 // Open returns the task's environment, creating its sandbox (restored from
 // the task's snapshot when persistent) on first use.
 func (b *Backend) Open(ctx context.Context, taskID string) (backend.Environment, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return nil, errors.New("vercel_sandbox backend is closed")
-	}
-	if e, ok := b.envs[taskID]; ok {
-		return e, nil
-	}
+	return b.envs.Open(taskID, func() (*Environment, error) { return b.create(ctx, taskID) })
+}
+
+// create makes the sandbox of a task (from its snapshot when persistent).
+func (b *Backend) create(ctx context.Context, taskID string) (*Environment, error) {
 	req := createRequest{ProjectID: b.cfg.ProjectID, Runtime: b.cfg.Runtime, Timeout: b.cfg.Lifetime.Milliseconds(),
 		Resources: &resources{VCPUs: int(b.cfg.CPU)}}
 	if snap := b.savedSnapshot(taskID); snap != "" && b.cfg.Persistent {
@@ -157,22 +151,12 @@ func (b *Backend) Open(ctx context.Context, taskID string) (backend.Environment,
 	if e.workdir == "" {
 		e.workdir = "/vercel/sandbox"
 	}
-	b.envs[taskID] = e
 	return e, nil
 }
 
 // Close closes every environment (snapshotting persistent ones).
 func (b *Backend) Close() error {
-	b.mu.Lock()
-	envs := b.envs
-	b.envs = map[string]*Environment{}
-	b.closed = true
-	b.mu.Unlock()
-	var errs []error
-	for _, e := range envs {
-		errs = append(errs, e.Close())
-	}
-	return errors.Join(errs...)
+	return b.envs.Close()
 }
 
 // snapshotFile is where a task's snapshot id is kept.
