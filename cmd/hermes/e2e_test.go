@@ -366,9 +366,14 @@ func TestIncidentTriageExample(t *testing.T) {
 
 // configureModel saves OpenRouter and its model to config.yaml with
 // `hermes config set`, as a user does once, so later runs need no
-// --provider/--model.
+// --provider/--model. It also turns model-written titles off: the fake
+// answers requests from its script in order, and the title request a
+// REPL/TUI session sends in the background after its first exchange would
+// take the script's next turn (titles are tested in internal/session and
+// internal/cli's TestTitlesByRunKind).
 func (e *e2e) configureModel() {
 	e.t.Helper()
 	e.mustRun("config", "set", "model.provider", "openrouter")
 	e.mustRun("config", "set", "model.default", "anthropic/claude-sonnet-4.6")
+	e.mustRun("config", "set", "auxiliary.title_generation.enabled", "false")
 }
