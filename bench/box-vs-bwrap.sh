@@ -14,7 +14,10 @@
 # Environment:
 #   RUNS=30          timed runs per row (create rows)
 #   WARM_RUNS=100    timed runs of the warm-command row
-#   HERMES_BIN=path  use this binary instead of building ./cmd/hermes
+#   HERMES_BIN=path  use this binary instead of building ./cmd/hermes (its
+#                    boxes use the hermes-box-init beside it, if any)
+#   HERMES_BOX_BENCH_INIT=path  the init of the go benchmarks' boxes
+#                    (default: the hermes-box-init beside hermes)
 #   GO_BENCH=regex   extra `go test -bench` regex for ./internal/box (e.g. the
 #                    runtime's in-process warm-exec benchmark); empty = none
 #   SKIP_GO_BENCH=1  skip the go benchmark rows (the in-box warm exec the
@@ -55,10 +58,20 @@ command -v go >/dev/null || die "go not found in PATH"
 if [[ -n ${HERMES_BIN:-} ]]; then
 	hermes=$HERMES_BIN
 else
-	echo "building hermes..." >&2
-	(cd "$repo" && go build -o "$work/hermes" ./cmd/hermes) || die "go build ./cmd/hermes failed"
+	# hermes-box-init beside hermes, as every install puts it: without it
+	# hermes re-executes itself as each box's init (the fallback), which
+	# is not what users run.
+	echo "building hermes and hermes-box-init..." >&2
+	(cd "$repo" && go build -o "$work/" ./cmd/hermes ./cmd/hermes-box-init) || die "go build ./cmd/hermes ./cmd/hermes-box-init failed"
 	hermes="$work/hermes"
 fi
+# The in-process go benchmarks use the same init (else the test binary
+# would be each box's init).
+init_beside=$(dirname "$hermes")/hermes-box-init
+if [[ -z ${HERMES_BOX_BENCH_INIT:-} && -x $init_beside ]]; then
+	export HERMES_BOX_BENCH_INIT=$init_beside
+fi
+echo "box init: ${HERMES_BOX_BENCH_INIT:-the test binary (no hermes-box-init beside $hermes)}" >&2
 
 # The box CLI (`hermes box exec TASK -- CMD`, `hermes box rm TASK`) is
 # written by the box runtime; refuse clearly until it exists.

@@ -15,10 +15,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/box"
+	"github.com/hermes-go/hermes/internal/box/initproc"
+	"github.com/hermes-go/hermes/internal/box/wire"
+	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/ociimage"
 	"github.com/hermes-go/hermes/internal/ociimage/ocitest"
 )
@@ -93,4 +100,83 @@ func BenchmarkPullUnpack100MB(b *testing.B) {
 			b.StartTimer()
 		}
 	})
+}
+
+// TestMain lets the test binary act as the box init.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == wire.InitArg {
+		os.Exit(initproc.InitMain())
+	}
+	os.Exit(m.Run())
+}
+
+// boxManager is a box Manager on home whose base is boxImage ("host" or
+// an OCI reference), with a tmpfs layer (no disk image to copy) so that
+// only the base differs.
+func boxManager(b *testing.B, home, boxImage string) *box.Manager {
+	persistent := false
+	exe, _ := os.Executable()
+	m, err := box.NewManager(box.Options{Home: home, Executable: exe, Terminal: config.TerminalConfig{Backend: "box", Cwd: b.TempDir(),
+		ContainerCPU: 1, ContainerMemory: 256, ContainerDisk: 64, BoxPids: 128, ContainerPersistent: &persistent,
+		BoxImage: boxImage, BoxWorkspace: "bind"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close() })
+	return m
+}
+
+// createAndRun opens a new box of task on m and runs `true` in it,
+// returning the wall time of both; the box is removed untimed.
+func createAndRun(b *testing.B, m *box.Manager, task string) time.Duration {
+	ctx := context.Background()
+	t0 := time.Now()
+	env, err := m.Open(ctx, task)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res, err := env.Exec(ctx, backend.ExecRequest{Command: "true"}); err != nil || res.ExitCode != 0 {
+		b.Fatal(err, res)
+	}
+	d := time.Since(t0)
+	m.Remove(task)
+	return d
+}
+
+// BenchmarkBoxCreateCachedImageVsHost times a new box + its first
+// command from the 100 MiB image, already pulled, against one from the
+// host tree, alternating in the same run (only the overlay lowers
+// differ); reports the medians and image/host.
+func BenchmarkBoxCreateCachedImageVsHost(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root (boxes with cgroups)")
+	}
+	if err := box.Preflight(); err != nil {
+		b.Skip(err)
+	}
+	reg := ocitest.StartRegistry(b, false)
+	ref := benchImage(b, reg)
+	home := b.TempDir()
+	if _, err := ociimage.Open(home, ociimage.Options{}).Pull(context.Background(), ref); err != nil {
+		b.Fatal(err)
+	}
+	host, image := boxManager(b, home, "host"), boxManager(b, home, ref)
+	createAndRun(b, host, "warm-host") // first starts pay one-time costs (wire warm-up, cgroup root)
+	createAndRun(b, image, "warm-image")
+	var hostDs, imageDs []time.Duration
+	for i := 0; b.Loop(); i++ {
+		hostDs = append(hostDs, createAndRun(b, host, fmt.Sprintf("host-%d", i)))
+		imageDs = append(imageDs, createAndRun(b, image, fmt.Sprintf("image-%d", i)))
+	}
+	h, im := median(hostDs), median(imageDs)
+	b.ReportMetric(h, "host-ms")
+	b.ReportMetric(im, "image-ms")
+	b.ReportMetric(im/h, "image/host")
+}
+
+// median of ds in milliseconds.
+func median(ds []time.Duration) float64 {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return float64(s[len(s)/2]) / float64(time.Millisecond)
 }

@@ -116,7 +116,7 @@ func crashBatchTurn() (llmtest.Turn, []string) {
 // TestCrashResumeRandomKills (issue 8 proof): a run executing a batch of
 // slow and fast tool calls is killed with SIGKILL at a random moment in
 // 0–3 s, 20 times. After each kill: every call that had finished (its
-// marker file exists, written ≥100 ms before the kill) has its real result
+// marker file exists, written ≥1 s before the kill) has its real result
 // stored; no session is empty; a `-c` resume sends a valid history in
 // which calls that ran are never reported as cancelled and calls without a
 // stored result are reported with an unknown outcome.
@@ -141,9 +141,13 @@ func crashOnce(t *testing.T, delay time.Duration) {
 	e.configureModel()
 	_, killed := e.startKillAfter(delay, "chat", "-Q", "--yolo", "-q", "run the batch")
 
+	// A call counts as finished when its marker was written a second
+	// before the kill: its result is stored as soon as hermes has read the
+	// command's end, which took over 100 ms (the margin before) once under
+	// two suites at once on 2 cores. Later calls may or may not be stored.
 	finished := map[string]bool{}
 	for _, n := range names {
-		if st, err := os.Stat(filepath.Join(e.workspace, n+".done")); err == nil && st.ModTime().Before(killed.Add(-100*time.Millisecond)) {
+		if st, err := os.Stat(filepath.Join(e.workspace, n+".done")); err == nil && st.ModTime().Before(killed.Add(-time.Second)) {
 			finished["call_"+n] = true
 		}
 	}

@@ -244,7 +244,8 @@ func args(v any) string {
 
 // TestVersion checks `hermes --version`: the first line is exactly Hermes
 // Agent's format, with a release date written like Hermes (2026.11.30,
-// no zero padding), then the install path and the Go version.
+// no zero padding), then the install directory and the Go version as
+// Hermes prints its own and Python's, then the binary and install method.
 func TestVersion(t *testing.T) {
 	e := newE2E(t)
 	res := e.mustRun("--version")
@@ -258,8 +259,15 @@ func TestVersion(t *testing.T) {
 	if _, err := time.Parse("2006.1.2", date); err != nil {
 		t.Errorf("release date %q is not a calendar date: %v", date, err)
 	}
-	if len(lines) < 3 || !strings.Contains(res.stdout, hermesBin) || !strings.Contains(res.stdout, "go1.") {
-		t.Errorf("want the install path %s and the Go version after the first line:\n%s", hermesBin, res.stdout)
+	dir := filepath.Dir(hermesBin)
+	if filepath.Base(dir) == "bin" {
+		dir = filepath.Dir(dir)
+	}
+	// Hermes's own second and third lines ("Install directory: /opt/hermes",
+	// "Python: 3.13.5"), then the binary and the install method.
+	if len(lines) != 5 || lines[1] != "Install directory: "+dir || !strings.HasPrefix(lines[2], "Go: 1.") ||
+		lines[3] != "Binary: "+hermesBin || !strings.HasPrefix(lines[4], "Install method: ") {
+		t.Errorf("want the install directory %s, the Go version, the binary and the install method after the first line:\n%s", dir, res.stdout)
 	}
 }
 

@@ -126,9 +126,9 @@ func TestToolsetValidation(t *testing.T) {
 	if res.code == 0 || !strings.Contains(res.stderr, "unknown toolset bogus") {
 		t.Errorf("-t bogus should fail naming the toolset\n%s", res)
 	}
-	res = e.chatQ("hi", "-t", "vision,file")
-	if res.code != 0 || !strings.Contains(res.stderr, "toolset vision is not available") {
-		t.Errorf("-t vision,file should run with a warning about vision\n%s", res)
+	res = e.chatQ("hi", "-t", "image_gen,file")
+	if res.code != 0 || !strings.Contains(res.stderr, "toolset image_gen is not available") {
+		t.Errorf("-t image_gen,file should run with a warning about image_gen\n%s", res)
 	}
 }
 

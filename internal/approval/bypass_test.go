@@ -99,6 +99,15 @@ func TestBypassSpellingsFailClosed(t *testing.T) {
 		`python -c 'import shutil; shutil.rmtree("/tmp/victim")'`,
 		`python3 -c "exec(bytes.fromhex('7072696e74'))"`,
 		`python3 -c "$CODE"`,
+		// Attacker trial on execute_code: reflection through "safe"
+		// modules (a private module attribute, attrgetter, a format
+		// field, string-evaluated annotations).
+		`python3 -c 'import random, operator; sh = operator.attrgetter("sy" + "stem")(random._os); sh("r" + "m -r" + "f /tmp/victim")'`,
+		`python3 -c 'import random; random._os.remove("/tmp/victim")'`,
+		`python3 -c 'import uuid, string; f = string.Formatter().get_field("0.o" + "s.sys" + "tem", [uuid], {})[0]; f("id")'`,
+		`python3 -c 'import functools, operator; functools.reduce(lambda o, n: operator.methodcaller(n)(o), ["x"], 1)'`,
+		`python3 -c 'import typing; typing.get_type_hints(typing)'`,
+		`python3 -c 'import json; json.codecs.sys.stdout.buffer.raw'`,
 		`python3 <<EOF
 import subprocess
 subprocess.run(["rm","-rf","/tmp/victim"])

@@ -246,12 +246,15 @@ func shellScript(args []string) (script string, found, missing bool) {
 
 // Program text is "trivially safe" when it uses nothing that reaches the
 // system: no process, file, network, environment, dynamic evaluation or
-// text decoding that could hide any of those.
+// text decoding that could hide any of those, and no reflection that
+// could reach them by a computed name (Python: private attributes such as
+// random._os, operator's attrgetter/methodcaller, string.Formatter's
+// fields, typing's string-evaluated hints — an attacker trial's inputs).
 var (
 	obfuscation = lazyregexp.New(`\\[xuUN0-7]|base64|b64|fromhex|unhexlify|fromCharCode|\bchr\b|rot13|decode|decompress|zlib|marshal|pickle|reverse|\[::-1\]`)
 	unsafeCode  = sync.OnceValue(func() map[string]*regexp.Regexp {
 		return map[string]*regexp.Regexp{
-			"python": regexp.MustCompile(`__|\b(os|sys\.modules|modules|subprocess|shutil|pathlib|importlib|ctypes|socket|pty|signal|multiprocessing|threading|asyncio|urllib|http|requests|tempfile|glob|io|builtins|runpy|posix|fcntl|mmap|webbrowser|exec|eval|compile|open|getattr|setattr|delattr|globals|locals|vars|input|breakpoint|help|system|popen|spawn|remove|unlink|rmdir|rmtree|rename|chmod|chown|kill|write|fork|environ|getenv)\b`),
+			"python": regexp.MustCompile(`__|\._|\b(attrgetter|methodcaller|Formatter|get_field|get_type_hints|ForwardRef|codecs|os|sys\.modules|modules|subprocess|shutil|pathlib|importlib|ctypes|socket|pty|signal|multiprocessing|threading|asyncio|urllib|http|requests|tempfile|glob|io|builtins|runpy|posix|fcntl|mmap|webbrowser|exec|eval|compile|open|getattr|setattr|delattr|globals|locals|vars|input|breakpoint|help|system|popen|spawn|remove|unlink|rmdir|rmtree|rename|chmod|chown|kill|write|fork|environ|getenv)\b`),
 			"perl":   regexp.MustCompile("`" + `|\b(system|exec|qx|open|opendir|sysopen|unlink|rmdir|rename|mkdir|chmod|chown|chdir|kill|fork|eval|require|use|do|syscall|socket|link|symlink|utime|truncate|glob|readpipe|dbmopen|pipe|ENV|pack|unpack)\b|/[msixpodualngcr]*e[msixpodualngcre]*\s*(;|$|\})`),
 			"ruby":   regexp.MustCompile("`" + `|%x|\b(system|exec|spawn|fork|open|File|Dir|IO|FileUtils|Kernel|Process|Open3|PTY|Socket|TCPSocket|eval|instance_eval|class_eval|module_eval|send|public_send|method|define_method|const_get|require|require_relative|load|syscall|ENV|ObjectSpace|binding|trap|at_exit|Marshal|YAML|pack|unpack)\b`),
 			"node":   regexp.MustCompile("`" + `|\b(require|import|process|child_process|eval|Function|fs|globalThis|global|constructor|prototype|__proto__|Deno|Bun|fetch|module|exports|Buffer|atob|setTimeout|setInterval|WebAssembly|Reflect|Proxy|this)\b|[\w)\]]\s*\[\s*[^\d\s\]]`),
@@ -261,7 +264,9 @@ var (
 		}
 	})
 	pythonImport     = lazyregexp.New(`\b(?:from\s+([\w.]+)\s+import|import\s+([\w., ]+))`)
-	safePythonModule = map[string]bool{"json": true, "sys": true, "math": true, "re": true, "datetime": true, "time": true, "collections": true, "itertools": true, "functools": true, "hashlib": true, "random": true, "string": true, "textwrap": true, "pprint": true, "statistics": true, "decimal": true, "fractions": true, "uuid": true, "unicodedata": true, "operator": true, "heapq": true, "bisect": true, "calendar": true, "html": true, "difflib": true, "struct": true, "fnmatch": true, "shlex": true, "secrets": true, "typing": true, "dataclasses": true, "enum": true}
+	safePythonModule = map[string]bool{"json": true, "sys": true, "math": true, "re": true, "datetime": true, "time": true, "collections": true, "itertools": true, "functools": true, "hashlib": true, "random": true, "textwrap": true, "pprint": true, "statistics": true, "decimal": true, "fractions": true, "uuid": true, "unicodedata": true, "heapq": true, "bisect": true, "calendar": true, "html": true, "difflib": true, "struct": true, "fnmatch": true, "shlex": true, "secrets": true, "enum": true,
+		// execute_code's module: each of its tool calls is approved on its own.
+		"hermes_tools": true}
 )
 
 // trivialCode reports whether program text is trivially safe for lang.

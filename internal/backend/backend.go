@@ -8,6 +8,7 @@ import (
 	"context"
 	"io"
 	"io/fs"
+	"net"
 	"time"
 )
 
@@ -107,6 +108,13 @@ type Environment interface {
 	ReadDir(ctx context.Context, path string) ([]FileInfo, error)
 	// Close stops the environment's processes; persistent files are kept.
 	Close() error
+}
+
+// UnixDialer is an Environment whose unix sockets the host can reach
+// (local, box): DialUnix connects to the socket at the absolute path as
+// the environment's commands see it. execute_code needs it.
+type UnixDialer interface {
+	DialUnix(ctx context.Context, path string) (net.Conn, error)
 }
 
 // Isolated reports whether b runs commands behind a boundary of its own

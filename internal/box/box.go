@@ -18,7 +18,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -73,6 +75,11 @@ type Options struct {
 	// template's files such as /usr/local/bin/hermes. Host-mode hiding is
 	// judged on the base image alone.
 	Layers func(task string) []string
+	// Image, when set, returns the OCI image (an ociimage spec: registry
+	// reference, layout dir or docker save tarball) a new box of task is
+	// made from instead of terminal.box_image ("" = that one), e.g. a
+	// sandbox template's. The box records it and keeps it on later starts.
+	Image func(task string) string
 	// Env is added to every command's environment (e.g. secret
 	// placeholders). The agent's own provider keys must never be put here.
 	Env map[string]string
@@ -86,8 +93,17 @@ type Options struct {
 	// Only where the box runs without a user namespace (hermes as root).
 	// A uid in the box is the same uid on the host.
 	SwitchUsers bool
+	// SudoUIDs are the uids whose commands in a box may use `sudo` to run
+	// a command as the box's root, as E2B's templates give their `user`
+	// passwordless sudo (the init's sudo socket and wire.SudoPath,
+	// initproc/sudo_linux.go). Only with SwitchUsers and a hermes
+	// Executable to bind as sudo; ignored otherwise.
+	SudoUIDs []uint32
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Warn receives warnings a person should see, one line each, once
+	// per Manager (e.g. an image's User that cannot apply); nil = none.
+	Warn io.Writer
 	// CgroupRoot is the parent group of the boxes' cgroups in each
 	// hierarchy (DefaultCgroupRoot when empty; tests use one of their own).
 	// Each box's group under it is named after the owning hermes process,
@@ -126,6 +142,9 @@ type Manager struct {
 	spareMount *layerMount  // spareDisk's file system mounted by the host, or nil
 	refilling  bool
 	spareWG    sync.WaitGroup
+
+	warnMu sync.Mutex
+	warned map[string]bool // warnings given (Options.Warn), by text
 }
 
 var _ backend.Backend = (*Manager)(nil)
@@ -339,6 +358,7 @@ func (m *Manager) attachOrStart(ctx context.Context, taskID string) (*Box, error
 				b.Close()
 				return nil, err
 			}
+			b.WatchAttached(m.opts.Terminal.ProtectedPaths)
 			return b, nil
 		}
 		if !errors.Is(err, ErrNotRunning) {
@@ -555,6 +575,16 @@ func startAfresh[T any](ctx context.Context, e *taskEnv, run func(*Box) (T, erro
 		return v, err
 	}
 	return run(b)
+}
+
+// DialUnix implements backend.UnixDialer: the box's init connects to the
+// socket inside the box.
+func (e *taskEnv) DialUnix(ctx context.Context, path string) (net.Conn, error) {
+	b, err := e.box(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return b.DialUnix(ctx, path)
 }
 
 func (e *taskEnv) ReadFile(ctx context.Context, path string) ([]byte, error) {

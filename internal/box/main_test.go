@@ -3,6 +3,7 @@ package box
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/hermes-go/hermes/internal/box/initproc"
@@ -12,6 +13,9 @@ import (
 // TestMain lets the test binary act as the box init: the Manager re-execs
 // os.Executable() with wire.InitArg, exactly as the hermes binary does.
 func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == initproc.SudoEntry {
+		os.Exit(initproc.SudoMain(os.Args[1:])) // bound as sudo (Options.SudoUIDs)
+	}
 	if len(os.Args) > 1 && os.Args[1] == wire.InitArg {
 		os.Exit(initproc.InitMain())
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/hermes-go/hermes/internal/backend"
 	"github.com/hermes-go/hermes/internal/ociimage"
 )
 
@@ -54,7 +55,7 @@ func (m *Manager) resolveOCIBase() (lower []string, ok bool, err error) {
 // records an image, that image's layers as its lowers and nothing of the
 // host to show empty or cover (those are for host mode); else view, and
 // a box that starts on an OCI terminal.box_image records that image.
-func (m *Manager) boxView(dir string, view hostView) (hostView, error) {
+func (m *Manager) boxView(task, dir string, view hostView) (hostView, error) {
 	u, err := ociimage.ReadBoxImage(dir)
 	if err != nil {
 		return hostView{}, err
@@ -63,18 +64,64 @@ func (m *Manager) boxView(dir string, view hostView) (hostView, error) {
 		lower, err := m.ociStore().BoxLowerDirs(u)
 		return hostView{lower: lower}, err
 	}
-	spec := strings.TrimSpace(m.opts.Terminal.BoxImage)
+	spec := m.imageSpec(task)
 	if !ociimage.IsSpec(spec) {
 		return view, nil
 	}
 	rec, err := m.ociRecord(spec)
 	if err != nil {
+		if spec != strings.TrimSpace(m.opts.Terminal.BoxImage) {
+			return hostView{}, fmt.Errorf("image %s: %w", spec, err)
+		}
 		return hostView{}, err
 	}
 	if err := ociimage.RecordBoxUsage(dir, rec); err != nil {
 		return hostView{}, err
 	}
 	return hostView{lower: m.ociStore().LowerDirs(rec)}, nil
+}
+
+// imageSpec is the base image spec of a new box of task: Options.Image's
+// when it names one, else terminal.box_image.
+func (m *Manager) imageSpec(task string) string {
+	if m.opts.Image != nil {
+		if spec := strings.TrimSpace(m.opts.Image(task)); spec != "" {
+			return spec
+		}
+	}
+	return strings.TrimSpace(m.opts.Terminal.BoxImage)
+}
+
+// ownImage reports whether a new box of task gets an image of its own
+// (Options.Image) rather than the Manager's base: a prestarted layer,
+// laid out for that base, does not fit it.
+func (m *Manager) ownImage(task string) bool {
+	return m.opts.Image != nil && strings.TrimSpace(m.opts.Image(task)) != ""
+}
+
+// ImageWorkdir is the WorkingDir of the OCI image the task's box was
+// made from ("" for none, or a box on another base).
+func (e *taskEnv) ImageWorkdir() string {
+	u, err := ociimage.ReadBoxImage(e.m.StateDir(e.task))
+	if err != nil || u == nil {
+		return ""
+	}
+	return u.Config.WorkingDir
+}
+
+// ImageAccount is the account the task box's OCI image's User names,
+// resolved in the box (Box.imageRunAs); nil when the image names none or
+// root, or when the box runs in a user namespace.
+func (e *taskEnv) ImageAccount(ctx context.Context) (*backend.Account, error) {
+	b, err := e.box(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a, err := b.imageRunAs(ctx)
+	if err != nil || a == nil {
+		return nil, err
+	}
+	return &backend.Account{UID: a.UID, GID: a.GID}, nil
 }
 
 // imageEnv sets in env the image Env of the box with state dir dir

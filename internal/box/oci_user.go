@@ -4,8 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,6 +29,40 @@ func imageUser(dir string) string {
 		return ""
 	}
 	return strings.TrimSpace(u.Config.User)
+}
+
+// rootUser reports whether an image-spec User names root (user part
+// root or 0, group part none, root or 0).
+func rootUser(spec string) bool {
+	user, group, _ := strings.Cut(spec, ":")
+	return (user == "0" || user == "root") && (group == "" || group == "0" || group == "root")
+}
+
+// warnImageUser warns once (Options.Warn) that the image of the box with
+// state dir dir names a User that does not apply: hermes is not root, so
+// the box runs in a user namespace where only root exists (mapped to the
+// caller's uid; mapping more uids takes setuid helpers, newuidmap, which
+// hermes does not use), and its commands run as that root.
+func (m *Manager) warnImageUser(dir string) {
+	u, err := ociimage.ReadBoxImage(dir)
+	if err != nil || u == nil || m.opts.Warn == nil {
+		return
+	}
+	spec := strings.TrimSpace(u.Config.User)
+	if spec == "" || rootUser(spec) {
+		return
+	}
+	msg := fmt.Sprintf("hermes: warning: image %s sets User %q, which cannot apply without root: hermes runs as uid %d, so the box runs in a user namespace where only root exists, and its commands run as root there (uid %d outside); run hermes as root to run them as %q\n",
+		u.Ref, spec, os.Geteuid(), os.Geteuid(), spec)
+	m.warnMu.Lock()
+	defer m.warnMu.Unlock()
+	if m.warned == nil {
+		m.warned = map[string]bool{}
+	}
+	if !m.warned[msg] {
+		m.warned[msg] = true
+		io.WriteString(m.opts.Warn, msg)
+	}
 }
 
 // imageRunAs returns the account the box's commands run as when they name
@@ -50,8 +88,47 @@ func (b *Box) imageRunAs(ctx context.Context) (*wire.Account, error) {
 		if a.UID != 0 || a.GID != 0 {
 			b.user = a
 		}
+		if a.UID != 0 && !b.Attached() {
+			b.userErr = b.grantSudo(ctx, a.UID)
+		}
 	})
 	return b.user, b.userErr
+}
+
+// grantSudo lets uid use the box's sudo, when it has one (Options.SudoUIDs):
+// E2B gives the sandbox's user passwordless sudo, and on an image that
+// user is the image's User (wire.OpGrantSudo).
+func (b *Box) grantSudo(ctx context.Context, uid uint32) error {
+	r, err := b.roundTrip(ctx, wire.Request{Op: wire.OpGrantSudo, Owner: &wire.Account{UID: uid}})
+	if err == nil && r.Kind == wire.KindError {
+		err = errors.New(r.Err)
+	}
+	if err != nil {
+		return fmt.Errorf("give the image's User (uid %d) sudo: %w", uid, err)
+	}
+	return nil
+}
+
+// imageSudoPathDirs returns the directories of the PATH of the OCI image
+// the box with state dir dir was made from, when that PATH lacks the
+// directory of wire.SudoPath (wire.InitSpec.SudoPathDirs); nil otherwise.
+func imageSudoPathDirs(dir string) []string {
+	u, err := ociimage.ReadBoxImage(dir)
+	if err != nil || u == nil {
+		return nil
+	}
+	for _, kv := range u.Config.Env {
+		path, ok := strings.CutPrefix(kv, "PATH=")
+		if !ok {
+			continue
+		}
+		dirs := strings.Split(path, ":")
+		if slices.Contains(dirs, filepath.Dir(wire.SudoPath)) {
+			return nil
+		}
+		return dirs
+	}
+	return nil
 }
 
 // resolveUser resolves user[:group] against the box's account files.

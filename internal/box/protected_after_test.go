@@ -72,3 +72,36 @@ func TestBoxCheckAfterCommandAndBackgroundProcess(t *testing.T) {
 		t.Errorf("bg/.git/config was not moved aside: %v", err)
 	}
 }
+
+// Attacker trial 2 on issue 23, finding 2: a detached writer in the box
+// (`setsid nohup sh -c 'while :; do … >> lib/.git/config; done' &`) puts
+// core.fsmonitor back right after each check. When the box stops, its
+// processes are gone and the workspace is checked once more, told to the
+// person: nothing the writer left stays live.
+func TestBoxStopChecksTheWorkspaceAfterDetachedWriters(t *testing.T) {
+	e := startTestBox(t, nil)
+	ctx := waitfor.Context(t)
+	b, err := e.m.Box(ctx, "test-task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	person := &lockedBuffer{}
+	b.watch.WarnTo(person)
+	lib := filepath.Join(e.workspace, "lib")
+	if _, err := b.Exec(ctx, backend.ExecRequest{Command: `cd ` + e.workspace + ` && setsid nohup sh -c 'while :; do mkdir -p lib/.git; grep -qs fsmonitor lib/.git/config || printf "[core]\n\tfsmonitor = \"echo PWNED\"\n" >> lib/.git/config; sleep .02; done' </dev/null >/dev/null 2>&1 &`}); err != nil {
+		t.Fatal(err)
+	}
+	waitfor.Until(t, "the detached writer to set core.fsmonitor after the command's check", func() bool {
+		data, _ := os.ReadFile(filepath.Join(lib, ".git/config"))
+		return strings.Contains(string(data), "fsmonitor")
+	})
+	if err := e.m.Stop("test-task"); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(filepath.Join(lib, ".git/config")); err == nil && strings.Contains(string(data), "fsmonitor") {
+		t.Fatalf("lib/.git/config sets core.fsmonitor after the box stopped:\n%s\nperson: %s", data, person.String())
+	}
+	if !strings.Contains(person.String(), "lib/.git/config"+protect.Refused) {
+		t.Errorf("the person was not told lib/.git/config was moved aside: %s", person.String())
+	}
+}

@@ -135,7 +135,7 @@ func TestWorkspaceDiffMarksNestedGitConfig(t *testing.T) {
 		{Path: "sub/.git", Kind: ChangeAdded, IsDir: true},
 		{Path: "sub/main.go", Kind: ChangeAdded},
 	}
-	m.markProtected(changes)
+	m.markProtected(t.TempDir(), t.TempDir(), changes)
 	for _, c := range changes[:4] {
 		if c.Protected == "" {
 			t.Errorf("%s is not marked protected", c.Path)

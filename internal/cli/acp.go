@@ -119,6 +119,7 @@ func (a *App) acpRuntime(ctx context.Context, flags *chatOptions, cwd string, fi
 	o.Platform = acp.Source
 	o.Lock = a.turnLock("hermes acp")
 	o.Files = files
+	o.Messenger = nil // Hermes's hermes-acp toolset has no messaging
 	return session.New(ctx, o)
 }
 

@@ -19,31 +19,17 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/backend/registry"
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/box/snapshot"
 	"github.com/hermes-go/hermes/internal/config"
-	"github.com/hermes-go/hermes/internal/egress"
 	"github.com/hermes-go/hermes/internal/protect"
 )
 
-// newBoxManager builds the box backend for terminal config t with the
-// egress gate of terminal.box_network, for workspace cwd ("" = t.Cwd).
-// Each of with adjusts the Manager's options before it is made.
+// newBoxManager builds the box backend for terminal config t
+// (registry.NewBoxManager), for workspace cwd ("" = t.Cwd).
 func (a *App) newBoxManager(t config.TerminalConfig, cwd string, prestart bool, with ...func(*box.Options)) (*box.Manager, error) {
-	if cwd != "" {
-		t.Cwd = cwd
-	}
-	gate, err := egress.New(egress.Options{Home: a.Home(), Allow: t.BoxNetwork.Allow, Deny: t.BoxNetwork.Deny, CAFile: t.BoxNetwork.CAFile,
-		BoxMemoryMiB: t.ContainerMemory})
-	if err != nil {
-		return nil, fmt.Errorf("terminal.box_network: %w", err)
-	}
-	opts := box.Options{Terminal: t, Home: a.Home(), Executable: a.Executable, NewEgress: gate.NewBox,
-		UserHome: a.Getenv("HOME"), Prestart: prestart, LookupEnv: a.lookupEnv}
-	for _, f := range with {
-		f(&opts)
-	}
-	return box.NewManager(opts)
+	return registry.NewBoxManager(a.backendDeps(), t, cwd, prestart, with...)
 }
 
 // lookupEnv reads the host environment through App.Getenv (an empty
@@ -153,6 +139,11 @@ func (a *App) withBoxImage(ctx context.Context, task, image string, create, runs
 	if err != nil {
 		return err
 	}
+	for _, p := range publish { // before a box is made for a typo
+		if _, _, err := parsePublish(p); err != nil {
+			return err
+		}
+	}
 	if image != "" {
 		if err := a.checkBoxImageFlag(task, image, create); err != nil {
 			return err
@@ -187,17 +178,28 @@ func (a *App) withBoxImage(ctx context.Context, task, image string, create, runs
 		return err
 	}
 	defer m.Close()
+	_, statErr := os.Stat(m.StateDir(task))
 	b, err := m.Box(ctx, task)
+	if err == nil {
+		err = a.publishPorts(b, publish)
+	}
 	if err != nil {
+		// A box this command made goes again when its setup failed (a
+		// port taken, an image that does not start): nothing is left in
+		// hermes box ls.
+		if errors.Is(statErr, fs.ErrNotExist) {
+			m.Remove(task)
+		}
 		return err
 	}
-	if err := a.publishPorts(b, publish); err != nil {
-		return err
-	}
+	b.NotesTo(a.Stderr) // what the check at its stop moves aside
 	err = fn(b)
 	// Commands other hermes processes started in this box would die with
 	// it: wait for them (a signal to hermes stops waiting).
 	b.WaitAttached(ctx, func(n int) {
+		// The stop's check waits for them: check what this command
+		// left now, in case hermes does not live to the stop.
+		a.checkBoxWorkspace(b)
 		fmt.Fprintf(a.Stderr, "hermes: waiting for %d command(s) other hermes processes run in box %s before stopping it (interrupt to stop it now)\n", n, task)
 	})
 	return err
@@ -223,6 +225,7 @@ func (a *App) runAttached(b *box.Box, t config.TerminalConfig, runs bool, publis
 		if err := b.CheckWorkspace(box.ResolveWorkspace(t.Cwd)); err != nil {
 			return err
 		}
+		b.WatchAttached(t.ProtectedPaths) // box exec/shell check after the command
 	}
 	if err := a.publishPorts(b, publish); err != nil {
 		return err
@@ -257,7 +260,8 @@ func (a *App) newBoxExecCmd() *cobra.Command {
 looked up in the box's PATH; use sh -c '...' for shell syntax). Its standard
 output and error go to hermes's; its exit status is hermes's (128+N when it
 was killed by signal N, 127 when CMD is not found). -i passes hermes's
-standard input to it. SIGINT or SIGTERM to hermes sends SIGTERM to the
+standard input to it. SIGINT, SIGTERM, SIGHUP (the terminal went) or SIGPIPE
+(hermes's output went to a reader that left, as with | head) to hermes sends SIGTERM to the
 command and waits --stop-timeout for it to exit (so a server such as hermes
 gateway run drains), then kills its tree.
 
@@ -273,13 +277,15 @@ processes started in it meanwhile.`,
 			if err != nil {
 				return err
 			}
-			return a.withBoxImage(cmd.Context(), args[0], image, create, true, publish, func(b *box.Box) error {
+			ctx, stop := boxCommandContext(cmd.Context())
+			defer stop()
+			return a.withBoxImage(ctx, args[0], image, create, true, publish, func(b *box.Box) error {
 				return a.noteProtectedFailure(protect.New(t.ProtectedPaths), a.Stdout, a.Stderr, func(stdout, stderr io.Writer) error {
 					c := box.Command{Argv: args[1:], Stdout: stdout, Stderr: stderr, Timeout: timeout, Dir: a.boxImageWorkdir(args[0])}
 					if interactive {
 						c.Stdin = a.Stdin
 					}
-					return a.runBoxCommand(cmd.Context(), b, c, stopTimeout)
+					return a.runBoxCommand(ctx, b, c, stopTimeout)
 				})
 			})
 		},
@@ -289,7 +295,7 @@ processes started in it meanwhile.`,
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill the command's tree after this long (0 = none)")
 	cmd.Flags().DurationVar(&stopTimeout, "stop-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long the command has to exit after its SIGTERM before it is killed")
 	cmd.Flags().BoolVar(&create, "new", false, "create the box of TASK if it does not exist yet")
-	cmd.Flags().StringVar(&image, "image", "", "with --new: the box's base image (an OCI reference such as registry/repo:tag, an OCI layout dir, a docker save tarball, or any terminal.box_image value)")
+	cmd.Flags().StringVar(&image, "image", "", "with --new: the box's base image (an OCI reference such as registry/repo:tag, an OCI layout dir, an OCI archive or docker save tarball, or any terminal.box_image value)")
 	return cmd
 }
 
@@ -328,8 +334,10 @@ reads commands from standard input.`,
 			if err != nil {
 				return err
 			}
-			return a.withBox(cmd.Context(), args[0], create, true, publish, func(b *box.Box) error {
-				return a.boxShell(cmd.Context(), b, protect.New(t.ProtectedPaths))
+			ctx, stop := boxCommandContext(cmd.Context())
+			defer stop()
+			return a.withBox(ctx, args[0], create, true, publish, func(b *box.Box) error {
+				return a.boxShell(ctx, b, protect.New(t.ProtectedPaths))
 			})
 		},
 	}
@@ -379,13 +387,25 @@ func (a *App) newBoxRmCmd() *cobra.Command {
 			}
 			defer m.Close()
 			for _, task := range args {
-				if err := m.Remove(task); err != nil {
-					if errors.Is(err, fs.ErrNotExist) {
-						return fmt.Errorf("no box %q (see hermes box ls)", task)
-					}
-					return err
+				// box start's log (boxes-started/TASK.log) outlives box
+				// stop for debugging; rm removes it, also of a box gone
+				// at stop (not persistent).
+				err := m.Remove(task)
+				if err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return err // a running box keeps its log
 				}
-				fmt.Fprintln(a.Stdout, "removed", task)
+				logGone := false
+				if _, serr := os.Stat(startedPath(a.Home(), task)); errors.Is(serr, fs.ErrNotExist) { // not still started
+					logGone = os.Remove(startedLogPath(a.Home(), task)) == nil
+				}
+				switch {
+				case err == nil:
+					fmt.Fprintln(a.Stdout, "removed", task)
+				case logGone:
+					fmt.Fprintln(a.Stdout, "removed the box start log of", task)
+				default:
+					return fmt.Errorf("no box %q (see hermes box ls)", task)
+				}
 			}
 			return nil
 		},
@@ -653,7 +673,7 @@ box's workspace layer is emptied afterwards, so the box sees the host tree again
 				return err
 			}
 			defer m.Close()
-			ws, changes, err := m.ApplyWorkspace(args[0], allowExternal, allowProtected)
+			ws, changes, note, err := m.ApplyWorkspace(args[0], allowExternal, allowProtected)
 			if errors.Is(err, box.ErrProtectedPaths) {
 				var protected []box.WorkspaceChange
 				for _, c := range changes {
@@ -679,6 +699,9 @@ box's workspace layer is emptied afterwards, so the box sees the host tree again
 			}
 			fmt.Fprint(a.Stdout, box.FormatChanges(changes))
 			fmt.Fprintf(a.Stderr, "hermes: applied %d changes to %s\n", len(changes), box.QuoteName(ws))
+			if note != "" {
+				fmt.Fprintln(a.Stderr, note)
+			}
 			return nil
 		},
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-go/hermes/internal/protect"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
@@ -98,5 +99,45 @@ func TestBoxCLIOwnerWaitsForAttachedExec(t *testing.T) {
 	}
 	if code := <-owner; code != 0 || !strings.Contains(errb.String(), "waiting for 1 command") {
 		t.Fatalf("owner: code %d, stderr %q; want it to say it waits for the attached command", code, errb.String())
+	}
+}
+
+// Attacker trial (2026-12-06): a box exec that owns its box used to
+// leave its workspace check to the box's stop, which waits for commands
+// other hermes processes run in the box; a hermes that died while waiting
+// (a closed terminal) checked nothing. The check now runs before the wait.
+func TestBoxCLIOwnerChecksBeforeWaitingForAttached(t *testing.T) {
+	c := newBoxCLI(t)
+	var out, errb lockedBuffer
+	owner := make(chan int, 1)
+	plant := `mkdir -p sub/.git && printf '[core]\n\tfsmonitor = "echo PWNED"\n' > sub/.git/config`
+	go func() {
+		owner <- c.runIO(strings.NewReader(""), &out, &errb, "box", "exec", "--new", "w1", "--", "sh", "-c",
+			plant+"; echo up; while [ ! -e attached ]; do sleep 0.05; done")
+	}()
+	waitfor.Until(t, "the owner's command to start", func() bool { return strings.Contains(out.String(), "up") })
+	attached := make(chan int, 1)
+	go func() {
+		attached <- c.runIO(strings.NewReader(""), io.Discard, io.Discard, "box", "exec", "w1", "--", "sh", "-c",
+			"touch attached; while [ ! -e release ]; do sleep 0.05; done")
+	}()
+	const waiting = "waiting for 1 command"
+	waitfor.Until(t, "the owner to wait for the attached command", func() bool { return strings.Contains(errb.String(), waiting) })
+	errs := errb.String()
+	note := strings.Index(errs, "sub/.git/config"+protect.Refused)
+	if note < 0 || note > strings.Index(errs, waiting) {
+		t.Errorf("the owner's stderr does not name the config moved aside before it waits: %q", errs)
+	}
+	if _, err := os.Stat(filepath.Join(c.ws, "sub", ".git", "config"+protect.Refused)); err != nil {
+		t.Errorf("the planted config was not moved aside before the wait: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(c.ws, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := <-attached; code != 0 {
+		t.Errorf("attached exec: code %d", code)
+	}
+	if code := <-owner; code != 0 {
+		t.Errorf("owner: code %d, stderr %q", code, errb.String())
 	}
 }

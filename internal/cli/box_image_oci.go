@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -197,6 +198,47 @@ func (b *pullBar) finish() {
 	if b.drawn {
 		fmt.Fprint(b.w, "\r\x1b[K")
 	}
+}
+
+// pullBoxImageFirst pulls, here and now, the OCI image a new box of task
+// is made from (--image, else terminal.box_image) unless it is stored:
+// box start does so before it detaches, so that the pull (its progress
+// on a terminal) is not counted in the wait for the detached box, and a
+// failed pull leaves no box, log or process behind. A box that exists
+// keeps its base: nothing is pulled.
+func (a *App) pullBoxImageFirst(ctx context.Context, task, image string) error {
+	if image == "" {
+		t, err := a.boxTerminalConfig()
+		if err != nil {
+			return err
+		}
+		image = t.BoxImage
+	}
+	image = strings.TrimSpace(image)
+	if !ociimage.IsSpec(image) {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(a.Home(), "boxes", task)); err == nil {
+		return nil
+	}
+	var bar *pullBar
+	var progress func(ociimage.Progress)
+	if a.IsTerminal {
+		bar = &pullBar{w: a.Stderr}
+		progress = bar.update
+	}
+	s, err := a.ociStore(progress)
+	if err != nil {
+		return err
+	}
+	err = s.Ensure(ctx, image)
+	if bar != nil {
+		bar.finish()
+	}
+	if err != nil {
+		return fmt.Errorf("box %s: image %s: %w", box.QuoteName(task), image, err)
+	}
+	return nil
 }
 
 // boxImageState returns the OCI image the box of task sits on, nil for

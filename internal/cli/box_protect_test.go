@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -60,5 +61,29 @@ func TestBoxCLIExecAndShellCheckTheWorkspace(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(c.ws, run.dir, ".git", "config"+protect.Refused)); err != nil {
 			t.Errorf("%s: config not moved aside: %v", run.dir, err)
 		}
+	}
+}
+
+// New-user trial: a write into a protected path by box exec into a box
+// that hermes box start runs gets the same note, once, on stderr.
+func TestBoxCLIExecIntoStartedBoxNotesProtectedPath(t *testing.T) {
+	c := newBoxCLI(t)
+	if err := os.MkdirAll(filepath.Join(c.ws, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(c.ws, ".git", "config"), []byte("[core]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	task := "pp-started-" + strconv.Itoa(os.Getpid())
+	t.Cleanup(func() { c.run(t, "", "box", "stop", task); c.run(t, "", "box", "rm", task) })
+	if out, errs, code := c.runDetaching(t, "box", "start", task); code != 0 {
+		t.Fatalf("box start: code %d %q %s", code, out, errs)
+	}
+	_, errs, code := c.run(t, "", "box", "exec", task, "--", "sh", "-c", "echo x >> .git/config")
+	if code == 0 || strings.Count(errs, "hermes: writes to .git/config fail here on purpose") != 1 {
+		t.Fatalf("write into .git/config of a started box: code %d, stderr %q", code, errs)
+	}
+	if b, _ := os.ReadFile(filepath.Join(c.ws, ".git", "config")); string(b) != "[core]\n" {
+		t.Errorf(".git/config changed: %q", b)
 	}
 }

@@ -32,8 +32,25 @@ func (a *App) runBoxCommand(ctx context.Context, b *box.Box, c box.Command, stop
 		}
 		return err
 	}
-	defer a.checkBoxWorkspace(b)
+	if b.Attached() {
+		// A box this process owns is stopped when the command (and any
+		// other process's command in it) ends, and its stop checks the
+		// workspace with nothing left running (Box.Close): a check here
+		// too walked the whole workspace twice (withBoxImage).
+		defer a.checkBoxWorkspace(b)
+	}
 	return a.waitBoxCommand(ctx, p, stopTimeout)
+}
+
+// boxCommandContext is ctx, also ended by SIGHUP (the terminal went) and
+// SIGPIPE (hermes's output goes to a pipe whose reader left, as with
+// `| head -1`), for box exec and box shell. Either signal used to end hermes
+// at once, before the workspace check at the box's stop, and the next start
+// took what the command had left in the workspace for the user's own
+// (attacker trial, 2026-12-06): now the command gets SIGTERM as for SIGINT
+// and the box stops, checked. Writes to a gone reader then fail with EPIPE.
+func boxCommandContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, syscall.SIGHUP, syscall.SIGPIPE)
 }
 
 // checkBoxWorkspace runs the workspace check that follows each agent

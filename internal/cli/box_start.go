@@ -41,6 +41,9 @@ type startedBox struct {
 	StartedAt     time.Time `json:"started_at"`
 	StopAt        time.Time `json:"stop_at,omitzero"` // --lifetime's end; zero = none
 	Log           string    `json:"log"`
+	// created: this start made the box (not recorded; runStartedBox
+	// removes such a box when its command cannot start).
+	created bool
 }
 
 func startedDir(home string) string { return filepath.Join(home, "boxes-started") }
@@ -116,8 +119,9 @@ Processes in the box are listed by cat /proc/net/tcp there.
 CMD's working directory.
 
 --image REF makes a new box from an OCI image (registry/repo:tag,
-@sha256:..., an OCI layout dir or a docker save tarball; pulled on first
-use), as box exec --new --image does. As docker run does, the box then runs
+@sha256:..., an OCI layout dir, an OCI archive or a docker save tarball; pulled here,
+with a progress bar on a terminal, before box start detaches), as box exec
+--new --image does. As docker run does, the box then runs
 the image's Entrypoint followed by its Cmd when no CMD is given, and
 Entrypoint followed by CMD when one is (CMD replaces Cmd); the image's Env
 applies to every command and its WorkingDir is CMD's default directory. An
@@ -139,7 +143,7 @@ image with neither Entrypoint nor Cmd waits for commands.`,
 	f.StringArrayVar(&o.publish, "publish", nil, "same as --port")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "KEY=VALUE for every command in the box (repeatable)")
 	f.StringVarP(&o.workdir, "workdir", "w", "", "working directory of CMD in the box (default: the image's WorkingDir, else the workspace)")
-	f.StringVar(&o.image, "image", "", "a new box's base image (an OCI reference such as registry/repo:tag, an OCI layout dir, a docker save tarball, or any terminal.box_image value); its Entrypoint and Cmd run when no CMD is given")
+	f.StringVar(&o.image, "image", "", "a new box's base image (an OCI reference such as registry/repo:tag, an OCI layout dir, an OCI archive or docker save tarball, or any terminal.box_image value); its Entrypoint and Cmd run when no CMD is given")
 	f.DurationVar(&o.lifetime, "lifetime", 0, "stop the box this long after it started (0 = no limit)")
 	f.DurationVar(&o.idle, "idle", 0, "stop the box once it has run nothing but its init for this long (default terminal.lifetime_seconds; 0 = never)")
 	f.DurationVar(&o.stopTimeout, "stop-timeout", 10*time.Second, "when the box stops by itself, how long its processes have after SIGTERM before they are killed")
@@ -210,6 +214,9 @@ func (a *App) startBoxDetached(ctx context.Context, task string, argv []string, 
 		if err := a.checkBoxImageFlag(task, o.image, true); err != nil {
 			return err
 		}
+	}
+	if err := a.pullBoxImageFirst(ctx, task, o.image); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(startedDir(home), 0o700); err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-go/hermes/internal/protect"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
@@ -200,5 +201,131 @@ func TestBoxStartPortTakenLeavesNothing(t *testing.T) {
 	}
 	if out, _, _ := c.run(t, "", "box", "ls"); strings.Contains(out, second) {
 		t.Fatalf("the failed start left its box:\n%s", out)
+	}
+}
+
+// Attacker trial 2 on issue 23, finding 6: `box exec` into a box `box
+// start` runs was never checked, so a nested repository's core.fsmonitor
+// and an executable hook it planted stayed on the host. The exec now
+// checks when its command ends, and box stop checks once more (in the
+// process that ran the box) after the box's processes are gone.
+func TestBoxExecIntoStartedBoxChecksTheWorkspace(t *testing.T) {
+	c := newBoxCLI(t)
+	task := "startck-" + strconv.Itoa(os.Getpid())
+	t.Cleanup(func() { c.run(t, "", "box", "stop", task); c.run(t, "", "box", "rm", task) })
+	if out, errs, code := c.runDetaching(t, "box", "start", task); code != 0 || strings.TrimSpace(out) != task {
+		t.Fatalf("box start: code %d, stdout %q, stderr %s", code, out, errs)
+	}
+	plant := `mkdir -p n/.git/hooks && printf '[core]\n\tfsmonitor = "echo PWNED"\n' > n/.git/config && printf '#!/bin/sh\necho PWNED\n' > n/.git/hooks/pre-commit && chmod +x n/.git/hooks/pre-commit`
+	_, errs, code := c.run(t, "", "box", "exec", task, "--", "sh", "-c", plant)
+	if code != 0 {
+		t.Fatalf("box exec: code %d %s", code, errs)
+	}
+	for _, p := range []string{"n/.git/config", "n/.git/hooks/pre-commit"} {
+		if !strings.Contains(errs, p) {
+			t.Errorf("box exec's stderr does not name %s: %q", p, errs)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(c.ws, "n/.git/config"+protect.Refused)); err != nil {
+		t.Errorf("n/.git/config was not moved aside after box exec: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(c.ws, "n/.git/hooks"+protect.Refused)); err != nil {
+		if _, err := os.Stat(filepath.Join(c.ws, "n/.git/hooks/pre-commit"+protect.Refused)); err != nil {
+			t.Errorf("n/.git/hooks/pre-commit was not moved aside after box exec: %v", err)
+		}
+	}
+	// A detached writer planted by exec is gone after box stop, and its
+	// config with it.
+	if _, errs, code := c.run(t, "", "box", "exec", task, "--", "sh", "-c",
+		`setsid nohup sh -c 'while :; do mkdir -p w/.git; grep -qs fsmonitor w/.git/config || printf "[core]\n\tfsmonitor = \"echo PWNED\"\n" >> w/.git/config; sleep .02; done' </dev/null >/dev/null 2>&1 &`); code != 0 {
+		t.Fatalf("box exec (writer): code %d %s", code, errs)
+	}
+	waitfor.Until(t, "the detached writer to set core.fsmonitor after the exec's check", func() bool {
+		data, _ := os.ReadFile(filepath.Join(c.ws, "w/.git/config"))
+		return strings.Contains(string(data), "fsmonitor")
+	})
+	if out, errs, code := c.run(t, "", "box", "stop", task); code != 0 {
+		t.Fatalf("box stop: code %d %q %s", code, out, errs)
+	}
+	if data, err := os.ReadFile(filepath.Join(c.ws, "w/.git/config")); err == nil && strings.Contains(string(data), "fsmonitor") {
+		t.Errorf("w/.git/config sets core.fsmonitor after box stop:\n%s", data)
+	}
+}
+
+// A box start whose CMD cannot start, and a box exec --new whose setup
+// fails (a taken port, a malformed -p), leave no box behind in box ls; a
+// box that existed before is kept.
+func TestFailedStartRemovesTheBoxItMade(t *testing.T) {
+	c := newBoxCLI(t)
+	pid := strconv.Itoa(os.Getpid())
+	noCmd, taken, typo, kept := "nocmd-"+pid, "taken-"+pid, "typo-"+pid, "kept-"+pid
+	t.Cleanup(func() {
+		for _, task := range []string{noCmd, taken, typo, kept} {
+			c.run(t, "", "box", "rm", task)
+		}
+	})
+	if _, errs, code := c.runDetaching(t, "box", "start", noCmd, "--", "/no/such/cmd"); code == 0 || !strings.Contains(errs, "/no/such/cmd") {
+		t.Fatalf("box start -- /no/such/cmd: %d %s", code, errs)
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	if _, errs, code := c.run(t, "", "box", "exec", "--new", "-p", port+":80", taken, "--", "true"); code == 0 || !strings.Contains(errs, "address already in use") {
+		t.Fatalf("box exec --new on a taken port: %d %s", code, errs)
+	}
+	if _, errs, code := c.run(t, "", "box", "exec", "--new", "-p", "127.0.0.1:"+port+":80", typo, "--", "true"); code == 0 || !strings.Contains(errs, "HOSTPORT:BOXPORT") {
+		t.Fatalf("box exec --new with a malformed -p: %d %s", code, errs)
+	}
+	if _, errs, code := c.run(t, "", "box", "exec", "--new", kept, "--", "true"); code != 0 {
+		t.Fatalf("box exec --new %s: %s", kept, errs)
+	}
+	if _, _, code := c.run(t, "", "box", "exec", "-p", port+":80", kept, "--", "true"); code == 0 {
+		t.Fatal("box exec on a taken port succeeded")
+	}
+	out, _, _ := c.run(t, "", "box", "ls")
+	for _, gone := range []string{noCmd, taken, typo} {
+		if strings.Contains(out, gone) {
+			t.Errorf("the failed start left box %s:\n%s", gone, out)
+		}
+	}
+	if !strings.Contains(out, kept) {
+		t.Errorf("a box that existed before a failed exec was removed:\n%s", out)
+	}
+}
+
+// New-user trial: box start's log (boxes-started/TASK.log) is kept after
+// box stop for debugging, and box rm removes it with the box.
+func TestBoxStartLogKeptAfterStopRemovedByRm(t *testing.T) {
+	c := newBoxCLI(t)
+	task := "startlog-" + strconv.Itoa(os.Getpid())
+	t.Cleanup(func() { c.run(t, "", "box", "stop", task); c.run(t, "", "box", "rm", task) })
+	if out, errs, code := c.runDetaching(t, "box", "start", task, "--", "sh", "-c", "echo hello-log; while :; do sleep 1; done"); code != 0 {
+		t.Fatalf("box start: code %d %q %s", code, out, errs)
+	}
+	logPath := filepath.Join(c.home, "boxes-started", task+".log")
+	waitfor.Until(t, "the command's output in the log", func() bool {
+		b, _ := os.ReadFile(logPath)
+		return strings.Contains(string(b), "hello-log")
+	})
+	if out, errs, code := c.run(t, "", "box", "rm", task); code == 0 {
+		t.Fatalf("box rm of a running started box succeeded: %q %s", out, errs)
+	}
+	if _, err := os.Stat(logPath); err != nil {
+		t.Fatalf("a refused rm took the running box's log: %v", err)
+	}
+	if _, errs, code := c.run(t, "", "box", "stop", task); code != 0 {
+		t.Fatalf("box stop: %d %s", code, errs)
+	}
+	if _, err := os.Stat(logPath); err != nil {
+		t.Fatalf("the log went with box stop: %v", err)
+	}
+	if out, errs, code := c.run(t, "", "box", "rm", task); code != 0 {
+		t.Fatalf("box rm: code %d %q %s", code, out, errs)
+	}
+	if _, err := os.Stat(logPath); err == nil {
+		t.Error("box rm left boxes-started/" + task + ".log")
 	}
 }

@@ -48,6 +48,9 @@ func (a *App) runStartedBox(ctx context.Context, task string, argv []string, o b
 	if len(argv) > 0 {
 		p, err := b.Command(context.Background(), box.Command{Argv: argv, Dir: dir, Stdout: a.Stdout, Stderr: a.Stderr})
 		if err != nil {
+			if rec.created { // a failed start leaves nothing in hermes box ls
+				m.Remove(task)
+			}
 			report(startedReady{Err: fmt.Sprintf("box %s: start %q: %v", box.QuoteName(task), argv[0], err)})
 			return err
 		}
@@ -106,6 +109,9 @@ func (a *App) bootStartedBox(ctx context.Context, task string, argv []string, o 
 	_, statErr := os.Stat(m.StateDir(task))
 	existed := statErr == nil
 	b, err := m.Box(ctx, task)
+	if err != nil && !existed {
+		m.Remove(task) // a failed start leaves nothing in hermes box ls
+	}
 	if err == nil && b.Attached() {
 		err = fmt.Errorf("box %s already runs in another hermes process (an agent session, box exec or box shell); run commands in it with hermes box exec %s, or start it when that process has ended",
 			box.QuoteName(task), box.QuoteName(task))
@@ -117,7 +123,7 @@ func (a *App) bootStartedBox(ctx context.Context, task string, argv []string, o 
 	start, _, _ := procident.StartTime(os.Getpid())
 	initStart, _, _ := procident.StartTime(b.InitPID())
 	rec := startedBox{Task: task, PID: os.Getpid(), StartTime: start, InitPID: b.InitPID(), InitStartTime: initStart, Command: argv,
-		StartedAt: a.Now(), Log: startedLogPath(a.Home(), task)}
+		StartedAt: a.Now(), Log: startedLogPath(a.Home(), task), created: !existed}
 	if o.lifetime > 0 {
 		rec.StopAt = rec.StartedAt.Add(o.lifetime)
 	}

@@ -98,15 +98,31 @@ func OnlyVersion(args []string) bool {
 	return len(args) == 1 && (args[0] == "--version" || args[0] == "-V" || args[0] == "version")
 }
 
-// PrintVersion writes what `hermes --version` prints: the version and
-// release date, the running binary's path (executable; Hermes Agent prints
-// its install directory there, a Go build has one file) and the Go version
-// it was built with, and how it was installed (InstallMethod).
+// PrintVersion writes what `hermes --version` prints. The first three
+// lines are Hermes Agent's (seed 002 shows "Hermes Agent v0.20.4
+// (2026.8.18)", "Install directory: /opt/hermes", "Python: 3.13.5"): the
+// version and release date, the install directory (installDir of
+// executable) and the language runtime, here Go's version. Then the
+// running binary's path and how it was installed (InstallMethod), which
+// `hermes update` goes by.
 func PrintVersion(w io.Writer, executable string) {
 	fmt.Fprintf(w, "Hermes Agent v%s (%s)\n", strings.TrimPrefix(Version, "v"), releaseDateLabel(ReleaseDate))
+	fmt.Fprintf(w, "Install directory: %s\n", installDir(executable))
+	fmt.Fprintf(w, "Go: %s\n", strings.TrimPrefix(runtime.Version(), "go"))
 	fmt.Fprintf(w, "Binary: %s\n", executable)
 	fmt.Fprintf(w, "Install method: %s\n", InstallMethod())
-	fmt.Fprintf(w, "Go: %s\n", runtime.Version())
+}
+
+// installDir is the directory hermes is installed in, as Hermes Agent
+// names its own: the prefix whose bin/ holds the binary (/opt/hermes for
+// /opt/hermes/bin/hermes, /usr/local for /usr/local/bin/hermes, ~/go for
+// go install's ~/go/bin/hermes), else the binary's directory.
+func installDir(executable string) string {
+	dir := filepath.Dir(executable)
+	if filepath.Base(dir) == "bin" {
+		return filepath.Dir(dir)
+	}
+	return dir
 }
 
 // releaseDateLabel writes a release date the way Hermes Agent's --version

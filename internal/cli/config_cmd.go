@@ -275,9 +275,18 @@ func (a *App) configSet(key string, rest []string) error {
 			return fmt.Errorf("terminal.cwd: %s is not a directory; create it first or give an existing directory", value)
 		}
 	}
+	pairNote, err := a.checkVercelSize(key, value)
+	if err != nil {
+		return err
+	}
 	if err := config.Set(home, key, value); err != nil {
 		return err
 	}
+	defer func() {
+		if pairNote != "" {
+			fmt.Fprintln(a.Stderr, "hermes: note:", pairNote)
+		}
+	}()
 	switch {
 	case config.IsEnvKey(key):
 		fmt.Fprintf(a.Stdout, "Saved %s=%s to %s\n", key, displayValue(key, value), config.DotEnvPath(home))
@@ -304,6 +313,8 @@ func (a *App) configUnset(key string) error {
 		return nil
 	}
 	switch {
+	case config.IsSection(key):
+		fmt.Fprintf(a.Stdout, "Removed section %s (all its keys, and the .env variables of its secrets) from %s\n", key, config.ConfigPath(home))
 	case config.IsEnvKey(key):
 		fmt.Fprintf(a.Stdout, "Removed %s from %s\n", key, config.DotEnvPath(home))
 	case config.IsSecretKey(key):

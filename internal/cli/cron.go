@@ -13,6 +13,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/cron"
+	"github.com/hermes-go/hermes/internal/database"
 	"github.com/hermes-go/hermes/internal/gateway"
 	"github.com/hermes-go/hermes/internal/session"
 )
@@ -31,14 +32,28 @@ func (a *App) newCronCmd() *cobra.Command {
 	return cmd
 }
 
-func (a *App) cronStore() *cron.Store { return cron.NewStore(a.Home(), a.Now) }
+// cronJobs opens the cron jobs of this HERMES_HOME: the files under
+// cron/, or the database's tables with database.backend postgres;
+// closeJobs frees the database connection.
+func (a *App) cronJobs(ctx context.Context) (jobs cron.Jobs, closeJobs func() error, err error) {
+	cfg, err := config.Load(a.Home(), config.LoadOptions{Getenv: a.Getenv})
+	if err != nil {
+		return nil, nil, err
+	}
+	return database.OpenCron(ctx, cfg.Config.Database, a.Home(), cfg.Getenv, a.Now)
+}
 
 func (a *App) newCronListCmd() *cobra.Command {
 	var all bool
 	cmd := &cobra.Command{
 		Use: "list", Short: "list cron jobs (done one-shot jobs with --all)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			jobs, err := a.cronStore().List()
+			cj, closeJobs, err := a.cronJobs(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer closeJobs()
+			jobs, err := cj.List()
 			if err != nil {
 				return err
 			}
@@ -101,7 +116,12 @@ func (a *App) newCronAddCmd() *cobra.Command {
 		Short: "add a job: SCHEDULE is a cron expression (\"0 9 * * 1-5\"), \"every 30m\" or \"in 2h\"",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			j, err := a.cronStore().Add(cron.Job{Schedule: args[0], Prompt: args[1], Name: f.name, Deliver: f.deliver, Skills: f.skills})
+			cj, closeJobs, err := a.cronJobs(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer closeJobs()
+			j, err := cj.Add(cron.Job{Schedule: args[0], Prompt: args[1], Name: f.name, Deliver: f.deliver, Skills: f.skills})
 			if err != nil {
 				return err
 			}
@@ -122,7 +142,12 @@ func (a *App) newCronEditCmd() *cobra.Command {
 			if fl.NFlag() == 0 {
 				return fmt.Errorf("nothing to change: give --schedule, --prompt, --name, --deliver or --skill")
 			}
-			j, err := a.cronStore().Update(args[0], func(j *cron.Job) error {
+			cj, closeJobs, err := a.cronJobs(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer closeJobs()
+			j, err := cj.Update(args[0], func(j *cron.Job) error {
 				for flag, dst := range map[string]*string{"schedule": &j.Schedule, "prompt": &j.Prompt, "name": &j.Name, "deliver": &j.Deliver} {
 					if fl.Changed(flag) {
 						v, _ := fl.GetString(flag)
@@ -149,7 +174,12 @@ func (a *App) newCronToggleCmd(verb string, pause bool) *cobra.Command {
 	return &cobra.Command{
 		Use: verb + " JOB", Short: verb + " a job", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			j, err := a.cronStore().Update(args[0], func(j *cron.Job) error { j.Paused = pause; return nil })
+			cj, closeJobs, err := a.cronJobs(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer closeJobs()
+			j, err := cj.Update(args[0], func(j *cron.Job) error { j.Paused = pause; return nil })
 			if err != nil {
 				return err
 			}
@@ -163,7 +193,12 @@ func (a *App) newCronRemoveCmd() *cobra.Command {
 	return &cobra.Command{
 		Use: "remove JOB", Aliases: []string{"rm", "delete"}, Short: "remove a job (its output files stay)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			j, err := a.cronStore().Remove(args[0])
+			cj, closeJobs, err := a.cronJobs(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer closeJobs()
+			j, err := cj.Remove(args[0])
 			if err != nil {
 				return err
 			}
@@ -177,9 +212,6 @@ func (a *App) newCronRunCmd() *cobra.Command {
 	return &cobra.Command{
 		Use: "run JOB", Short: "run a job now, in the foreground (its schedule stays)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := a.cronStore().Get(args[0]); err != nil {
-				return err
-			}
 			return a.withCronScheduler(cmd.Context(), func(s *cron.Scheduler) error {
 				r, err := s.RunNow(cmd.Context(), args[0])
 				if err != nil {
@@ -238,7 +270,11 @@ func (a *App) newCronStatusCmd() *cobra.Command {
 	return &cobra.Command{
 		Use: "status", Short: "show whether a gateway ticks the jobs, the next due job and the last runs", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st := a.cronStore()
+			st, closeJobs, err := a.cronJobs(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer closeJobs()
 			jobs, err := st.List()
 			if err != nil {
 				return err
@@ -290,6 +326,11 @@ func (a *App) withCronScheduler(ctx context.Context, fn func(*cron.Scheduler) er
 	if err != nil {
 		return err
 	}
+	jobs, closeJobs, err := database.OpenCron(ctx, cfg.Config.Database, a.Home(), cfg.Getenv, a.Now)
+	if err != nil {
+		return err
+	}
+	defer closeJobs()
 	var (
 		once  sync.Once
 		rt    *session.Runtime
@@ -311,16 +352,16 @@ func (a *App) withCronScheduler(ctx context.Context, fn func(*cron.Scheduler) er
 		}
 		return rt.RunCron(ctx, j)
 	}
-	s := a.cronScheduler(cfg, run)
+	s := a.cronScheduler(cfg, jobs, run)
 	return fn(s)
 }
 
 // cronScheduler builds the scheduler of this HERMES_HOME: timeout from
 // HERMES_CRON_TIMEOUT (seconds), parallel runs from
 // HERMES_CRON_MAX_PARALLEL, deliveries through the configured platforms.
-func (a *App) cronScheduler(cfg *config.Loaded, run cron.RunFunc) *cron.Scheduler {
+func (a *App) cronScheduler(cfg *config.Loaded, jobs cron.Jobs, run cron.RunFunc) *cron.Scheduler {
 	s := &cron.Scheduler{
-		Store: a.cronStore(), Run: run, Deliver: a.cronDeliverer(cfg),
+		Store: jobs, Run: run, Deliver: a.cronDeliverer(cfg),
 		Warn: func(msg string) { fmt.Fprintln(a.Stderr, "hermes:", msg) },
 	}
 	if n, ok := envInt(cfg, "HERMES_CRON_TIMEOUT", a.Stderr); ok {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/hermes-go/hermes/internal/database"
 	"github.com/hermes-go/hermes/internal/doctor"
@@ -38,8 +39,12 @@ func databaseCheck() doctor.Check {
 		}
 		want := postgres.SchemaVersion()
 		switch {
+		case !st.SchemaExists:
+			out = append(out, doctor.Result{Status: doctor.OK, Name: "database schema",
+				Detail: fmt.Sprintf("schema %s not created yet (the first run creates it)", st.Schema)})
 		case st.SchemaVersion == 0:
-			out = append(out, doctor.Result{Status: doctor.OK, Name: "database schema", Detail: "not created yet (the first run creates it)"})
+			out = append(out, doctor.Result{Status: doctor.OK, Name: "database schema",
+				Detail: fmt.Sprintf("schema %s exists (%s) without the session tables yet (the first run creates them)", st.Schema, tableList(st.Tables))})
 		case st.SchemaVersion > want:
 			out = append(out, doctor.Result{Status: doctor.Fail, Name: "database schema",
 				Detail: fmt.Sprintf("version %d was written by a newer hermes (this one knows %d)", st.SchemaVersion, want),
@@ -48,8 +53,17 @@ func databaseCheck() doctor.Check {
 			out = append(out, doctor.Result{Status: doctor.OK, Name: "database schema",
 				Detail: fmt.Sprintf("version %d; the next run migrates it to %d", st.SchemaVersion, want)})
 		default:
-			out = append(out, doctor.Result{Status: doctor.OK, Name: "database schema", Detail: fmt.Sprintf("version %d (current)", want)})
+			out = append(out, doctor.Result{Status: doctor.OK, Name: "database schema",
+				Detail: fmt.Sprintf("version %d (current), schema %s, %d tables", want, st.Schema, len(st.Tables))})
 		}
 		return out
 	}}
+}
+
+// tableList names a schema's tables for doctor ("no tables" for none).
+func tableList(tables []string) string {
+	if len(tables) == 0 {
+		return "no tables"
+	}
+	return "tables " + strings.Join(tables, ", ")
 }

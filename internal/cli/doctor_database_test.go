@@ -1,16 +1,21 @@
 package cli
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/hermes-go/hermes/internal/sandboxcatalog"
+	"github.com/hermes-go/hermes/internal/store/postgres"
 	"github.com/hermes-go/hermes/internal/store/postgres/postgrestest"
 )
 
 // With database.backend: postgres, doctor reports the server's version and
-// the schema's (not created yet, then current after a run creates it);
+// the schema's (not created yet; existing with a sandbox fleet's tables
+// only; then current after a run creates it), and no state.db line;
 // an unreachable server is ✗ naming the host and variable, never the
 // password.
 func TestDoctorChecksPostgres(t *testing.T) {
@@ -23,15 +28,28 @@ func TestDoctorChecksPostgres(t *testing.T) {
 	ta.run("doctor", "--offline")
 	out := ta.stdout.String()
 	if !strings.Contains(out, "✓ database: PostgreSQL ") || !strings.Contains(out, "schema "+schema) ||
-		!strings.Contains(out, "✓ database schema: not created yet") {
+		!strings.Contains(out, "✓ database schema: schema "+schema+" not created yet") || strings.Contains(out, "state.db") {
 		t.Fatalf("doctor before the first run:\n%s", out)
+	}
+	// A sandbox fleet's catalog in the same schema: the schema exists with
+	// its tables only (doctor said "not created yet").
+	cat, err := sandboxcatalog.OpenPostgres(context.Background(), url, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat.Close()
+	ta.run("doctor", "--offline")
+	if out := ta.stdout.String(); !strings.Contains(out, "✓ database schema: schema "+schema+" exists (tables ") ||
+		!strings.Contains(out, "without the session tables yet") || strings.Contains(out, "not created yet") {
+		t.Fatalf("doctor with the fleet's tables only:\n%s", out)
 	}
 	if code := ta.run("sessions", "list"); code != 0 { // creates the schema
 		t.Fatalf("sessions list: %s", ta.stderr)
 	}
 	ta.stdout.Reset()
 	ta.run("doctor", "--offline")
-	if out := ta.stdout.String(); !strings.Contains(out, "✓ database schema: version 1 (current)") {
+	if out := ta.stdout.String(); !strings.Contains(out, fmt.Sprintf("✓ database schema: version %d (current), schema %s, ", postgres.SchemaVersion(), schema)) ||
+		strings.Contains(out, "state.db") {
 		t.Fatalf("doctor after the first run:\n%s", out)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/database"
 	"github.com/hermes-go/hermes/internal/gateway"
 	"github.com/hermes-go/hermes/internal/session"
 )
@@ -59,6 +60,13 @@ func (a *App) runGateway(ctx context.Context) error {
 	o.Platform = "gateway"
 	o.Lock = a.turnLock("hermes gateway")
 	o.MaxSessions = 256
+	router := a.gatewayRouter(cfg)
+	o.Messenger = nil // send_message only where a chat platform runs
+	for _, token := range []string{"TELEGRAM_BOT_TOKEN", "DISCORD_BOT_TOKEN", "SLACK_BOT_TOKEN"} {
+		if cfg.Getenv(token) != "" {
+			o.Messenger = router
+		}
+	}
 	rt, err := session.New(context.WithoutCancel(ctx), o)
 	if err != nil {
 		return err
@@ -71,7 +79,8 @@ func (a *App) runGateway(ctx context.Context) error {
 	if len(platforms) == 0 {
 		return errors.New("no gateway platform is enabled: set API_SERVER_ENABLED=true, TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN or SLACK_BOT_TOKEN (in the environment or HERMES_HOME/.env)")
 	}
-	stopCron, waitCron := a.startCronTicker(ctx, cfg, rt, platforms)
+	routePlatforms(router, platforms)
+	stopCron, waitCron := a.startCronTicker(ctx, cfg, rt, router)
 	failed := make(chan error, len(platforms))
 	for _, p := range platforms {
 		go func() {
@@ -135,6 +144,7 @@ func (a *App) gatewayPlatforms(ctx context.Context, cfg *config.Loaded, rt *sess
 		api, err := gateway.NewAPIServer(rt, gateway.APIServerConfig{
 			Key: cfg.Getenv("API_SERVER_KEY"), Host: cfg.Getenv("API_SERVER_HOST"), Port: port, Now: a.Now,
 			AllowedOrigins: splitList(cfg.Getenv("API_SERVER_CORS_ORIGINS")),
+			Responses:      database.Responses(rt.Store()),
 			Log:            slog.New(slog.NewTextHandler(a.Stderr, nil)),
 		})
 		if err != nil {

@@ -2,9 +2,12 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 
 	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/database"
 	"github.com/hermes-go/hermes/internal/gateway"
 	"github.com/hermes-go/hermes/internal/pairing"
 	"github.com/hermes-go/hermes/internal/session"
@@ -61,12 +64,13 @@ func (a *App) chatPlatforms(ctx context.Context, cfg *config.Loaded, rt *session
 }
 
 // unknownDMs reads unauthorized_dm_behavior: pair (default) hands out
-// pairing codes, ignore stays silent.
-func (a *App) unknownDMs(cfg *config.Loaded) (gateway.Pairer, bool) {
+// pairing codes, ignore stays silent. The pairing state is rt's database's
+// with database.backend postgres (every replica shares it).
+func (a *App) unknownDMs(cfg *config.Loaded, rt *session.Runtime) (gateway.Pairer, bool) {
 	if cfg.Config.UnauthorizedDMBehavior == "ignore" {
 		return nil, true
 	}
-	return pairing.New(a.Home(), a.Now), false
+	return pairing.NewWith(database.PairingDocs(rt.Store(), a.Home()), a.Now), false
 }
 
 func (a *App) warnFunc() func(string) {
@@ -87,10 +91,16 @@ func (a *App) discordPlatform(ctx context.Context, cfg *config.Loaded, rt *sessi
 	if token == "" {
 		return nil, nil
 	}
-	pair, ignore := a.unknownDMs(cfg)
+	pair, ignore := a.unknownDMs(cfg, rt)
+	sum := sha256.Sum256([]byte(token))
+	lease, err := leaderLease(cfg, rt, "discord:"+hex.EncodeToString(sum[:8]))
+	if err != nil {
+		return nil, err
+	}
 	dc, err := gateway.NewDiscord(ctx, rt, gateway.DiscordConfig{Pairing: pair, IgnoreUnknownDMs: ignore,
 		Token: token, BaseURL: cfg.Getenv("DISCORD_BASE_URL"), Auth: gateway.AuthorizationFromEnv("discord", cfg.Getenv),
 		RequireMention: requireMention(cfg, "DISCORD_REQUIRE_MENTION"), ToolProgress: true, Warn: a.warnFunc(),
+		Lease: lease,
 	})
 	if err != nil {
 		return nil, err
@@ -107,7 +117,7 @@ func (a *App) slackPlatform(ctx context.Context, cfg *config.Loaded, rt *session
 	if token == "" {
 		return nil, nil
 	}
-	pair, ignore := a.unknownDMs(cfg)
+	pair, ignore := a.unknownDMs(cfg, rt)
 	sl, err := gateway.NewSlack(ctx, rt, gateway.SlackConfig{Pairing: pair, IgnoreUnknownDMs: ignore,
 		BotToken: token, AppToken: cfg.Getenv("SLACK_APP_TOKEN"), APIURL: cfg.Getenv("SLACK_API_URL"),
 		Auth:           gateway.AuthorizationFromEnv("slack", cfg.Getenv),

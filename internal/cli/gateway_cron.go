@@ -8,6 +8,7 @@ import (
 
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/cron"
+	"github.com/hermes-go/hermes/internal/database"
 	"github.com/hermes-go/hermes/internal/gateway"
 	"github.com/hermes-go/hermes/internal/session"
 )
@@ -16,24 +17,11 @@ import (
 // of source cron) every minute until stop is called; wait then waits,
 // bounded by its context, for the runs in progress.
 // HERMES_CRON_TICKER=false turns the ticker off (another process ticks).
-func (a *App) startCronTicker(ctx context.Context, cfg *config.Loaded, rt *session.Runtime, platforms []platform) (stop func(), wait func(context.Context)) {
+func (a *App) startCronTicker(ctx context.Context, cfg *config.Loaded, rt *session.Runtime, live cron.Deliverer) (stop func(), wait func(context.Context)) {
 	if v := cfg.Getenv("HERMES_CRON_TICKER"); v != "" && !truthy(v) {
 		return func() {}, func(context.Context) {}
 	}
-	s := a.cronScheduler(cfg, rt.RunCron)
-	// In the gateway, deliveries go through the running chat platforms
-	// (their retries and undelivered-reply queue), not a second client.
-	live := cron.Deliverers{}
-	if standalone, ok := s.Deliver.(cron.Deliverers); ok {
-		for name, d := range standalone {
-			live[name] = d
-		}
-	}
-	for _, p := range platforms {
-		if p.chat != nil {
-			live[strings.ToLower(p.name)] = chatDeliverer{p.chat}
-		}
-	}
+	s := a.cronScheduler(cfg, database.CronJobs(rt.Store(), a.Home(), a.Now), rt.RunCron)
 	s.Deliver = live
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
@@ -50,12 +38,23 @@ func (a *App) startCronTicker(ctx context.Context, cfg *config.Loaded, rt *sessi
 	}
 }
 
-// chatDeliverer delivers cron output through a running chat platform.
-type chatDeliverer struct{ chat *gateway.Chat }
+// gatewayRouter is the deliverer of a gateway's cron output and
+// send_message: the bot-token deliverers of cronDeliverer until the chat
+// platforms run, then the running platforms (routePlatforms), so a
+// delivery goes through their retries and undelivered-reply queue, not
+// a second client.
+func (a *App) gatewayRouter(cfg *config.Loaded) *cron.Router {
+	standalone, _ := a.cronDeliverer(cfg).(cron.Deliverers)
+	return cron.NewRouter(standalone)
+}
 
-// Deliver implements cron.Deliverer.
-func (d chatDeliverer) Deliver(ctx context.Context, _, chatID, threadID, text string) error {
-	return d.chat.DeliverTo(ctx, chatID, threadID, text)
+// routePlatforms routes r's deliveries to the running chat platforms.
+func routePlatforms(r *cron.Router, platforms []platform) {
+	for _, p := range platforms {
+		if p.chat != nil {
+			r.Set(strings.ToLower(p.name), gateway.ChatDeliverer{Chat: p.chat})
+		}
+	}
 }
 
 // cronClock is the ticker's clock: the app's Now with real timers.

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -147,32 +146,23 @@ func logTail(path string, offset int64, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// stopGateway sends SIGTERM to the running gateway, waits up to timeout
-// for it to drain and exit, then sends SIGKILL. Stopping a gateway that
-// does not run is not an error.
+// stopGateway stops the running gateway (gateway.Stop: SIGTERM, a drain
+// of up to timeout, then SIGKILL) and says how it went. Stopping a gateway
+// that does not run is not an error.
 func (a *App) stopGateway(timeout time.Duration) error {
-	g := a.gatewayState()
-	if !g.Running {
-		os.Remove(gateway.PIDPath(a.Home())) // stale: its process is gone
+	outcome, err := gateway.Stop(a.Home(), timeout, func(pid int) {
+		fmt.Fprintf(a.Stdout, "Stopping the gateway (pid %d): draining running turns...\n", pid)
+	})
+	switch {
+	case err != nil:
+		return err
+	case outcome == gateway.NotRunning:
 		fmt.Fprintln(a.Stdout, "The gateway is not running.")
-		return nil
-	}
-	if err := syscall.Kill(g.PID, syscall.SIGTERM); err != nil {
-		return fmt.Errorf("signal the gateway (pid %d): %w", g.PID, err)
-	}
-	fmt.Fprintf(a.Stdout, "Stopping the gateway (pid %d): draining running turns...\n", g.PID)
-	if gateway.WaitExit(g.PIDFile, timeout) {
+	case outcome == gateway.Drained:
 		fmt.Fprintln(a.Stdout, "Gateway stopped.")
-		return nil
+	default:
+		fmt.Fprintf(a.Stdout, "The gateway did not finish within %s and was killed; its running turns can be resumed.\n", timeout)
 	}
-	if err := syscall.Kill(g.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("kill the gateway (pid %d): %w", g.PID, err)
-	}
-	if !gateway.WaitExit(g.PIDFile, 10*time.Second) {
-		return fmt.Errorf("the gateway (pid %d) survived SIGKILL", g.PID)
-	}
-	os.Remove(gateway.PIDPath(a.Home()))
-	fmt.Fprintf(a.Stdout, "The gateway did not finish within %s and was killed; its running turns can be resumed.\n", timeout)
 	return nil
 }
 

@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/database"
 	"github.com/hermes-go/hermes/internal/pairing"
 )
 
@@ -31,12 +34,31 @@ func pairingUser(id, name string) string {
 	return id + " (" + name + ")"
 }
 
+// pairingStore opens the pairing state the configuration chooses:
+// HERMES_HOME/pairing/, or the database's with database.backend postgres.
+func (a *App) pairingStore(ctx context.Context) (*pairing.Store, func() error, error) {
+	cfg, err := config.Load(a.Home(), config.LoadOptions{Getenv: a.Getenv})
+	if err != nil {
+		return nil, nil, err
+	}
+	docs, closeDocs, err := database.OpenPairing(ctx, cfg.Config.Database, a.Home(), cfg.Getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pairing.NewWith(docs, a.Now), closeDocs, nil
+}
+
 func (a *App) newPairingCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "pairing", Short: "approve chat users who asked for access with a pairing code"}
 	cmd.AddCommand(&cobra.Command{
 		Use: "list", Short: "list pending pairing requests and approved users", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			reqs, apps, err := pairing.New(a.Home(), a.Now).List()
+			ps, closePairing, err := a.pairingStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer closePairing()
+			reqs, apps, err := ps.List()
 			if err != nil {
 				return err
 			}
@@ -63,7 +85,12 @@ func (a *App) newPairingCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ap, err := pairing.New(a.Home(), a.Now).Approve(p, args[1])
+			ps, closePairing, err := a.pairingStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer closePairing()
+			ap, err := ps.Approve(p, args[1])
 			if err != nil {
 				return err
 			}
@@ -78,7 +105,12 @@ func (a *App) newPairingCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ok, err := pairing.New(a.Home(), a.Now).Revoke(p, args[1])
+			ps, closePairing, err := a.pairingStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer closePairing()
+			ok, err := ps.Revoke(p, args[1])
 			if err != nil {
 				return err
 			}
@@ -100,7 +132,11 @@ func (a *App) newPairingCmd() *cobra.Command {
 				}
 				platforms = []string{p}
 			}
-			s := pairing.New(a.Home(), a.Now)
+			s, closePairing, err := a.pairingStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer closePairing()
 			for _, p := range platforms {
 				if err := s.ClearPending(p); err != nil {
 					return err

@@ -3,22 +3,17 @@ package cli
 import (
 	"context"
 	"fmt"
-	"github.com/hermes-go/hermes/internal/backend/docker"
-	e2bbackend "github.com/hermes-go/hermes/internal/backend/e2b"
-	sshbackend "github.com/hermes-go/hermes/internal/backend/ssh"
-	"github.com/hermes-go/hermes/internal/backend/vercel"
-	"path/filepath"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/approval"
 	"github.com/hermes-go/hermes/internal/backend"
-	"github.com/hermes-go/hermes/internal/backend/local"
+	"github.com/hermes-go/hermes/internal/backend/registry"
 	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/cron"
 	"github.com/hermes-go/hermes/internal/session"
 	"github.com/hermes-go/hermes/internal/store"
+	"github.com/hermes-go/hermes/internal/tool"
 )
 
 // chatRuntime is the CLI's client of the session runtime: one runtime, one
@@ -91,7 +86,17 @@ func (a *App) sessionOptions(cfg *config.Loaded, o *chatOptions) session.Options
 		NewBackend:  func(_ *config.Config, cwd string) (backend.Backend, error) { return a.newBackend(cfg, cwd) },
 		Warn:        func(msg string) { fmt.Fprintln(a.Stderr, "hermes:", msg) },
 		Lock:        a.turnLock(lockOwner),
+		Messenger:   a.messenger(cfg),
 	}
+}
+
+// messenger is send_message's way to chats outside a gateway: the
+// platforms a bot token reaches (nil when none: no send_message tool).
+func (a *App) messenger(cfg *config.Loaded) tool.Messenger {
+	if d, ok := a.cronDeliverer(cfg).(cron.Deliverers); ok && len(d) > 0 {
+		return d
+	}
+	return nil
 }
 
 func enabled(b *bool) bool { return b == nil || *b }
@@ -126,101 +131,16 @@ type appStderr struct{ a *App }
 
 func (w appStderr) Write(p []byte) (int, error) { return w.a.Stderr.Write(p) }
 
+// newTerminalBackend builds the terminal.backend named in config
+// (registry.New) with this process's home, environment and stderr.
 func (a *App) newTerminalBackend(cfg *config.Loaded, cwd string) (backend.Backend, error) {
-	c := &cfg.Config
-	switch c.Terminal.Backend {
-	case "", "local":
-		return a.newLocalBackend(c, cwd, a.Environ)
-	case "box":
-		return a.newBoxBackend(c, cwd)
-	case sshbackend.Kind:
-		return a.newSSHBackend(c)
-	case e2bbackend.Kind:
-		// E2B's cloud (E2B_API_KEY) or hermes sandbox serve (E2B_API_URL,
-		// E2B_SANDBOX_URL); container_persistent pauses the sandbox at the
-		// end instead of killing it.
-		persistent := c.Terminal.ContainerPersistent == nil || *c.Terminal.ContainerPersistent
-		notice := func(line string) { fmt.Fprintf(appStderr{a}, "hermes: warning: %s\n", escapeControls(line)) }
-		return e2bbackend.New(e2bbackend.FromEnv(e2bbackend.Options{Persistent: persistent, Notice: notice}, cfg.Getenv))
-	case vercel.Kind:
-		return a.newVercelBackend(c, cfg.Getenv)
-	case docker.Kind:
-		return a.newDockerBackend(c, cfg.Getenv)
-	default:
-		return nil, fmt.Errorf("%s: %q is not supported: use one of %s (`hermes config set terminal.backend box`)", cfg.Where("terminal.backend"),
-			c.Terminal.Backend, strings.Join(config.TerminalBackends(), ", "))
-	}
+	return registry.New(a.backendDeps(), cfg, cwd)
 }
 
-// newVercelBackend builds the vercel_sandbox backend: credentials from
-// VERCEL_OIDC_TOKEN, else VERCEL_TOKEN + VERCEL_PROJECT_ID +
-// VERCEL_TEAM_ID (getenv: the environment, then HERMES_HOME/.env), snapshot
-// ids kept in HERMES_HOME/sandboxes/vercel_sandbox.
-func (a *App) newVercelBackend(c *config.Config, getenv func(string) string) (backend.Backend, error) {
-	token, project, team := getenv("VERCEL_OIDC_TOKEN"), "", ""
-	if token == "" {
-		token, project, team = getenv("VERCEL_TOKEN"), getenv("VERCEL_PROJECT_ID"), getenv("VERCEL_TEAM_ID")
-	}
-	persistent := c.Terminal.ContainerPersistent == nil || *c.Terminal.ContainerPersistent
-	return vercel.New(vercel.Config{Runtime: c.Terminal.VercelRuntime, CPU: c.Terminal.ContainerCPU, MemoryMB: c.Terminal.ContainerMemory,
-		DiskMB: c.Terminal.ContainerDisk, Persistent: persistent, Lifetime: time.Duration(c.Terminal.LifetimeSeconds) * time.Second,
-		Token: token, ProjectID: project, TeamID: team, BaseURL: getenv("VERCEL_API_URL"),
-		StateDir: filepath.Join(a.Home(), "sandboxes", vercel.Kind)})
-}
-
-// newDockerBackend builds the docker backend (HERMES_DOCKER_BINARY picks
-// the CLI; persistent workspaces in HERMES_HOME/sandboxes/docker).
-func (a *App) newDockerBackend(c *config.Config, getenv func(string) string) (backend.Backend, error) {
-	t := c.Terminal
-	return docker.New(context.Background(), docker.Config{Binary: getenv("HERMES_DOCKER_BINARY"), Image: t.DockerImage,
-		CPU: t.ContainerCPU, MemoryMB: t.ContainerMemory, Network: t.DockerNetwork == nil || *t.DockerNetwork,
-		Persistent: t.ContainerPersistent == nil || *t.ContainerPersistent, StateDir: filepath.Join(a.Home(), "sandboxes", docker.Kind),
-		Env: t.DockerEnv, ExtraArgs: t.DockerExtraArgs, Environ: a.Environ()})
-}
-
-// newSSHBackend builds the ssh backend from terminal.ssh_*; commands start
-// in terminal.cwd when it is an absolute path, else in the remote home
-// (the local directory means nothing on the remote host).
-func (a *App) newSSHBackend(c *config.Config) (backend.Backend, error) {
-	wd := ""
-	if strings.HasPrefix(c.Terminal.Cwd, "/") {
-		wd = c.Terminal.Cwd
-	}
-	return sshbackend.New(sshbackend.Config{Host: c.Terminal.SSHHost, User: c.Terminal.SSHUser, Port: c.Terminal.SSHPort,
-		KeyFile: c.Terminal.SSHKey, Workdir: wd, HomeDir: a.Getenv("HOME"), AgentSocket: a.Getenv("SSH_AUTH_SOCK")})
-}
-
-// newLocalBackend builds the local backend under terminal.local_sandbox.
-// An unknown mode is an error (never a silent "off"); the hermes process
-// is made non-dumpable so that, even unconfined, a command of another user
-// id, or without CAP_SYS_PTRACE, cannot read its environment or memory
-// through /proc.
-func (a *App) newLocalBackend(c *config.Config, cwd string, environ func() []string) (backend.Backend, error) {
-	mode := c.Terminal.LocalSandbox
-	switch mode {
-	case "", "workspace-write", "read-only", "off":
-	default:
-		return nil, fmt.Errorf("terminal.local_sandbox %q is not one of workspace-write, read-only, off; fix it with `hermes config set terminal.local_sandbox workspace-write`", mode)
-	}
-	home := filepath.Clean(a.Home())
-	for _, w := range c.Terminal.WritablePaths {
-		p := w
-		if rest, ok := strings.CutPrefix(p, "~"); ok && (rest == "" || rest[0] == '/') {
-			p = a.Getenv("HOME") + rest
-		}
-		if p = filepath.Clean(p); p == home || strings.HasPrefix(p, home+"/") {
-			return nil, fmt.Errorf("terminal.writable_paths: %q is inside HERMES_HOME (%s), which commands may never write; remove it with `hermes config set terminal.writable_paths [...]`", w, home)
-		}
-	}
-	if err := local.HideProcess(); err != nil {
-		fmt.Fprintln(a.Stderr, "hermes: warning:", err)
-	}
-	return local.NewWithOptions(local.Options{
-		Cwd: cwd, Passthrough: c.Terminal.EnvPassthrough, Environ: environ,
-		Sandbox: local.Sandbox(mode), WritablePaths: c.Terminal.WritablePaths, HermesHome: a.Home(),
-		ProtectedPaths: c.Terminal.ProtectedPaths, PIDInit: a.Executable,
-		Supervise: true, Warn: a.Stderr,
-	})
+// backendDeps are the backend registry's dependencies from this App.
+func (a *App) backendDeps() registry.Deps {
+	return registry.Deps{Home: a.Home(), Getenv: a.Getenv, Environ: a.Environ, Executable: a.Executable, Stderr: a.Stderr,
+		Notice: func(line string) { fmt.Fprintf(appStderr{a}, "hermes: warning: %s\n", escapeControls(line)) }}
 }
 
 // openSession resumes the session named by -c/--resume or creates a new

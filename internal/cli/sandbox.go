@@ -24,6 +24,7 @@ import (
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/egress"
 	"github.com/hermes-go/hermes/internal/httpguard"
+	"github.com/hermes-go/hermes/internal/ociimage"
 	"github.com/hermes-go/hermes/internal/sandboxcatalog"
 	"github.com/hermes-go/hermes/internal/sandboxserver"
 )
@@ -37,6 +38,7 @@ type sandboxServeOptions struct {
 	allow             []string
 	workspace         string
 	hermesBinary      string
+	templates         []string
 	maxSandboxes      int
 	userUID           int
 	maxPerTeam        int
@@ -58,6 +60,13 @@ hermes boxes, so code written for the E2B SDKs runs on this machine:
 Templates: base (the box image) and hermes (the same, with this hermes binary
 at /usr/local/bin/hermes, hermes-agent and hermes-acp; HERMES_HOME is
 /home/user/.hermes). Every sandbox is a hermes box (hermes box ls).
+--template NAME=IMAGE makes template NAME (or base, or hermes under its
+binary) from an OCI image, as hermes box start --image does: its layers are
+the base, its Env applies, commands start in its WorkingDir, and its User
+(unless root, or a host account's uid) is the sandbox's user. Each image is
+pulled in the background at start (terminal.box_insecure_registries
+applies); a create waits for its pull, and a failed pull fails the create
+with the template and reference named (the next create pulls again).
 
 Keys: E2B_API_KEY must be one of --api-key or a line of --api-keys-file; a
 key is required unless both listeners are on loopback. A line of the file is
@@ -96,6 +105,7 @@ host only) and pass its placeholder as the env value instead.`,
 	f.IntVar(&o.conns.MaxConns, "max-connections", 0, "most open connections of both listeners together (0: 8192 or half the open-file limit, the smaller)")
 	f.IntVar(&o.conns.MaxConnsPerClient, "max-connections-per-client", httpguard.DefaultMaxConnsPerClient, "most open connections of one client address (an IPv6 client: its /64); more are closed at once")
 	f.StringVar(&o.hermesBinary, "hermes-binary", "", "hermes binary installed in the hermes template (default: this one)")
+	f.StringArrayVar(&o.templates, "template", nil, "NAME=IMAGE: template NAME makes sandboxes from an OCI image (registry/repo:tag, @sha256:..., an OCI layout dir or a docker save tarball); base and hermes may be given too (repeatable)")
 	o.fleet.flags(f)
 	cmd.AddCommand(serve)
 	return cmd
@@ -237,6 +247,10 @@ func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error
 		}
 		env[k] = v
 	}
+	templates, err := parseTemplateFlags(o.templates)
+	if err != nil {
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(a.Stderr, nil))
 	catalog, node, err := a.openCatalog(ctx, &o.fleet, log)
 	if err != nil {
@@ -263,26 +277,35 @@ func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error
 	if err := installHermesTemplate(tplDir, bin); err != nil {
 		return fmt.Errorf("hermes template in %s: %w", tplDir, err)
 	}
-	persistent := true
-	t.ContainerPersistent, t.BoxWorkspace, t.Cwd, t.LifetimeSeconds = &persistent, "overlay", o.workspace, 0
-	var srv *sandboxserver.Server
-	mgr, err := box.NewManager(box.Options{Terminal: t, Home: a.Home(), Executable: a.Executable, Prestart: true, SwitchUsers: true,
-		UserHome: a.Getenv("HOME"), LookupEnv: a.lookupEnv,
-		Layers:    func(task string) []string { return srv.Layers(task) },
-		NewEgress: func(task string) (*egress.BoxSession, error) { return srv.NewEgress(task) }})
+	templates["hermes"] = sandboxserver.Template{Image: templates["hermes"].Image, Layers: []string{tplDir}}
+	if err := addE2BRoot(templates, filepath.Join(a.Home(), "sandbox", "templates", "e2b-root")); err != nil {
+		return err
+	}
+	images, err := a.ociStore(nil)
 	if err != nil {
 		return err
 	}
-	defer mgr.Close()
 	userUID, why, err := sandboxserver.ChooseUserUID(sandboxserver.SystemHostUIDs(), o.userUID)
 	if err != nil {
 		return err
 	}
 	log.Info("sandbox user", "name", "user", "uid", userUID, "why", why)
+	persistent := true
+	t.ContainerPersistent, t.BoxWorkspace, t.Cwd, t.LifetimeSeconds = &persistent, "overlay", o.workspace, 0
+	var srv *sandboxserver.Server
+	mgr, err := box.NewManager(box.Options{Terminal: t, Home: a.Home(), Executable: a.Executable, Prestart: true, SwitchUsers: true,
+		SudoUIDs: []uint32{uint32(userUID)}, UserHome: a.Getenv("HOME"), LookupEnv: a.lookupEnv,
+		Layers:    func(task string) []string { return srv.Layers(task) },
+		Image:     func(task string) string { return srv.Image(task) },
+		NewEgress: func(task string) (*egress.BoxSession, error) { return srv.NewEgress(task) }})
+	if err != nil {
+		return err
+	}
+	defer mgr.Close()
 	srv, err = sandboxserver.New(sandboxserver.Config{Boxes: mgr, Catalog: catalog, Node: node, APIKeys: keys, Teams: teams, Env: env, Log: log, UserUID: userUID,
 		MaxSandboxes: o.maxSandboxes, MaxSandboxesPerTeam: o.maxPerTeam,
-		Templates: map[string]sandboxserver.Template{"base": {}, "hermes": {Layers: []string{tplDir}}},
-		Allow:     append(append([]string{}, t.BoxNetwork.Allow...), o.allow...), Deny: t.BoxNetwork.Deny,
+		Templates: templates, PullImage: images.Ensure, HostAccount: sandboxserver.SystemHostUIDs().Account,
+		Allow: append(append([]string{}, t.BoxNetwork.Allow...), o.allow...), Deny: t.BoxNetwork.Deny,
 		NewGate: func(allow, deny []string) (*egress.Gate, error) {
 			return egress.New(egress.Options{Home: a.Home(), Allow: allow, Deny: deny, CAFile: t.BoxNetwork.CAFile, BoxMemoryMiB: t.ContainerMemory})
 		}})
@@ -301,11 +324,63 @@ func (a *App) runSandboxServe(ctx context.Context, o *sandboxServeOptions) error
 	}
 	log.Info("sandboxes read back from the catalog", "sandboxes", rep.String(), "took", time.Since(restoreStart).Round(time.Millisecond).String())
 	removeLeftSandboxes(a.Home(), mgr, srv, log)
+	srv.WarmImages()
 	if err := srv.RunFleet(ctx); err != nil {
 		return fmt.Errorf("sandbox serve: join the fleet: %w", err)
 	}
 	conns := httpguard.NewConns(o.conns, log, nil)
 	return serveBoth(ctx, log, conns, srv.Drain, []listener{{o.apiAddr, srv.APIHandler()}, {o.envdAddr, srv.EnvdHandler()}})
+}
+
+// parseTemplateFlags reads --template NAME=IMAGE flags: templates by
+// name, with "base" and "hermes" present (without an image unless given).
+func parseTemplateFlags(flags []string) (map[string]sandboxserver.Template, error) {
+	out := map[string]sandboxserver.Template{"base": {}, "hermes": {}}
+	given := map[string]bool{}
+	for _, f := range flags {
+		name, ref, ok := strings.Cut(f, "=")
+		name, ref = strings.TrimSpace(name), strings.TrimSpace(ref)
+		if !ok || name == "" || ref == "" {
+			return nil, fmt.Errorf("--template %q: write NAME=IMAGE, e.g. --template python=docker.io/library/python:3.12-slim", f)
+		}
+		if strings.ContainsAny(name, "/: \t") || len(name) > 64 {
+			return nil, fmt.Errorf("--template %q: the name %q must be a word (letters, digits, - _ . ; at most 64)", f, name)
+		}
+		if given[name] {
+			return nil, fmt.Errorf("--template %q: template %q is given twice", f, name)
+		}
+		if !ociimage.IsSpec(ref) {
+			return nil, fmt.Errorf("--template %q: %q is not an OCI image (registry/repo:tag, repo@sha256:..., an OCI layout dir or a docker save tarball, written /abs/path or ./rel/path)", f, ref)
+		}
+		if _, err := ociimage.CanonicalRef(ref); err != nil {
+			return nil, fmt.Errorf("--template %q: %w", f, err)
+		}
+		given[name] = true
+		out[name] = sandboxserver.Template{Image: ref}
+	}
+	return out, nil
+}
+
+// addE2BRoot lays a layer holding /home/user (E2B's home, 0755) under
+// the template layers of every template made from an image: an image
+// without /home could not get one, as a box's root is writable only
+// beneath directories it has (Landlock). The layer is made at dir.
+func addE2BRoot(templates map[string]sandboxserver.Template, dir string) error {
+	if err := os.MkdirAll(filepath.Join(dir, "home", "user"), 0o755); err != nil {
+		return fmt.Errorf("sandbox serve: the layer of /home/user at %s: %w", dir, err)
+	}
+	for _, d := range []string{dir, filepath.Join(dir, "home"), filepath.Join(dir, "home", "user")} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			return err
+		}
+	}
+	for name, tpl := range templates {
+		if tpl.Image != "" {
+			tpl.Layers = append(tpl.Layers, dir)
+			templates[name] = tpl
+		}
+	}
+	return nil
 }
 
 // shutdownBound bounds the pause of every running sandbox at the server's

@@ -136,7 +136,9 @@ func (a *App) openCatalog(ctx context.Context, o *fleetOptions, log *slog.Logger
 	if !strings.HasPrefix(url, "postgres://") && !strings.HasPrefix(url, "postgresql://") {
 		return nil, "", fmt.Errorf("sandbox serve: %s is not a postgres:// URL (the fleet's catalog is PostgreSQL); leave it unset for the one-node catalog in HERMES_HOME", src)
 	}
-	pg, err := sandboxcatalog.OpenPostgres(ctx, url, o.schema)
+	pg, err := openPostgresRetrying(ctx, log, url, func(ctx context.Context) (*sandboxcatalog.Postgres, error) {
+		return sandboxcatalog.OpenPostgres(ctx, url, o.schema)
+	})
 	if err != nil {
 		return nil, "", fmt.Errorf("%w (from %s)", err, src)
 	}
@@ -154,4 +156,36 @@ func (o *fleetOptions) nodeName() string {
 		return "local"
 	}
 	return h
+}
+
+// Backoff of the catalog's connection at start (openPostgresRetrying).
+const (
+	catalogRetryFirst = 500 * time.Millisecond
+	catalogRetryMax   = 30 * time.Second
+)
+
+// openPostgresRetrying opens the fleet's catalog with open, trying again
+// with a doubling wait (catalogRetryFirst to catalogRetryMax) while the
+// server cannot be reached or refuses (in Kubernetes, PostgreSQL's pod may
+// start after the node's): bounded only by ctx (SIGTERM). Each failed
+// attempt is logged once with the host (never the password); an error in
+// the URL or schema (sandboxcatalog.ConfigError) returns at once.
+func openPostgresRetrying(ctx context.Context, log *slog.Logger, url string,
+	open func(context.Context) (*sandboxcatalog.Postgres, error)) (*sandboxcatalog.Postgres, error) {
+	wait := catalogRetryFirst
+	for attempt := 1; ; attempt++ {
+		pg, err := open(ctx)
+		var bad *sandboxcatalog.ConfigError
+		if err == nil || errors.As(err, &bad) || ctx.Err() != nil {
+			return pg, err
+		}
+		log.Warn("sandbox catalog unreachable: retrying", "host", sandboxcatalog.Host(url), "attempt", attempt,
+			"retry_in", wait.String(), "err", sandboxcatalog.Redact(err.Error(), url))
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (stopped while retrying: %v)", err, context.Cause(ctx))
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, catalogRetryMax)
+	}
 }

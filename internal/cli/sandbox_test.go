@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -55,16 +58,48 @@ func TestSandboxServeKeysFileChecks(t *testing.T) {
 	}
 }
 
-// --catalog names a PostgreSQL server: one that cannot be reached is an
-// error naming its host and the flag, never the URL's password.
+// --catalog names a PostgreSQL server: one that cannot be reached is
+// retried until SIGTERM, then an error naming its host and the flag, never
+// the URL's password.
 func TestSandboxServeCatalogErrorHidesPassword(t *testing.T) {
 	ta := newTestApp(t, nil, "", false)
-	code := ta.run("sandbox", "serve", "--catalog", "postgres://hermes:s3cret-pw@127.0.0.1:1/fleet?connect_timeout=2")
+	logs := &logLines{retried: make(chan struct{}, 1)}
+	ta.Stderr = io.MultiWriter(ta.stderr, logs)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go func() {
+		<-logs.retried
+		cancel(SignalError{Signal: syscall.SIGTERM})
+	}()
+	code := ta.Run(ctx, []string{"sandbox", "serve", "--catalog", "postgres://hermes:s3cret-pw@127.0.0.1:1/fleet?connect_timeout=2"})
 	if out := ta.stderr.String(); code == 0 || strings.Contains(out, "s3cret-pw") || !strings.Contains(out, "127.0.0.1:1") || !strings.Contains(out, "--catalog") {
 		t.Fatalf("unreachable catalog: %d %s", code, out)
 	}
 	ta = newTestApp(t, map[string]string{"HERMES_DATABASE_URL": "mysql://x"}, "", false)
 	if code := ta.run("sandbox", "serve"); code == 0 || !strings.Contains(ta.stderr.String(), "HERMES_DATABASE_URL is not a postgres:// URL") {
 		t.Fatalf("a non-PostgreSQL URL: %d %s", code, ta.stderr)
+	}
+}
+
+// --template NAME=IMAGE is checked before the server starts: each bad
+// form gets an error naming the flag and what to write.
+func TestSandboxServeTemplateFlags(t *testing.T) {
+	cases := []struct{ flag, want string }{
+		{"python", "write NAME=IMAGE"},
+		{"=docker.io/library/python:3.12", "write NAME=IMAGE"},
+		{"py/thon=docker.io/library/python:3.12", `the name "py/thon" must be a word`},
+		{"py=host", `"host" is not an OCI image`},
+		{"py=docker.io/library/Python:3.12", "--template"},
+	}
+	for _, c := range cases {
+		ta := newTestApp(t, nil, "", false)
+		if code := ta.run("sandbox", "serve", "--template", c.flag); code == 0 || !strings.Contains(ta.stderr.String(), c.want) ||
+			!strings.Contains(ta.stderr.String(), "--template") {
+			t.Errorf("--template %q: exit %d, stderr %q, want an error with %q", c.flag, code, ta.stderr, c.want)
+		}
+	}
+	ta := newTestApp(t, nil, "", false)
+	if code := ta.run("sandbox", "serve", "--template", "py=127.0.0.1:5000/py:1", "--template", "py=127.0.0.1:5000/py:2"); code == 0 ||
+		!strings.Contains(ta.stderr.String(), `template "py" is given twice`) {
+		t.Errorf("a template given twice: exit %d, stderr %q", code, ta.stderr)
 	}
 }

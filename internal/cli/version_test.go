@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -21,12 +22,19 @@ func TestReleaseDateLabel(t *testing.T) {
 	}
 }
 
-// The path `hermes --version` prints is the binary's, labelled as such
-// (it said "Install directory" in front of a file path).
-func TestVersionLabelsTheBinaryPath(t *testing.T) {
-	var b strings.Builder
-	PrintVersion(&b, "/usr/local/bin/hermes")
-	if !strings.Contains(b.String(), "Binary: /usr/local/bin/hermes\n") || strings.Contains(b.String(), "directory") {
-		t.Errorf("--version prints:\n%s", b.String())
+// `hermes --version` prints Hermes Agent's three lines (seed 002: the
+// version, "Install directory: /opt/hermes", the runtime), then the
+// binary's path and the install method.
+func TestVersionPrintsHermesLines(t *testing.T) {
+	for exe, dir := range map[string]string{"/opt/hermes/bin/hermes": "/opt/hermes", "/usr/local/bin/hermes": "/usr/local",
+		"/tmp/build/hermes": "/tmp/build"} {
+		var b strings.Builder
+		PrintVersion(&b, exe)
+		lines := strings.Split(b.String(), "\n")
+		if len(lines) != 6 || !strings.HasPrefix(lines[0], "Hermes Agent v") || lines[1] != "Install directory: "+dir ||
+			lines[2] != "Go: "+strings.TrimPrefix(runtime.Version(), "go") || lines[3] != "Binary: "+exe ||
+			!strings.HasPrefix(lines[4], "Install method: ") {
+			t.Errorf("--version of %s prints:\n%s", exe, b.String())
+		}
 	}
 }

@@ -111,34 +111,42 @@ func (c *Config) Aux(task AuxTask) AuxModelConfig {
 func auxProblems(c *Config, where func(string) string, getenv func(string) string) []string {
 	var out []string
 	for _, task := range []AuxTask{AuxTitle, AuxCompression, AuxVision} {
-		m, key := c.Aux(task), "auxiliary."+string(task)
-		p := preset.Canonical(strings.TrimSpace(m.Provider))
-		switch {
-		case p == "" || p == "auto" || p == "main" || p == "custom":
-			if p == "custom" && m.BaseURL == "" {
-				out = append(out, fmt.Sprintf("%s: provider custom needs the endpoint; set %s.base_url (e.g. http://localhost:11434/v1)", where(key+".provider"), key))
-			}
-		case p == "replay" || !slices.Contains(Providers(), p):
-			out = append(out, fmt.Sprintf("%s: unknown provider %q; use main (the main model's), auto, or one of %s",
-				where(key+".provider"), m.Provider, strings.Join(Providers()[:len(Providers())-1], ", ")))
-		case m.APIKey == "" && !keyOptional(p):
-			names := ProviderKeyEnv(p)
-			found := false
-			for _, n := range names {
-				found = found || getenv(n) != ""
-			}
-			if !found && len(names) > 0 {
-				out = append(out, fmt.Sprintf("%s: provider %s needs %s; run: hermes config set %s ... (or set %s.api_key)", where(key+".provider"), p, names[0], names[0], key))
-			}
+		out = append(out, modelProblems(c.Aux(task), "auxiliary."+string(task), where, getenv)...)
+	}
+	d := c.Delegation
+	return append(out, modelProblems(AuxModelConfig{Provider: d.Provider, Model: d.Model, BaseURL: d.BaseURL, APIKey: d.APIKey}, "delegation", where, getenv)...)
+}
+
+// modelProblems are what is wrong with the model settings m under key
+// (auxiliary.<task>, delegation).
+func modelProblems(m AuxModelConfig, key string, where func(string) string, getenv func(string) string) []string {
+	var out []string
+	p := preset.Canonical(strings.TrimSpace(m.Provider))
+	switch {
+	case p == "" || p == "auto" || p == "main" || p == "custom":
+		if p == "custom" && m.BaseURL == "" {
+			out = append(out, fmt.Sprintf("%s: provider custom needs the endpoint; set %s.base_url (e.g. http://localhost:11434/v1)", where(key+".provider"), key))
 		}
-		if m.BaseURL != "" {
-			if err := CheckBaseURL(m.BaseURL); err != nil {
-				out = append(out, fmt.Sprintf("%s: %v", where(key+".base_url"), err))
-			}
+	case p == "replay" || !slices.Contains(Providers(), p):
+		out = append(out, fmt.Sprintf("%s: unknown provider %q; use main (the main model's), auto, or one of %s",
+			where(key+".provider"), m.Provider, strings.Join(Providers()[:len(Providers())-1], ", ")))
+	case m.APIKey == "" && !keyOptional(p):
+		names := ProviderKeyEnv(p)
+		found := false
+		for _, n := range names {
+			found = found || getenv(n) != ""
 		}
-		if m.Timeout < 0 {
-			out = append(out, fmt.Sprintf("%s: must not be negative (seconds; 0 = the default)", where(key+".timeout")))
+		if !found && len(names) > 0 {
+			out = append(out, fmt.Sprintf("%s: provider %s needs %s; run: hermes config set %s ... (or set %s.api_key)", where(key+".provider"), p, names[0], names[0], key))
 		}
+	}
+	if m.BaseURL != "" {
+		if err := CheckBaseURL(m.BaseURL); err != nil {
+			out = append(out, fmt.Sprintf("%s: %v", where(key+".base_url"), err))
+		}
+	}
+	if m.Timeout < 0 {
+		out = append(out, fmt.Sprintf("%s: must not be negative (seconds; 0 = the default)", where(key+".timeout")))
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"github.com/hermes-go/hermes/internal/llm/providers/preset"
 	"net/url"
@@ -72,7 +73,7 @@ func (l *Loaded) Problems() []string {
 		if v, err := Get(l, key); err == nil {
 			if s, ok := v.(string); ok {
 				if err := checkValue(key, reflect.ValueOf(s)); err != nil {
-					out = append(out, err.Error())
+					out = append(out, l.located(err).Error())
 				}
 			}
 		}
@@ -83,8 +84,14 @@ func (l *Loaded) Problems() []string {
 			v = reflect.ValueOf(c.Terminal.ProtectedPaths)
 		}
 		if err := checkValue(key, v); err != nil {
-			out = append(out, err.Error())
+			out = append(out, l.located(err).Error())
 		}
+	}
+	if err := checkValue("messaging.allowed_targets", reflect.ValueOf(c.Messaging.AllowedTargets)); err != nil {
+		out = append(out, l.located(err).Error())
+	}
+	if err := checkValue("delegation.max_spawn_depth", reflect.ValueOf(c.Delegation.MaxSpawnDepth)); err != nil {
+		out = append(out, l.located(err).Error())
 	}
 	out = append(out, auxProblems(&c, where, l.Getenv)...)
 	if err := checkValue("fallback_providers", reflect.ValueOf(c.Fallbacks())); err != nil {
@@ -99,6 +106,22 @@ func (l *Loaded) Problems() []string {
 		out = append(out, "terminal.timeout and agent.max_turns must not be negative")
 	}
 	return out
+}
+
+// located gives an *Error of checkValue the config.yaml file and line of
+// its key when the value was set there (as Where does); other errors and
+// values from elsewhere come back as they are.
+func (l *Loaded) located(err error) error {
+	var e *Error
+	if !errors.As(err, &e) || e.Path != "" {
+		return err
+	}
+	if line := l.lines[e.Key]; line > 0 && l.Source(e.Key) == SourceConfig {
+		located := *e
+		located.Path, located.Line = l.Path, line
+		return &located
+	}
+	return err
 }
 
 // CheckBaseURL reports whether u is an absolute http or https URL with a

@@ -40,10 +40,23 @@ type Config struct {
 	// FallbackProvider); FallbackModel is Hermes's older single entry.
 	FallbackProviders []FallbackProvider `yaml:"fallback_providers"`
 	// Delegation configures delegate_task's subagents.
-	Delegation    DelegationConfig  `yaml:"delegation"`
-	FallbackModel *FallbackProvider `yaml:"fallback_model"`
+	Delegation DelegationConfig `yaml:"delegation"`
+	// CodeExecution bounds execute_code's scripts.
+	CodeExecution CodeExecutionConfig `yaml:"code_execution"`
+	FallbackModel *FallbackProvider   `yaml:"fallback_model"`
 	// Database chooses where sessions live (Hermes "database").
 	Database DatabaseConfig `yaml:"database"`
+	// Messaging configures the send_message tool.
+	Messaging MessagingConfig `yaml:"messaging"`
+}
+
+// MessagingConfig is the messaging: section. A session's send_message
+// reaches its own chat, the platforms' home channels
+// (<PLATFORM>_HOME_CHANNEL) and AllowedTargets.
+type MessagingConfig struct {
+	// AllowedTargets are further chats any session may message, as
+	// "<platform>:<chat_id>[:<thread_id>]" (cron's deliver form).
+	AllowedTargets []string `yaml:"allowed_targets"`
 }
 
 // DatabaseConfig is the database: section: the session store.
@@ -55,6 +68,11 @@ type DatabaseConfig struct {
 	URL string `yaml:"url"`
 	// Schema holds hermes's tables in PostgreSQL ("" = hermes).
 	Schema string `yaml:"schema"`
+	// LeaseSeconds is the leader lease of chat platforms that allow one
+	// consumer per bot (Telegram long polling, Discord's gateway) when
+	// replicas share PostgreSQL: a dead leader is replaced within about
+	// 1.25 × this (0 = 15).
+	LeaseSeconds int `yaml:"lease_seconds"`
 }
 
 // ModelConfig is the model: section.
@@ -210,6 +228,14 @@ type CompressionConfig struct {
 // DelegationConfig is the delegation: section (Hermes "delegation.md"; the
 // keys hermes reads).
 type DelegationConfig struct {
+	// Provider, Model, BaseURL and APIKey choose the subagents' model, as
+	// an auxiliary task's keys do (all empty = the parent's model; a model
+	// alone = that model on the parent's provider; the parent's key never
+	// goes to another provider or endpoint).
+	Provider string `yaml:"provider"`
+	Model    string `yaml:"model"`
+	BaseURL  string `yaml:"base_url"`
+	APIKey   string `yaml:"api_key"`
 	// MaxConcurrentChildren bounds the subagents of one delegate_task
 	// batch that run at once (0 = 3).
 	MaxConcurrentChildren int `yaml:"max_concurrent_children"`
@@ -221,4 +247,15 @@ type DelegationConfig struct {
 	// DefaultToolsets are a child's toolsets when delegate_task names none
 	// (empty = the parent's).
 	DefaultToolsets []string `yaml:"default_toolsets"`
+}
+
+// CodeExecutionConfig is the code_execution: section (Hermes
+// "configuration.md"; the keys hermes reads).
+type CodeExecutionConfig struct {
+	// Timeout is a script's wall-clock limit in seconds (0 = 300); the
+	// script and its children are killed when it passes.
+	Timeout int `yaml:"timeout"`
+	// MaxToolCalls bounds the tool calls of one script (0 = 50); later
+	// calls get an error result.
+	MaxToolCalls int `yaml:"max_tool_calls"`
 }

@@ -90,8 +90,9 @@ func set(home, key, value string) error {
 // key from config.yaml (so the lower layers apply again; empty parent
 // sections are removed too). For a secret key (model.api_key) the .env
 // variable that holds it (SecretEnvName: MODEL_API_KEY) is removed as well,
-// whatever config.yaml held. Removing a key that is not set is not an
-// error; an unknown key is.
+// whatever config.yaml held. A section (terminal, model, ...) is removed
+// whole, with the .env variables of its secret keys. Removing a key that
+// is not set is not an error; an unknown key is.
 func Unset(home, key string) error {
 	_, err := UnsetKey(home, key)
 	return err
@@ -101,7 +102,7 @@ func Unset(home, key string) error {
 // the key was not set it returns false and no file is written or created.
 func UnsetKey(home, key string) (removed bool, err error) {
 	if !IsEnvKey(key) {
-		if _, err := newSchema().settable(key); err != nil {
+		if _, err := newSchema().unsettable(key); err != nil {
 			return false, err
 		}
 	}
@@ -125,7 +126,8 @@ func unset(home, key string) (bool, error) {
 	if IsEnvKey(key) {
 		return setDotEnv(DotEnvPath(home), key, nil)
 	}
-	f, err := newSchema().settable(key)
+	sch := newSchema()
+	f, err := sch.unsettable(key)
 	if err != nil {
 		return false, err
 	}
@@ -142,14 +144,54 @@ func unset(home, key string) (bool, error) {
 			removed = true
 		}
 	}
-	if IsSecretKey(f.key) {
-		changed, err := setDotEnv(DotEnvPath(home), SecretEnvName(f.key), nil)
+	for _, k := range sch.secretKeysOf(f) {
+		changed, err := setDotEnv(DotEnvPath(home), SecretEnvName(k), nil)
 		if err != nil {
 			return removed, err
 		}
 		removed = removed || changed
 	}
 	return removed, nil
+}
+
+// unsettable resolves a key Unset takes: one settable key, or a section.
+func (s schema) unsettable(key string) (field, error) {
+	if f, ok := s.resolve(key); ok && f.section {
+		return f, nil
+	}
+	f, err := s.settable(key)
+	var e *Error
+	if errors.As(err, &e) && strings.HasPrefix(e.Msg, "unknown key") {
+		// unset takes sections too (hermes config unset terminal).
+		e.Msg = "unknown key or section" + strings.TrimPrefix(e.Msg, "unknown key")
+	}
+	return f, err
+}
+
+// secretKeysOf returns the secret keys f holds: f itself, or a section's
+// secret keys, sorted.
+func (s schema) secretKeysOf(f field) []string {
+	if !f.section {
+		if IsSecretKey(f.key) {
+			return []string{f.key}
+		}
+		return nil
+	}
+	var out []string
+	for k, c := range s {
+		if !c.section && strings.HasPrefix(k, f.key+".") && IsSecretKey(k) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// IsSection reports whether key names a section of config.yaml
+// (terminal, model, ...) rather than one setting.
+func IsSection(key string) bool {
+	f, ok := newSchema().resolve(key)
+	return ok && f.section
 }
 
 // Get returns the effective value of a dotted key (e.g. "terminal.timeout"

@@ -272,3 +272,15 @@ func TestSetConcurrentWritersKeepEveryKey(t *testing.T) {
 		}
 	}
 }
+
+// New-user trial: unset takes sections too, so an unknown name says
+// "unknown key or section"; set, which takes keys only, says "unknown key".
+func TestUnsetUnknownSaysKeyOrSection(t *testing.T) {
+	home := t.TempDir()
+	if err := Unset(home, "nosuchsection"); err == nil || !strings.Contains(err.Error(), "nosuchsection: unknown key or section") {
+		t.Errorf("unset nosuchsection: %v", err)
+	}
+	if err := Set(home, "nosuchsection.x", "1"); err == nil || strings.Contains(err.Error(), "or section") {
+		t.Errorf("set of an unknown key: %v", err)
+	}
+}

@@ -2,12 +2,14 @@ package config
 
 import (
 	"fmt"
-	"github.com/hermes-go/hermes/internal/protect"
 	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/agnivade/levenshtein"
+
+	"github.com/hermes-go/hermes/internal/lazyregexp"
+	"github.com/hermes-go/hermes/internal/protect"
 )
 
 // allowedValues returns the values an enumerated key accepts, in the order
@@ -57,6 +59,18 @@ func isFractionKey(key string) bool {
 // the closest), a negative number (every count, size and duration in
 // Config), or a fraction outside 0..1. It returns nil or an *Error naming
 // the key.
+// MaxSpawnDepth is the most levels of subagents delegation.max_spawn_depth
+// allows below a session (Hermes's limit, README).
+const MaxSpawnDepth = 2
+
+// MessagingPlatforms are the chat platforms hermes can message (the
+// gateway's adapters and send_message): telegram, discord, slack.
+func MessagingPlatforms() []string { return []string{"telegram", "discord", "slack"} }
+
+// messageTarget matches "<platform>:<chat_id>[:<thread_id>]" (as
+// tool.targetPattern and cron's deliver targets).
+var messageTarget = lazyregexp.New(`^[a-z][a-z0-9_]*:[^:\s]+(:[^:\s]+)?$`)
+
 func checkValue(key string, v reflect.Value) error {
 	if allowed, emptyOK := allowedValues(key); allowed != nil && v.Kind() == reflect.String {
 		s := v.String()
@@ -89,6 +103,21 @@ func checkValue(key string, v reflect.Value) error {
 			}
 		}
 	}
+	if key == "messaging.allowed_targets" && v.Kind() == reflect.Slice {
+		for i := 0; i < v.Len(); i++ {
+			t := v.Index(i).String()
+			if !messageTarget().MatchString(t) {
+				return &Error{Key: key, Msg: fmt.Sprintf("%q is not a chat; write it as <platform>:<chat_id>[:<thread_id>], e.g. telegram:-1001234567890", t)}
+			}
+			if p, _, _ := strings.Cut(t, ":"); !slices.Contains(MessagingPlatforms(), p) {
+				msg := fmt.Sprintf("%q: hermes cannot message platform %q; use one of %s", t, p, strings.Join(MessagingPlatforms(), ", "))
+				if sug := closestValue(p, MessagingPlatforms()); sug != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", sug+strings.TrimPrefix(t, p))
+				}
+				return &Error{Key: key, Msg: msg}
+			}
+		}
+	}
 	if key == "terminal.protected_paths" && v.Kind() == reflect.Slice {
 		for i := 0; i < v.Len(); i++ {
 			if err := protect.Validate(v.Index(i).String()); err != nil {
@@ -108,6 +137,10 @@ func checkValue(key string, v reflect.Value) error {
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		if v.Int() < 0 {
 			return &Error{Key: key, Msg: fmt.Sprintf("must not be negative, got %d (0 means the default)", v.Int())}
+		}
+		if key == "delegation.max_spawn_depth" && v.Int() > MaxSpawnDepth {
+			return &Error{Key: key, Msg: fmt.Sprintf("must be between 1 and %d, got %d (1: subagents cannot delegate; %d: their children can, once)",
+				MaxSpawnDepth, v.Int(), MaxSpawnDepth)}
 		}
 	case reflect.Float64, reflect.Float32:
 		f := v.Float()

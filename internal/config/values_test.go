@@ -266,3 +266,68 @@ func TestProtectedPathsDefaultAndCheck(t *testing.T) {
 		t.Errorf("[] kept %v", l.Config.Terminal.ProtectedPaths)
 	}
 }
+
+// messaging.allowed_targets entries are chats in cron's deliver form, at
+// set time and in config check.
+func TestMessagingAllowedTargetsCheck(t *testing.T) {
+	home := t.TempDir()
+	if err := Set(home, "messaging.allowed_targets", "[telegram:-1001234:7, slack:C0123]"); err != nil {
+		t.Fatalf("valid targets refused: %v", err)
+	}
+	err := Set(home, "messaging.allowed_targets", "[telegram:42, '#general']")
+	if err == nil || !strings.Contains(err.Error(), `"#general" is not a chat`) || !strings.Contains(err.Error(), "messaging.allowed_targets") {
+		t.Fatalf("want an error naming the key and the entry, got %v", err)
+	}
+	writeFile(t, filepath.Join(home, "config.yaml"), "messaging:\n  allowed_targets: [telegram]\n")
+	l, err := Load(home, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(l.Problems(), "\n"); !strings.Contains(got, `messaging.allowed_targets: "telegram" is not a chat`) {
+		t.Errorf("Problems lack the bad entry:\n%s", got)
+	}
+}
+
+// New-user trial: an allowed target on a platform hermes cannot message
+// (slak:C01) is refused by config set and reported by config check with
+// config.yaml's file:line, the entry and the platforms.
+func TestMessagingAllowedTargetsPlatform(t *testing.T) {
+	home := t.TempDir()
+	err := Set(home, "messaging.allowed_targets", "[telegram:42, slak:C01]")
+	if err == nil || !strings.Contains(err.Error(), `"slak:C01"`) || !strings.Contains(err.Error(), "telegram, discord, slack") ||
+		!strings.Contains(err.Error(), `did you mean "slack:C01"`) {
+		t.Fatalf("want an error naming the entry and the platforms, got %v", err)
+	}
+	path := filepath.Join(home, "config.yaml")
+	writeFile(t, path, "model:\n  provider: openrouter\nmessaging:\n  allowed_targets: [discord:1, matrix:room]\n")
+	l, err := Load(home, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := path + `:4: messaging.allowed_targets: "matrix:room": hermes cannot message platform "matrix"; use one of telegram, discord, slack`
+	if got := strings.Join(l.Problems(), "\n"); !strings.Contains(got, want) {
+		t.Errorf("Problems lack %q:\n%s", want, got)
+	}
+}
+
+// delegation.max_spawn_depth above 2 (README: at most 2) is refused by
+// config set and reported by config check, saying the limit.
+func TestDelegationMaxSpawnDepthLimit(t *testing.T) {
+	home := t.TempDir()
+	if err := Set(home, "delegation.max_spawn_depth", "2"); err != nil {
+		t.Fatalf("2 refused: %v", err)
+	}
+	err := Set(home, "delegation.max_spawn_depth", "3")
+	if err == nil || !strings.Contains(err.Error(), "delegation.max_spawn_depth: must be between 1 and 2, got 3") {
+		t.Fatalf("want the limit, got %v", err)
+	}
+	path := filepath.Join(home, "config.yaml")
+	writeFile(t, path, "delegation:\n  max_spawn_depth: 5\n")
+	l, err := Load(home, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(l.Problems(), "\n"); !strings.Contains(got, path+":2: delegation.max_spawn_depth: must be between 1 and 2, got 5") {
+		t.Errorf("Problems lack the depth:\n%s", got)
+	}
+}

@@ -69,7 +69,7 @@ const DefaultMaxParallel = 4
 
 // Scheduler runs due jobs of a Store.
 type Scheduler struct {
-	Store *Store
+	Store Jobs
 	Run   RunFunc
 	// Deliver sends output to chats; nil leaves platform deliveries
 	// failed ("delivery_failed") with the output kept locally.
@@ -104,7 +104,7 @@ func (s *Scheduler) now() time.Time {
 	if s.Now != nil {
 		return s.Now()
 	}
-	return s.Store.now()
+	return s.Store.Now()
 }
 
 func (s *Scheduler) warn(msg string) {
@@ -113,18 +113,12 @@ func (s *Scheduler) warn(msg string) {
 	}
 }
 
-// claimed is a job taken for one run, holding its run lock.
-type claimed struct {
-	job    Job
-	unlock func()
-}
-
 // Tick runs every due job once and returns their runs. A job is due when
 // it is not paused and its next run time is not after now; claiming it
 // moves its next run to the schedule's first time after now (so runs
-// missed while nothing ticked collapse into this one) under the store's
-// lock, while holding the job's run lock: a job running in another
-// process, or claimed by it first, is skipped.
+// missed while nothing ticked collapse into this one) while holding the
+// job's run lock (Jobs.Claim): a job running in another process, or
+// claimed by it first, is skipped.
 func (s *Scheduler) Tick(ctx context.Context) ([]Run, error) {
 	jobs, err := s.claimDue()
 	if err != nil {
@@ -133,98 +127,53 @@ func (s *Scheduler) Tick(ctx context.Context) ([]Run, error) {
 	return s.runAll(ctx, jobs), nil
 }
 
-// claimDue claims the due jobs (see Tick).
-func (s *Scheduler) claimDue() ([]claimed, error) {
+// claimDue claims the due jobs (see Tick). A job whose schedule no longer
+// parses is skipped with a warning; one left "running" with its run lock
+// free (the process running it died) gets an "interrupted" run first.
+func (s *Scheduler) claimDue() ([]Claimed, error) {
 	now := s.now()
-	var jobs []claimed
-	err := s.Store.locked(func(all *[]Job) (bool, error) {
-		changed := false
-		for i := range *all {
-			j := &(*all)[i]
-			if j.Paused || j.Done() || j.NextRunAt.After(now) {
-				continue
-			}
-			c, err := s.claim(j, now)
-			if errors.Is(err, errBusy) {
-				continue
-			}
-			if err != nil {
-				s.warn("cron: " + err.Error()) // one broken job does not stop the others
-				continue
-			}
-			jobs, changed = append(jobs, c), true
+	return s.Store.Claim(now, "", func(j *Job) error {
+		sched, err := ParseSchedule(j.Schedule)
+		if err != nil {
+			err = fmt.Errorf("cron job %s (%s) is skipped: %w; fix it with `hermes cron edit %s --schedule ...`", j.Name, j.ID, err, j.ID)
+			s.warn("cron: " + err.Error()) // one broken job does not stop the others
+			return err
 		}
-		return changed, nil
+		if j.LastStatus == "running" {
+			if err := s.Store.AppendRun(Run{JobID: j.ID, Name: j.Name, Started: j.LastRunAt, Status: "interrupted",
+				Error: "the process running the job ended before it finished"}); err != nil {
+				s.warn(fmt.Sprintf("cron: job %s: %v", j.ID, err))
+			}
+		}
+		j.NextRunAt = sched.Next(now)
+		j.LastRunAt, j.LastStatus, j.LastError = now, "running", ""
+		return nil
 	})
-	if err != nil {
-		for _, c := range jobs {
-			c.unlock()
-		}
-		return nil, err
-	}
-	return jobs, nil
-}
-
-// claim takes j's run lock and advances its schedule (the caller holds
-// the store's lock and writes j back).
-func (s *Scheduler) claim(j *Job, now time.Time) (claimed, error) {
-	unlock, err := s.runLock(j.ID)
-	if err != nil {
-		return claimed{}, err
-	}
-	sched, err := ParseSchedule(j.Schedule)
-	if err != nil {
-		unlock()
-		return claimed{}, fmt.Errorf("cron job %s (%s) is skipped: %w; fix it with `hermes cron edit %s --schedule ...`", j.Name, j.ID, err, j.ID)
-	}
-	if j.LastStatus == "running" {
-		// Its run lock was free: the process running it died mid-run.
-		s.Store.appendRun(Run{JobID: j.ID, Name: j.Name, Started: j.LastRunAt, Status: "interrupted",
-			Error: "the process running the job ended before it finished"})
-	}
-	j.NextRunAt = sched.Next(now)
-	j.LastRunAt, j.LastStatus, j.LastError = now, "running", ""
-	return claimed{job: *j, unlock: unlock}, nil
-}
-
-func (s *Scheduler) runLock(id string) (func(), error) {
-	dir := filepath.Join(s.Store.dir, "locks")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	return flock(filepath.Join(dir, id+".lock"), false)
 }
 
 // RunNow runs the job ref names immediately, whatever its schedule (which
 // stays as it is). It fails when the job is running elsewhere.
 func (s *Scheduler) RunNow(ctx context.Context, ref string) (Run, error) {
-	var c claimed
-	err := s.Store.locked(func(all *[]Job) (bool, error) {
-		i, err := find(*all, ref)
-		if err != nil {
-			return false, err
-		}
-		j := &(*all)[i]
-		unlock, err := s.runLock(j.ID)
-		if errors.Is(err, errBusy) {
-			return false, fmt.Errorf("cron job %s (%s) is running in another process; try again when it is done", j.Name, j.ID)
-		}
-		if err != nil {
-			return false, err
-		}
-		j.LastRunAt, j.LastStatus, j.LastError = s.now(), "running", ""
-		c = claimed{job: *j, unlock: unlock}
-		return true, nil
+	now := s.now()
+	cs, err := s.Store.Claim(now, ref, func(j *Job) error {
+		j.LastRunAt, j.LastStatus, j.LastError = now, "running", ""
+		return nil
 	})
 	if err != nil {
 		return Run{}, err
 	}
-	return s.runAll(ctx, []claimed{c})[0], nil
+	if len(cs) != 1 {
+		for _, c := range cs {
+			c.Release()
+		}
+		return Run{}, fmt.Errorf("cron job %q: claimed %d jobs, want 1", ref, len(cs))
+	}
+	return s.runAll(ctx, cs)[0], nil
 }
 
 // runAll runs the claimed jobs, at most MaxParallel at once, and returns
 // their runs in order.
-func (s *Scheduler) runAll(ctx context.Context, jobs []claimed) []Run {
+func (s *Scheduler) runAll(ctx context.Context, jobs []Claimed) []Run {
 	limit := s.MaxParallel
 	if limit <= 0 {
 		limit = DefaultMaxParallel
@@ -238,8 +187,8 @@ func (s *Scheduler) runAll(ctx context.Context, jobs []claimed) []Run {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			defer c.unlock()
-			runs[i] = s.runOne(ctx, c.job)
+			defer c.Release()
+			runs[i] = s.runOne(ctx, c.Job)
 		}()
 	}
 	wg.Wait()
@@ -309,7 +258,7 @@ func (s *Scheduler) deliver(ctx context.Context, j Job, r *Run, out string) {
 
 // writeOutput writes cron/output/<job id>/<start time>.md.
 func (s *Scheduler) writeOutput(j Job, r Run, out string) (string, error) {
-	dir := filepath.Join(s.Store.dir, "output", j.ID)
+	dir := filepath.Join(s.Store.Dir(), "output", j.ID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
@@ -336,21 +285,24 @@ func (s *Scheduler) record(j Job, r Run) {
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		s.warn(fmt.Sprintf("cron: job %s: recording the run: %v", j.ID, err))
 	}
-	if err := s.Store.appendRun(r); err != nil {
+	if err := s.Store.AppendRun(r); err != nil {
 		s.warn(fmt.Sprintf("cron: job %s: %v", j.ID, err))
 	}
 }
 
-// appendRun appends r as one JSON line to cron/runs.jsonl.
-func (s *Store) appendRun(r Run) error {
+// AppendRun implements Jobs: r is one JSON line of cron/runs.jsonl.
+func (s *Store) AppendRun(r Run) error {
 	b, err := json.Marshal(r)
 	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return err
 	}
 	path := filepath.Join(s.dir, "runs.jsonl")
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
+		return err // *PathError: names the file
 	}
 	defer f.Close()
 	if _, err := f.Write(append(b, '\n')); err != nil {
@@ -411,4 +363,40 @@ func (s *Scheduler) Loop(ctx context.Context, clock Clock, interval time.Duratio
 		case <-clock.After(interval):
 		}
 	}
+}
+
+// Router is a Deliverer whose platforms may be added while it is in use:
+// the gateway hands it to sessions and the ticker before its chat
+// platforms run, then adds each one (Set), replacing the bot-token
+// deliverer of that platform.
+type Router struct {
+	mu sync.RWMutex
+	m  Deliverers
+}
+
+// NewRouter returns a Router starting with the deliverers of base.
+func NewRouter(base Deliverers) *Router {
+	r := &Router{m: Deliverers{}}
+	for name, d := range base {
+		r.m[name] = d
+	}
+	return r
+}
+
+// Set routes platform's deliveries to d.
+func (r *Router) Set(platform string, d Deliverer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.m[platform] = d
+}
+
+// Deliver implements Deliverer.
+func (r *Router) Deliver(ctx context.Context, platform, chatID, threadID, text string) error {
+	r.mu.RLock()
+	d, ok := r.m[platform]
+	r.mu.RUnlock()
+	if !ok {
+		return Deliverers{}.Deliver(ctx, platform, chatID, threadID, text) // the error naming the variable
+	}
+	return d.Deliver(ctx, platform, chatID, threadID, text)
 }

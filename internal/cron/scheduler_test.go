@@ -104,7 +104,7 @@ func newTestScheduler(t *testing.T, clock *fakeClock) (*Scheduler, *countingRun)
 	return &Scheduler{Store: st, Run: cr.run, Warn: func(m string) { t.Log(m) }}, cr
 }
 
-func mustAdd(t *testing.T, st *Store, j Job) Job {
+func mustAdd(t *testing.T, st Jobs, j Job) Job {
 	t.Helper()
 	j, err := st.Add(j)
 	if err != nil {
@@ -279,7 +279,7 @@ func TestLoopTicksOnTheInjectedClock(t *testing.T) {
 	// still recording at 08:10, the 08:10 claim was skipped as a run
 	// still going (never twice at once), and the test waited in vain.
 	ended := func() bool {
-		unlock, err := s.runLock(job.ID)
+		unlock, err := s.Store.(*Store).runLock(job.ID)
 		if err != nil {
 			return false
 		}

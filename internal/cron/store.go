@@ -62,6 +62,8 @@ func (j Job) Status() string {
 // ErrNotFound is returned for a job id or name no job has.
 var ErrNotFound = errors.New("no such cron job (see `hermes cron list`)")
 
+var _ Jobs = (*Store)(nil)
+
 // Store keeps the jobs of one HERMES_HOME. Every change is a
 // read-modify-write of jobs.json under an exclusive flock(2) on
 // cron/.jobs.lock, replacing the file atomically (mode 0600), so processes
@@ -83,6 +85,9 @@ func NewStore(home string, now func() time.Time) *Store {
 // Dir is HERMES_HOME/cron.
 func (s *Store) Dir() string { return s.dir }
 
+// Now is the store's clock.
+func (s *Store) Now() time.Time { return s.now() }
+
 func (s *Store) jobsPath() string { return filepath.Join(s.dir, "jobs.json") }
 
 // List returns the jobs sorted by creation time.
@@ -99,7 +104,7 @@ func (s *Store) List() ([]Job, error) {
 func (s *Store) Get(ref string) (Job, error) {
 	var out Job
 	err := s.locked(func(jobs *[]Job) (bool, error) {
-		i, err := find(*jobs, ref)
+		i, err := Find(*jobs, ref)
 		if err == nil {
 			out = (*jobs)[i]
 		}
@@ -108,30 +113,16 @@ func (s *Store) Get(ref string) (Job, error) {
 	return out, err
 }
 
-// Add validates j (schedule, deliver, prompt), gives it an id, creation
-// and first run time, and stores it. A Deliver of "" means "local", or
-// "origin" when the job has an Origin.
+// Add implements Jobs.
 func (s *Store) Add(j Job) (Job, error) {
-	if j.Deliver == "" {
-		j.Deliver = "local"
-		if j.Origin != "" {
-			j.Deliver = "origin"
-		}
-	}
-	if err := j.validate(); err != nil {
+	j, err := Prepare(j, s.now())
+	if err != nil {
 		return Job{}, err
 	}
-	sched, _ := ParseSchedule(j.Schedule)
-	j.ID = newID()
-	j.CreatedAt = s.now()
-	j.NextRunAt = FirstRun(sched, j.CreatedAt)
-	if j.Name == "" {
-		j.Name = defaultName(j.Prompt)
-	}
-	err := s.locked(func(jobs *[]Job) (bool, error) {
+	err = s.locked(func(jobs *[]Job) (bool, error) {
 		for _, o := range *jobs {
 			if o.Name == j.Name {
-				return false, fmt.Errorf("a cron job named %q exists (id %s); pick another --name or edit it", j.Name, o.ID)
+				return false, NameTaken(o)
 			}
 		}
 		*jobs = append(*jobs, j)
@@ -140,26 +131,17 @@ func (s *Store) Add(j Job) (Job, error) {
 	return j, err
 }
 
-// Update applies fn to the job ref names and stores the result after
-// validating it; a changed schedule recomputes the next run from now.
+// Update implements Jobs.
 func (s *Store) Update(ref string, fn func(*Job) error) (Job, error) {
 	var out Job
 	err := s.locked(func(jobs *[]Job) (bool, error) {
-		i, err := find(*jobs, ref)
+		i, err := Find(*jobs, ref)
 		if err != nil {
 			return false, err
 		}
-		j := (*jobs)[i]
-		before := j.Schedule
-		if err := fn(&j); err != nil {
+		j, err := Apply((*jobs)[i], fn, s.now())
+		if err != nil {
 			return false, err
-		}
-		if err := j.validate(); err != nil {
-			return false, err
-		}
-		if j.Schedule != before {
-			sched, _ := ParseSchedule(j.Schedule)
-			j.NextRunAt = FirstRun(sched, s.now())
 		}
 		(*jobs)[i], out = j, j
 		return true, nil
@@ -171,7 +153,7 @@ func (s *Store) Update(ref string, fn func(*Job) error) (Job, error) {
 func (s *Store) Remove(ref string) (Job, error) {
 	var out Job
 	err := s.locked(func(jobs *[]Job) (bool, error) {
-		i, err := find(*jobs, ref)
+		i, err := Find(*jobs, ref)
 		if err != nil {
 			return false, err
 		}
@@ -180,6 +162,84 @@ func (s *Store) Remove(ref string) (Job, error) {
 		return true, nil
 	})
 	return out, err
+}
+
+// Claim implements Jobs: under the store's lock, each job's run lock an
+// exclusive flock(2) on cron/locks/<id>.lock, which goes with the process
+// holding it (a crashed run never leaves it stale).
+func (s *Store) Claim(now time.Time, ref string, take func(*Job) error) ([]Claimed, error) {
+	var out []Claimed
+	err := s.locked(func(all *[]Job) (bool, error) {
+		idx, err := claimable(*all, now, ref)
+		if err != nil {
+			return false, err
+		}
+		for _, i := range idx {
+			c, err := s.claimOne(&(*all)[i], take)
+			switch {
+			case err == nil:
+				out = append(out, c)
+			case ref != "" && errors.Is(err, errBusy):
+				return false, RunningError((*all)[i])
+			case ref != "" || !errors.Is(err, errBusy) && !errors.Is(err, errSkipped):
+				return len(out) > 0, err
+			}
+		}
+		return len(out) > 0, nil
+	})
+	if err != nil {
+		for _, c := range out {
+			c.Release()
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+// claimable returns the indexes of the jobs Claim considers: the one ref
+// names, or those due at now when ref is "".
+func claimable(all []Job, now time.Time, ref string) ([]int, error) {
+	if ref != "" {
+		i, err := Find(all, ref)
+		if err != nil {
+			return nil, err
+		}
+		return []int{i}, nil
+	}
+	var idx []int
+	for i, j := range all {
+		if j.Due(now) {
+			idx = append(idx, i)
+		}
+	}
+	return idx, nil
+}
+
+// errSkipped marks a job take refused.
+var errSkipped = errors.New("skipped")
+
+// claimOne takes j's run lock and applies take to it (the caller holds
+// the store's lock and writes j back).
+func (s *Store) claimOne(j *Job, take func(*Job) error) (Claimed, error) {
+	unlock, err := s.runLock(j.ID)
+	if err != nil {
+		return Claimed{}, err
+	}
+	c := *j
+	if err := take(&c); err != nil {
+		unlock()
+		return Claimed{}, fmt.Errorf("%w: %w", errSkipped, err)
+	}
+	*j = c
+	return Claimed{Job: c, Release: unlock}, nil
+}
+
+func (s *Store) runLock(id string) (func(), error) {
+	dir := filepath.Join(s.dir, "locks")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return flock(filepath.Join(dir, id+".lock"), false)
 }
 
 // locked runs fn on the jobs under the store's lock and writes them back
@@ -229,8 +289,9 @@ func (s *Store) read() ([]Job, error) {
 	return f.Jobs, nil
 }
 
-// find returns the index of the job whose id, unique id prefix or name is ref.
-func find(jobs []Job, ref string) (int, error) {
+// Find returns the index of the job whose id, unique id prefix or name is
+// ref (ErrNotFound when none; an ambiguous prefix is an error).
+func Find(jobs []Job, ref string) (int, error) {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
 		return -1, fmt.Errorf("give a cron job id or name (see `hermes cron list`)")

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hermes-go/hermes/internal/box"
+	"github.com/hermes-go/hermes/internal/box/cgroup"
 )
 
 // boxControllers are the cgroup controllers box limits need (internal/box
@@ -120,6 +121,9 @@ func checkCgroups(e *Env) Result {
 				Fix: fmt.Sprintf("enable them in the parent's cgroup.subtree_control (echo +%s > <parent>/cgroup.subtree_control), boot with cgroup_enable=%s, or run hermes in a cgroup delegated with memory, pids and cpu",
 					missing[0], missing[0])}
 		}
+		if r, failed := probeBoxCgroup(e); failed {
+			return r
+		}
 		return Result{Status: OK, Name: "cgroup controllers", Detail: "cgroup v2 at " + root + ": memory, pids, cpu"}
 	}
 	if _, err := os.Stat(root); err != nil {
@@ -135,7 +139,33 @@ func checkCgroups(e *Env) Result {
 		return Result{Status: Fail, Name: "cgroup controllers", Detail: "cgroup v1 at " + root + " lacks " + strings.Join(missing, ", "),
 			Fix: "mount the v1 controllers under " + root + " or boot with cgroup v2 (systemd.unified_cgroup_hierarchy=1)"}
 	}
+	if r, failed := probeBoxCgroup(e); failed {
+		return r
+	}
 	return Result{Status: OK, Name: "cgroup controllers", Detail: "cgroup v1 at " + root + ": memory, pids, cpu"}
+}
+
+// probeBoxCgroup creates and removes a box cgroup as this user
+// (Env.CgroupProbe, else box.ProbeCgroup on the real /sys/fs/cgroup):
+// the controllers being there does not mean this user may use them (a
+// non-root user on cgroup v1, or on v2 outside a delegated subtree).
+func probeBoxCgroup(e *Env) (Result, bool) {
+	probe := e.CgroupProbe
+	if probe == nil {
+		if e.CgroupRoot != "" {
+			return Result{}, false // a fake root: nothing real to try
+		}
+		probe = box.ProbeCgroup
+	}
+	if err := probe(); err != nil {
+		r := Result{Status: Fail, Name: "cgroup controllers", Detail: "boxes cannot create their cgroup: " + err.Error(),
+			Fix: "run hermes as root; on cgroup v2 a delegated subtree also works (systemd-run --user --scope -p Delegate=yes hermes …); on cgroup v1 only root can"}
+		if pe := (*cgroup.PrivilegeError)(nil); errors.As(err, &pe) {
+			r.Detail, r.Fix = "boxes cannot create their cgroup: "+pe.Err.Error(), pe.Fix
+		}
+		return r, true
+	}
+	return Result{}, false
 }
 
 func checkSeccomp(e *Env) Result {

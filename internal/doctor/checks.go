@@ -13,6 +13,7 @@ import (
 	_ "modernc.org/sqlite" // the pure-Go "sqlite" driver, as internal/store uses
 
 	"github.com/hermes-go/hermes/internal/config"
+	"github.com/hermes-go/hermes/internal/database"
 	"github.com/hermes-go/hermes/internal/llm/providers"
 	"github.com/hermes-go/hermes/internal/store"
 )
@@ -110,7 +111,14 @@ func modeResult(e *Env, name, path string, mode, bad, want os.FileMode) Result {
 
 // checkStore: state.db passes PRAGMA quick_check and is in WAL mode. The
 // database is opened read-only, so a doctor run never migrates or locks it.
+// With database.backend: postgres there is no state.db to check (the
+// database check reports on PostgreSQL).
 func checkStore(ctx context.Context, e *Env) []Result {
+	if e.Config != nil {
+		if b, err := database.BackendOf(e.Config.Config.Database); err == nil && b == database.Postgres {
+			return nil
+		}
+	}
 	path := filepath.Join(e.Home, store.FileName)
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return []Result{{Status: OK, Name: "state.db", Detail: path + " not created yet (the first chat creates it)"}}

@@ -72,6 +72,9 @@ type Env struct {
 	Timeout time.Duration
 	// CgroupRoot is the cgroup filesystem root ("" = /sys/fs/cgroup).
 	CgroupRoot string
+	// CgroupProbe creates and removes a box cgroup as this user (nil:
+	// box.ProbeCgroup when CgroupRoot is "", else no probe).
+	CgroupProbe func() error
 	// ProcRoot is procfs ("" = /proc).
 	ProcRoot string
 	// Geteuid returns the effective user id (nil: os.Geteuid).

@@ -3,11 +3,13 @@ package doctor
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/hermes-go/hermes/internal/box/cgroup"
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
 )
@@ -264,5 +266,33 @@ func TestLocalProcessIsolation(t *testing.T) {
 	e.Geteuid = func() int { return 0 }
 	if got := find(t, Run(context.Background(), e, Checks()), "local process isolation"); got.Status != OK {
 		t.Fatalf("root: want ✓, got %+v", got)
+	}
+}
+
+// Controllers being mounted is not enough: a user the kernel refuses a
+// box cgroup (non-root on cgroup v1, v2 outside a delegated subtree) gets
+// ✗ with the probe's fix, not ✓ and then a failing box exec.
+func TestCgroupProbeRefusedFails(t *testing.T) {
+	root := t.TempDir()
+	for _, c := range []string{"memory", "pids", "cpu"} {
+		if err := os.Mkdir(filepath.Join(root, c), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := boxEnv(t, root)
+	e.CgroupProbe = func() error {
+		return &cgroup.PrivilegeError{Err: fmt.Errorf("create cgroup %s/memory/hermes/x: %w", root, os.ErrPermission), Fix: "run hermes as root (sudo hermes …)"}
+	}
+	r := Run(context.Background(), e, Checks())
+	got := find(t, r, "cgroup controllers")
+	if got.Status != Fail || !strings.Contains(got.Detail, "permission denied") || got.Fix != "run hermes as root (sudo hermes …)" {
+		t.Fatalf("want ✗ with the probe's error and fix, got %+v", got)
+	}
+	if !r.Failed() {
+		t.Error("a refused cgroup must count as a problem")
+	}
+	e.CgroupProbe = func() error { return nil }
+	if got := find(t, Run(context.Background(), e, Checks()), "cgroup controllers"); got.Status != OK {
+		t.Fatalf("a probe that succeeds: want ✓, got %+v", got)
 	}
 }

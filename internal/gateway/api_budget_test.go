@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hermes-go/hermes/internal/llm/llmtest"
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // Chunked bodies that stall after their headers each reserve MaxBodyBytes
@@ -32,25 +33,24 @@ func TestAPIServerStalledBodiesDoNotQueueOthers(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n", testKey)
 	}
-	// The stalled bodies reserve as their handlers run; until then a POST
-	// may still get room. Each POST must answer without waiting on them.
-	for i := 0; ; i++ {
-		if i == 200 {
-			t.Fatal("no POST was refused with 503 while stalled bodies held the budget")
-		}
-		req, _ := http.NewRequest("POST", "http://"+api.Addr()+"/v1/chat/completions", strings.NewReader(`{`))
-		req.Header.Set("Authorization", "Bearer "+testKey)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode == http.StatusServiceUnavailable {
-			if res.Header.Get("Retry-After") == "" {
-				t.Fatal("503 without Retry-After")
-			}
-			return
-		}
+	// The stalled bodies reserve as their handlers run. Polling with
+	// POSTs until one was refused raced them (a POST holding its bytes
+	// when the second stalled body reserved got that body refused instead).
+	waitfor.Until(t, "the stalled bodies to hold the whole budget", func() bool {
+		return api.bodies.Held() == 2<<10
+	})
+	req, _ := http.NewRequest("POST", "http://"+api.Addr()+"/v1/chat/completions", strings.NewReader(`{`))
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("status %d with the budget full, want 503", res.StatusCode)
+	}
+	if res.Header.Get("Retry-After") == "" {
+		t.Fatal("503 without Retry-After")
 	}
 }

@@ -2,10 +2,13 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/hermes-go/hermes/internal/llm"
+	"github.com/hermes-go/hermes/internal/responsestore"
 	"github.com/hermes-go/hermes/internal/session"
 )
 
@@ -64,14 +67,16 @@ func (s *APIServer) createResponse(w http.ResponseWriter, r *http.Request) {
 	}
 	key := r.Header.Get(SessionHeader)
 	if req.PreviousResponseID != "" {
-		s.mu.Lock()
-		prev, found := s.responses[req.PreviousResponseID]
-		s.mu.Unlock()
-		if !found {
+		prev, err := s.cfg.Responses.Get(r.Context(), req.PreviousResponseID)
+		if errors.Is(err, responsestore.ErrNotFound) {
 			writeAPIError(w, http.StatusNotFound, "not_found", fmt.Sprintf("previous_response_id %q is not a stored response (deleted, expired or never created)", req.PreviousResponseID))
 			return
 		}
-		key = prev.sessionID
+		if err != nil {
+			writeAPIError(w, http.StatusServiceUnavailable, "server_error", "looking up previous_response_id: "+err.Error())
+			return
+		}
+		key = prev.SessionID
 	}
 	if key != "" {
 		conv.History, conv.System = nil, ""
@@ -93,7 +98,10 @@ func (s *APIServer) createResponse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	complete(&resp, newID("msg_"), final.Text, final.Result.Usage)
-	s.store(resp, sess.ID())
+	if err := s.store(r.Context(), resp, sess.ID()); err != nil {
+		writeAPIError(w, http.StatusInternalServerError, "server_error", err.Error())
+		return
+	}
 	writeJSON(w, http.StatusOK, resp)
 }
 
@@ -145,39 +153,46 @@ func (s *APIServer) streamResponse(ctx context.Context, w http.ResponseWriter, s
 	emit("response.output_item.done", map[string]any{"output_index": 0,
 		"item": messageItem(msgID, "completed", []map[string]any{outputText(final.Text)})})
 	complete(&resp, msgID, final.Text, final.Result.Usage)
-	s.store(resp, sess.ID())
+	if err := s.store(ctx, resp, sess.ID()); err != nil {
+		resp.Status = "failed"
+		resp.Error = map[string]any{"code": "server_error", "message": err.Error()}
+		emit("response.failed", map[string]any{"response": resp})
+		return
+	}
 	emit("response.completed", map[string]any{"response": resp})
 }
 
-// store keeps resp for previous_response_id, forgetting the oldest past the bound.
-func (s *APIServer) store(resp responseObject, sessionID string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.responses[resp.ID] = storedResponse{sessionID: sessionID, body: resp}
-	s.order = append(s.order, resp.ID)
-	for len(s.responses) > s.cfg.MaxStoredResponses && len(s.order) > 0 {
-		delete(s.responses, s.order[0])
-		s.order = s.order[1:]
+// store keeps resp for previous_response_id and GET /v1/responses/{id}.
+func (s *APIServer) store(ctx context.Context, resp responseObject, sessionID string) error {
+	body, err := json.Marshal(resp)
+	if err != nil {
+		return err
 	}
+	return s.cfg.Responses.Put(ctx, responsestore.Response{ID: resp.ID, SessionID: sessionID, Body: body})
 }
 
 func (s *APIServer) getResponse(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	stored, ok := s.responses[r.PathValue("id")]
-	s.mu.Unlock()
-	if !ok {
+	stored, err := s.cfg.Responses.Get(r.Context(), r.PathValue("id"))
+	if errors.Is(err, responsestore.ErrNotFound) {
 		writeAPIError(w, http.StatusNotFound, "not_found", fmt.Sprintf("response %q not found", r.PathValue("id")))
 		return
 	}
-	writeJSON(w, http.StatusOK, stored.body)
+	if err != nil {
+		writeAPIError(w, http.StatusServiceUnavailable, "server_error", err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(stored.Body)
 }
 
 func (s *APIServer) deleteResponse(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	s.mu.Lock()
-	_, ok := s.responses[id]
-	delete(s.responses, id)
-	s.mu.Unlock()
+	ok, err := s.cfg.Responses.Delete(r.Context(), id)
+	if err != nil {
+		writeAPIError(w, http.StatusServiceUnavailable, "server_error", err.Error())
+		return
+	}
 	if !ok {
 		writeAPIError(w, http.StatusNotFound, "not_found", fmt.Sprintf("response %q not found", id))
 		return

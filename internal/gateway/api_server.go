@@ -20,10 +20,10 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hermes-go/hermes/internal/httpguard"
+	"github.com/hermes-go/hermes/internal/responsestore"
 	"github.com/hermes-go/hermes/internal/session"
 )
 
@@ -44,8 +44,14 @@ type APIServerConfig struct {
 	// TurnTimeout bounds one answer (default 10 minutes).
 	TurnTimeout time.Duration
 	// MaxStoredResponses bounds the responses kept for previous_response_id
-	// (default 1000; the oldest are forgotten).
+	// in memory when Responses is nil (default 1000; the oldest are
+	// forgotten).
 	MaxStoredResponses int
+	// Responses keeps the Responses API objects (nil = in this process's
+	// memory, bounded by MaxStoredResponses). With database.backend
+	// postgres it is the database's table, so any replica resolves any
+	// previous_response_id (database.Responses).
+	Responses responsestore.Store
 	// AllowedOrigins are the browser origins ("https://chat.example.com")
 	// whose pages may call the API (API_SERVER_CORS_ORIGINS); a request
 	// carrying any other Origin header is refused. Without this a web page
@@ -89,15 +95,6 @@ type APIServer struct {
 	srv    *http.Server
 	ln     net.Listener
 	bodies *httpguard.Budget
-
-	mu        sync.Mutex
-	responses map[string]storedResponse
-	order     []string
-}
-
-type storedResponse struct {
-	sessionID string
-	body      responseObject
 }
 
 // NewAPIServer checks cfg and binds the listener. It refuses a
@@ -118,6 +115,9 @@ func NewAPIServer(rt *session.Runtime, cfg APIServerConfig) (*APIServer, error) 
 	if cfg.MaxStoredResponses <= 0 {
 		cfg.MaxStoredResponses = 1000
 	}
+	if cfg.Responses == nil {
+		cfg.Responses = responsestore.NewMemory(cfg.MaxStoredResponses)
+	}
 	if cfg.MaxBodyBytesInFlight <= 0 {
 		cfg.MaxBodyBytesInFlight = 16 * cfg.MaxBodyBytes
 	}
@@ -132,7 +132,7 @@ func NewAPIServer(rt *session.Runtime, cfg APIServerConfig) (*APIServer, error) 
 	if err != nil {
 		return nil, fmt.Errorf("API server: listening on %s:%d (API_SERVER_HOST, API_SERVER_PORT): %w", cfg.Host, cfg.Port, err)
 	}
-	s := &APIServer{cfg: cfg, rt: rt, ln: ln, responses: map[string]storedResponse{}, bodies: httpguard.NewBudget(cfg.MaxBodyBytesInFlight)}
+	s := &APIServer{cfg: cfg, rt: rt, ln: ln, bodies: httpguard.NewBudget(cfg.MaxBodyBytesInFlight)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /v1/models", s.auth(s.models))

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hermes-go/hermes/internal/outbox"
 	"github.com/hermes-go/hermes/internal/session"
 )
 
@@ -153,8 +154,12 @@ type ChatConfig struct {
 	// edited as calls start and end.
 	ToolProgress bool
 	// Home is HERMES_HOME: undelivered replies are kept in
-	// HERMES_HOME/gateway/undelivered-<platform>.json.
+	// HERMES_HOME/gateway/undelivered-<platform>.json unless Undelivered
+	// is set or the session store is PostgreSQL (its delivery_obligations).
 	Home string
+	// Undelivered, when set, is the queue of kept replies (default: the
+	// one internal/database.Outbox chooses for the session store).
+	Undelivered outbox.Queue
 	// Retry is the delivery retry policy (zero = defaults).
 	Retry RetryPolicy
 	// Warn receives one-line messages for the operator.
@@ -189,8 +194,9 @@ type Chat struct {
 	mu      sync.Mutex
 	closing bool     // Run is waiting for the handlers: no new ones
 	threads sync.Map // session keys of threads the bot takes part in
-	out     *outbox
-	locks   chatLocks // per-chat delivery order
+	out     outbox.Queue
+	wake    chan struct{} // a reply was kept
+	locks   chatLocks     // per-chat delivery order
 	answers answerOrder
 	arrived arrivals // per-chat order of messages into the session
 }
@@ -226,11 +232,9 @@ func NewChat(rt *session.Runtime, p Platform, cfg ChatConfig) (*Chat, error) {
 		cfg.Warn(fmt.Sprintf("warning: %s: no user is allowed (set %s_ALLOWED_USERS, GATEWAY_ALLOWED_USERS or GATEWAY_ALLOW_ALL_USERS=true); %s", p.Name(), up, then))
 	}
 	c := &Chat{p: p, rt: rt, cfg: cfg}
-	out, err := openOutbox(cfg.Home, p.Name(), cfg.Now)
-	if err != nil {
+	if err := c.openUndelivered(context.Background()); err != nil {
 		return nil, err
 	}
-	c.out = out
 	return c, nil
 }
 
@@ -259,7 +263,13 @@ func (c *Chat) begin() bool {
 func (c *Chat) Warn(msg string) { c.cfg.Warn(msg) }
 
 // Undelivered is how many replies wait for redelivery.
-func (c *Chat) Undelivered() int { return c.out.len() }
+func (c *Chat) Undelivered() int {
+	n, err := c.out.Len(context.Background(), c.p.Name())
+	if err != nil {
+		c.cfg.Warn(fmt.Sprintf("%s: reading the undelivered replies: %v", c.p.Name(), err))
+	}
+	return n
+}
 
 // Receive takes one received message. Adapters call it on the goroutine
 // that reads the platform's updates, in the platform's order, one message

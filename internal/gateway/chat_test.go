@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,46 +49,20 @@ func TestAuthorizationChain(t *testing.T) {
 	}
 }
 
-func TestOutboxPersistsAndRestartRetriesAtOnce(t *testing.T) {
+// A broken undelivered-replies file stops the start, naming the file,
+// and is left as it is (it holds replies).
+func TestChatRefusesBrokenUndeliveredFile(t *testing.T) {
 	home := t.TempDir()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	o, err := openOutbox(home, "slack", clock)
-	if err != nil {
-		t.Fatal(err)
+	path := filepath.Join(home, "gateway", "undelivered-mem.json")
+	_ = os.MkdirAll(filepath.Dir(path), 0o700)
+	_ = os.WriteFile(path, []byte("{"), 0o600)
+	rt := newRuntime(t, llmtest.NewServer(t), home)
+	_, err := NewChat(rt, &memPlatform{}, ChatConfig{Auth: Authorization{AllowAll: true}})
+	if err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("NewChat with a broken %s = %v; want an error naming it", path, err)
 	}
-	if err := o.add("C1", []OutMessage{{Text: "a"}, {Text: "b"}}, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(home, "gateway", "undelivered-slack.json")
-	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("kept file: %v %v", fi, err)
-	}
-	if len(o.due()) != 0 {
-		t.Fatal("due before its retry time")
-	}
-	o2, err := openOutbox(home, "slack", clock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	due := o2.due()
-	if len(due) != 1 || len(due[0].Parts) != 2 || due[0].Chat != "C1" {
-		t.Fatalf("after restart: %+v", due)
-	}
-	if err := o2.update(due[0].ID, nil, time.Time{}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Fatal("the file stays after everything was delivered")
-	}
-}
-
-func TestOutboxRefusesBrokenFile(t *testing.T) {
-	home := t.TempDir()
-	_ = os.MkdirAll(filepath.Join(home, "gateway"), 0o700)
-	_ = os.WriteFile(filepath.Join(home, "gateway", "undelivered-discord.json"), []byte("{"), 0o600)
-	if _, err := openOutbox(home, "discord", time.Now); err == nil {
-		t.Fatal("a broken file must not be overwritten silently")
+	if b, _ := os.ReadFile(path); string(b) != "{" {
+		t.Fatalf("the broken file was rewritten to %q", b)
 	}
 }
 

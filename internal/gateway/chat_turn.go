@@ -5,74 +5,95 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hermes-go/hermes/internal/approval"
 	"github.com/hermes-go/hermes/internal/session"
 )
 
-// converse runs one message through the session and delivers the answer:
-// a queued acknowledgement, the typing indicator while the turn runs,
-// tool progress, approval prompts, then the answer or the error. entered
-// is called once the message is in the session's queue.
+// converse runs one message through the session (Session.Ask) and
+// delivers the answer: a queued acknowledgement, the typing indicator
+// while the turn runs, tool progress, approval prompts, then the answer
+// or the error. entered is called once the message is in the session's
+// queue (or was refused).
 func (c *Chat) converse(ctx context.Context, chat string, sess *session.Session, text string, entered func()) {
-	sub := sess.Subscribe(session.SubscribeOptions{Approver: true})
-	defer sub.Close()
-	// The answer waits for the chat's earlier answers: two turns of one
-	// session end in order, but their handlers deliver concurrently.
-	unlock := c.locks.lock("send:" + chat)
-	turn, ack, err := c.answers.send(chat, func() (*session.Turn, session.Ack, error) {
-		return sess.Send(ctx, text, session.SendOptions{})
-	})
-	unlock()
-	entered()
-	if err != nil {
-		c.say(ctx, chat, "Sorry, the message was not taken: "+err.Error())
-		return
-	}
-	defer c.answers.done(chat, turn)
-	if ack.Position > 0 {
-		c.say(ctx, chat, fmt.Sprintf("Queued (%d ahead): I'll answer when the current message is done. /stop cancels it.", ack.Position))
-	}
-	events := make(chan session.Event)
-	go func() {
-		defer close(events)
-		for {
-			ev, err := sub.Next(ctx)
+	var turn *session.Turn
+	defer func() {
+		if turn != nil {
+			c.answers.done(chat, turn)
+		}
+	}()
+	typing := c.typingWhileRunning(ctx, chat)
+	defer typing.stop()
+	progress := &statusMessage{chat: chat}
+	last, err := sess.Ask(ctx, text, session.AskOptions{
+		Subscribe: session.SubscribeOptions{Approver: true},
+		Sending: func(send func() (*session.Turn, session.Ack, error)) (*session.Turn, session.Ack, error) {
+			// The answer waits for the chat's earlier answers: two turns
+			// of one session end in order, but their handlers deliver
+			// concurrently.
+			unlock := c.locks.lock("send:" + chat)
+			t, ack, err := c.answers.send(chat, send)
+			unlock()
+			entered()
 			if err != nil {
-				return
+				return t, ack, err
 			}
-			events <- ev
-			if ev.TurnID == turn.ID && (ev.Kind == session.Final || ev.Kind == session.Error) {
+			turn = t
+			if ack.Position > 0 {
+				c.say(ctx, chat, fmt.Sprintf("Queued (%d ahead): I'll answer when the current message is done. /stop cancels it.", ack.Position))
+			}
+			return t, ack, nil
+		},
+	}, func(ev session.Event) {
+		c.onEvent(ctx, chat, ev, progress)
+		if ev.Kind == session.TurnStart {
+			typing.started.Store(true)
+		}
+	})
+	switch {
+	case err != nil && turn == nil:
+		c.say(ctx, chat, "Sorry, the message was not taken: "+err.Error())
+	case err == nil:
+		c.onEvent(ctx, chat, last, progress)
+	}
+}
+
+// typingTicker repeats the chat's typing indicator every
+// ChatConfig.TypingEvery once the turn started, until stop.
+type typingTicker struct {
+	started atomic.Bool
+	quit    chan struct{}
+	ended   chan struct{}
+}
+
+func (c *Chat) typingWhileRunning(ctx context.Context, chat string) *typingTicker {
+	t := &typingTicker{quit: make(chan struct{}), ended: make(chan struct{})}
+	go func() {
+		defer close(t.ended)
+		tick := time.NewTicker(c.cfg.TypingEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				if t.started.Load() {
+					_ = c.p.Typing(ctx, chat)
+				}
+			case <-t.quit:
+				return
+			case <-ctx.Done():
 				return
 			}
 		}
 	}()
-	typing := time.NewTicker(c.cfg.TypingEvery)
-	defer typing.Stop()
-	started := false
-	progress := &statusMessage{chat: chat}
-	for {
-		select {
-		case <-typing.C:
-			if started {
-				_ = c.p.Typing(ctx, chat)
-			}
-		case ev, ok := <-events:
-			if !ok {
-				return
-			}
-			if ev.TurnID != turn.ID {
-				continue
-			}
-			if c.onEvent(ctx, chat, ev, progress) {
-				return
-			}
-			if ev.Kind == session.TurnStart {
-				started = true
-			}
-		}
-	}
+	return t
+}
+
+// stop ends the ticker and waits for its goroutine.
+func (t *typingTicker) stop() {
+	close(t.quit)
+	<-t.ended
 }
 
 // onEvent shows one event of the turn; it reports whether the turn ended.

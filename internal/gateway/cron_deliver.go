@@ -11,6 +11,16 @@ import (
 	"github.com/go-telegram/bot"
 )
 
+// ChatDeliverer delivers cron output and send_message texts through a
+// running chat platform (its retries and undelivered-reply queue): the
+// cron.Deliverer (and tool.Messenger) of a gateway's platform.
+type ChatDeliverer struct{ Chat *Chat }
+
+// Deliver implements cron.Deliverer; the platform argument is the Chat's.
+func (d ChatDeliverer) Deliver(ctx context.Context, _, chatID, threadID, text string) error {
+	return d.Chat.DeliverTo(ctx, chatID, threadID, text)
+}
+
 // TelegramDeliverer sends cron output with the Bot API's sendMessage, in
 // parts within Telegram's 4096-unit limit, waiting out 429 retry_after.
 // It is the cron.Deliverer of `hermes cron tick` outside a running gateway

@@ -118,12 +118,12 @@ func (c *Chat) deliver(ctx context.Context, chat string, m OutMessage) error {
 	parts := splitOut(m, c.p.Limit())
 	unlock := c.lock(chat)
 	defer unlock()
-	if c.out.has(chat) {
-		return c.keep(chat, parts, nil)
+	if c.queued(ctx, chat) {
+		return c.keep(ctx, chat, parts, nil)
 	}
 	for i, part := range parts {
 		if err := c.sendPart(ctx, chat, part); err != nil {
-			return c.keep(chat, parts[i:], err)
+			return c.keep(ctx, chat, parts[i:], err)
 		}
 	}
 	return nil
@@ -138,8 +138,8 @@ func splitOut(m OutMessage, limit int) []OutMessage {
 }
 
 // keep puts parts into the undelivered queue and tells the operator.
-func (c *Chat) keep(chat string, parts []OutMessage, cause error) error {
-	if err := c.out.add(chat, parts, c.cfg.Retry.Base); err != nil {
+func (c *Chat) keep(ctx context.Context, chat string, parts []OutMessage, cause error) error {
+	if err := c.add(ctx, chat, parts, c.cfg.Retry.Base); err != nil {
 		c.cfg.Warn(fmt.Sprintf("%s: a reply to chat %s could not be delivered (%v) nor kept for later: %v", c.p.Name(), chat, cause, err))
 		return err
 	}

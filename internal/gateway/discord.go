@@ -45,6 +45,11 @@ type DiscordConfig struct {
 	IgnoreUnknownDMs bool
 	// Warn receives one-line messages for the operator.
 	Warn func(string)
+	// Lease, when set (replicas on one PostgreSQL database), elects the
+	// one replica that keeps a gateway connection: Discord sends every
+	// event to each connection of a bot, so two replicas would answer
+	// each message twice. nil connects at once, as one process does.
+	Lease Lease
 }
 
 // Discord serves the session runtime to Discord (an adapter on the chat
@@ -150,7 +155,17 @@ func (d *Discord) Run(ctx context.Context) error {
 	chatCtx, stopChat := context.WithCancel(ctx)
 	chatDone := make(chan struct{})
 	go func() { d.chat.Run(chatCtx); close(chatDone) }()
-	err := d.connectLoop(ctx)
+	var err error
+	if d.cfg.Lease != nil {
+		l := &leader{lease: d.cfg.Lease, what: "discord: gateway connection", warn: d.cfg.Warn, now: time.Now}
+		err = l.run(ctx, func(lctx context.Context, _ int64) error {
+			err := d.connectLoop(lctx)
+			_ = d.dg.Close()
+			return err
+		})
+	} else {
+		err = d.connectLoop(ctx)
+	}
 	_ = d.dg.Close()
 	stopChat()
 	<-chatDone

@@ -19,6 +19,13 @@ func newRuntime(t *testing.T, srv *llmtest.Server, home string) *session.Runtime
 	if home == "" {
 		home = t.TempDir()
 	}
+	return newRuntimeWith(t, srv, home, func(*session.Options) {})
+}
+
+// newRuntimeWith is a runtime on the fake model srv in home, with options
+// changed by edit.
+func newRuntimeWith(t *testing.T, srv *llmtest.Server, home string, edit func(*session.Options)) *session.Runtime {
+	t.Helper()
 	work := t.TempDir()
 	cfg := "model:\n  provider: custom\n  default: fake-model\n  base_url: " + srv.URL + "\n" +
 		"terminal:\n  cwd: " + work + "\n" + "compression:\n  enabled: false\napprovals:\n  timeout: 2\n"
@@ -29,9 +36,11 @@ func newRuntime(t *testing.T, srv *llmtest.Server, home string) *session.Runtime
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := session.New(context.Background(), session.Options{Config: loaded, Home: home, UserHome: t.TempDir(),
+	o := session.Options{Config: loaded, Home: home, UserHome: t.TempDir(),
 		Environ: func() []string { return []string{"PATH=/usr/bin:/bin"} }, Platform: "gateway",
-		Warn: func(s string) { t.Log(s) }})
+		Warn: func(s string) { t.Log(s) }}
+	edit(&o)
+	rt, err := session.New(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,189 +5,88 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sync"
 	"time"
 
-	"github.com/hermes-go/hermes/internal/atomicfile"
+	"github.com/hermes-go/hermes/internal/database"
+	"github.com/hermes-go/hermes/internal/outbox"
 )
 
-// outbox is the persistent queue of replies a platform did not take:
-// HERMES_HOME/gateway/undelivered-<platform>.json, rewritten atomically
-// on every change, so a restart delivers what a killed run kept.
-type outbox struct {
-	path string
-	now  func() time.Time
+// claimLease is how long a claimed kept reply is this process's to
+// deliver: a replica that dies mid-retry leaves it to another after this.
+const claimLease = 5 * time.Minute
 
-	mu      sync.Mutex
-	entries []pending
-	seq     int64
-	wake    chan struct{}
-}
-
-// pending is one kept reply (the parts not yet delivered, in order).
-type pending struct {
-	ID       int64        `json:"id"`
-	Chat     string       `json:"chat"`
-	Parts    []OutMessage `json:"parts"`
-	Created  time.Time    `json:"created"`
-	Attempts int          `json:"attempts"`
-	NextAt   time.Time    `json:"next_at"`
-	LastErr  string       `json:"last_error,omitempty"`
-}
-
-func openOutbox(home, platform string, now func() time.Time) (*outbox, error) {
-	o := &outbox{now: now, wake: make(chan struct{}, 1)}
-	if home == "" {
-		return o, nil // no HERMES_HOME (tests of adapters alone): memory only
+// openUndelivered opens the queue of kept replies: cfg.Undelivered, else the
+// one the session store chooses (the database's table on PostgreSQL, else
+// HERMES_HOME/gateway/undelivered-<platform>.json). It reads the queue
+// once, so a broken file stops the start with an error naming it.
+func (c *Chat) openUndelivered(ctx context.Context) error {
+	c.wake = make(chan struct{}, 1)
+	c.out = c.cfg.Undelivered
+	if c.out == nil {
+		c.out = database.Outbox(c.rt.Store(), c.cfg.Home)
 	}
-	o.path = filepath.Join(home, "gateway", "undelivered-"+platform+".json")
-	b, err := os.ReadFile(o.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return o, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading undelivered replies: %w", err)
-	}
-	if err := json.Unmarshal(b, &o.entries); err != nil {
-		return nil, fmt.Errorf("%s is not valid JSON (%v): fix or remove it (it holds replies not yet delivered)", o.path, err)
-	}
-	for i := range o.entries {
-		o.seq = max(o.seq, o.entries[i].ID)
-		o.entries[i].NextAt = time.Time{} // a restart retries at once
-	}
-	return o, nil
-}
-
-// saveLocked writes the queue; o.mu is held.
-func (o *outbox) saveLocked() error {
-	if o.path == "" {
-		return nil
-	}
-	if len(o.entries) == 0 {
-		if err := os.Remove(o.path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		return nil
-	}
-	b, err := json.MarshalIndent(o.entries, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(o.path, b, 0o600)
-}
-
-func (o *outbox) has(chat string) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for _, e := range o.entries {
-		if e.Chat == chat {
-			return true
-		}
-	}
-	return false
-}
-
-func (o *outbox) len() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return len(o.entries)
-}
-
-func (o *outbox) add(chat string, parts []OutMessage, wait time.Duration) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.seq++
-	now := o.now()
-	o.entries = append(o.entries, pending{ID: o.seq, Chat: chat, Parts: parts, Created: now, NextAt: now.Add(wait)})
-	err := o.saveLocked()
-	select {
-	case o.wake <- struct{}{}:
-	default:
-	}
+	_, err := c.out.Len(ctx, c.p.Name())
 	return err
 }
 
-// due returns the first kept reply of each chat whose retry time came.
-func (o *outbox) due() []pending {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	now := o.now()
-	seen := map[string]bool{}
-	var out []pending
-	for _, e := range o.entries {
-		if seen[e.Chat] {
-			continue
-		}
-		seen[e.Chat] = true
-		if !e.NextAt.After(now) {
-			out = append(out, e)
-		}
+// queued reports whether chat has kept replies (an error counts as yes:
+// a new reply goes behind them rather than ahead).
+func (c *Chat) queued(ctx context.Context, chat string) bool {
+	has, err := c.out.Has(ctx, c.p.Name(), chat)
+	if err != nil {
+		c.cfg.Warn(fmt.Sprintf("%s: reading the undelivered replies: %v", c.p.Name(), err))
+		return true
 	}
-	return out
+	return has
 }
 
-// next is when the earliest kept reply is due (zero when none is kept).
-func (o *outbox) next() time.Time {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	var t time.Time
-	for _, e := range o.entries {
-		if t.IsZero() || e.NextAt.Before(t) {
-			t = e.NextAt
-		}
+// add keeps parts for chat, first retried after wait.
+func (c *Chat) add(ctx context.Context, chat string, parts []OutMessage, wait time.Duration) error {
+	b, err := json.Marshal(parts)
+	if err != nil {
+		return err
 	}
-	return t
-}
-
-// update stores the outcome of a retry of entry id: the parts still
-// undelivered (none removes it) and, on failure, the next retry time.
-func (o *outbox) update(id int64, parts []OutMessage, next time.Time, lastErr error) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for i := range o.entries {
-		e := &o.entries[i]
-		if e.ID != id {
-			continue
-		}
-		if len(parts) == 0 {
-			o.entries = append(o.entries[:i], o.entries[i+1:]...)
-		} else {
-			e.Parts, e.NextAt = parts, next
-			e.Attempts++
-			if lastErr != nil {
-				e.LastErr = lastErr.Error()
-			}
-		}
-		return o.saveLocked()
+	now := c.cfg.Now()
+	err = c.out.Add(context.WithoutCancel(ctx), c.p.Name(), chat, b, now, now.Add(wait))
+	select {
+	case c.wake <- struct{}{}:
+	default:
 	}
-	return nil
+	return err
 }
 
 // retryLoop redelivers kept replies until ctx ends.
 func (c *Chat) retryLoop(ctx context.Context) {
 	for {
 		c.retryDue(ctx)
-		wait := time.Minute
-		if t := c.out.next(); !t.IsZero() {
-			wait = max(t.Sub(c.cfg.Now()), 10*time.Millisecond)
+		wait := time.Minute // replicas sharing a database add without waking us
+		if t, err := c.out.Next(ctx, c.p.Name()); err == nil && !t.IsZero() {
+			wait = min(max(t.Sub(c.cfg.Now()), 10*time.Millisecond), wait)
 		}
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
 			return
-		case <-c.out.wake:
+		case <-c.wake:
 		case <-timer.C:
 		}
 		timer.Stop()
 	}
 }
 
-// retryDue tries each due kept reply once (its parts in order).
+// retryDue claims the due kept replies (each chat's oldest) and tries
+// each once (its parts in order). Claims left when ctx ends run out after
+// claimLease.
 func (c *Chat) retryDue(ctx context.Context) {
-	for _, e := range c.out.due() {
+	due, err := c.out.Claim(ctx, c.p.Name(), c.cfg.Now(), claimLease)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.cfg.Warn(fmt.Sprintf("%s: reading the undelivered replies: %v", c.p.Name(), err))
+		}
+		return
+	}
+	for _, e := range due {
 		if ctx.Err() != nil {
 			return
 		}
@@ -195,10 +94,15 @@ func (c *Chat) retryDue(ctx context.Context) {
 	}
 }
 
-func (c *Chat) retryOne(ctx context.Context, e pending) {
+func (c *Chat) retryOne(ctx context.Context, e outbox.Reply) {
 	unlock := c.lock(e.Chat)
 	defer unlock()
-	parts := e.Parts
+	var parts []OutMessage
+	if err := json.Unmarshal(e.Parts, &parts); err != nil {
+		c.cfg.Warn(fmt.Sprintf("%s: a kept reply to chat %s is not valid JSON and was dropped: %v", c.p.Name(), e.Chat, err))
+		c.settle(ctx, e, nil, time.Time{}, nil)
+		return
+	}
 	var err error
 	for len(parts) > 0 {
 		if _, err = c.p.Send(ctx, e.Chat, parts[0]); err != nil {
@@ -228,10 +132,30 @@ func (c *Chat) retryOne(ctx context.Context, e pending) {
 	if errors.As(err, &ra) {
 		next = now.Add(ra.After)
 	}
-	if uerr := c.out.update(e.ID, parts, next, err); uerr != nil {
-		c.cfg.Warn(fmt.Sprintf("%s: saving the undelivered replies: %v", c.p.Name(), uerr))
-	}
+	c.settle(ctx, e, parts, next, err)
 	if len(parts) == 0 && err == nil {
 		c.cfg.Warn(fmt.Sprintf("%s: a kept reply to chat %s was delivered", c.p.Name(), e.Chat))
+	}
+}
+
+// settle records the outcome of a retry of e: delivered or dropped (no
+// parts left), or the parts still undelivered, retried at next.
+func (c *Chat) settle(ctx context.Context, e outbox.Reply, parts []OutMessage, next time.Time, cause error) {
+	ctx = context.WithoutCancel(ctx) // a stopping gateway still records what it sent
+	var err error
+	if len(parts) == 0 {
+		err = c.out.Ack(ctx, e.Platform, e.ID)
+	} else {
+		var b []byte
+		if b, err = json.Marshal(parts); err == nil {
+			last := ""
+			if cause != nil {
+				last = cause.Error()
+			}
+			err = c.out.Retry(ctx, e.Platform, e.ID, b, next, last)
+		}
+	}
+	if err != nil {
+		c.cfg.Warn(fmt.Sprintf("%s: saving the undelivered replies: %v", c.p.Name(), err))
 	}
 }

@@ -33,6 +33,13 @@ func startSlack(t *testing.T, fake *slacktest.Server, home string, allowed ...st
 
 func startSlackWith(t *testing.T, fake *slacktest.Server, home string, respond func(llmtest.Request) llmtest.Turn, allowed ...string) *slWorld {
 	t.Helper()
+	return startSlackTuned(t, fake, home, respond, nil, allowed...)
+}
+
+// startSlackTuned is startSlackWith with tune applied to the Slack before
+// it runs (its goroutines read what tune changes).
+func startSlackTuned(t *testing.T, fake *slacktest.Server, home string, respond func(llmtest.Request) llmtest.Turn, tune func(*Slack), allowed ...string) *slWorld {
+	t.Helper()
 	srv := llmtest.NewServer(t)
 	srv.SetResponder(respond)
 	rt := newRuntime(t, srv, home)
@@ -45,6 +52,9 @@ func startSlackWith(t *testing.T, fake *slacktest.Server, home string, respond f
 		Warn: func(s string) { t.Log(s) }})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if tune != nil {
+		tune(sl)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &slWorld{fake: fake, sl: sl, done: make(chan error, 1)}
@@ -121,8 +131,8 @@ func TestSlackChannelPerUserThreadShared(t *testing.T) {
 }
 
 func TestSlackLongAnswerInPartsDespite429(t *testing.T) {
-	w := startSlack(t, newSlackFake(t), "", "U7")
-	w.sl.chat.p = limitPlatform{w.sl, 2000} // the answer is 9,000 characters: split it as if Slack's limit were small
+	// The answer is 9,000 characters: split it as if Slack's limit were small.
+	w := startSlackTuned(t, newSlackFake(t), "", chatModel, func(sl *Slack) { sl.chat.p = limitPlatform{sl, 2000} }, "U7")
 	w.fake.FailNext("chat.postMessage", 1)
 	w.fake.SendMessage("U7", "DU7", "", "long")
 	got := w.fake.WaitSent(t, "DU7", 5)
@@ -149,9 +159,9 @@ func TestSlackLongAnswerInPartsDespite429(t *testing.T) {
 
 // Slack's msg_too_long makes the core split the part again.
 func TestSlackTooLongIsSplitAgain(t *testing.T) {
-	w := startSlack(t, newSlackFake(t), "", "U1")
-	w.sl.chat.p = limitPlatform{w.sl, 60000} // as if the limit were wrong
-	text := strings.Repeat("word ", 10000)   // 50,000 characters
+	// As if the limit were wrong.
+	w := startSlackTuned(t, newSlackFake(t), "", chatModel, func(sl *Slack) { sl.chat.p = limitPlatform{sl, 60000} }, "U1")
+	text := strings.Repeat("word ", 10000) // 50,000 characters
 	if err := w.sl.Chat().Deliver(context.Background(), "DU1", text); err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,10 @@ type TelegramConfig struct {
 	IgnoreUnknownDMs bool
 	// Warn receives one-line messages for the operator.
 	Warn func(string)
+	// Lease, when set (replicas on one PostgreSQL database), elects the
+	// one replica that long-polls this bot and keeps its update offset
+	// (see runLeased); nil polls at once, as one process does.
+	Lease Lease
 }
 
 // TelegramLimit is Telegram's message limit, in UTF-16 units.
@@ -56,6 +60,8 @@ type Telegram struct {
 	bot   *bot.Bot
 	chat  *Chat
 	fatal chan error
+	// poll is the client of leased long polling (nil: a default one).
+	poll *http.Client
 }
 
 // NewTelegram connects to the Bot API (getMe checks the token).
@@ -108,22 +114,27 @@ func NewTelegram(ctx context.Context, rt *session.Runtime, cfg TelegramConfig) (
 // Chat is the adapter's chat core (for cron delivery: Chat().Deliver).
 func (t *Telegram) Chat() *Chat { return t.chat }
 
-// Run long-polls until ctx ends or the token is revoked; network errors
-// are retried with backoff by the client library. It waits for the
+// Run long-polls until ctx ends or the token is revoked (with a Lease,
+// only while this replica leads); network errors are retried with backoff. It waits for the
 // handlers of received messages to finish.
 func (t *Telegram) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan struct{})
-	go func() { t.bot.Start(ctx); close(done) }()
+	var err error
+	if t.cfg.Lease != nil {
+		go func() { err = t.runLeased(ctx); close(done) }()
+	} else {
+		go func() { t.bot.Start(ctx); close(done) }()
+	}
 	chatDone := make(chan struct{})
 	go func() { t.chat.Run(ctx); close(chatDone) }()
-	var err error
 	select {
 	case <-done:
-	case err = <-t.fatal:
+	case ferr := <-t.fatal:
 		cancel()
 		<-done
+		err = ferr
 	}
 	cancel()
 	<-chatDone

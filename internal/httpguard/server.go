@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -97,8 +98,9 @@ func (b *timedBody) Read(p []byte) (int, error) {
 // let a few stalled bodies, each holding a large reservation until
 // BodyDeadline ended it (~30 s), queue every other request behind them.
 type Budget struct {
-	max int64
-	sem *semaphore.Weighted
+	max  int64
+	sem  *semaphore.Weighted
+	held atomic.Int64
 }
 
 // ErrBusy is Reserve's error when the budget has no room at once.
@@ -119,8 +121,13 @@ func (b *Budget) Reserve(n int64) (release func(), err error) {
 	if !b.sem.TryAcquire(n) {
 		return nil, ErrBusy
 	}
-	return sync.OnceFunc(func() { b.sem.Release(n) }), nil
+	b.held.Add(n)
+	return sync.OnceFunc(func() { b.held.Add(-n); b.sem.Release(n) }), nil
 }
+
+// Held reports the bytes reserved now (0 to the budget's max). It is a
+// reading, not a promise: a Reserve may fit or fail right after it.
+func (b *Budget) Held() int64 { return b.held.Load() }
 
 // RefuseBusy sets the headers of the 503 answering ErrBusy: Retry-After,
 // and Connection: close, so that net/http does not read the unread body

@@ -73,14 +73,23 @@ func TestBudget(t *testing.T) {
 	} else {
 		r()
 	}
+	if got := b.Held(); got != 8 {
+		t.Fatalf("Held() = %d with 8 bytes reserved", got)
+	}
 	release()
 	release() // a second call frees nothing more
+	if got := b.Held(); got != 0 {
+		t.Fatalf("Held() = %d after the release (released twice)", got)
+	}
 	whole, err := b.Reserve(1 << 40)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Reserve(1); !errors.Is(err, ErrBusy) {
 		t.Fatalf("with the budget spent: err %v, want ErrBusy", err)
+	}
+	if got := b.Held(); got != 10 {
+		t.Fatalf("Held() = %d with the whole budget of 10 reserved", got)
 	}
 	whole()
 	if r, err := b.Reserve(10); err != nil {

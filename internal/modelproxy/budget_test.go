@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // Stalled chunked bodies each reserve MaxBody of the proxy's in-flight
@@ -19,7 +21,7 @@ func TestProxyBoundsBodiesInFlight(t *testing.T) {
 		fmt.Fprint(w, `{}`)
 	}))
 	t.Cleanup(up.Close)
-	_, base := start(t, openAIEndpoint(up.URL))
+	p, base := start(t, openAIEndpoint(up.URL))
 	addr := strings.TrimPrefix(base, "http://")
 	for range DefaultMaxBodyBytesInFlight {
 		c, err := net.Dial("tcp", addr)
@@ -29,26 +31,19 @@ func TestProxyBoundsBodiesInFlight(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n", testToken)
 	}
-	// The stalled bodies reserve as their handlers run; until then a POST
-	// may still get room and go upstream.
-	for i := 0; ; i++ {
-		if i == 200 {
-			t.Fatal("no POST was refused with 503 while stalled bodies held the budget")
-		}
-		req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(`{}`))
-		req.Header.Set("Authorization", "Bearer "+testToken)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode == http.StatusServiceUnavailable {
-			if res.Header.Get("Retry-After") == "" {
-				t.Fatal("503 without Retry-After")
-			}
-			return
-		}
+	// The stalled bodies reserve as their handlers run. Polling with
+	// POSTs until one was refused raced them: a POST that held 2 bytes
+	// when the fourth stalled body reserved made that body the one
+	// refused, and the three left never filled the budget (CI waited 570 s).
+	waitfor.Until(t, "the stalled bodies to hold the whole budget", func() bool {
+		return p.bodies.Held() == DefaultMaxBodyBytesInFlight*p.cfg.MaxBody
+	})
+	refused, _ := post(t, base+"/v1/chat/completions", testToken, `{}`)
+	if refused.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("status %d with the budget full, want 503", refused.StatusCode)
+	}
+	if refused.Header.Get("Retry-After") == "" {
+		t.Fatal("503 without Retry-After")
 	}
 }
 

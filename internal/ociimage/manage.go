@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -99,6 +100,27 @@ func boxesByDigest(home string) map[string][]string {
 	return out
 }
 
+// boxesByRecord gives, for each of recs, the boxes (task ids, sorted) to
+// list under it: a box goes under the name it was created from when that
+// name still holds its digest (a registry ref and an oci-layout path of
+// one image are two rows, each with its own boxes), else under every
+// name that holds its digest.
+func boxesByRecord(recs []*Record, boxes map[string]*BoxImage) [][]string {
+	out := make([][]string, len(recs))
+	for task, u := range boxes {
+		own := slices.IndexFunc(recs, func(r *Record) bool { return r.Ref == u.Ref && r.Digest == u.Digest })
+		for i, r := range recs {
+			if (own >= 0 && i == own) || (own < 0 && r.Digest == u.Digest) {
+				out[i] = append(out[i], task)
+			}
+		}
+	}
+	for _, v := range out {
+		sort.Strings(v)
+	}
+	return out
+}
+
 // ImageInfo is one row of List.
 type ImageInfo struct {
 	Record
@@ -119,10 +141,10 @@ func (s *Store) List(home string) ([]ImageInfo, error) {
 			users[l.DiffID]++
 		}
 	}
-	boxes := boxesByDigest(home)
+	boxes := boxesByRecord(recs, boxImages(home))
 	out := make([]ImageInfo, 0, len(recs))
-	for _, r := range recs {
-		info := ImageInfo{Record: *r, Bytes: r.Bytes(), Boxes: boxes[r.Digest]}
+	for i, r := range recs {
+		info := ImageInfo{Record: *r, Bytes: r.Bytes(), Boxes: boxes[i]}
 		for _, l := range r.Layers {
 			if users[l.DiffID] == 1 {
 				info.UniqueBytes += l.Bytes

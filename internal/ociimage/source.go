@@ -27,6 +27,9 @@ const (
 	sourceRegistry sourceKind = "registry" // registry/repo:tag or @sha256:
 	sourceLayout   sourceKind = "oci-layout"
 	sourceTarball  sourceKind = "docker-archive" // `docker save` output
+	// sourceOCIArchive is a tar of an OCI layout (podman save --format
+	// oci-archive, buildx type=oci), unpacked to a temporary layout.
+	sourceOCIArchive sourceKind = "oci-archive"
 )
 
 // source is a parsed image spec.
@@ -35,6 +38,8 @@ type source struct {
 	key  string         // canonical name the Record is stored under
 	ref  name.Reference // registry only
 	path string         // layout dir or tarball, absolute
+	// layoutDir is where Pull unpacked an oci-archive (read as a layout).
+	layoutDir string
 }
 
 // IsSpec reports whether terminal.box_image value spec names an OCI
@@ -56,7 +61,7 @@ func IsSpec(spec string) bool {
 		if fi.IsDir() {
 			return isLayoutDir(spec)
 		}
-		return fi.Mode().IsRegular() && isDockerArchive(spec)
+		return fi.Mode().IsRegular() && (isDockerArchive(spec) || isOCIArchive(spec))
 	}
 	if strings.HasPrefix(spec, "/") || strings.HasPrefix(spec, ".") {
 		return false
@@ -79,6 +84,21 @@ func isLayoutDir(dir string) bool {
 // archive never has (a root filesystem's usr/, etc/... or a path four
 // levels deep), so a rootfs tarball costs a few reads.
 func isDockerArchive(file string) bool {
+	return tarHasTopEntry(file, "manifest.json", func(name string) bool {
+		top, _, _ := strings.Cut(name, "/")
+		switch top {
+		case "bin", "etc", "usr", "lib", "sbin", "var", "lib64", "root", "home", "opt":
+			return false
+		}
+		return strings.Count(strings.TrimSuffix(name, "/"), "/") < 3
+	})
+}
+
+// tarHasTopEntry reports whether the uncompressed tar file has an entry
+// named want (a leading "./" ignored) among its first 10,000 headers,
+// stopping at the first entry for which may reports false (an entry the
+// format never has). Only headers are read.
+func tarHasTopEntry(file, want string, may func(name string) bool) bool {
 	f, err := os.Open(file)
 	if err != nil {
 		return false
@@ -91,15 +111,10 @@ func isDockerArchive(file string) bool {
 			return false
 		}
 		name := strings.TrimPrefix(hdr.Name, "./")
-		if name == "manifest.json" {
+		if name == want {
 			return true
 		}
-		top, _, _ := strings.Cut(name, "/")
-		switch top {
-		case "bin", "etc", "usr", "lib", "sbin", "var", "lib64", "root", "home", "opt":
-			return false
-		}
-		if strings.Count(strings.TrimSuffix(name, "/"), "/") >= 3 {
+		if !may(name) {
 			return false
 		}
 	}
@@ -110,9 +125,10 @@ func isDockerArchive(file string) bool {
 // podman) and Docker that name a local image by path: the key hermes
 // stores an image under (Record.Ref) starts with one of them, so
 // `image ls` output can be pasted back as a spec.
-var transportPrefixes = map[string]sourceKind{"docker-archive:": sourceTarball, "oci-layout:": sourceLayout, "oci:": sourceLayout}
+var transportPrefixes = map[string]sourceKind{"docker-archive:": sourceTarball, "oci-layout:": sourceLayout, "oci:": sourceLayout,
+	"oci-archive:": sourceOCIArchive}
 
-// cutTransport splits a docker-archive:PATH, oci-layout:PATH or oci:PATH
+// cutTransport splits a docker-archive:PATH, oci-archive:PATH, oci-layout:PATH or oci:PATH
 // spec into its kind and path.
 func cutTransport(spec string) (sourceKind, string, bool) {
 	for prefix, kind := range transportPrefixes {
@@ -149,8 +165,10 @@ func parseSource(spec string, insecure []string) (source, error) {
 			return source{kind: sourceLayout, key: "oci-layout:" + abs, path: abs}, nil
 		case fi.Mode().IsRegular() && isDockerArchive(abs):
 			return source{kind: sourceTarball, key: "docker-archive:" + abs, path: abs}, nil
+		case fi.Mode().IsRegular() && isOCIArchive(abs):
+			return source{kind: sourceOCIArchive, key: "oci-archive:" + abs, path: abs}, nil
 		}
-		return source{}, fmt.Errorf("image %q is a path but neither an OCI image layout directory (no oci-layout file) nor a `docker save` tarball (no manifest.json)", spec)
+		return source{}, fmt.Errorf("image %q is a path but neither an OCI image layout directory (no oci-layout file), an OCI archive (a tar with oci-layout at its top) nor a `docker save` tarball (no manifest.json)", spec)
 	}
 	var opts []name.Option
 	if ref, err := name.ParseReference(spec); err == nil && listed(ref.Context().RegistryStr(), insecure) {
@@ -215,8 +233,12 @@ func (e *PlatformError) Error() string {
 // must be for want.
 func openImage(ctx context.Context, src source, want v1.Platform, ropts []remote.Option) (v1.Image, error) {
 	switch src.kind {
-	case sourceLayout:
-		lp, err := layout.FromPath(src.path)
+	case sourceLayout, sourceOCIArchive:
+		dir := src.path
+		if src.kind == sourceOCIArchive {
+			dir = src.layoutDir
+		}
+		lp, err := layout.FromPath(dir)
 		if err != nil {
 			return nil, fmt.Errorf("OCI layout %s: %w", src.path, err)
 		}
@@ -349,7 +371,7 @@ func registryError(ctx context.Context, ref name.Reference, err error) error {
 
 // CanonicalRef returns the name spec's image is stored under (Record.Ref):
 // the full reference (docker.io/library/busybox:latest for busybox:latest)
-// or oci-layout:/docker-archive: and the absolute path.
+// or oci-layout:/oci-archive:/docker-archive: and the absolute path.
 func CanonicalRef(spec string) (string, error) {
 	src, err := parseSource(spec, nil)
 	return src.key, err

@@ -87,7 +87,7 @@ func (s *Store) refsDir() string   { return filepath.Join(s.dir, "refs") }
 // Record is refs/<key>.json: one pulled image.
 type Record struct {
 	Ref      string        `json:"ref"`    // canonical reference or oci-layout:/docker-archive: path
-	Source   string        `json:"source"` // registry, oci-layout or docker-archive
+	Source   string        `json:"source"` // registry, oci-layout, oci-archive or docker-archive
 	Digest   string        `json:"digest"` // manifest digest
 	Platform string        `json:"platform"`
 	Layers   []RecordLayer `json:"layers"` // bottom first, as in the manifest
@@ -212,6 +212,17 @@ func (s *Store) Pull(ctx context.Context, spec string) (*Record, error) {
 	if s.opts.Platform != nil {
 		want = *s.opts.Platform
 	}
+	if src.kind == sourceOCIArchive {
+		dir, err := os.MkdirTemp(s.dir, ".oci-archive-")
+		if err != nil {
+			return nil, fmt.Errorf("image store: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		if err := extractOCIArchive(src.path, dir); err != nil {
+			return nil, fmt.Errorf("image %s: %w", src.key, err)
+		}
+		src.layoutDir = dir
+	}
 	ropts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc),
 		remote.WithTransport(newTransport(s.opts.stallTimeout(), s.opts.Insecure)), remote.WithPlatform(want)}
 	img, err := openImage(ctx, src, want, ropts)
@@ -302,6 +313,16 @@ func (s *Store) Lookup(spec string) (*Record, error) {
 		}
 	}
 	return rec, nil
+}
+
+// Ensure pulls spec unless Lookup finds it complete in the store (a
+// registry tag is not checked again once pulled).
+func (s *Store) Ensure(ctx context.Context, spec string) error {
+	_, err := s.Lookup(spec)
+	if errors.Is(err, fs.ErrNotExist) {
+		_, err = s.Pull(ctx, spec)
+	}
+	return err
 }
 
 func (s *Store) readRecord(path string) (*Record, error) {

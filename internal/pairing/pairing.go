@@ -5,10 +5,13 @@
 // hour; one request per user per 10 minutes; at most 3 pending per
 // platform; 5 failed approvals lock approving for an hour.
 //
-// State lives in HERMES_HOME/pairing/ (files 0600, written atomically):
-// <platform>-pending.json, <platform>-approved.json and _rate_limits.json.
-// Every change is a read-modify-write under an exclusive flock(2) on
-// pairing/.lock, so the gateway and the CLI may change it at once.
+// State is three kinds of JSON documents: <platform>-pending.json,
+// <platform>-approved.json and _rate_limits.json, kept by a Docs: Files,
+// in HERMES_HOME/pairing/ (database.backend: sqlite), or the
+// pairing_state table of internal/store/postgres (database.backend:
+// postgres), which every replica shares. Every change is a
+// read-modify-write under the Docs' exclusive lock, so the gateway and
+// the CLI (and every replica) may change it at once.
 package pairing
 
 import (
@@ -17,14 +20,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/hermes-go/hermes/internal/atomicfile"
-	"golang.org/x/sys/unix"
 )
 
 // Limits (Hermes Agent's).
@@ -68,20 +66,27 @@ type failures struct {
 	LockedUntil time.Time `json:"locked_until,omitzero"`
 }
 
-// Store is the pairing state of one HERMES_HOME.
+// Store is the pairing state of one HERMES_HOME, or of every replica on
+// one database: the rules here, the documents in its Docs.
 type Store struct {
-	dir  string
+	docs Docs
 	now  func() time.Time
 	rand io.Reader
 }
 
-// New returns the store of HERMES_HOME home; now is the clock (nil =
-// time.Now).
+// New returns the store of HERMES_HOME home (files under home/pairing);
+// now is the clock (nil = time.Now).
 func New(home string, now func() time.Time) *Store {
+	return NewWith(NewFiles(home), now)
+}
+
+// NewWith returns a store keeping its documents in docs (the database's
+// with database.backend postgres).
+func NewWith(docs Docs, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{dir: filepath.Join(home, "pairing"), now: now, rand: rand.Reader}
+	return &Store{docs: docs, now: now, rand: rand.Reader}
 }
 
 // ErrUnknownCode: no pending request has the code (or it expired).
@@ -91,12 +96,12 @@ var ErrUnknownCode = errors.New("no pending pairing request has this code (codes
 // the user asked less than RequestEvery ago or MaxPending requests wait
 // already: the gateway then stays silent.
 func (s *Store) Request(platform, user, name string) (code string, err error) {
-	err = s.locked(func() error {
-		pending, err := s.pending(platform)
+	err = s.docs.Update(func(tx Tx) error {
+		pending, err := s.pending(tx, platform)
 		if err != nil {
 			return err
 		}
-		lim, err := s.limits()
+		lim, err := s.limits(tx)
 		if err != nil {
 			return err
 		}
@@ -118,10 +123,10 @@ func (s *Store) Request(platform, user, name string) (code string, err error) {
 		}
 		pending[code] = Request{UserID: user, UserName: name, Created: now}
 		lim.Requests[key] = now
-		if err := s.write(platform+"-pending.json", pending); err != nil {
+		if err := s.write(tx, platform+"-pending.json", pending); err != nil {
 			return err
 		}
-		return s.write("_rate_limits.json", lim)
+		return s.write(tx, "_rate_limits.json", lim)
 	})
 	return code, err
 }
@@ -131,8 +136,9 @@ func (s *Store) Request(platform, user, name string) (code string, err error) {
 func (s *Store) Approve(platform, code string) (Approved, error) {
 	code = strings.ToUpper(strings.TrimSpace(code))
 	var out Approved
-	err := s.locked(func() error {
-		lim, err := s.limits()
+	wrong := false // a wrong code: its failure is counted (committed), then reported
+	err := s.docs.Update(func(tx Tx) error {
+		lim, err := s.limits(tx)
 		if err != nil {
 			return err
 		}
@@ -142,7 +148,7 @@ func (s *Store) Approve(platform, code string) (Approved, error) {
 			return fmt.Errorf("approving %s pairing codes is locked until %s after %d wrong codes", platform,
 				f.LockedUntil.Local().Format("15:04"), MaxFailures)
 		}
-		pending, err := s.pending(platform)
+		pending, err := s.pending(tx, platform)
 		if err != nil {
 			return err
 		}
@@ -153,12 +159,10 @@ func (s *Store) Approve(platform, code string) (Approved, error) {
 				f.Count, f.LockedUntil = 0, now.Add(Lockout)
 			}
 			lim.Failures[platform] = f
-			if err := s.write("_rate_limits.json", lim); err != nil {
-				return err
-			}
-			return fmt.Errorf("%s: %w", code, ErrUnknownCode)
+			wrong = true
+			return s.write(tx, "_rate_limits.json", lim)
 		}
-		approved, err := s.approved(platform)
+		approved, err := s.approved(tx, platform)
 		if err != nil {
 			return err
 		}
@@ -166,14 +170,17 @@ func (s *Store) Approve(platform, code string) (Approved, error) {
 		out = Approved{Platform: platform, UserID: r.UserID, UserName: r.UserName, Approved: now}
 		approved[r.UserID] = out
 		delete(lim.Failures, platform)
-		if err := s.write(platform+"-approved.json", approved); err != nil {
+		if err := s.write(tx, platform+"-approved.json", approved); err != nil {
 			return err
 		}
-		if err := s.write(platform+"-pending.json", pending); err != nil {
+		if err := s.write(tx, platform+"-pending.json", pending); err != nil {
 			return err
 		}
-		return s.write("_rate_limits.json", lim)
+		return s.write(tx, "_rate_limits.json", lim)
 	})
+	if err == nil && wrong {
+		return Approved{}, fmt.Errorf("%s: %w", code, ErrUnknownCode)
+	}
 	return out, err
 }
 
@@ -181,8 +188,8 @@ func (s *Store) Approve(platform, code string) (Approved, error) {
 // user was approved.
 func (s *Store) Revoke(platform, user string) (bool, error) {
 	found := false
-	err := s.locked(func() error {
-		approved, err := s.approved(platform)
+	err := s.docs.Update(func(tx Tx) error {
+		approved, err := s.approved(tx, platform)
 		if err != nil {
 			return err
 		}
@@ -190,20 +197,20 @@ func (s *Store) Revoke(platform, user string) (bool, error) {
 			return nil
 		}
 		delete(approved, user)
-		return s.write(platform+"-approved.json", approved)
+		return s.write(tx, platform+"-approved.json", approved)
 	})
 	return found, err
 }
 
 // ClearPending drops every pending request of platform.
 func (s *Store) ClearPending(platform string) error {
-	return s.locked(func() error { return s.write(platform+"-pending.json", map[string]Request{}) })
+	return s.docs.Update(func(tx Tx) error { return s.write(tx, platform+"-pending.json", map[string]Request{}) })
 }
 
 // IsApproved reports whether user was approved on platform. A broken or
 // unreadable file approves nobody.
 func (s *Store) IsApproved(platform, user string) bool {
-	approved, err := s.approved(platform)
+	approved, err := s.approved(s.docs, platform)
 	if err != nil {
 		return false
 	}
@@ -214,19 +221,15 @@ func (s *Store) IsApproved(platform, user string) bool {
 // List returns the pending requests (unexpired) and the approved users
 // of every platform, sorted.
 func (s *Store) List() ([]Request, []Approved, error) {
-	entries, err := os.ReadDir(s.dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil, nil
-	}
+	names, err := s.docs.Names()
 	if err != nil {
 		return nil, nil, err
 	}
 	var reqs []Request
 	var apps []Approved
-	for _, e := range entries {
-		name := e.Name()
+	for _, name := range names {
 		if p, ok := strings.CutSuffix(name, "-pending.json"); ok {
-			pending, err := s.pending(p)
+			pending, err := s.pending(s.docs, p)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -235,7 +238,7 @@ func (s *Store) List() ([]Request, []Approved, error) {
 				reqs = append(reqs, r)
 			}
 		} else if p, ok := strings.CutSuffix(name, "-approved.json"); ok {
-			approved, err := s.approved(p)
+			approved, err := s.approved(s.docs, p)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -253,9 +256,9 @@ func (s *Store) List() ([]Request, []Approved, error) {
 }
 
 // pending reads platform's unexpired requests.
-func (s *Store) pending(platform string) (map[string]Request, error) {
+func (s *Store) pending(r Reader, platform string) (map[string]Request, error) {
 	m := map[string]Request{}
-	if err := s.read(platform+"-pending.json", &m); err != nil {
+	if err := s.read(r, platform+"-pending.json", &m); err != nil {
 		return nil, err
 	}
 	for code, r := range m {
@@ -266,14 +269,14 @@ func (s *Store) pending(platform string) (map[string]Request, error) {
 	return m, nil
 }
 
-func (s *Store) approved(platform string) (map[string]Approved, error) {
+func (s *Store) approved(r Reader, platform string) (map[string]Approved, error) {
 	m := map[string]Approved{}
-	return m, s.read(platform+"-approved.json", &m)
+	return m, s.read(r, platform+"-approved.json", &m)
 }
 
-func (s *Store) limits() (limits, error) {
+func (s *Store) limits(r Reader) (limits, error) {
 	l := limits{}
-	if err := s.read("_rate_limits.json", &l); err != nil {
+	if err := s.read(r, "_rate_limits.json", &l); err != nil {
 		return l, err
 	}
 	if l.Requests == nil {
@@ -285,44 +288,23 @@ func (s *Store) limits() (limits, error) {
 	return l, nil
 }
 
-func (s *Store) read(name string, v any) error {
-	path := filepath.Join(s.dir, name)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+func (s *Store) read(r Reader, name string, v any) error {
+	b, err := r.Get(name)
+	if err != nil || b == nil {
 		return err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s is not valid JSON (%v): fix or remove it", path, err)
+		return fmt.Errorf("%s is not valid JSON (%v): fix or remove it", s.docs.Where(name), err)
 	}
 	return nil
 }
 
-func (s *Store) write(name string, v any) error {
+func (s *Store) write(tx Tx, name string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(filepath.Join(s.dir, name), append(b, '\n'), 0o600)
-}
-
-// locked runs fn holding the pairing lock.
-func (s *Store) locked(fn func() error) error {
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(filepath.Join(s.dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		return err
-	}
-	defer func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN) }()
-	return fn()
+	return tx.Put(name, append(b, '\n'))
 }
 
 // newCode draws CodeLen characters of Alphabet uniformly (32 divides 256).

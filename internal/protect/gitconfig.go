@@ -26,19 +26,53 @@ import (
 // trailer.*.command, url.*.insteadOf to ext::), a fresh clone's config
 // uses few keys.
 func UnapprovedKeys(data []byte) []string {
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	var out []string
+	parseConfig(data, func(k configKey) {
+		if !approvedKey(k.section, k.sub, k.key, k.value) {
+			v := k.name()
+			if k.hasValue {
+				v += "=" + k.raw
+			}
+			out = append(out, v)
+		}
+	}, func(line int, why, raw string) {
+		out = append(out, fmt.Sprintf("line %d: %s: %s", line, why, quote(raw)))
+	})
+	sort.Strings(out)
+	return out
+}
+
+// configKey is one setting parseConfig read: section and key lower-cased,
+// the subsection as written (lower-cased in the old [section.sub] form),
+// the value unquoted and unescaped, and raw as written after the "=".
+type configKey struct {
+	section, sub, key, value, raw string
+	hasValue                      bool
+}
+
+func (k configKey) name() string {
+	if k.sub != "" {
+		return k.section + "." + k.sub + "." + k.key
+	}
+	return k.section + "." + k.key
+}
+
+// parseConfig reads data as UnapprovedKeys describes, calling key for
+// each setting it understands and bad (1-based line, why, the line as
+// written) for each line it does not; keys after a bad section header
+// come with section "?".
+func parseConfig(data []byte, key func(configKey), bad func(line int, why, raw string)) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	section, sub := "", ""
 	for n, line := range strings.Split(string(data), "\n") {
 		raw := strings.TrimSuffix(line, "\r")
 		line = strings.TrimSpace(raw)
-		bad := func(why string) { out = append(out, fmt.Sprintf("line %d: %s: %s", n+1, why, quote(raw))) }
 		if strings.HasPrefix(line, "[") {
 			var rest string
 			var ok bool
 			section, sub, rest, ok = parseSectionHeader(line)
 			if !ok {
-				bad("a section header hermes does not understand")
+				bad(n+1, "a section header hermes does not understand", raw)
 				section, sub = "?", "" // later keys count as unapproved
 				continue
 			}
@@ -47,48 +81,34 @@ func UnapprovedKeys(data []byte) []string {
 		if line == "" || line[0] == '#' || line[0] == ';' {
 			continue
 		}
-		key, rest := line, ""
+		name, rest := line, ""
 		if i := strings.IndexAny(line, "= \t#;"); i >= 0 {
-			key, rest = line[:i], strings.TrimSpace(line[i:])
+			name, rest = line[:i], strings.TrimSpace(line[i:])
 		}
-		if !validKey(key) {
-			bad("a line hermes does not understand")
+		if !validKey(name) {
+			bad(n+1, "a line hermes does not understand", raw)
 			continue
 		}
-		key = strings.ToLower(key)
-		value, hasValue := "", false
+		k := configKey{section: section, sub: sub, key: strings.ToLower(name)}
 		switch {
 		case rest == "" || rest[0] == '#' || rest[0] == ';':
 		case rest[0] == '=':
-			hasValue = true
 			v, ok := parseValue(rest[1:])
 			if !ok {
-				bad("a value continued on the next line or with an escape hermes does not understand")
+				bad(n+1, "a value continued on the next line or with an escape hermes does not understand", raw)
 				continue
 			}
-			value = v
+			k.value, k.hasValue, k.raw = v, true, strings.TrimSpace(rest[1:])
 		default:
-			bad("a line hermes does not understand")
+			bad(n+1, "a line hermes does not understand", raw)
 			continue
 		}
 		if section == "" {
-			bad("a key outside any section")
+			bad(n+1, "a key outside any section", raw)
 			continue
 		}
-		if !approvedKey(section, sub, key, value) {
-			name := section + "."
-			if sub != "" {
-				name += sub + "."
-			}
-			v := name + key
-			if hasValue {
-				v += "=" + strings.TrimSpace(strings.TrimPrefix(rest, "="))
-			}
-			out = append(out, v)
-		}
+		key(k)
 	}
-	sort.Strings(out)
-	return out
 }
 
 // parseSectionHeader parses a line starting with "[": `[core]`, `[filter

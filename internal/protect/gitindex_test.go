@@ -72,3 +72,54 @@ func TestWatchChecksGitlinksBeyondTheBounds(t *testing.T) {
 		t.Errorf("the gitlink below the depth bound was not checked:\n%s", note)
 	}
 }
+
+// Attacker trial 2 (issue 23), finding 4: the top repository gitlinks a,
+// and a's own index gitlinks a repository 40 levels below it, under the
+// walk's depth bound. The user's `git status` at the top recurses through
+// both; so does the check, however deep the chain goes.
+func TestWatchFollowsGitlinkChainsBelowTheDepthBound(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	ws := t.TempDir()
+	deep := strings.Repeat("x/", 40) + "deep"
+	runGit(t, ws, "init", "-q")
+	runGit(t, ws, "update-index", "--add", "--cacheinfo", "160000,"+someCommit+",a")
+	writeFiles(t, ws, map[string]string{"a/README": "a\n"})
+	runGit(t, filepath.Join(ws, "a"), "init", "-q")
+	runGit(t, filepath.Join(ws, "a"), "update-index", "--add", "--cacheinfo", "160000,"+someCommit+","+deep)
+	writeFiles(t, ws, map[string]string{"a/" + deep + "/.git/config": "[core]\n\trepositoryformatversion = 0\n"})
+	w := New(Defaults()).Watch(ws, true)
+	w.WarnTo(&strings.Builder{})
+	writeFiles(t, ws, map[string]string{"a/" + deep + "/.git/config": "[core]\n\tfsmonitor = \"touch /tmp/PWNED; false\"\n"})
+	note := w.Check()
+	if _, err := os.Lstat(filepath.Join(ws, "a", deep, ".git/config"+Refused)); err != nil {
+		t.Errorf("the repository a's index gitlinks below the depth bound was not checked: %v\n%s", err, note)
+	}
+}
+
+// Beyond the gitlinks a cut-off scan follows, a repository's config that
+// changes is moved aside unchecked (fail closed); one that does not stays.
+func TestWatchMovesAsideChangedConfigsBeyondTheGitlinkCount(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	ws := t.TempDir()
+	deep := strings.Repeat("d/", scanMaxDepth+2)
+	runGit(t, ws, "init", "-q")
+	for _, m := range []string{"m1", "m2"} {
+		runGit(t, ws, "update-index", "--add", "--cacheinfo", "160000,"+someCommit+","+deep+m)
+		writeFiles(t, ws, map[string]string{deep + m + "/.git/config": "[core]\n\trepositoryformatversion = 0\n"})
+	}
+	w := New(Defaults()).Watch(ws, true)
+	w.maxGitlinks = 1
+	w.WarnTo(&strings.Builder{})
+	writeFiles(t, ws, map[string]string{deep + "m2/.git/config": "[core]\n\trepositoryformatversion = 0\n\n"})
+	note := w.Check()
+	if _, err := os.Lstat(filepath.Join(ws, deep+"m2/.git/config"+Refused)); err != nil {
+		t.Errorf("a changed config beyond the gitlink count stayed: %v\n%s", err, note)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, deep+"m1/.git/config")); err != nil {
+		t.Errorf("an unchanged, checked config was moved: %v\n%s", err, note)
+	}
+}

@@ -16,23 +16,29 @@ import (
 
 // scanner walks a workspace for git directories (Watch).
 type scanner struct {
-	w       *Watch
-	root    int
-	dirs    int
-	over    string          // why the walk stopped early: "depth" or "count"; "" when it did not
-	seen    map[string]bool // git directories checked (a gitfile may name one twice)
-	buf     []byte          // getdents64 buffer
-	found   []finding
-	config  bool // .git/config is protected: check config files, gitfiles and .git links
-	hooks   bool
-	commond bool
+	w     *Watch
+	root  int
+	dirs  int
+	over  string          // why the walk stopped early: "depth" or "count"; "" when it did not
+	seen  map[string]bool // git directories checked (a gitfile may name one twice)
+	buf   []byte          // getdents64 buffer
+	found []finding
+	trees []workTree // work trees found, with their git directories, for gitlinks
+	// treeSeen holds the work trees gitlinks followed.
+	treeSeen map[string]bool
+	// pointedSeen holds the workspace files repositories' configs and
+	// hooks point to (pointed), true for a directory.
+	pointedSeen map[string]bool
+	config      bool // .git/config is protected: check config files, gitfiles and .git links
+	hooks       bool
+	commond     bool
 }
 
 // scan returns what the workspace's git directories hold that makes git
 // run code (see Watch), and why the walk stopped at its bounds: "depth",
 // "count" or "" when it did not.
 func (w *Watch) scan(root int) ([]finding, string) {
-	sc := &scanner{w: w, root: root, seen: map[string]bool{}, buf: make([]byte, 32<<10)}
+	sc := &scanner{w: w, root: root, seen: map[string]bool{}, treeSeen: map[string]bool{}, pointedSeen: map[string]bool{}, buf: make([]byte, 32<<10)}
 	_, sc.config = w.set.Match(".git/config", false)
 	_, sc.hooks = w.set.Match(".git/hooks/x", false)
 	_, sc.commond = w.set.Match(GitCommondir, false)
@@ -49,6 +55,12 @@ func (w *Watch) scan(root int) ([]finding, string) {
 	}
 	sortFindings(sc.found)
 	return sc.found, sc.over
+}
+
+// workTree is a work tree (rel beneath the root, "." for the root) and
+// the git directory its .git is or names.
+type workTree struct {
+	tree, gitDir string
 }
 
 // walk reads directory fd (rel beneath the root; it takes fd over) and
@@ -83,7 +95,14 @@ func (sc *scanner) walk(fd int, rel string, depth int) {
 				hasGit = true
 			case string(name) == "HEAD":
 				bare |= 1
+			case string(name) == "commondir":
+				bare |= 8
 			case string(name) == "." || string(name) == "..":
+			case typ != unix.DT_DIR && typ != unix.DT_UNKNOWN:
+				// git tests objects/ and refs/ with access(2), which
+				// follows a link and passes an executable file: any
+				// entry of those names counts (fail closed).
+				bare |= bareBit(string(name))
 			case typ == unix.DT_DIR:
 				subdirs = append(subdirs, string(name))
 				bare |= bareBit(string(name))
@@ -91,16 +110,16 @@ func (sc *scanner) walk(fd int, rel string, depth int) {
 				var st unix.Stat_t
 				if unix.Fstatat(fd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 					subdirs = append(subdirs, string(name))
-					bare |= bareBit(string(name))
 				}
+				bare |= bareBit(string(name))
 			}
 		}
 	}
 	if hasGit {
-		sc.gitEntry(fd, path.Join(rel, ".git"))
+		sc.gitEntry(fd, path.Join(rel, ".git"), depth)
 	}
-	if bare == 7 {
-		sc.gitDir(fd, rel)
+	if isRepositoryLayout(bare) {
+		sc.gitDir(fd, rel, rel)
 	}
 	for _, name := range subdirs {
 		if depth+1 >= scanMaxDepth {
@@ -120,32 +139,97 @@ func (sc *scanner) walk(fd int, rel string, depth int) {
 }
 
 // gitlinks checks, after a walk cut off at its bounds, the repositories
-// the top-level index records as gitlinks (Gitlinks): the user's `git
-// status` recurses into those wherever they lie.
+// the index of each work tree found so far records as gitlinks
+// (Gitlinks), and theirs in turn, without the walk's depth bound: the
+// user's `git status` recurses into those wherever they lie. At most
+// scanMaxGitlinks are followed; beyond that each further gitlink's config
+// (or its .git when that is not a directory) is a finding identified by
+// its inode, size and time, so one that changes is moved aside unchecked
+// (fail closed).
 func (sc *scanner) gitlinks() {
 	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS}
-	git, err := unix.Openat2(sc.root, ".git", &how)
+	followed, limit := 0, sc.w.maxGitlinks
+	if limit <= 0 {
+		limit = scanMaxGitlinks
+	}
+	for i := 0; i < len(sc.trees); i++ { // gitEntry appends while this runs
+		t := sc.trees[i]
+		if sc.treeSeen["\x00"+t.gitDir] {
+			continue
+		}
+		sc.treeSeen["\x00"+t.gitDir] = true
+		for _, p := range sc.indexGitlinks(t.gitDir) {
+			target := path.Join(t.tree, p)
+			if target == ".." || strings.HasPrefix(target, "../") || sc.treeSeen[target] {
+				continue
+			}
+			sc.treeSeen[target] = true
+			if followed >= limit {
+				sc.unchecked(target, limit)
+				continue
+			}
+			followed++
+			dir, err := unix.Openat2(sc.root, target, &how)
+			if err != nil {
+				continue
+			}
+			sc.gitEntry(dir, path.Join(target, ".git"), 0)
+			unix.Close(dir)
+		}
+	}
+}
+
+// indexGitlinks returns the gitlinks the index of git directory gitDir
+// (beneath the root, no links) records; nil when there is none or it
+// cannot be read (the entries before a malformed one still count).
+func (sc *scanner) indexGitlinks(gitDir string) []string {
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS}
+	git, err := unix.Openat2(sc.root, gitDir, &how)
 	if err != nil {
-		return
+		return nil
 	}
 	defer unix.Close(git)
 	data, err := readBounded(git, "index", maxIndexSize)
 	if err != nil {
-		return
+		return nil
 	}
 	hashLen := 20
 	if cfg, err := readBounded(git, "config", maxConfigSize); err == nil && bytes.Contains(bytes.ToLower(cfg), []byte("sha256")) {
 		hashLen = 32
 	}
-	paths, _ := Gitlinks(data, hashLen) // the entries before a malformed one still count
-	for _, p := range paths {
-		dir, err := unix.Openat2(sc.root, p, &how)
-		if err != nil {
-			continue
-		}
-		sc.gitEntry(dir, path.Join(p, ".git"))
-		unix.Close(dir)
+	paths, _ := Gitlinks(data, hashLen)
+	return paths
+}
+
+// unchecked records a gitlink's repository (work tree rel) that the
+// bounds leave unchecked: its .git/config, or its .git when that is not
+// a directory.
+func (sc *scanner) unchecked(rel string, limit int) {
+	var st unix.Stat_t
+	p := path.Join(rel, ".git")
+	gst, err := lstatBeneath(sc.root, p)
+	if err != nil {
+		return
 	}
+	if gst.Mode&unix.S_IFMT == unix.S_IFDIR {
+		if cst, err := lstatBeneath(sc.root, path.Join(p, "config")); err == nil {
+			p, st = path.Join(p, "config"), cst
+		} else {
+			return
+		}
+	} else {
+		st = gst
+	}
+	sc.add(p, ".git/config", fmt.Sprintf("in a repository beyond the %d gitlinks hermes follows, so unchecked", limit),
+		fmt.Sprintf("unchecked:%d:%d:%d:%d", st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec))
+}
+
+// isRepositoryLayout reports whether a directory's entries (bits: 1 HEAD,
+// 2 objects, 4 refs, 8 commondir) are a git directory git would use
+// (setup.c is_git_directory): HEAD with objects and refs, or HEAD with a
+// commondir naming where they are.
+func isRepositoryLayout(bits int) bool {
+	return bits&7 == 7 || bits&9 == 9
 }
 
 func bareBit(name string) int {
@@ -158,9 +242,13 @@ func bareBit(name string) int {
 	return 0
 }
 
-// gitEntry checks a .git entry (rel) in directory parent: a git
-// directory, a gitfile ("gitdir: <path>") or a symlink.
-func (sc *scanner) gitEntry(parent int, rel string) {
+// gitEntry checks a .git entry (rel, depth directories below the root)
+// in directory parent: a git directory, a gitfile ("gitdir: <path>") or a
+// symlink. A git directory's modules/ holds the git directories of its
+// submodules (.git/modules/<name>, nested ones below <name>/modules/),
+// which `git submodule update --init` adopts as they are: it is walked
+// like the workspace.
+func (sc *scanner) gitEntry(parent int, rel string, depth int) {
 	var st unix.Stat_t
 	if unix.Fstatat(parent, ".git", &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 		return
@@ -168,10 +256,17 @@ func (sc *scanner) gitEntry(parent int, rel string) {
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 		fd, err := unix.Openat(parent, ".git", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err == nil {
-			sc.gitDir(fd, rel)
-			unix.Close(fd)
+		if err != nil {
+			return
 		}
+		sc.gitDir(fd, rel, path.Dir(rel))
+		sc.trees = append(sc.trees, workTree{tree: path.Dir(rel), gitDir: rel})
+		if sc.config {
+			if mods, err := unix.Openat(fd, "modules", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+				sc.walk(mods, path.Join(rel, "modules"), depth+1)
+			}
+		}
+		unix.Close(fd)
 	case unix.S_IFLNK:
 		if !sc.config {
 			return
@@ -218,16 +313,21 @@ func (sc *scanner) gitfile(parent int, rel string) {
 	case errors.Is(err, unix.EXDEV) || errors.Is(err, unix.ELOOP):
 		sc.add(rel, ".git/config", "a gitfile naming "+quote(target)+", a path through a symbolic link or out of the workspace", "gitfile:"+target)
 	case err == nil:
-		sc.gitDir(fd, filepath.ToSlash(inside))
+		sc.gitDir(fd, filepath.ToSlash(inside), path.Dir(rel))
+		sc.trees = append(sc.trees, workTree{tree: path.Dir(rel), gitDir: filepath.ToSlash(inside)})
 		unix.Close(fd)
 	}
 }
 
-// gitDir checks git directory fd (rel): its config files, hooks and
-// commondir.
-func (sc *scanner) gitDir(fd int, rel string) {
+// gitDir checks git directory fd (rel, with work tree tree): its config
+// files, hooks and commondir, and the workspace files its config and
+// hooks point to (pointed).
+func (sc *scanner) gitDir(fd int, rel, tree string) {
 	if rel == "" {
 		rel = "."
+	}
+	if tree == "" {
+		tree = "."
 	}
 	if sc.seen[rel] {
 		return
@@ -242,7 +342,11 @@ func (sc *scanner) gitDir(fd int, rel string) {
 		}
 	}
 	if sc.hooks && !(top && sc.w.topExisted["hooks"]) {
-		sc.hookDir(fd, path.Join(rel, "hooks"))
+		sc.hookDir(fd, "hooks", path.Join(rel, "hooks"))
+	}
+	sc.pointed(fd, rel, tree)
+	if sc.config {
+		sc.sequencerTodos(fd, rel)
 	}
 	if sc.commond && !(top && sc.w.topExisted["commondir"]) {
 		var st unix.Stat_t
@@ -287,20 +391,21 @@ var hookNames = []string{
 	"p4-pre-submit", "post-index-change",
 }
 
-// hookDir checks a hooks directory: each name git runs (hookNames) is
+// hookDir checks a hooks directory (name in directory parent, rel beneath
+// the root): each name git runs (hookNames) is
 // stat'ed directly, and an executable file or a link there is a hook git
 // would run. A directory with more than scanMaxHooks entries is itself a
 // finding: hermes does not list it through.
-func (sc *scanner) hookDir(gitfd int, rel string) {
+func (sc *scanner) hookDir(parent int, name, rel string) {
 	var st unix.Stat_t
-	if unix.Fstatat(gitfd, "hooks", &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+	if unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 		return
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 		sc.add(rel, ".git/hooks/", "a symbolic link to a directory of hooks", "link")
 		return
 	}
-	fd, err := unix.Openat(gitfd, "hooks", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return
 	}

@@ -41,10 +41,11 @@ type Mounted struct {
 //
 // An entry that does not exist cannot carry a mount; the kernel offers no
 // way to forbid one name in a directory a command may otherwise write.
-// Directory entries whose parent exists and is not the workspace root
-// (.git/hooks/, .git/info/ in a repository: directories git itself lays
-// out) are therefore created empty first and then mounted; other missing
-// entries are returned in Missing, for the caller to report.
+// Directory entries under .git/ whose parent exists (.git/hooks/,
+// .git/info/ in a repository: directories git itself lays out) are
+// therefore created empty first and then mounted; other missing entries
+// (.config/git/ in a home directory) are returned in Missing, for the
+// caller to report.
 func (s Set) MountReadOnly(reopen func() (int, error)) (Mounted, error) {
 	var m Mounted
 	if s.Empty() {
@@ -67,7 +68,7 @@ func (s Set) MountReadOnly(reopen func() (int, error)) (Mounted, error) {
 			return m, err
 		}
 		fd, err := openBeneath(root, e.rel)
-		if errors.Is(err, unix.ENOENT) && e.dir && strings.Contains(e.rel, "/") {
+		if errors.Is(err, unix.ENOENT) && e.dir && isGitEntry(e.rel) {
 			fd, err = createDir(root, e.rel)
 		}
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EXDEV) || errors.Is(err, unix.ELOOP) {

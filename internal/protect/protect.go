@@ -8,7 +8,17 @@
 // The default list follows Anthropic's sandbox-runtime, which keeps
 // .gitconfig, .gitmodules, the shell rc files, .mcp.json, .vscode/, .idea/,
 // .git/hooks/ and .git/config write-protected inside writable roots, plus
-// .git/info/ (info/attributes, info/exclude), .envrc (direnv) and .hermes/.
+// .git/info/ (info/attributes, info/exclude), .envrc (direnv) and .hermes/,
+// and the project files of other tools that run commands from them:
+// Claude Code's .claude/ (hooks), Zed's .zed/ and Helix's .helix/ (language
+// servers, tasks), .devcontainer/ (postCreateCommand), Cargo's config
+// (build.rustc-wrapper, aliases), mise's mise.toml (tasks, hooks, env
+// scripts), Yarn's .yarnrc.yml (yarnPath), .npmrc (script-shell, node
+// options), Neovim's .nvim.lua and vi's .exrc (exrc), pre-commit's
+// .pre-commit-config.yaml (repo: local hooks), and for a workspace that is
+// the home directory the remaining login files (.zshenv, .zlogin,
+// .bash_login), .config/git/ (git's XDG config), .config/fish/ and .ssh/
+// (ProxyCommand). asdf's .tool-versions only names versions and is left out.
 package protect
 
 import (
@@ -25,6 +35,9 @@ func Defaults() []string {
 		".git/config", ".git/hooks/", ".git/info/", ".git/commondir", ".git/worktrees/", ".gitmodules", ".gitconfig",
 		".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile",
 		".envrc", ".vscode/", ".idea/", ".mcp.json", ".hermes/",
+		".claude/", ".zed/", ".helix/", ".devcontainer/", ".cargo/config.toml", ".cargo/config",
+		"mise.toml", ".mise.toml", ".yarnrc.yml", ".npmrc", ".nvim.lua", ".exrc", ".pre-commit-config.yaml",
+		".zshenv", ".zlogin", ".bash_login", ".config/git/", ".config/fish/", ".ssh/",
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,13 +46,19 @@ const Refused = ".refused-by-hermes"
 //
 // The scan visits at most scanMaxDirs directories, scanMaxDepth deep, and
 // does not descend into .git directories (it reads their config, hooks
-// and commondir, and the git directories gitfiles name). When it stops
-// at a bound, the gitlinks the top-level .git/index records are checked
-// wherever they lie, and the person and the model are told once.
+// and commondir, walks their modules/, and checks the git directories
+// gitfiles name). A directory is a git directory when git would take it
+// for one: HEAD with objects and refs (directories, links or anything
+// else access(2) passes), or HEAD with a commondir. When it stops
+// at a bound, the gitlinks the index of each repository found records are
+// followed wherever they lie, chained without a depth bound (at most
+// scanMaxGitlinks; a changed config beyond that is moved aside unchecked),
+// and the person and the model are told once.
 const (
 	scanMaxDirs     = 50000
 	scanMaxDepth    = 32
 	scanMaxHooks    = 1000
+	scanMaxGitlinks = 10000
 	maxConfigSize   = 1 << 20
 	maxGitfileSize  = 4096
 	maxIndexSize    = 64 << 20
@@ -70,8 +78,15 @@ type Watch struct {
 	// the start are read-only mounts; the user may still change them on
 	// the host, so they are not checked.
 	topExisted map[string]bool
-	warned     bool
-	warn       io.Writer // the person's side of a cut-off scan; nil = os.Stderr
+	// bound holds the files the top-level repository points to
+	// (Set.Pointed) that were read-only mounts from the start: like
+	// topExisted, not checked.
+	bound  map[string]bool
+	warned bool
+	// maxGitlinks bounds the gitlinks a cut-off scan follows; 0 means
+	// scanMaxGitlinks (tests lower it).
+	maxGitlinks int
+	warn        io.Writer // the person's side of a cut-off scan; nil = os.Stderr
 }
 
 // finding is one thing to move aside: its workspace-relative path, why,
@@ -106,6 +121,9 @@ func (s Set) Watch(workspace string, mounted bool) *Watch {
 		for _, name := range []string{"config", "hooks", "commondir"} {
 			w.topExisted[name] = exists(root, ".git/"+name)
 		}
+	}
+	if mounted {
+		w.bound = s.boundPointed(workspace, root)
 	}
 	found, _ := w.scan(root)
 	for _, f := range found {
@@ -148,9 +166,9 @@ func (w *Watch) Check() string {
 		}
 		to, err := moveAside(root, f.path)
 		if err != nil {
-			failed = append(failed, fmt.Sprintf("%s (%s): %v", f.path, f.why, err))
+			failed = append(failed, fmt.Sprintf("%s (%s): %v", printable(f.path), f.why, err))
 		} else {
-			moved = append(moved, fmt.Sprintf("%s (%s) to %s", f.path, f.why, to))
+			moved = append(moved, fmt.Sprintf("%s (%s) to %s", printable(f.path), f.why, printable(to)))
 		}
 		if !strings.Contains("\x00"+strings.Join(entries, "\x00")+"\x00", "\x00"+f.entry+"\x00") {
 			entries = append(entries, f.entry)
@@ -182,6 +200,17 @@ func (w *Watch) Check() string {
 		b.WriteString(msg)
 	}
 	return b.String()
+}
+
+// printable returns p as it is when it holds only printable UTF-8 and no
+// quote, else Go-quoted (\x1b, \a, …): the note goes to the person's
+// terminal, where a raw escape sequence in a name a command chose would
+// clear the screen or rewrite the warning.
+func printable(p string) string {
+	if utf8.ValidString(p) && !strings.ContainsFunc(p, func(r rune) bool { return !unicode.IsPrint(r) || r == '"' }) {
+		return p
+	}
+	return strconv.Quote(p)
 }
 
 // CheckForPerson runs Check for a command whose output nobody reads as

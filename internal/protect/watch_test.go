@@ -117,3 +117,61 @@ func TestWatchAcceptAndOff(t *testing.T) {
 		t.Errorf("a nil Watch checked: %s", note)
 	}
 }
+
+// Attacker trial 2 (issue 23), finding 9: the note (printed to the
+// person's terminal) carried the moved file's path raw, so a directory
+// named with escape sequences cleared the screen or retitled the window.
+func TestWatchNoteQuotesControlCharactersInPaths(t *testing.T) {
+	ws := t.TempDir()
+	w := New(Defaults()).Watch(ws, false)
+	dir := "x\x1b[2J\x1b]0;T\x07y"
+	writeFiles(t, ws, map[string]string{
+		dir + "/.git/HEAD":          "ref: refs/heads/master\n",
+		dir + "/.git/config":        "[core]\n\tfsmonitor = \"touch /tmp/PWNED; false\"\n",
+		dir + "/.git/objects/.keep": "",
+		dir + "/.git/refs/heads/.k": "",
+	})
+	note := w.Check()
+	if note == "" {
+		t.Fatal("nothing was moved")
+	}
+	if strings.ContainsAny(note, "\x1b\x07") {
+		t.Errorf("the note holds raw control characters: %q", note)
+	}
+	if !strings.Contains(note, `"x\x1b[2J\x1b]0;T\ay/.git/config"`) {
+		t.Errorf("the note does not name the path quoted: %q", note)
+	}
+}
+
+// Attacker trial 2 (issue 23), finding 7: project files other tools run
+// commands from, and a home-directory workspace's login files, git's XDG
+// config and .ssh/config, were not protected: created by a command, each
+// ran on the host later. They are default entries now, so a new one is
+// moved aside.
+func TestWatchMovesAsideNewToolConfigsByDefault(t *testing.T) {
+	ws := t.TempDir()
+	writeFiles(t, ws, map[string]string{".config/other/keep": "", ".cargo/registry/keep": ""})
+	w := New(Defaults()).Watch(ws, false)
+	planted := []string{
+		".claude/settings.json", ".zed/settings.json", ".helix/languages.toml", ".devcontainer/devcontainer.json",
+		".cargo/config.toml", ".cargo/config", "mise.toml", ".mise.toml", ".yarnrc.yml", ".npmrc", ".nvim.lua", ".exrc",
+		".pre-commit-config.yaml", ".zshenv", ".zlogin", ".bash_login", ".config/git/config", ".config/fish/config.fish",
+		".ssh/config",
+	}
+	files := map[string]string{}
+	for _, p := range planted {
+		files[p] = "run = \"touch /tmp/PWNED\"\n"
+	}
+	writeFiles(t, ws, files)
+	note := w.Check()
+	for _, p := range planted {
+		entry, _ := New(Defaults()).Match(p, false)
+		if entry == "" {
+			t.Errorf("%s is not protected by default", p)
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(ws, strings.TrimSuffix(entry, "/")+Refused)); err != nil {
+			t.Errorf("%s (entry %s) was not moved aside: %v\n%s", p, entry, err, note)
+		}
+	}
+}

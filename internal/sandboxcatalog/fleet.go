@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -206,13 +207,19 @@ func (c *Postgres) Placed(ctx context.Context, id string) error {
 	return nil
 }
 
-// Node returns the registered node name; ok is false when there is none.
+// Node returns the registered node name with its sandbox counts (one
+// row: routing asks it for every request to another node's sandbox); ok
+// is false when there is none.
 func (c *Postgres) Node(ctx context.Context, name string) (n Node, ok bool, err error) {
-	nodes, err := c.Nodes(ctx)
-	for _, n := range nodes {
-		if n.Name == name {
-			return n, true, nil
-		}
+	if err := c.check(); err != nil {
+		return Node{}, false, err
 	}
-	return Node{}, false, err
+	nodes, err := scanNodes(c.pool.Query(ctx, c.expand(strings.Replace(nodesQuery, "ORDER BY n.name", "WHERE n.name = $1", 1)), name))
+	if err != nil {
+		return Node{}, false, fmt.Errorf("sandbox catalog %s: node %s: %w", c.where, name, err)
+	}
+	if len(nodes) == 0 {
+		return Node{}, false, nil
+	}
+	return nodes[0], true, nil
 }

@@ -95,11 +95,11 @@ func OpenPostgres(ctx context.Context, url, schema string) (*Postgres, error) {
 		schema = DefaultSchema
 	}
 	if !pgSchemaName.MatchString(schema) {
-		return nil, fmt.Errorf("sandbox catalog: schema %q: use lower-case letters, digits and _ (at most 63, not starting with a digit)", schema)
+		return nil, &ConfigError{fmt.Sprintf("sandbox catalog: schema %q: use lower-case letters, digits and _ (at most 63, not starting with a digit)", schema)}
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox catalog: --catalog is not a valid PostgreSQL URL: %s", Redact(err.Error(), url))
+		return nil, &ConfigError{"sandbox catalog: --catalog is not a valid PostgreSQL URL: " + Redact(err.Error(), url)}
 	}
 	host := cfg.ConnConfig.Host
 	if !strings.HasPrefix(host, "/") {
@@ -115,6 +115,25 @@ func OpenPostgres(ctx context.Context, url, schema string) (*Postgres, error) {
 		return nil, fmt.Errorf("sandbox catalog %s: %s (check the server runs and the --catalog URL)", c.where, Redact(err.Error(), url))
 	}
 	return c, nil
+}
+
+// ConfigError is an OpenPostgres error in its URL or schema: trying again
+// cannot mend it (an unreachable server may come up).
+type ConfigError struct{ msg string }
+
+func (e *ConfigError) Error() string { return e.msg }
+
+// Host is the host:port (or socket directory) url names, "" when it does
+// not parse; never its password.
+func Host(url string) string {
+	cfg, err := pgconn.ParseConfig(url)
+	if err != nil {
+		return ""
+	}
+	if strings.HasPrefix(cfg.Host, "/") {
+		return cfg.Host
+	}
+	return net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port))
 }
 
 // Redact removes url's password from text (pgx errors may quote the

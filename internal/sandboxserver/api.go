@@ -3,6 +3,7 @@ package sandboxserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hermes-go/hermes/internal/egress"
@@ -266,6 +268,10 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "template %q not found (this server has: %s)", req.TemplateID, strings.Join(s.templateNames(), ", "))
 		return
 	}
+	if err := s.pullTemplate(r.Context(), req.TemplateID, tpl); err != nil {
+		writePullError(w, req.TemplateID, err)
+		return
+	}
 	timeout := 15 * time.Second
 	if req.Timeout != nil {
 		timeout = s.seconds(*req.Timeout)
@@ -317,6 +323,10 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if err := s.boot(r.Context(), sb); err != nil {
 		s.kill(sb)
+		if noSpace(err) {
+			s.writeNoSpace(w, sb, err)
+			return
+		}
 		writeError(w, http.StatusInternalServerError, "start the box of sandbox %s: %v", sb.id, err)
 		return
 	}
@@ -324,12 +334,35 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	if err := s.save(sb, 0); err != nil {
 		// Not durable, so not made: a restart would lose it.
 		s.kill(sb)
+		if noSpace(err) {
+			s.writeNoSpace(w, sb, err)
+			return
+		}
 		s.cfg.Log.Error("create a sandbox: the catalog refused it", "err", err)
 		writeError(w, http.StatusServiceUnavailable, "the sandbox catalog cannot be written (%v): no sandbox was created; retry later", err)
 		return
 	}
 	s.cfg.Log.Info("sandbox created", "sandbox", sb.id, "template", sb.template)
 	writeJSON(w, http.StatusCreated, s.sandboxJSON(sb))
+}
+
+// noSpace reports whether err says the node's disk is full: ENOSPC, as
+// such or in the text of a box's error (which crosses a process), or
+// SQLite's SQLITE_FULL from the catalog in HERMES_HOME.
+func noSpace(err error) bool {
+	msg := err.Error()
+	return errors.Is(err, syscall.ENOSPC) || strings.Contains(msg, syscall.ENOSPC.Error()) ||
+		strings.Contains(msg, "database or disk is full")
+}
+
+// writeNoSpace answers a create that failed for want of disk space on
+// this node: 507 (Insufficient Storage, RFC 4918) in E2B's {code,
+// message} shape, naming the node; the host's paths stay in its log.
+// The sandbox was killed already: no box and no catalog row is left.
+func (s *Server) writeNoSpace(w http.ResponseWriter, sb *sandbox, err error) {
+	s.cfg.Log.Error("create a sandbox: the node's disk is full", "sandbox", sb.id, "node", s.cfg.Node, "err", err)
+	writeError(w, http.StatusInsufficientStorage, "node %s has no space left on its disk (its HERMES_HOME, where boxes keep their files): "+
+		"sandbox %s was not created; free space on that node, or kill paused sandboxes you no longer need", s.cfg.Node, sb.id)
 }
 
 // boot starts sb's box and makes the user's home (and HERMES_HOME).
@@ -341,7 +374,11 @@ func (s *Server) boot(ctx context.Context, sb *sandbox) error {
 	if err := env.WriteFile(ctx, UserHome+"/.hermes/.sandbox", []byte(sb.id+"\n"), 0o644); err != nil {
 		return err
 	}
-	return s.giveHome(ctx, env)
+	set, err := s.imageSetupOf(ctx, sb)
+	if err != nil {
+		return err
+	}
+	return s.giveHome(ctx, env, set.user)
 }
 
 func (s *Server) templateNames() []string {
@@ -471,7 +508,14 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if paused {
-		if _, err := s.env(r.Context(), sb); err != nil {
+		_, err := s.env(r.Context(), sb)
+		if errors.Is(err, errKilled) || (err == nil && s.lookup(sb.id) != sb) {
+			// Killed while it resumed: the kill won (its box is removed
+			// after this start).
+			writeError(w, http.StatusNotFound, "sandbox %q not found (it was killed)", sb.id)
+			return
+		}
+		if err != nil {
 			writeError(w, http.StatusInternalServerError, "resume sandbox %s: %v", sb.id, err)
 			return
 		}

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,11 +33,20 @@ type fakeBoxes struct {
 	files   map[string]map[string][]byte
 	stopped []string
 	removed []string
+	// discardWrites: WriteFileFrom reads the data and keeps its size only
+	// (benchmarks of the path to the box, not of the fake).
+	discardWrites bool
+	// beforeOpen, when set, runs at the start of every Open, outside the
+	// lock (a test holds a box start there).
+	beforeOpen func(task string)
 }
 
 func newFakeBoxes() *fakeBoxes { return &fakeBoxes{files: map[string]map[string][]byte{}} }
 
 func (f *fakeBoxes) Open(_ context.Context, task string) (backend.Environment, error) {
+	if f.beforeOpen != nil {
+		f.beforeOpen(task)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.files[task] == nil {
@@ -101,6 +111,9 @@ func (e *fakeEnv) ReadFile(_ context.Context, p string) ([]byte, error) {
 func (e *fakeEnv) WriteFile(_ context.Context, p string, data []byte, _ fs.FileMode) error {
 	e.f.mu.Lock()
 	defer e.f.mu.Unlock()
+	if e.f.files[e.task] == nil { // removed while a write was under way
+		return &fs.PathError{Op: "write", Path: p, Err: fs.ErrNotExist}
+	}
 	e.f.files[e.task][p] = data
 	return nil
 }
@@ -117,6 +130,13 @@ func (e *fakeEnv) ReadFileTo(ctx context.Context, p string, w io.Writer) error {
 }
 
 func (e *fakeEnv) WriteFileFrom(ctx context.Context, p string, r io.Reader, perm fs.FileMode) error {
+	if e.f.discardWrites {
+		n, err := io.Copy(io.Discard, r)
+		if err != nil {
+			return err
+		}
+		return e.WriteFile(ctx, p, []byte(strconv.FormatInt(n, 10)), perm)
+	}
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return err

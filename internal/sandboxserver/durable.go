@@ -2,6 +2,7 @@ package sandboxserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -203,7 +204,7 @@ func (s *Server) warm(sbs []*sandbox) {
 				if sb.currentState() != "running" { // paused or killed by a client meanwhile
 					continue
 				}
-				if _, err := s.env(ctx, sb); err != nil && ctx.Err() == nil && sb.currentState() == "running" {
+				if _, err := s.env(ctx, sb); err != nil && ctx.Err() == nil && !errors.Is(err, errKilled) && sb.currentState() == "running" {
 					s.cfg.Log.Error("start a restored sandbox's box: paused (connect retries)", "sandbox", sb.id, "err", err)
 					if err := s.pause(sb); err != nil {
 						s.cfg.Log.Error("pause a sandbox", "sandbox", sb.id, "err", err)

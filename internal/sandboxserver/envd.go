@@ -88,6 +88,11 @@ func (s *Server) EnvdHandler() http.Handler {
 			writeError(w, http.StatusBadRequest, "%v", err)
 			return
 		}
+		if u, err = s.userFor(r.Context(), sb, u); err != nil { // a template image's User (image.go)
+			closeUnreadBody(w, r)
+			writeError(w, http.StatusInternalServerError, "sandbox %s: %v", id, err)
+			return
+		}
 		ctx := context.WithValue(context.WithValue(r.Context(), sandboxKey{}, sb), userKey{}, u)
 		mux.ServeHTTP(w, r.WithContext(ctx))
 	}))

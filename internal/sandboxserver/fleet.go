@@ -74,6 +74,10 @@ type FleetConfig struct {
 	// 5 s); DownAfter how old a heartbeat makes a node down (default
 	// 3 × Heartbeat).
 	Heartbeat, DownAfter time.Duration
+	// OwnerCacheFor is how long, while the catalog cannot be reached,
+	// requests keep routing to the node the catalog last named for a
+	// sandbox (default 10 min; fleet_owners.go).
+	OwnerCacheFor time.Duration
 }
 
 // fleet is a Server's fleet state.
@@ -81,6 +85,7 @@ type fleet struct {
 	cfg      FleetConfig
 	tokenSum [32]byte
 	client   *http.Transport
+	owners   owners
 }
 
 // JoinFleet makes s a node of the fleet cfg names: Run registers it and
@@ -102,6 +107,9 @@ func (s *Server) JoinFleet(cfg FleetConfig) error {
 	if cfg.DownAfter <= 0 {
 		cfg.DownAfter = 3 * cfg.Heartbeat
 	}
+	if cfg.OwnerCacheFor <= 0 {
+		cfg.OwnerCacheFor = defaultOwnerCacheFor
+	}
 	if cfg.Need.CPU <= 0 {
 		cfg.Need.CPU = 1
 	}
@@ -109,6 +117,9 @@ func (s *Server) JoinFleet(cfg FleetConfig) error {
 	tr.Proxy = nil
 	tr.ResponseHeaderTimeout = 0
 	tr.MaxIdleConnsPerHost = 64
+	// Uploads and downloads pass through: fewer, larger writes than the
+	// 4 KiB default.
+	tr.WriteBufferSize, tr.ReadBufferSize = 128<<10, 128<<10
 	s.fleet = &fleet{cfg: cfg, tokenSum: sha256.Sum256([]byte(cfg.Token)), client: tr}
 	return nil
 }
@@ -195,7 +206,9 @@ func (s *Server) routeAPI(w http.ResponseWriter, r *http.Request, t tenant) bool
 func (s *Server) placeCreate(w http.ResponseWriter, r *http.Request, t tenant) {
 	f := s.fleet
 	id := s.cfg.NewID()
-	n, err := f.cfg.Catalog.Place(r.Context(), id, f.cfg.Need, f.cfg.Self.Name, s.cfg.Now(), f.cfg.DownAfter)
+	ctx, cancel := context.WithTimeout(r.Context(), placeTimeout)
+	n, err := f.cfg.Catalog.Place(ctx, id, f.cfg.Need, f.cfg.Self.Name, s.cfg.Now(), f.cfg.DownAfter)
+	cancel()
 	var noRoom *sandboxcatalog.NoRoomError
 	switch {
 	case errors.As(err, &noRoom):
@@ -222,39 +235,29 @@ func (s *Server) placeCreate(w http.ResponseWriter, r *http.Request, t tenant) {
 // routeOwned sends a request about sandbox id to its node; false when it
 // is served here (this node's, unknown, or another tenant's: 404 here).
 func (s *Server) routeOwned(w http.ResponseWriter, r *http.Request, t tenant, id string) bool {
-	f := s.fleet
 	if s.lookup(id) != nil {
 		return false
 	}
-	rec, ok, err := f.cfg.Catalog.Get(r.Context(), id)
+	o, err := s.findOwner(r.Context(), id)
 	if err != nil {
 		s.cfg.Log.Error("look a sandbox up in the catalog", "sandbox", id, "err", err)
 		writeError(w, http.StatusServiceUnavailable, "the fleet's catalog cannot be reached to find sandbox %s; retry later", id)
 		return true
 	}
-	if !ok || rec.Tenant != string(t) || rec.Node == f.cfg.Self.Name {
+	if !o.found || o.tenant != string(t) {
 		return false
 	}
-	n, up, ok := s.owner(r.Context(), rec.Node)
-	if !ok {
-		writeNodeDown(w, id, sandboxcatalog.Node{Name: rec.Node}, "is not registered")
+	n := o.node
+	if !o.registered {
+		writeNodeDown(w, id, n, "is not registered")
 		return true
 	}
-	if !up {
+	if !o.up {
 		writeNodeDown(w, id, n, fmt.Sprintf("is down (no heartbeat for %s)", s.cfg.Now().Sub(n.Heartbeat).Round(time.Second)))
 		return true
 	}
 	s.forwardAPI(w, r, t, n, id, false)
 	return true
-}
-
-// owner returns node name, whether it is up, and whether it is registered.
-func (s *Server) owner(ctx context.Context, name string) (n sandboxcatalog.Node, up, ok bool) {
-	n, ok, err := s.fleet.cfg.Catalog.Node(ctx, name)
-	if err != nil || !ok {
-		return n, false, false
-	}
-	return n, n.Up(s.cfg.Now(), s.fleet.cfg.DownAfter), true
 }
 
 // forwardAPI proxies r to node n's API as a fleet call for tenant t

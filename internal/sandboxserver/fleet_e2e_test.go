@@ -5,14 +5,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
-	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hermes-go/hermes/internal/sandboxcatalog"
 	"github.com/hermes-go/hermes/internal/store/postgres/postgrestest"
-	"github.com/hermes-go/hermes/internal/testnet"
 	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
@@ -23,32 +23,43 @@ type fleetNode struct {
 	proc                  *serverProcess
 }
 
+// fleetSandboxes is how many sandboxes TestFleetThreeNodes makes:
+// HERMES_FLEET_SANDBOXES (a multiple of 6; issue 29's proof is 60), else 6,
+// what a loaded 2-core CI machine affords.
+func fleetSandboxes(t *testing.T) int {
+	v := os.Getenv("HERMES_FLEET_SANDBOXES")
+	if v == "" {
+		return 6
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 || n%6 != 0 {
+		t.Fatalf("HERMES_FLEET_SANDBOXES=%q: want a positive multiple of 6", v)
+	}
+	return n
+}
+
 // TestFleetThreeNodes is issue 29's fleet proof on one machine: three node
-// servers (own HERMES_HOMEs, loopback ports) on one PostgreSQL catalog.
-// The E2B JS SDK creates sandboxes through node A only, and through B and
-// C runs commands, writes and reads files, lists, pauses and resumes;
-// placement spreads them over the nodes. Then kill -9 of node C: its
-// sandboxes answer an error naming node C (503, not a hang), the others
-// keep working; when C is back, so are its sandboxes.
+// servers (own HERMES_HOMEs, loopback ports) on one PostgreSQL catalog,
+// with room for N/3, 2N/3 and N sandboxes. The E2B JS SDK creates N
+// sandboxes (fleetSandboxes) through node A only, and through B and C runs
+// commands, writes and reads files, lists, pauses and resumes; placement
+// spreads them by capacity (N/6, N/3 and N/2: every node half full). Then
+// kill -9 of node C: its sandboxes, running and paused, answer an error
+// naming node C (503, not a hang) once its heartbeat is 3 s old, the
+// others keep working; when C is back, so are its sandboxes, the paused
+// ones included, with their files.
 func TestFleetThreeNodes(t *testing.T) {
+	total := fleetSandboxes(t)
 	url, schema := postgrestest.Schema(t)
 	node := needBoxesAndNode(t)
 	bin := buildHermes(t)
 	const key = "fleet-client-key-1"
-	tokenFile := filepath.Join(t.TempDir(), "fleet-token")
-	if err := os.WriteFile(tokenFile, []byte("fleet-token-0123456789abcdef\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	tokenFile := fleetTokenFile(t)
 	nodes := map[string]*fleetNode{}
+	room := map[string]int{"a": total / 3, "b": 2 * total / 3, "c": total}
 	for _, name := range []string{"a", "b", "c"} {
-		dir := t.TempDir()
-		n := &fleetNode{name: name, api: testnet.FreeAddr(t), envd: testnet.FreeAddr(t)}
-		args := []string{"sandbox", "serve", "--api-addr", n.api, "--envd-addr", n.envd, "--workspace", filepath.Join(dir, "ws"),
-			"--api-key", key, "--catalog", url, "--catalog-schema", schema, "--node", name, "--fleet-token-file", tokenFile,
-			"--node-cpu", "16", "--node-memory-mb", "1000000", "--max-sandboxes", "10", "--fleet-heartbeat", "1s"}
-		n.home, n.args = filepath.Join(dir, "home"), args
-		n.proc = startServerArgs(t, bin, n.home, n.api, args)
-		nodes[name] = n
+		nodes[name] = startFleetNode(t, bin, name, url, schema, tokenFile, key,
+			"--node-cpu", "1000", "--node-memory-mb", "100000000", "--max-sandboxes", strconv.Itoa(room[name]))
 	}
 	if strings.Contains(nodes["a"].proc.log.String(), "fleet-token-0123") {
 		t.Fatal("a node logged the fleet token")
@@ -59,11 +70,14 @@ func TestFleetThreeNodes(t *testing.T) {
 		env = append(env, up+"_API=http://"+n.api, up+"_ENVD=http://"+n.envd)
 	}
 	s := &served{apiURL: "http://" + nodes["a"].api, envdURL: "http://" + nodes["a"].envd, key: key}
-	out := s.node(t, node, "fleet.mjs", append(env, "N=6")...)
-	var ids []string
-	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &ids); err != nil || len(ids) != 6 {
+	began := time.Now()
+	out := s.node(t, node, "fleet.mjs", append(env, "N="+strconv.Itoa(total))...)
+	var made struct{ IDs, Paused []string }
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &made); err != nil || len(made.IDs) != total {
 		t.Fatalf("fleet.mjs printed %q: %v", out, err)
 	}
+	t.Logf("%d sandboxes created through A, used through B and C, paused and resumed: %s", total, time.Since(began).Round(time.Millisecond))
+	ids := made.IDs
 
 	cat, err := sandboxcatalog.OpenPostgres(context.Background(), url, schema)
 	if err != nil {
@@ -76,14 +90,14 @@ func TestFleetThreeNodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(recs) != 2 {
-			t.Errorf("node %s holds %d sandboxes; want 2 of the 6 (least loaded first)", name, len(recs))
+		if want := room[name] / 2; len(recs) != want {
+			t.Errorf("node %s (room for %d) holds %d sandboxes; want %d of the %d (least loaded share first)", name, room[name], len(recs), want, total)
 		}
 		for _, r := range recs {
 			owner[r.ID] = name
 		}
 	}
-	var lost, kept []string
+	var lost, kept, lostPaused []string
 	for _, id := range ids {
 		if owner[id] == "c" {
 			lost = append(lost, id)
@@ -91,7 +105,30 @@ func TestFleetThreeNodes(t *testing.T) {
 			kept = append(kept, id)
 		}
 	}
+	for _, id := range made.Paused {
+		if owner[id] == "c" {
+			lostPaused = append(lostPaused, id)
+		}
+	}
+	if len(lostPaused) == 0 {
+		// Which sandboxes landed on C is up to the race of the creates:
+		// pause one of C's through B, so that one paused is lost with C.
+		id := lost[0]
+		req, _ := http.NewRequest("POST", "http://"+nodes["b"].api+"/sandboxes/"+id+"/pause", nil)
+		req.Header.Set("X-API-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("pause %s through B: %d", id, resp.StatusCode)
+		}
+		lostPaused = append(lostPaused, id)
+	}
+	t.Logf("node C holds %d sandboxes, %d of them paused", len(lost), len(lostPaused))
 
+	killed := time.Now()
 	nodes["c"].proc.stop(t, syscall.SIGKILL)
 	// Within the heartbeat bound (3 s) node C is down: A answers its
 	// sandboxes with the node-down error without trying C.
@@ -109,14 +146,15 @@ func TestFleetThreeNodes(t *testing.T) {
 	}) {
 		t.Fatal("node C was not marked down")
 	}
+	t.Logf("node C answered as down %s after kill -9 (heartbeat 1 s, down after 3 s)", time.Since(killed).Round(time.Millisecond))
 	out = s.node(t, node, "fleet_after.mjs", append(env, "LOST="+strings.Join(lost, ","), "KEPT="+strings.Join(kept, ","))...)
 	if !strings.Contains(out, "fleet ok") {
 		t.Fatalf("after node C's loss: %s", out)
 	}
 	t.Logf("%s", out)
 
-	// Node C comes back: its sandboxes (running when it died) run again,
-	// with their files, reached through B.
+	// Node C comes back: its sandboxes (running or paused when it died) run
+	// again, with their files, reached through B.
 	c := nodes["c"]
 	c.proc = startServerArgs(t, bin, c.home, c.api, c.args)
 	out = s.node(t, node, "fleet_after.mjs", append(env, "KEPT="+strings.Join(lost, ","))...)

@@ -37,24 +37,23 @@ func (s *Server) routeEnvd(w http.ResponseWriter, r *http.Request, id string) bo
 	if f == nil || id == "" || s.lookup(id) != nil {
 		return false
 	}
-	rec, ok, err := f.cfg.Catalog.Get(r.Context(), id)
+	o, err := s.findOwner(r.Context(), id)
 	if err != nil {
 		s.cfg.Log.Error("look a sandbox up in the catalog", "sandbox", id, "err", err)
 		closeUnreadBody(w, r)
 		writeError(w, http.StatusServiceUnavailable, "the fleet's catalog cannot be reached to find sandbox %s; retry later", id)
 		return true
 	}
-	if !ok || rec.Node == f.cfg.Self.Name {
+	if !o.found {
 		return false
 	}
-	n, up, registered := s.owner(r.Context(), rec.Node)
-	if !registered || !up {
+	n := o.node
+	if !o.registered || !o.up {
 		closeUnreadBody(w, r)
 		why := "is not registered"
-		if registered {
+		if o.registered {
 			why = fmt.Sprintf("is down (no heartbeat for %s)", s.cfg.Now().Sub(n.Heartbeat).Round(time.Second))
 		}
-		n.Name = rec.Node
 		writeNodeDown(w, id, n, why)
 		return true
 	}

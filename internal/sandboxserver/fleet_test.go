@@ -22,8 +22,13 @@ type testNode struct {
 
 // newTestFleet starts nodes a and b (fake boxes) on one PostgreSQL catalog
 // whose clock is clock.
-func newTestFleet(t *testing.T, clock *testClock) map[string]*testNode {
+func newTestFleet(t testing.TB, clock *testClock) map[string]*testNode {
 	url, schema := postgrestest.Schema(t)
+	return newTestFleetAt(t, clock, url, schema)
+}
+
+// newTestFleetAt starts nodes a and b on the catalog at url and schema.
+func newTestFleetAt(t testing.TB, clock *testClock, url, schema string) map[string]*testNode {
 	nodes := map[string]*testNode{}
 	for _, name := range []string{"a", "b"} {
 		cat, err := sandboxcatalog.OpenPostgres(context.Background(), url, schema)

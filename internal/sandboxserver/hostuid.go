@@ -44,6 +44,9 @@ func (h HostUIDs) Used(uid int) (bool, string) {
 	return false, ""
 }
 
+// Account returns the name of the host account with uid, if one has it.
+func (h HostUIDs) Account(uid int) (string, bool) { return h.account(uid) }
+
 func (h HostUIDs) account(uid int) (string, bool) {
 	f, err := os.Open(h.Passwd)
 	if err != nil {

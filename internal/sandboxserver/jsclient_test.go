@@ -70,10 +70,11 @@ func needBoxesAndNode(t *testing.T) string {
 }
 
 // buildHermes builds the hermes binary from the tree.
-func buildHermes(t *testing.T) string {
+func buildHermes(t *testing.T, env ...string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "hermes")
 	cmd := exec.Command("go", "build", "-o", bin, "github.com/hermes-go/hermes/cmd/hermes")
+	cmd.Env = append(os.Environ(), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -194,13 +194,21 @@ func shellQuote(s string) string {
 }
 
 // commandLine is cmd and args as one sh command line (exec, so that the
-// process the client sees is the command itself).
+// process the client sees is the command itself); /bin/bash falls back
+// to /bin/sh where the box has no bash.
 func commandLine(cfg *process.ProcessConfig) string {
 	parts := []string{"exec", shellQuote(cfg.GetCmd())}
+	prefix := ""
+	if cfg.GetCmd() == "/bin/bash" {
+		// The SDKs run commands.run through /bin/bash -l -c, which E2B's
+		// templates have; an image without bash (busybox, alpine) gets
+		// /bin/sh instead.
+		prefix, parts[1] = `b=/bin/bash; [ -x "$b" ] || b=/bin/sh; `, `"$b"`
+	}
 	for _, a := range cfg.GetArgs() {
 		parts = append(parts, shellQuote(a))
 	}
-	return strings.Join(parts, " ")
+	return prefix + strings.Join(parts, " ")
 }
 
 // commandEnv is the environment of a command of user u in sb: HOME and
@@ -234,6 +242,9 @@ func (ps *processService) Start(ctx context.Context, req *connect.Request[proces
 	sub := pr.subscribe()
 	u := ps.s.userOf(ctx)
 	cwd := u.home
+	if set, err := ps.s.imageSetupOf(ctx, sb); err == nil && set.workdir != "" {
+		cwd = set.workdir // the template image's WorkingDir (image.go)
+	}
 	if cfg.Cwd != nil && *cfg.Cwd != "" {
 		cwd = resolvePath(*cfg.Cwd)
 	}

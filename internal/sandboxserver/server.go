@@ -63,6 +63,10 @@ type Boxes interface {
 // Template is a sandbox template: extra read-only layers over the box
 // image and environment for its commands.
 type Template struct {
+	// Image, when set, is the OCI image (registry reference, OCI layout
+	// dir or docker save tarball) the template's boxes are made from
+	// instead of the server's box image (image.go).
+	Image string
 	// Layers are host directories laid over the box image (topmost first).
 	Layers []string
 	// Env is added to the environment of every command.
@@ -137,6 +141,12 @@ type Config struct {
 	// `user` (0: E2BUserUID). Commands run as it with no user namespace:
 	// pick it with ChooseUserUID so no host account or process shares it.
 	UserUID int
+	// PullImage pulls an OCI image spec into the box's image store unless
+	// it is there (Template.Image; nil: images are pulled by the box start).
+	PullImage func(ctx context.Context, spec string) error
+	// HostAccount names the host account that has uid, if one has: an
+	// image's User with such a uid is not taken (image.go). nil: none.
+	HostAccount func(uid int) (name string, ok bool)
 	// Log receives one line per lifecycle event (nil = discard).
 	Log *slog.Logger
 }
@@ -159,6 +169,7 @@ type Server struct {
 	queued    *queueBudget   // output queued for slow stream readers
 	transfers *transferBudget
 	fleet     *fleet // nil on a lone server (fleet.go)
+	images    imagePulls
 }
 
 // sandbox is one sandbox's record.
@@ -175,12 +186,18 @@ type sandbox struct {
 	autoPause     bool
 	startedAt     time.Time
 
+	// life orders box starts (read-locked by env) before the removal of
+	// a killed sandbox's box (locked by kill's removal), so that a start
+	// racing a kill never makes a box again after its removal.
+	life sync.RWMutex
+
 	mu     sync.Mutex
 	endAt  time.Time
 	state  string // "running" | "paused"
 	timer  *time.Timer
 	procs  map[uint32]*proc
 	paused chan struct{} // closed when the box stops (pause or kill)
+	image  *imageSetup   // what the template's image gives, once resolved (image.go)
 }
 
 // New returns a Server for cfg.
@@ -344,8 +361,17 @@ func (s *Server) list() []*sandbox {
 	return out
 }
 
-// env returns the running environment of sb.
+// errKilled is env's error for a sandbox killed before its box started.
+var errKilled = errors.New("the sandbox was killed")
+
+// env returns the running environment of sb, starting its box if needed;
+// errKilled once sb is killed (a box is never started again for it).
 func (s *Server) env(ctx context.Context, sb *sandbox) (backend.Environment, error) {
+	sb.life.RLock()
+	defer sb.life.RUnlock()
+	if s.lookup(sb.id) != sb {
+		return nil, fmt.Errorf("sandbox %s: %w", sb.id, errKilled)
+	}
 	return s.cfg.Boxes.Open(ctx, Task(sb.id))
 }
 
@@ -434,6 +460,9 @@ func (s *Server) kill(sb *sandbox) {
 	s.forget(sb.id)
 	go func() {
 		defer s.removals.Done()
+		// After every box start under way (env): none starts after this.
+		sb.life.Lock()
+		defer sb.life.Unlock()
 		// A concurrent reader of the box's state (hermes box ls) can make
 		// one removal fail; the next one finishes it.
 		var err error

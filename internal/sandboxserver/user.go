@@ -108,16 +108,16 @@ type chowner interface {
 	Chown(ctx context.Context, path string, uid, gid uint32) error
 }
 
-// giveHome makes the default user own its home and HERMES_HOME, which
+// giveHome makes the default user u own its home and HERMES_HOME, which
 // the box's init created as root at boot.
-func (s *Server) giveHome(ctx context.Context, env backend.Environment) error {
+func (s *Server) giveHome(ctx context.Context, env backend.Environment, u sandboxUser) error {
 	c, ok := env.(chowner)
 	if !ok {
 		return nil
 	}
 	for _, p := range []string{UserHome, UserHome + "/.hermes", UserHome + "/.hermes/.sandbox"} {
-		if err := c.Chown(ctx, p, s.user.as.UID, s.user.as.GID); err != nil {
-			return fmt.Errorf("give %s to %s: %w", p, s.user.name, err)
+		if err := c.Chown(ctx, p, u.as.UID, u.as.GID); err != nil {
+			return fmt.Errorf("give %s to %s: %w", p, u.name, err)
 		}
 	}
 	return nil

@@ -7,6 +7,12 @@ import "context"
 type AskOptions struct {
 	Subscribe SubscribeOptions
 	Send      SendOptions
+	// Sending, when set, runs the send: it calls send (Session.Send with
+	// the text and Send) and returns its results, so a face can hold its
+	// own lock around the send, note the turn's place or acknowledge the
+	// message (the gateway's per-chat order and "Queued" reply). Ask
+	// returns Sending's error.
+	Sending func(send func() (*Turn, Ack, error)) (*Turn, Ack, error)
 }
 
 // Ask sends text as a turn and calls on (when non-nil) with each event of
@@ -25,7 +31,11 @@ type AskOptions struct {
 func (s *Session) Ask(ctx context.Context, text string, o AskOptions, on func(Event)) (Event, error) {
 	sub := s.Subscribe(o.Subscribe)
 	defer sub.Close()
-	turn, _, err := s.Send(ctx, text, o.Send)
+	send := func() (*Turn, Ack, error) { return s.Send(ctx, text, o.Send) }
+	if o.Sending == nil {
+		o.Sending = func(send func() (*Turn, Ack, error)) (*Turn, Ack, error) { return send() }
+	}
+	turn, _, err := o.Sending(send)
 	if err != nil {
 		return Event{}, err
 	}

@@ -79,3 +79,37 @@ func TestAskCancelledAndClosed(t *testing.T) {
 		t.Fatalf("Ask on a closed session = %v", err)
 	}
 }
+
+// AskOptions.Sending runs the send: it sees the message's Ack (its queue
+// place) before any event of the turn, and its error is Ask's.
+func TestAskSendingWrapsTheSend(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	srv.SetResponder(echo)
+	rt := newTestRuntime(t, srv, nil)
+	s, err := rt.Open(context.Background(), OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ack Ack
+	var events int
+	last, err := s.Ask(waitfor.Context(t), "hello", AskOptions{
+		Sending: func(send func() (*Turn, Ack, error)) (*Turn, Ack, error) {
+			if events != 0 {
+				t.Error("an event was shown before the send")
+			}
+			turn, a, err := send()
+			ack = a
+			return turn, a, err
+		},
+	}, func(Event) { events++ })
+	if err != nil || last.Kind != Final || ack.TurnID != last.TurnID {
+		t.Fatalf("Ask = %+v, %v; Sending saw %+v", last, err, ack)
+	}
+	refused := errors.New("refused by the face")
+	_, err = s.Ask(waitfor.Context(t), "again", AskOptions{
+		Sending: func(func() (*Turn, Ack, error)) (*Turn, Ack, error) { return nil, Ack{}, refused },
+	}, nil)
+	if !errors.Is(err, refused) {
+		t.Fatalf("Ask with a refusing Sending = %v", err)
+	}
+}

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/browser"
+	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/tool"
 	"github.com/hermes-go/hermes/internal/web"
 )
 
-// addWebTools adds web_extract (fetching from the host, or from inside the
+// addWebTools adds web_extract and vision_analyze (fetching from the host, or from inside the
 // box with the box backend) and, when a search backend is configured,
 // web_search. A backend that cannot be used is a warning, not a failure
 // to start: the other tools still work.
@@ -21,6 +22,7 @@ func (rt *Runtime) addWebTools(all *tool.Registry) {
 		f = &web.EnvFetcher{Open: rt.backend.Open, Explain: browser.GateRefusal}
 	}
 	all.Add(tool.NewWebExtract(f))
+	all.Add(tool.NewVisionAnalyze(tool.VisionOptions{Workspace: rt.cwd, HermesHome: rt.opts.Home, Fetch: f, Model: rt.visionModel}))
 	want := rt.cfg.Web.SearchBackend
 	if want == "" {
 		want = rt.cfg.Web.Backend
@@ -33,6 +35,32 @@ func (rt *Runtime) addWebTools(all *tool.Registry) {
 	if s != nil {
 		all.Add(tool.NewWebSearch(s))
 	}
+}
+
+// visionModel is the model vision_analyze asks for session id: the
+// session's own model when it takes images (model.supports_vision, else
+// a guess from its name), else auxiliary.vision when it names a model of
+// its own; the error says what to set.
+func (rt *Runtime) visionModel(_ context.Context, id string) (tool.VisionModel, error) {
+	model := rt.model
+	if s := rt.lookup(id); s != nil && s.agent != nil {
+		model = s.agent.Model()
+	}
+	timeout := auxDefaultTimeout(config.AuxVision)
+	if n := rt.cfg.Aux(config.AuxVision).Timeout; n > 0 {
+		timeout = seconds(n)
+	}
+	if supportsVision(rt.cfg.Model.SupportsVision, model) {
+		return tool.VisionModel{Provider: rt.provider, Model: model, Timeout: timeout}, nil
+	}
+	a, err := rt.Auxiliary(config.AuxVision)
+	if err != nil {
+		return tool.VisionModel{}, err
+	}
+	if a.Main {
+		return tool.VisionModel{}, fmt.Errorf("the model %s does not take images; set auxiliary.vision.provider and auxiliary.vision.model to a vision model (or model.supports_vision: true if it does take them)", model)
+	}
+	return tool.VisionModel{Provider: a.Provider, Model: a.Model, Timeout: a.Timeout}, nil
 }
 
 // addBrowserTools adds the browser toolset. With the local backend it

@@ -55,7 +55,11 @@ func (rt *Runtime) chatOrigin(id string) string {
 	if s := rt.lookup(id); s != nil && s.source == CronSource {
 		return s.cronOrigin
 	}
-	return originOfKey(rt.keys.keyOf(id))
+	key, err := rt.keys.KeyOf(context.Background(), id)
+	if err != nil {
+		return "" // no origin: the run answers for no chat
+	}
+	return originOfKey(key)
 }
 
 // originOfKey reads the chat out of a session key. The gateway's keys
@@ -84,18 +88,4 @@ func originOfKey(key string) string {
 		return p[0] + ":" + p[2]
 	}
 	return ""
-}
-
-// keyOf returns the key the session id was last opened under ("" = none).
-func (k *keyIndex) keyOf(id string) string {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.load()
-	best := ""
-	for key, e := range k.m {
-		if e.SessionID == id && (best == "" || key < best) {
-			best = key
-		}
-	}
-	return best
 }

@@ -9,7 +9,9 @@ import (
 	"sync"
 
 	"github.com/hermes-go/hermes/internal/agent"
+	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/llm"
+	"github.com/hermes-go/hermes/internal/llm/providers"
 	"github.com/hermes-go/hermes/internal/llm/textcall"
 	"github.com/hermes-go/hermes/internal/store"
 	"github.com/hermes-go/hermes/internal/tool"
@@ -20,7 +22,7 @@ import (
 const (
 	defaultMaxChildren   = 3
 	defaultChildTurns    = 50
-	maxSpawnDepth        = 2
+	maxSpawnDepth        = config.MaxSpawnDepth
 	maxDelegatedTasks    = 8
 	maxDelegateTextBytes = 16 << 10 // goal or context
 	maxChildSummaryBytes = 20 << 10
@@ -154,15 +156,20 @@ func (d *delegateTool) runChild(ctx context.Context, taskID, parent, model strin
 		return out
 	}
 	out["session_id"] = id
+	m, err := rt.childModel(model)
+	if err != nil {
+		out["status"], out["error"] = "failed", err.Error()
+		return out
+	}
 	system := childSystemPrompt(rt.cwd)
-	if err := rt.lazy.Defer(store.NewSession{ID: id, Source: "subagent", Model: model, Provider: rt.provName, Cwd: rt.cwd,
+	if err := rt.lazy.Defer(store.NewSession{ID: id, Source: "subagent", Model: m.model, Provider: m.name, Cwd: rt.cwd,
 		SystemPrompt: system, ParentSessionID: parent}); err != nil {
 		out["status"], out["error"] = "failed", err.Error()
 		return out
 	}
 	defer rt.lazy.Forget(id)
 	a := agent.New(agent.Options{
-		Provider: rt.provider, ProviderName: rt.provName, Fallbacks: rt.fallbacks, Model: model,
+		Provider: m.provider, ProviderName: m.name, Fallbacks: m.fallbacks, Model: m.model,
 		Tools: d.childTools(id, parentTools, t.Toolsets), Recorder: rt.recorder(), TaskID: taskID,
 		MaxTurns: childTurns(rt.cfg.Delegation.MaxIterations), MaxTokens: rt.cfg.Model.MaxTokens,
 		ReasoningEffort: rt.cfg.Agent.ReasoningEffort, ParseTextToolCalls: textcall.Extract, Now: rt.opts.Now,
@@ -206,11 +213,55 @@ func (d *delegateTool) childTools(id string, parentTools *tool.Registry, toolset
 	if _, ok := r.Get("todo"); ok {
 		r.Add(tool.NewTodoList())
 	}
+	if _, ok := r.Get("execute_code"); ok {
+		// Its scripts call the subagent's tools, not the parent session's.
+		opts := d.rt.codeOpts
+		opts.Tools = func(string) *tool.Registry { return r }
+		r.Add(tool.NewExecuteCode(opts))
+	}
 	depth := min(max(d.rt.cfg.Delegation.MaxSpawnDepth, 1), maxSpawnDepth)
 	if d.depth < depth {
 		r.Add(&delegateTool{rt: d.rt, depth: d.depth + 1, parent: id, tools: r})
 	}
 	return r
+}
+
+// childRoute is the model a subagent runs on.
+type childRoute struct {
+	provider  llm.Provider
+	name      string // the provider's resolved name
+	model     string
+	fallbacks []agent.Route
+}
+
+// childModel is the subagents' model: delegation.{provider,model,base_url,
+// api_key} (Hermes "delegation.md"), else parentModel on the parent's
+// provider and fallback chain. A model of another provider or endpoint is
+// built once, with its own key (never the parent's) and no fallbacks.
+// Errors name the delegation key to fix.
+func (rt *Runtime) childModel(parentModel string) (childRoute, error) {
+	d := rt.cfg.Delegation
+	main := childRoute{provider: rt.provider, name: rt.provName, model: parentModel, fallbacks: rt.fallbacks}
+	if d.Provider == "" && d.Model == "" && d.BaseURL == "" && d.APIKey == "" {
+		return main, nil
+	}
+	rt.auxMu.Lock()
+	defer rt.auxMu.Unlock()
+	if rt.delegation == nil {
+		popts := rt.popts
+		popts.Provider, popts.Model = rt.provName, parentModel
+		a, err := providers.ResolveAux(popts, rt.provider, providers.AuxSettings{
+			Provider: d.Provider, Model: d.Model, BaseURL: d.BaseURL, APIKey: d.APIKey}, 0)
+		if err != nil {
+			return childRoute{}, fmt.Errorf("delegation: %w (see hermes config check)", err)
+		}
+		rt.delegation = &a
+	}
+	if rt.delegation.Main {
+		main.model = rt.delegation.Model
+		return main, nil
+	}
+	return childRoute{provider: rt.delegation.Provider, name: rt.delegation.Name, model: rt.delegation.Model}, nil
 }
 
 func childTurns(n int) int {

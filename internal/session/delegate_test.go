@@ -230,17 +230,7 @@ func TestDelegateChildAsksTheParentsPersonForApproval(t *testing.T) {
 		}
 		return llmtest.Turn{Text: "done"}
 	})
-	rt := newTestRuntime(t, srv, nil)
-	if err := os.MkdirAll(filepath.Join(rt.Cwd(), "build"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	s, err := rt.Open(context.Background(), OpenOptions{Key: "cli"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub := s.Subscribe(SubscribeOptions{Approver: true})
-	defer sub.Close()
-	turn, _, _ := s.Send(context.Background(), "clean", SendOptions{})
+	rt, s, sub, turn := sendCleanWithABuildDir(t, srv)
 	for {
 		ev, err := sub.Next(context.Background())
 		if err != nil {
@@ -294,4 +284,75 @@ func TestDelegateChildIsCancelledWithItsParent(t *testing.T) {
 	if n := len(srv.Requests()); n != 2 {
 		t.Fatalf("%d model calls after the cancel, want 2 (parent, child)", n)
 	}
+}
+
+// TestDelegateChildrenUseDelegationModel: delegation.{provider,base_url,
+// model,api_key} sends the subagents to their own endpoint with its own
+// key (never the parent's); the child session records that model; with
+// delegation.model alone, children use that model on the parent's
+// endpoint.
+func TestDelegateChildrenUseDelegationModel(t *testing.T) {
+	parent, child := llmtest.NewServer(t), llmtest.NewServer(t)
+	var childAuth, childModel []string
+	var mu sync.Mutex
+	parent.SetResponder(func(r llmtest.Request) llmtest.Turn {
+		c := readConvo(r)
+		if c.child {
+			return llmtest.Turn{Text: "child on the parent's endpoint, model " + modelOf(r)}
+		}
+		if c.results == 0 {
+			return call("delegate_task", `{"goal":"summarise the logs"}`)
+		}
+		return llmtest.Turn{Text: "parent done: " + c.result}
+	})
+	child.SetResponder(func(r llmtest.Request) llmtest.Turn {
+		mu.Lock()
+		childAuth, childModel = append(childAuth, r.Header.Get("Authorization")), append(childModel, modelOf(r))
+		mu.Unlock()
+		return llmtest.Turn{Text: "child summary from the cheap model"}
+	})
+	run := func(overrides ...string) (string, *Runtime) {
+		rt := newTestRuntime(t, parent, func(o *Options) {
+			_ = o.Config.Override("model.api_key", "parent-secret-key")
+			for i := 0; i < len(overrides); i += 2 {
+				if err := o.Config.Override(overrides[i], overrides[i+1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+		s, err := rt.Open(context.Background(), OpenOptions{Key: "cli"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		turn, _, _ := s.Send(context.Background(), "go", SendOptions{})
+		res, err := turn.Wait(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Text, rt
+	}
+	text, rt := run("delegation.provider", "custom", "delegation.base_url", child.URL, "delegation.model", "cheap-model", "delegation.api_key", "child-key")
+	if !strings.Contains(text, "child summary from the cheap model") {
+		t.Fatalf("parent's answer: %s", text)
+	}
+	if len(childAuth) != 1 || childAuth[0] != "Bearer child-key" || childModel[0] != "cheap-model" {
+		t.Fatalf("child endpoint saw auth %q, model %q", childAuth, childModel)
+	}
+	kids, err := rt.Store().List(context.Background(), store.ListOptions{Source: "subagent"})
+	if err != nil || len(kids) != 1 || kids[0].Model != "cheap-model" {
+		t.Fatalf("child session rows %+v (%v)", kids, err)
+	}
+	text, _ = run("delegation.model", "other-model")
+	if !strings.Contains(text, "child on the parent's endpoint, model other-model") || len(childAuth) != 1 {
+		t.Fatalf("delegation.model alone: %s (child endpoint calls %d)", text, len(childAuth))
+	}
+}
+
+// modelOf is the model a chat request names.
+func modelOf(r llmtest.Request) string {
+	var body struct {
+		Model string `json:"model"`
+	}
+	_ = json.Unmarshal(r.Body, &body)
+	return body.Model
 }

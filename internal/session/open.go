@@ -2,13 +2,8 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
-	"sync"
-
-	"github.com/google/renameio/v2"
+	"fmt"
 
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/config"
@@ -73,7 +68,10 @@ var ErrNoSessionToContinue = errors.New("no session to continue: start one with 
 func (rt *Runtime) Open(ctx context.Context, o OpenOptions) (*Session, error) {
 	ref := o.Resume
 	if o.Key != "" && !o.New && ref == "" {
-		ref = rt.keys.get(o.Key)
+		var err error
+		if ref, err = rt.keys.Get(ctx, o.Key); err != nil {
+			return nil, fmt.Errorf("looking up the session of %s: %w", o.Key, err)
+		}
 	}
 	var (
 		s   *Session
@@ -101,7 +99,7 @@ func (rt *Runtime) Open(ctx context.Context, o OpenOptions) (*Session, error) {
 		return nil, err
 	}
 	if o.Key != "" {
-		if err := rt.keys.set(o.Key, s.id); err != nil {
+		if err := rt.keys.Set(ctx, o.Key, s.id); err != nil {
 			rt.opts.Warn("warning: could not save the session index: " + err.Error())
 		}
 	}
@@ -247,87 +245,4 @@ func (rt *Runtime) remove(s *Session) {
 		delete(rt.sessions, s.id)
 	}
 	rt.mu.Unlock()
-}
-
-// keyIndex maps front-end conversation keys to session ids, persisted as
-// HERMES_HOME/sessions/sessions.json ({"key": {"session_id": "..."}}, the
-// file Hermes Agent's gateway keeps).
-//
-// Writes are group-committed: set returns once a file holding its change
-// is on disk, and one write covers every change made while the previous
-// write ran (1,000 new chats arriving together write the file a few
-// times, not 1,000 times with an fsync each).
-type keyIndex struct {
-	path string
-
-	mu      sync.Mutex
-	loaded  bool
-	m       map[string]keyEntry
-	changes uint64 // changes made to m so far
-	saved   uint64 // changes the file on disk holds
-
-	writeMu sync.Mutex // held while the file is written
-}
-
-type keyEntry struct {
-	SessionID string `json:"session_id"`
-}
-
-func newKeyIndex(home string) *keyIndex {
-	return &keyIndex{path: filepath.Join(home, "sessions", "sessions.json")}
-}
-
-func (k *keyIndex) load() {
-	if k.loaded {
-		return
-	}
-	k.loaded = true
-	k.m = map[string]keyEntry{}
-	if b, err := os.ReadFile(k.path); err == nil {
-		_ = json.Unmarshal(b, &k.m) // a broken index starts over; the sessions stay in state.db
-	}
-}
-
-func (k *keyIndex) get(key string) string {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.load()
-	return k.m[key].SessionID
-}
-
-func (k *keyIndex) set(key, id string) error {
-	k.mu.Lock()
-	k.load()
-	if k.m[key].SessionID == id {
-		k.mu.Unlock()
-		return nil
-	}
-	k.m[key] = keyEntry{SessionID: id}
-	k.changes++
-	mine := k.changes
-	k.mu.Unlock()
-
-	k.writeMu.Lock()
-	defer k.writeMu.Unlock()
-	k.mu.Lock()
-	if k.saved >= mine { // a write that started after our change covered it
-		k.mu.Unlock()
-		return nil
-	}
-	b, err := json.MarshalIndent(k.m, "", "  ")
-	covers := k.changes
-	k.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(k.path), 0o700); err != nil {
-		return err
-	}
-	if err := renameio.WriteFile(k.path, b, 0o600); err != nil {
-		return err
-	}
-	k.mu.Lock()
-	k.saved = max(k.saved, covers)
-	k.mu.Unlock()
-	return nil
 }

@@ -81,9 +81,18 @@ func TestReplicasShareSessionsInPostgres(t *testing.T) {
 	if err != nil || len(msgs) != 4 {
 		t.Fatalf("replica one sees %d messages, %v; want 4", len(msgs), err)
 	}
+	// A chat's key resolves on either replica: the key index is in the database.
+	chat := OpenOptions{Key: "agent:main:telegram:dm:42", Source: "telegram", Platform: "telegram"}
+	kid, _ := ask(one, chat, "chat one")
+	kid2, answer := ask(two, chat, "chat two")
+	if kid2 != kid || answer != "2 user messages; last: chat two" {
+		t.Fatalf("the chat's second message on replica two: session %s answered %q, want session %s with the history", kid2, answer, kid)
+	}
 	for _, h := range []string{homeOne, homeTwo} {
-		if _, err := os.Stat(filepath.Join(h, "state.db")); err == nil {
-			t.Errorf("%s/state.db was written while the backend is postgres", h)
+		for _, f := range []string{"state.db", "sessions/sessions.json"} {
+			if _, err := os.Stat(filepath.Join(h, f)); err == nil {
+				t.Errorf("%s/%s was written while the backend is postgres", h, f)
+			}
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/hermes-go/hermes/internal/browser"
+	"github.com/hermes-go/hermes/internal/sessionkeys"
 
 	"github.com/hermes-go/hermes/internal/agent"
 	"github.com/hermes-go/hermes/internal/approval"
@@ -72,6 +73,10 @@ type Options struct {
 	// Warn receives one-line messages for the person ("warning: ..."; stderr
 	// in the CLI, prefixed "hermes: ").
 	Warn func(string)
+	// Messenger sends send_message's texts to chats: the gateway's running
+	// platforms, or outside a gateway the ones a bot token reaches. Nil (no
+	// platform) leaves send_message out of the tools.
+	Messenger tool.Messenger
 	// MaxSessions bounds the cached sessions (LRU); 0 = DefaultMaxSessions.
 	// Sessions with a running or queued turn or a subscriber are never evicted.
 	MaxSessions int
@@ -128,24 +133,28 @@ type Runtime struct {
 	skills    *skills.Library
 	todo      *tool.TodoList
 	processes *tool.ProcessTable
-	browsers  *browser.Manager // nil without Chromium
-	tools     *tool.Registry   // the tools of Options.Platform's sessions
-	allTools  *tool.Registry   // every tool, before toolsets are applied (see toolsFor)
+	browsers  *browser.Manager        // nil without Chromium
+	tools     *tool.Registry          // the tools of Options.Platform's sessions
+	allTools  *tool.Registry          // every tool, before toolsets are applied (see toolsFor)
+	codeOpts  tool.ExecuteCodeOptions // execute_code's, for a subagent's own (its tools)
 	redact    *Redactor
 	cwd       string
 	window    int
 	closers   []func() error
 	auxMu     sync.Mutex
 	aux       map[config.AuxTask]providers.Aux // built by Auxiliary
-	auxErr    map[config.AuxTask]error         // settings that did not resolve (told once)
-	titles    sync.WaitGroup                   // model-written titles in flight (Close waits)
+	// delegation is the subagents' own model (childModel), when
+	// delegation: names one; guarded by auxMu.
+	delegation *providers.Aux
+	auxErr     map[config.AuxTask]error // settings that did not resolve (told once)
+	titles     sync.WaitGroup           // model-written titles in flight (Close waits)
 
 	mu       sync.Mutex
 	sessions map[string]*list.Element // session id → element of lru (*Session)
 	lru      *list.List               // front = most recently used
 	closed   bool
 	turnSeq  int
-	keys     *keyIndex
+	keys     sessionkeys.Index
 }
 
 // recorder is the store behind the process's write gate.
@@ -177,7 +186,7 @@ func New(ctx context.Context, o Options) (*Runtime, error) {
 		// off to the user and prompted (or refused) every command.
 		return nil, fmt.Errorf("%v, in %s; fix it with `hermes config set approvals.mode manual` (or smart, off)", err, o.Config.Source("approvals.mode"))
 	}
-	rt := &Runtime{opts: o, cfg: c, sessions: map[string]*list.Element{}, lru: list.New(), keys: newKeyIndex(o.Home),
+	rt := &Runtime{opts: o, cfg: c, sessions: map[string]*list.Element{}, lru: list.New(),
 		redact: NewRedactor(o.Config, o.Environ(), c.Terminal.EnvPassthrough, o.Home)}
 	ok := false
 	defer func() {
@@ -197,6 +206,7 @@ func New(ctx context.Context, o Options) (*Runtime, error) {
 		return nil, err // already "session store PATH: ..." or names the database server
 	}
 	rt.closers = append(rt.closers, rt.store.Close)
+	rt.keys = database.SessionKeys(rt.store, o.Home)
 	rt.lazy = store.NewRecorder(rt.store)
 	// Rows a killed run of an older build left without messages. Best
 	// effort: a read-only HERMES_HOME must not stop the run here.

@@ -43,8 +43,10 @@ func (rt *Runtime) buildTools() error {
 		},
 		files: fileOpts, secrets: secrets, rt: rt, cron: cron.NewStore(o.Home, o.Now),
 		memory: enabled(c.Memory.MemoryEnabled) || enabled(c.Memory.UserProfileEnabled),
+		code:   c.CodeExecution,
 	})
 	rt.addBrowserTools(all)
+	rt.addSendMessage(all)
 	rt.addWebTools(all)
 	toolsets := rt.toolsetsFor(o.Platform)
 	if err := CheckToolsetKeys(all, c); err != nil {
@@ -98,11 +100,16 @@ type toolDeps struct {
 	rt       *Runtime
 	cron     *cron.Store
 	memory   bool
+	code     config.CodeExecutionConfig
 }
 
 // newRegistry builds every built-in tool.
 func newRegistry(d toolDeps) *tool.Registry {
 	rt := d.rt
+	rt.codeOpts = tool.ExecuteCodeOptions{
+		Backend: rt.backend, Approvals: rt.approvals, Tools: rt.sessionTools, Redact: rt.redact.Redact,
+		Timeout: time.Duration(d.code.Timeout) * time.Second, MaxToolCalls: d.code.MaxToolCalls,
+	}
 	all := tool.NewRegistry(
 		tool.NewTerminalTool(d.terminal),
 		tool.NewProcessTool(rt.processes, d.secrets, rt.approvals),
@@ -117,6 +124,7 @@ func newRegistry(d toolDeps) *tool.Registry {
 		rt.todo,
 		tool.NewClarify(tool.AskerFunc(rt.ask)),
 		&delegateTool{rt: rt, depth: 1},
+		tool.NewExecuteCode(rt.codeOpts),
 		tool.NewCronjob(tool.CronjobOptions{
 			Store: d.cron, Origin: rt.chatOrigin, InCron: rt.isCronSession, Now: rt.opts.Now,
 		}),
@@ -127,14 +135,23 @@ func newRegistry(d toolDeps) *tool.Registry {
 	return all
 }
 
+// sessionTools is the registry of the open session id (nil when it is
+// not open): the tools an execute_code script of it may call.
+func (rt *Runtime) sessionTools(id string) *tool.Registry {
+	if s := rt.lookup(id); s != nil {
+		return s.tools
+	}
+	return nil
+}
+
 // Toolsets lists the toolsets of the built-in tools (for `hermes setup
 // tools`), sorted: the tools are built without an environment and never
-// run; browser and web, added per backend and config, are always listed.
+// run; browser, vision and web, added per backend and config, are always listed.
 func Toolsets() []string {
 	rt := &Runtime{todo: tool.NewTodoList(), processes: tool.NewProcessTable(), opts: Options{Now: time.Now}}
 	all := newRegistry(toolDeps{rt: rt, memory: true, cron: cron.NewStore("", time.Now)})
 	out := all.Toolsets()
-	for _, ts := range []string{"browser", "web"} {
+	for _, ts := range []string{"browser", "vision", "web"} {
 		if !slices.Contains(out, ts) {
 			out = append(out, ts)
 		}

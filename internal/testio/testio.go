@@ -5,6 +5,7 @@ package testio
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"sync"
 	"testing"
@@ -41,4 +42,25 @@ func ReadFile(t testing.TB, path string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// CopyExecutable copies the file src to dst with mode 0755 (a test binary
+// or hermes put where another user can run it); the test fails on error.
+func CopyExecutable(t testing.TB, src, dst string) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -300,8 +300,8 @@ func (r *Registry) Specs() []llm.ToolSpec {
 // that hermes does not provide, or not on this machine (browser without a
 // Chromium); naming one is a warning, not an error.
 var unimplementedToolsets = map[string]bool{
-	"web": true, "search": true, "browser": true, "vision": true, "image_gen": true, "video_gen": true,
-	"tts": true, "clarify": true, "code_execution": true, "delegation": true,
+	"web": true, "search": true, "browser": true, "image_gen": true, "video_gen": true,
+	"tts": true, "clarify": true, "delegation": true,
 	"messaging": true, "moa": true, "homeassistant": true, "kanban": true, "safe": true, "coding": true,
 }
 

@@ -196,9 +196,31 @@ func (o *output) waitAll(t *testing.T, wants ...string) {
 	}
 }
 
+// waitTurnEnded waits until the live region no longer shows the turn
+// whose answer holds answer: the TUI has ended the turn (endTurn), and a
+// slash command sent now is not refused with session.ErrBusy. The output
+// holds the live region too, so an answer is seen there while its turn
+// still runs: TestModelPickerSwitchesModel sent /model then, was refused,
+// and waited for a picker that never opened (CI, under -race and load).
+// A snapshot is taken in the program's own order: keys sent after it come
+// after the turn's end.
+func waitTurnEnded(t *testing.T, tm *teatest.TestModel, answer string) {
+	t.Helper()
+	waitView(t, tm, fmt.Sprintf("the turn answering %q to end", answer), func(f string) bool {
+		return !strings.Contains(f, answer) && !strings.Contains(f, "working")
+	})
+}
+
 // waitIdle waits until no turn is running (the status bar has no
 // "working"): an answer shows in the live region before its turn ends.
 func waitIdle(t *testing.T, tm *teatest.TestModel) {
+	t.Helper()
+	waitView(t, tm, "the turn to end", func(f string) bool { return !strings.Contains(f, "working") })
+}
+
+// waitView takes snapshots of the view (ANSI stripped) until cond holds
+// for one; the test fails with what when the deadline passes first.
+func waitView(t *testing.T, tm *teatest.TestModel, what string, cond func(frame string) bool) {
 	t.Helper()
 	deadline := waitfor.Deadline(t)
 	for time.Now().Before(deadline) {
@@ -206,14 +228,14 @@ func waitIdle(t *testing.T, tm *teatest.TestModel) {
 		tm.Send(ch)
 		select {
 		case v := <-ch:
-			if !strings.Contains(ansi.Strip(v), "working") {
+			if cond(ansi.Strip(v)) {
 				return
 			}
 		case <-time.After(time.Second):
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatal("the turn did not end")
+	t.Fatalf("waited until the test's deadline for %s", what)
 }
 
 func (o *output) String() string { return ansi.Strip(o.buf.String()) }
@@ -383,6 +405,7 @@ func TestModelPickerSwitchesModel(t *testing.T) {
 	tm, out := start(t, o, 80, 24)
 	send(tm, "hello")
 	out.wait(t, "first")
+	waitTurnEnded(t, tm, "first")
 	send(tm, "/model")
 	waitFrame(t, tm, "other-model")
 	tm.Type("other")
@@ -412,12 +435,15 @@ func TestSlashCommands(t *testing.T) {
 	tm, out := start(t, w.options(t), 80, 24)
 	send(tm, "first question")
 	out.wait(t, "one")
+	waitTurnEnded(t, tm, "one")
 	send(tm, "/undo")
 	out.wait(t, "undone: › first question")
 	send(tm, "second question")
 	out.wait(t, "two")
+	waitTurnEnded(t, tm, "two")
 	send(tm, "/retry")
 	out.wait(t, "three")
+	waitTurnEnded(t, tm, "three")
 	reqs := w.srv.Requests()
 	msgs, _ := reqs[2].JSON()["messages"].([]any)
 	var users []string

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -215,11 +216,16 @@ func (b *Backend) Open(ctx context.Context, taskID string) (backend.Environment,
 	})
 }
 
-// Close kills every running command of every environment.
+// Close kills every running command of every environment and, as root,
+// every process the commands detached (their PID namespace ends with its
+// keeper), then checks the workspace a last time (protect.Watch): a
+// detached writer may have rewritten .git/config after the last
+// command's check. Without root a detached process may outlive hermes.
 func (b *Backend) Close() error {
 	errs := []error{b.envs.Close()}
 	errs = append(errs, b.sup.stop())
-	b.guard.pids.stop()
+	b.guard.pids.kill()
+	b.guard.finalCheck()
 	b.guard.close()
 	return errors.Join(errs...)
 }
@@ -240,6 +246,16 @@ type Environment struct {
 }
 
 var _ backend.Environment = (*Environment)(nil)
+
+// DialUnix implements backend.UnixDialer: commands share the host's file
+// systems, so the socket is dialled directly.
+func (e *Environment) DialUnix(ctx context.Context, path string) (net.Conn, error) {
+	if !filepath.IsAbs(path) {
+		return nil, fmt.Errorf("dial %q: not an absolute path", path)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", path)
+}
 
 // Workdir is the default directory of commands and relative paths.
 func (e *Environment) Workdir() string { return e.workdir }
@@ -438,7 +454,10 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // process groups). Processes a finished command detached (`nohup server
 // &`) keep running, as they would after the shell on the host: the agent
 // may have started a dev server on purpose. They are ended when hermes
-// exits only if their group was still registered with the supervisor.
+// exits only if their group was still registered with the supervisor,
+// or, as root, with the commands' PID namespace (Backend.Close). The
+// workspace is checked once more (protect.Watch), the note going to the
+// person.
 func (e *Environment) Close() error {
 	e.mu.Lock()
 	procs := e.procs
@@ -447,6 +466,7 @@ func (e *Environment) Close() error {
 	for p := range procs {
 		_ = p.Kill()
 	}
+	e.guard.finalCheck() // the session's last word on the workspace
 	return nil
 }
 

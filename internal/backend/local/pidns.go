@@ -23,7 +23,8 @@ import (
 //   - The namespace's PID 1 is a keeper: the hermes binary re-executed
 //     with PIDInitArg (PIDInitMain), started once per backend with an
 //     empty environment. It reaps the orphans of the namespace (a server
-//     a command detached keeps running, as without the namespace) and, on
+//     a command detached keeps running while hermes runs; Backend.Close
+//     kills the keeper and the whole namespace with it) and, on
 //     request over a socket, makes a proc instance of its namespace
 //     (fsopen/fsmount: a detached mount) and sends its descriptor back.
 //   - Each command's guard thread, in the mount namespace it already has
@@ -156,16 +157,26 @@ func (k *pidKeeper) enter() error {
 	return nil
 }
 
-// stop closes the socket: the keeper exits once nothing runs in its
-// namespace any more (a detached server keeps it, and itself, alive).
-func (k *pidKeeper) stop() {
+// kill ends the keeper with SIGKILL, and with it (PID 1) every process
+// of its namespace: what a command detached (`setsid nohup … &`) does not
+// outlive hermes. It returns once the kernel has ended them all (PID 1's
+// exit waits for the namespace's other processes).
+func (k *pidKeeper) kill() {
 	if k == nil {
 		return
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.stopped = true
-	k.dropLocked()
+	if k.sock == nil {
+		return
+	}
+	cmd := k.cmd
+	_ = k.sock.Close()
+	_ = unix.Close(k.ns)
+	k.sock, k.cmd, k.ns = nil, nil, -1
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
 }
 
 // enterPIDNamespace runs on the guard's locked thread before the command

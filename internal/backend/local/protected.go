@@ -84,7 +84,11 @@ func (g *guard) mountProtected() error {
 	if err != nil {
 		return fmt.Errorf("terminal.protected_paths: bind workspace %s: %w", g.workspace, err)
 	}
-	if _, err := g.protected.MountReadOnly(open); err != nil {
+	// What the repository's own config points to in the workspace
+	// (core.hooksPath, include.path, hooks linked to tools/pre-commit)
+	// is read-only too, as of this command's start.
+	set := g.protected.With(g.protected.Pointed(g.workspace))
+	if _, err := set.MountReadOnly(open); err != nil {
 		return fmt.Errorf("terminal.protected_paths in %s: %w (to run commands without that protection: hermes config set terminal.protected_paths [])", g.workspace, err)
 	}
 	return nil

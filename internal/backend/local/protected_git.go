@@ -33,3 +33,12 @@ func (e *Environment) AcceptProtectedWrite(abs string) {
 	}
 	e.guard.watch.Accept(filepath.ToSlash(rel))
 }
+
+// finalCheck runs the check when a session or the backend closes, with
+// the note for the person (nobody reads a command's output for it).
+func (g *guard) finalCheck() {
+	if g == nil {
+		return
+	}
+	g.watch.CheckForPerson()
+}

@@ -48,17 +48,7 @@ func TestGuardProtectedPathsKeepGitFromRunningCode(t *testing.T) {
 	hostGit(t, work, home, "init", "-q")
 	hostGit(t, work, home, "config", "user.email", "u@example.com")
 	hostGit(t, work, home, "config", "user.name", "u")
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + root, "GIT_CONFIG_NOSYSTEM=1"}
-	b, err := NewWithOptions(Options{Cwd: work, Environ: func() []string { return env }, Sandbox: SandboxWorkspaceWrite,
-		ProtectedPaths: protect.Defaults(), Warn: &strings.Builder{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	e, err := b.Open(context.Background(), "s1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := openGuardedWorkspace(t, work, home, root)
 	run := func(command string) string {
 		t.Helper()
 		res, err := e.Exec(context.Background(), backend.ExecRequest{Command: command, Timeout: 30 * time.Second})
@@ -192,4 +182,23 @@ git init -q --template=t sub && cd sub && echo y > y && git add y && git commit 
 			}
 		})
 	}
+}
+
+// openGuardedWorkspace opens a session of a guarded local backend
+// (workspace-write, the default protected paths) in work, with HOME home,
+// TMPDIR root and no system git config; it closes when the test ends.
+func openGuardedWorkspace(t *testing.T, work, home, root string) backend.Environment {
+	t.Helper()
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + root, "GIT_CONFIG_NOSYSTEM=1"}
+	b, err := NewWithOptions(Options{Cwd: work, Environ: func() []string { return env }, Sandbox: SandboxWorkspaceWrite,
+		ProtectedPaths: protect.Defaults(), Warn: &strings.Builder{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	e, err := b.Open(context.Background(), "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

@@ -41,8 +41,14 @@ const (
 )
 
 // noWorkdir is printed on stderr by the wrapper when the working
-// directory does not exist.
-const noWorkdir = "HERMES_NO_WORKDIR"
+// directory does not exist; pgidPrefix comes before the command's process
+// group id there. Lines before them are the remote shell's own (a
+// .bashrc that prints, read by bash under sshd: pyenv's rehash did) and
+// are skipped.
+const (
+	noWorkdir  = "HERMES_NO_WORKDIR"
+	pgidPrefix = "HERMES_PGID="
+)
 
 // Transport starts shell programs on the other side.
 type Transport interface {
@@ -144,7 +150,7 @@ func (e *Environment) script(req backend.ExecRequest) string {
 	// An asynchronous command's stdin would be /dev/null: fd 3 carries it.
 	cmd := "sh -c " + shellfs.Quote(req.Command) + " 2>&1 <&3 3<&- &"
 	b.WriteString("exec 3<&0; if command -v setsid >/dev/null 2>&1; then setsid " + cmd + " else " + cmd + " fi; ")
-	b.WriteString(`echo "$!" >&2; exec 3<&-; wait "$!"`)
+	b.WriteString(`echo "` + pgidPrefix + `$!" >&2; exec 3<&-; wait "$!"`)
 	return b.String()
 }
 
@@ -185,18 +191,30 @@ func (e *Environment) launch(ctx context.Context, req backend.ExecRequest, out *
 	lines := bufio.NewReader(pr)
 	pidLine := make(chan string, 2)
 	go func() {
-		line, _ := lines.ReadString('\n')
-		pidLine <- strings.TrimSpace(line)
-		second, _ := lines.ReadString('\n')
-		if strings.TrimSpace(second) == noWorkdir {
-			pidLine <- noWorkdir
+		sent := false
+		for {
+			line, err := lines.ReadString('\n')
+			line = strings.TrimSpace(line)
+			if line == noWorkdir || strings.HasPrefix(line, pgidPrefix) {
+				pidLine <- line
+				if sent {
+					break
+				}
+				sent = true
+			}
+			if err != nil {
+				break
+			}
+		}
+		if !sent {
+			pidLine <- ""
 		}
 		_, _ = io.Copy(io.Discard, lines)
 		close(pidLine)
 	}()
 	select {
 	case line := <-pidLine:
-		p.pid, _ = strconv.Atoi(line)
+		p.pid, _ = strconv.Atoi(strings.TrimPrefix(line, pgidPrefix))
 		p.noWorkdir = line == noWorkdir
 	case <-ctx.Done():
 		r.Abandon()

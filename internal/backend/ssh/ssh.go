@@ -228,19 +228,31 @@ func loadKey(path string) (ssh.Signer, error) {
 }
 
 // resolveWorkdir asks the remote shell for the absolute working directory
-// (the home when wd is empty), creating nothing.
+// (the home when wd is empty), creating nothing. The answer is the line
+// after workdirMarker: what the remote shell's startup prints (a .bashrc
+// read by bash under sshd; pyenv's rehash printed lock errors) is not part
+// of it.
 func (b *Backend) resolveWorkdir(ctx context.Context, wd string) (string, error) {
 	probe := shellexec.New(transport{client: b.client}, "", "/", "ssh "+b.addr())
-	cmd := `cd && pwd -P`
+	cd := `cd`
 	if wd != "" {
-		cmd = `cd -- ` + shellfs.Quote(wd) + ` && pwd -P`
+		cd = `cd -- ` + shellfs.Quote(wd)
 	}
-	out, code, err := probe.Run(ctx, cmd, nil)
+	out, code, err := probe.Run(ctx, cd+` && printf '`+workdirMarker+`%s\n' "$(pwd -P)"`, nil)
 	if err != nil {
 		return "", err
 	}
-	if code != 0 {
+	var found string
+	for line := range strings.Lines(string(out)) {
+		if p, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), workdirMarker); ok {
+			found = p
+		}
+	}
+	if code != 0 || found == "" {
 		return "", fmt.Errorf("ssh: the remote working directory %q does not exist (terminal.cwd): %s", wd, strings.TrimSpace(string(out)))
 	}
-	return strings.TrimSpace(string(out)), nil
+	return found, nil
 }
+
+// workdirMarker comes before the working directory resolveWorkdir reads.
+const workdirMarker = "HERMES_WORKDIR="

@@ -52,9 +52,10 @@ func writeKey(t *testing.T, path string) ssh.PublicKey {
 	return sp
 }
 
-// startSSHD starts sshd as root on a free loopback port; it skips without
-// root or sshd (CI installs openssh-server).
-func startSSHD(t *testing.T) *testServer {
+// startSSHD starts sshd as root on a free loopback port, with extra lines
+// of sshd_config; it skips without root or sshd (CI installs
+// openssh-server).
+func startSSHD(t *testing.T, extra ...string) *testServer {
 	t.Helper()
 	sshd, err := exec.LookPath("sshd")
 	if err != nil {
@@ -86,7 +87,7 @@ UsePAM no
 PidFile %s/sshd.pid
 MaxSessions 100
 MaxStartups 100
-`, port, dir, dir, dir)
+`, port, dir, dir, dir) + strings.Join(extra, "\n") + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -143,6 +144,43 @@ func TestConformance(t *testing.T) {
 		}
 		return b
 	}})
+}
+
+// A remote shell whose startup prints (a .bashrc read by bash under sshd:
+// pyenv's rehash printed lock errors on stderr) took the working
+// directory's resolution and each command's process-group line with it:
+// TestConformance failed with "workdir rm: cannot remove …\npyenv: cannot
+// rehash … does not exist". The noise is now skipped.
+func TestNoisyRemoteShellStartup(t *testing.T) {
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shell, _ := exec.Command("getent", "passwd", u.Username).Output(); !strings.HasSuffix(strings.TrimSpace(string(shell)), "/bash") {
+		t.Skipf("%s's shell is not bash, which reads BASH_ENV: %s", u.Username, shell)
+	}
+	noisy := filepath.Join(t.TempDir(), "noisy.sh")
+	if err := os.WriteFile(noisy, []byte("echo 'rm: cannot remove x' >&2\necho 'pyenv: cannot rehash' >&2\necho 'hello from bashrc'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := startSSHD(t, "SetEnv BASH_ENV="+noisy)
+	work := t.TempDir()
+	b, err := New(srv.config(t, work))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	env, err := b.Open(context.Background(), "noisy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := env.Workdir(); got != work {
+		t.Fatalf("workdir %q, want %q", got, work)
+	}
+	res, err := env.Exec(context.Background(), backend.ExecRequest{Command: "pwd; echo done"})
+	if err != nil || res.ExitCode != 0 || !strings.HasSuffix(strings.TrimSpace(string(res.Output)), work+"\ndone") {
+		t.Fatalf("exec: %v %+v", err, res)
+	}
 }
 
 // A user without ~/.ssh/known_hosts (often without ~/.ssh) gets a command

@@ -143,6 +143,48 @@ func New(name string, lim Limits) (Group, error) {
 	return newCgroupV2(v2, name, lim)
 }
 
+// mkdirError is the error of creating cgroup directory dir (v2 tells the
+// cgroup version); when the kernel refused it for lack of privilege it
+// says how to get one: run hermes as root, or on cgroup v2 in a subtree
+// delegated to the user (systemd.resource-control(5) Delegate=).
+func mkdirError(dir string, err error, v2 bool) error {
+	return withPrivilegeFix(fmt.Errorf("create cgroup %s: %w", dir, err), v2)
+}
+
+// withPrivilegeFix adds to err, when it is a permission failure, how to
+// get cgroups a box can use (see mkdirError).
+func withPrivilegeFix(err error, v2 bool) error {
+	if !errors.Is(err, os.ErrPermission) && !errors.Is(err, unix.EROFS) {
+		return err
+	}
+	fix := "box limits need cgroups this user cannot create on cgroup v1, where only root can: run hermes as root (sudo hermes …), or use terminal.backend: local"
+	if v2 {
+		fix = "box limits need root or a delegated cgroup subtree: run hermes as root (sudo hermes …), or in a delegated scope: systemd-run --user --scope -p Delegate=yes hermes …"
+	}
+	return &PrivilegeError{Err: err, Fix: fix}
+}
+
+// PrivilegeError is a cgroup operation the kernel refused this user
+// (EACCES, EPERM, EROFS), with how to get cgroups a box can use.
+type PrivilegeError struct {
+	Err error  // the failed operation, naming the file
+	Fix string // e.g. "run hermes as root (sudo hermes …), or …"
+}
+
+func (e *PrivilegeError) Error() string { return e.Err.Error() + " (" + e.Fix + ")" }
+func (e *PrivilegeError) Unwrap() error { return e.Err }
+
+// Probe creates group name with no limits the way New does, then removes
+// it: nil means this process can make box cgroups; the error is New's,
+// with the fix.
+func Probe(name string) error {
+	g, err := New(name, Limits{})
+	if err != nil {
+		return err
+	}
+	return g.Remove()
+}
+
 // writeCgroupFile writes value to dir/file, naming both in the error.
 func writeCgroupFile(dir, file, value string) error {
 	if err := os.WriteFile(filepath.Join(dir, file), []byte(value), 0o644); err != nil {
@@ -315,7 +357,7 @@ func newCgroupV1(mounts map[string]string, name string, lim Limits) (*cgroupV1, 
 		}
 		if err != nil {
 			g.Remove()
-			return nil, fmt.Errorf("create cgroup %s: %w (box limits need root or a delegated cgroup)", dir, err)
+			return nil, mkdirError(dir, err, false)
 		}
 		g.dirs[c] = dir
 	}
@@ -467,12 +509,12 @@ func newCgroupV2(root, name string, lim Limits) (*cgroupV2, error) {
 			enable = append(enable, "+"+c)
 		}
 		if err := writeCgroupFile(cur, "cgroup.subtree_control", strings.Join(enable, " ")); err != nil {
-			return nil, err
+			return nil, withPrivilegeFix(err, true)
 		}
 		cur = filepath.Join(cur, p)
 		// The box's own group must be new: never join an existing one.
 		if err := os.Mkdir(cur, 0o755); err != nil && (i == len(parts)-1 || !errors.Is(err, os.ErrExist)) {
-			return nil, fmt.Errorf("create cgroup %s: %w", cur, err)
+			return nil, mkdirError(cur, err, true)
 		}
 	}
 	g := &cgroupV2{name: name, dir: dir}

@@ -175,7 +175,7 @@ func (s *initServer) serveAttached(c *net.UnixConn) {
 	c.SetReadDeadline(time.Time{})
 	switch hello.Op {
 	case wire.OpDial:
-		s.dialAttached(c, hello.Port)
+		s.dialAttached(c, hello)
 		return
 	case wire.OpAttach:
 		if hello.Version != wire.Version {
@@ -199,7 +199,8 @@ func (s *initServer) serveAttached(c *net.UnixConn) {
 		fc.Send(wire.Response{ID: hello.ID, Kind: wire.KindError, Err: wire.ErrDraining.Error(), ErrKind: wire.ErrKindDraining})
 		return
 	}
-	info := &wire.AttachInfo{Task: s.spec.Task, Env: s.spec.Env, Workdir: s.spec.Workspace, Cgroup: s.spec.Cgroup, Protocol: wire.Version}
+	info := &wire.AttachInfo{Task: s.spec.Task, Env: s.spec.Env, Workdir: s.spec.Workspace, Cgroup: s.spec.Cgroup, Protocol: wire.Version,
+		BindWorkspace: !s.spec.WorkspaceOverlay}
 	if err := fc.Send(wire.Response{ID: hello.ID, Kind: wire.KindReady, PID: 1, Shell: s.shell(), Attach: info}); err != nil {
 		return
 	}
@@ -417,18 +418,18 @@ func checkAttachedRequest(req wire.Request) error {
 // dialAttached connects to 127.0.0.1:port inside the box and passes the
 // socket back on c with SCM_RIGHTS (payload "ok"), or sends the error
 // text without a descriptor.
-func (s *initServer) dialAttached(c *net.UnixConn, port int) {
-	if port < 1 || port > 65535 {
-		c.Write([]byte("port " + strconv.Itoa(port) + " out of range 1-65535"))
+func (s *initServer) dialAttached(c *net.UnixConn, req wire.Request) {
+	if req.Path == "" && (req.Port < 1 || req.Port > 65535) {
+		c.Write([]byte("port " + strconv.Itoa(req.Port) + " out of range 1-65535"))
 		return
 	}
-	tc, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 5*time.Second)
+	tc, err := dialInBox(req)
 	if err != nil {
 		c.Write([]byte(err.Error()))
 		return
 	}
 	defer tc.Close()
-	f, err := tc.(*net.TCPConn).File()
+	f, err := tc.(interface{ File() (*os.File, error) }).File()
 	if err != nil {
 		c.Write([]byte(err.Error()))
 		return

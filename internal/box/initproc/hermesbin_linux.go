@@ -27,31 +27,85 @@ func bindHermes(root *boxRoot, s *wire.InitSpec) error {
 	}
 	defer unix.Close(dir)
 	for _, name := range s.HermesNames {
-		if err := bindHermesAs(root, dir, s.HermesExe, name); err != nil {
+		if err := bindHermesAs(root, dir, wire.HermesBinDir, s.HermesExe, name, true); err != nil {
 			return fmt.Errorf("bind %s at %s/%s: %w", s.HermesExe, wire.HermesBinDir, name, err)
 		}
 	}
 	return nil
 }
 
-func bindHermesAs(root *boxRoot, dir int, exe, name string) error {
+// bindSudo binds s.HermesExe as wire.SudoPath (read-only, nosuid, nodev)
+// in a box with sudo (s.SudoUIDs), over any file the image has there: a
+// setuid sudo cannot work under no_new_privs.
+func bindSudo(root *boxRoot, s *wire.InitSpec) error {
+	if s.HermesExe == "" || len(s.SudoUIDs) == 0 {
+		return nil
+	}
+	dirName := filepath.Dir(wire.SudoPath)
+	dir, err := root.realDir(dirName)
+	if err != nil {
+		return fmt.Errorf("sudo dir: %w", err)
+	}
+	defer unix.Close(dir)
+	if err := bindHermesAs(root, dir, dirName, s.HermesExe, filepath.Base(wire.SudoPath), false); err != nil {
+		return fmt.Errorf("bind %s at %s: %w", s.HermesExe, wire.SudoPath, err)
+	}
+	return bindSudoOnPath(root, s)
+}
+
+// bindSudoOnPath binds s.HermesExe as `sudo` in the first directory of
+// s.SudoPathDirs (the image's PATH) that exists in the box (resolved
+// inside it) and has no `sudo`; none such binds nothing.
+func bindSudoOnPath(root *boxRoot, s *wire.InitSpec) error {
+	for _, d := range s.SudoPathDirs {
+		parts, err := boxRelPath(d)
+		if err != nil || len(parts) == 0 {
+			continue
+		}
+		how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: inRoot}
+		dir, err := unix.Openat2(root.fd, strings.Join(parts, "/"), &how)
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(dir, "sudo", &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			unix.Close(dir)
+			continue
+		}
+		err = bindHermesAs(root, dir, "/"+strings.Join(parts, "/"), s.HermesExe, "sudo", false)
+		unix.Close(dir)
+		if err != nil {
+			return fmt.Errorf("bind %s at %s/sudo: %w", s.HermesExe, d, err)
+		}
+		return nil
+	}
+	return nil
+}
+
+// bindHermesAs binds exe at dirName/name (dir is its descriptor); with
+// keepImage a non-empty regular file there stays instead.
+func bindHermesAs(root *boxRoot, dir int, dirName, exe, name string, keepImage bool) error {
 	var st unix.Stat_t
 	err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	switch {
-	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size > 0:
+	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size > 0 && keepImage:
 		return nil // the image's own
-	case err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG:
+	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG:
+		// Mounted over as it is (not opened for writing: no copy-up).
+	case err == nil:
 		if err := unix.Unlinkat(dir, name, 0); err != nil {
 			return err
 		}
-	case err != nil && !errors.Is(err, unix.ENOENT):
+		fallthrough
+	case errors.Is(err, unix.ENOENT):
+		fd, err := unix.Openat(dir, name, unix.O_CREAT|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o755)
+		if err != nil {
+			return err
+		}
+		unix.Close(fd)
+	default:
 		return err
 	}
-	fd, err := unix.Openat(dir, name, unix.O_CREAT|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o755)
-	if err != nil {
-		return err
-	}
-	unix.Close(fd)
 	target, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -62,7 +116,7 @@ func bindHermesAs(root *boxRoot, dir int, exe, name string) error {
 	}
 	// target is the file under the new mount; look the path up again to
 	// reach the mount itself and make it read-only.
-	mounted, err := root.resolve(filepath.Join(strings.TrimPrefix(wire.HermesBinDir, "/"), name))
+	mounted, err := root.resolve(filepath.Join(strings.TrimPrefix(dirName, "/"), name))
 	if err != nil {
 		return err
 	}

@@ -60,6 +60,10 @@ const (
 	// it there); only then does it accept attached connections, so that
 	// no command starts outside the group.
 	OpJoined = "joined"
+	// OpGrantSudo (owner only): the box's sudo (InitSpec.SudoUIDs) serves
+	// Owner.UID too: the account of the image's User, resolved in the box
+	// after it started. A box without sudo answers ok and grants nothing.
+	OpGrantSudo = "grantsudo"
 )
 
 // Response kinds.
@@ -199,6 +203,10 @@ type AttachInfo struct {
 	Cgroup  string // the box's cgroup, below the hierarchies' roots (InitSpec.Cgroup)
 	// Protocol is the init's Version (0 from inits before it).
 	Protocol int
+	// BindWorkspace: Workdir is the host workspace bound into the box
+	// (not InitSpec.WorkspaceOverlay), which an attaching hermes checks
+	// after its commands (protect.Watch); false from inits before it.
+	BindWorkspace bool
 }
 
 // InitPhases are the durations of the init's own start phases.
@@ -220,7 +228,7 @@ type InitSpec struct {
 	LayerImage string
 	// LayerMounted: the host mounted LayerImage itself and passes the
 	// detached mount on the connection socket before this frame
-	// (internal/box/layer_mount.go); the init moves it to LayerDir.
+	// (internal/box/layer_mount_linux.go); the init moves it to LayerDir.
 	LayerMounted     bool
 	DiskMiB          int
 	TmpMiB           int    // size of the box's /tmp and /var/tmp tmpfs (see tmpSizeMiB)
@@ -249,7 +257,7 @@ type InitSpec struct {
 	Landlock   bool
 	// AttachSocket is the host path of the box's attach socket, which the
 	// init listens on for other hermes processes of the box's owner
-	// (internal/box/attach.go); "" = none.
+	// (internal/box/attach_linux.go); "" = none.
 	AttachSocket string
 	// AttachIdle is the idle timeout of attached connections (0 =
 	// AttachIdleTimeout).
@@ -258,6 +266,16 @@ type InitSpec struct {
 	// cgroup (cgroup.Name), both handed to attached processes.
 	Env    []string
 	Cgroup string
+	// SudoUIDs are the uids whose processes in the box may run commands
+	// as the box's root with `sudo` (E2B's passwordless sudo for `user`,
+	// internal/box/initproc/sudo_linux.go); root may too. Empty = no sudo.
+	// Only with SwitchUsers (a uid in the box is the uid on the host).
+	SudoUIDs []uint32
+	// SudoPathDirs (with SudoUIDs) are the directories of the PATH of the
+	// box's image when it lacks SudoPath's directory (an image with
+	// PATH=/bin): the init binds sudo in the first of them that exists
+	// and has no `sudo`, too, so `sudo` is found on the image's PATH.
+	SudoPathDirs []string
 }
 
 // Conn serialises frames in one direction and decodes the other.
@@ -400,6 +418,16 @@ const AttachSocketName = "attach.sock"
 // (InitSpec.HermesExe); it is on the box's PATH. Hermes Agent's own
 // images install under /opt/hermes too.
 const HermesBinDir = "/opt/hermes/bin"
+
+// SudoPath is where a box with InitSpec.SudoUIDs finds `sudo`: the hermes
+// binary (InitSpec.HermesExe) bound read-only, which runs as the sudo
+// client by that name. It comes before /usr/bin on every usual PATH.
+const SudoPath = "/usr/local/bin/sudo"
+
+// SudoSocket is the abstract unix socket (SOCK_SEQPACKET) in the box's
+// network namespace on which the init serves sudo requests; only
+// processes of the box can reach it.
+const SudoSocket = "@hermes-box-sudo"
 
 // ErrDraining refuses attached connections and commands once the owner is
 // stopping the box.

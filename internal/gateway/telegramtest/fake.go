@@ -52,6 +52,14 @@ type Server struct {
 	failNext map[string][]int // method → retry_after of queued 429s
 	calls    map[string]int
 	notify   chan struct{}
+	// polls are the getUpdates requests in progress (each closes its
+	// channel when a newer one terminates it, as the Bot API does);
+	// maxPolls is the most ever in progress at once, conflicts how many
+	// were terminated by another.
+	polls     map[chan struct{}]bool
+	maxPolls  int
+	conflicts int
+	delivered map[int64]int // update_id → getUpdates answers that held it
 }
 
 // pendingUpdate is an update getUpdates has not seen confirmed.
@@ -63,7 +71,8 @@ type pendingUpdate struct {
 // New starts a fake Bot API accepting token.
 func New(token string) *Server {
 	s := &Server{Token: token, actions: map[int64]int{}, failNext: map[string][]int{}, calls: map[string]int{},
-		notify: make(chan struct{}), nextUpd: 1, nextMsg: 1}
+		notify: make(chan struct{}), nextUpd: 1, nextMsg: 1,
+		polls: map[chan struct{}]bool{}, delivered: map[int64]int{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
 	s.URL = s.srv.URL
 	return s
@@ -115,6 +124,37 @@ func (s *Server) Calls(method string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls[method]
+}
+
+// MaxConcurrentPolls is the most getUpdates requests ever in progress at
+// once: 1 when the bot had one consumer at a time.
+func (s *Server) MaxConcurrentPolls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxPolls
+}
+
+// Conflicts counts getUpdates requests terminated by a newer one (the Bot
+// API answers those 409 Conflict).
+func (s *Server) Conflicts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conflicts
+}
+
+// Deliveries counts the getUpdates answers that held update id (more
+// than one: it was not confirmed by the consumer that got it first).
+func (s *Server) Deliveries(id int64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.delivered[id]
+}
+
+// Pending is how many updates no getUpdates offset has confirmed yet.
+func (s *Server) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.updates)
 }
 
 // ChatActions counts sendChatAction calls for chatID.
@@ -189,7 +229,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	case "getMe":
 		result = map[string]any{"id": 1, "is_bot": true, "first_name": "hermes", "username": "hermes_test_bot"}
 	case "getUpdates":
-		result = s.getUpdates(r, p)
+		result, aerr = s.getUpdates(r, p)
 	case "sendMessage":
 		result, aerr = s.sendMessage(p)
 	case "editMessageText":
@@ -206,10 +246,28 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	reply(w, result, aerr)
 }
 
-func (s *Server) getUpdates(r *http.Request, p map[string]string) []json.RawMessage {
+// getUpdates answers the updates from offset on, waiting up to timeout
+// (capped at 2 s) for one. A newer getUpdates terminates one in progress
+// with 409 Conflict, as the Bot API does when two consumers poll a bot.
+func (s *Server) getUpdates(r *http.Request, p map[string]string) ([]json.RawMessage, *apiError) {
 	offset, _ := strconv.ParseInt(p["offset"], 10, 64)
 	timeout, _ := strconv.Atoi(p["timeout"])
 	deadline := time.After(time.Duration(min(timeout, 2)) * time.Second)
+	mine := make(chan struct{})
+	s.mu.Lock()
+	s.maxPolls = max(s.maxPolls, len(s.polls)+1)
+	for other := range s.polls {
+		close(other)
+		delete(s.polls, other)
+		s.conflicts++
+	}
+	s.polls[mine] = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.polls, mine)
+		s.mu.Unlock()
+	}()
 	for {
 		s.mu.Lock()
 		// As the Bot API does, an offset confirms (and forgets) every
@@ -224,16 +282,22 @@ func (s *Server) getUpdates(r *http.Request, p map[string]string) []json.RawMess
 			out = append(out, u.raw)
 		}
 		ch := s.notify
-		s.mu.Unlock()
 		if len(out) > 0 || timeout == 0 {
-			return out
+			for _, u := range s.updates {
+				s.delivered[u.id]++
+			}
+			s.mu.Unlock()
+			return out, nil
 		}
+		s.mu.Unlock()
 		select {
 		case <-ch:
 		case <-deadline:
-			return nil
+			return nil, nil
 		case <-r.Context().Done():
-			return nil
+			return nil, nil
+		case <-mine:
+			return nil, &apiError{409, "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running", 0}
 		}
 	}
 }

@@ -9,10 +9,13 @@ import (
 
 // Status is what Inspect finds.
 type Status struct {
-	Where         string // host/database, schema (no password)
-	ServerVersion string // SHOW server_version
-	ServerMajor   int    // server_version_num / 10000
-	SchemaVersion int    // 0 when the schema does not exist yet
+	Where         string   // host/database, schema (no password)
+	ServerVersion string   // SHOW server_version
+	ServerMajor   int      // server_version_num / 10000
+	SchemaVersion int      // 0 when the session tables do not exist yet
+	Schema        string   // the schema's name
+	SchemaExists  bool     // the schema exists (maybe with other tables only, such as a sandbox fleet's)
+	Tables        []string // the schema's tables, by name
 }
 
 // Inspect connects to the database cfg names without changing anything
@@ -47,6 +50,17 @@ func Inspect(ctx context.Context, cfg Config) (Status, error) {
 		return st, err
 	}
 	st.ServerMajor = num / 10000
+	st.Schema = schema
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema).Scan(&st.SchemaExists); err != nil {
+		return st, err
+	}
+	rows, err := conn.Query(ctx, "SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY tablename", schema)
+	if err != nil {
+		return st, err
+	}
+	if st.Tables, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		return st, err
+	}
 	var exists bool
 	if err := conn.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", schema+".schema_version").Scan(&exists); err != nil {
 		return st, err

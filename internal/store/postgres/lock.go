@@ -53,6 +53,10 @@ func (db *DB) LockSession(ctx context.Context, sessionID, owner string) (unlock 
 	}
 	db.heldMu.Lock()
 	db.held[conn] = true
+	if db.turnLocks == nil {
+		db.turnLocks = map[string]uint32{}
+	}
+	db.turnLocks[sessionID] = conn.Conn().PgConn().PID()
 	db.heldMu.Unlock()
 	var once sync.Once
 	return func() {
@@ -60,6 +64,7 @@ func (db *DB) LockSession(ctx context.Context, sessionID, owner string) (unlock 
 			db.heldMu.Lock()
 			mine := db.held[conn]
 			delete(db.held, conn)
+			delete(db.turnLocks, sessionID)
 			db.heldMu.Unlock()
 			if !mine {
 				return // Close took it
@@ -97,4 +102,34 @@ func (db *DB) busy(ctx context.Context, sessionID string) error {
 		}
 	}
 	return b
+}
+
+// ErrTurnLockLost is the error of a write to a session whose turn lock
+// this process took and no longer holds (its lock connection was cut, so
+// the server released the lock and another replica may be running a turn
+// in that session): the turn stops rather than interleave with it.
+var ErrTurnLockLost = errors.New("this session's turn lock was lost (the database ended its lock connection); the turn stops so that another replica's turn in it is not interleaved; send again to continue")
+
+// checkTurnLock fails with ErrTurnLockLost, inside the write's
+// transaction, when this process took sessionID's turn lock and the
+// server no longer shows it held by that lock's connection (pg_locks: an
+// advisory lock on one bigint key has classid = high and objid = low 32
+// bits, objsubid 1). Sessions this process has not locked pass.
+func (db *DB) checkTurnLock(ctx context.Context, tx pgx.Tx, sessionID string) error {
+	db.heldMu.Lock()
+	pid, locked := db.turnLocks[sessionID]
+	db.heldMu.Unlock()
+	if !locked {
+		return nil
+	}
+	var held bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+		AND objsubid = 1 AND pid = $3 AND ((classid::bigint << 32) | objid::bigint) = `+lockKey+`)`,
+		db.lockNS, sessionID, int64(pid)).Scan(&held); err != nil {
+		return err
+	}
+	if !held {
+		return ErrTurnLockLost
+	}
+	return nil
 }

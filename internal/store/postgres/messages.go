@@ -66,6 +66,9 @@ func (db *DB) AppendMessageUsage(ctx context.Context, sessionID string, m llm.Me
 	}
 	var seq int64
 	err = db.inTx(ctx, func(tx pgx.Tx) error {
+		if err := db.checkTurnLock(ctx, tx, sessionID); err != nil {
+			return err
+		}
 		now := db.now()
 		if seq, err = appendTx(ctx, tx, sessionID, r, now); err != nil || apiCalls < 0 {
 			return err

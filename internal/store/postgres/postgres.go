@@ -1,7 +1,10 @@
 // Package postgres is the PostgreSQL implementation of store.Store
 // (`database.backend: postgres`), for several hermes processes on several
 // machines sharing one history: sessions, messages, usage, titles, search
-// and the per-session turn lock live in one database.
+// and the per-session turn lock live in one database, with what the
+// gateway's replicas share: Responses API objects (responses.go), cron
+// jobs, run locks and ledger (cron.go, cron_claim.go), conversation keys
+// (sessionkeys.go) and pairing state (pairing.go).
 //
 // Connections go through pgxpool (github.com/jackc/pgx/v5). Every table
 // lives in one schema (`database.schema`, "hermes" by default), brought up
@@ -67,6 +70,14 @@ type DB struct {
 	// them (pgxpool's Close waits for every acquired connection).
 	heldMu sync.Mutex
 	held   map[*pgxpool.Conn]bool
+	// turnLocks maps a session whose turn lock this process holds to the
+	// server pid of the connection holding it: a write to that session
+	// checks the lock is still there (checkTurnLock), so a turn whose lock
+	// connection was cut cannot write beside the replica that took over.
+	turnLocks map[string]uint32
+	// retryFor bounds the retries of a write whose connection was lost
+	// (writeRetryFor; tests shorten it).
+	retryFor time.Duration
 }
 
 var _ store.Store = (*DB)(nil)
@@ -118,7 +129,7 @@ func open(ctx context.Context, cfg Config, opts ...store.Option) (*DB, error) {
 	lcfg.MaxConns = 256
 	lcfg.MinConns = 0
 	db := &DB{schema: schema, where: where, now: set.Now, rand: set.Rand, lockNS: lockNamespace(schema),
-		held: map[*pgxpool.Conn]bool{}}
+		held: map[*pgxpool.Conn]bool{}, retryFor: writeRetryFor}
 	if db.pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
 		return nil, connectError(err, host, src, cfg.URL)
 	}
@@ -193,11 +204,6 @@ func (db *DB) NewSessionID() (string, error) { return store.SessionIDAt(db.now()
 func millis(t time.Time) int64 { return t.UnixMilli() }
 
 func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
-
-// inTx runs fn in one transaction and commits it.
-func (db *DB) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, db.pool, fn)
-}
 
 // isUnique reports whether err is a unique violation of constraint/index name.
 func isUnique(err error, name string) bool {

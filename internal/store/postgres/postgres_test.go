@@ -115,5 +115,16 @@ func TestTurnLockPassesWhenHolderDies(t *testing.T) {
 	if err != nil {
 		t.Fatalf("takeover after the holder died: %v", err)
 	}
+	// The old holder's process lives on (only its lock connection was
+	// cut): its turn's next write must not land beside b's turn.
+	if _, err := a.AppendMessage(ctx, s.ID, llm.Message{Role: llm.RoleAssistant, Content: "late write from a"}); !errors.Is(err, postgres.ErrTurnLockLost) {
+		t.Fatalf("a write after losing the lock: %v, want ErrTurnLockLost", err)
+	}
+	if _, err := b.AppendMessage(ctx, s.ID, llm.Message{Role: llm.RoleUser, Content: "b's turn"}); err != nil {
+		t.Fatalf("the new holder's write: %v", err)
+	}
+	if msgs, err := b.Messages(ctx, s.ID); err != nil || len(msgs) != 2 || msgs[1].Content != "b's turn" {
+		t.Fatalf("messages after the takeover: %+v, %v", msgs, err)
+	}
 	unlock()
 }

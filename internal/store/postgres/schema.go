@@ -111,6 +111,83 @@ CREATE TABLE {schema}.session_locks (
 	acquired_at bigint NOT NULL
 );
 `,
+	// Version 2: the API server's Responses API objects (responses.go), so
+	// that previous_response_id resolves on every replica.
+	`
+CREATE TABLE {schema}.api_responses (
+	id         text PRIMARY KEY,
+	session_id text NOT NULL,
+	body       text NOT NULL,
+	created_at bigint NOT NULL
+);
+CREATE INDEX api_responses_by_created ON {schema}.api_responses (created_at);
+`,
+	// Version 3: cron jobs and the run ledger (cron.go). job and run hold
+	// the JSON of jobs.json and runs.jsonl; the other columns are what
+	// claims and listings query. A job's run lock is an advisory lock.
+	`
+CREATE TABLE {schema}.cron_jobs (
+	id          text PRIMARY KEY,
+	seq         bigint GENERATED ALWAYS AS IDENTITY, -- insertion order: jobs made in one clock tick list as added
+	name        text NOT NULL UNIQUE,
+	created_at  bigint NOT NULL,
+	next_run_at bigint,
+	paused      boolean NOT NULL DEFAULT false,
+	job         text NOT NULL
+);
+CREATE INDEX cron_jobs_due ON {schema}.cron_jobs (next_run_at) WHERE NOT paused AND next_run_at IS NOT NULL;
+CREATE TABLE {schema}.cron_runs (
+	seq        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	job_id     text NOT NULL,
+	started_at bigint NOT NULL,
+	run        text NOT NULL
+);
+CREATE INDEX cron_runs_by_job ON {schema}.cron_runs (job_id, seq);
+`,
+	// Version 4: the gateway's conversation keys (sessionkeys.go) and
+	// pairing state (pairing.go).
+	`
+CREATE TABLE {schema}.session_keys (
+	key        text PRIMARY KEY,
+	session_id text NOT NULL,
+	updated_at bigint NOT NULL
+);
+CREATE INDEX session_keys_by_session ON {schema}.session_keys (session_id);
+CREATE TABLE {schema}.pairing_state (
+	name text PRIMARY KEY,
+	body text NOT NULL
+);
+`,
+	// Version 5: leader leases (lease.go): one row per thing only one
+	// replica may do at a time (a Telegram bot's long polling), with the
+	// holder, its expiry on the database's clock and a cursor the holder
+	// advances (the bot's update offset).
+	`
+CREATE TABLE {schema}.leases (
+	name       text PRIMARY KEY,
+	holder     text NOT NULL,
+	expires_at timestamptz NOT NULL,
+	cursor     bigint NOT NULL DEFAULT 0,
+	acquired_at timestamptz NOT NULL
+);
+`,
+	// Version 6: the gateway's delivery obligations (outbox.go): replies a
+	// platform did not take, retried by whichever replica runs it. seq
+	// orders a chat's replies; claimed_until is the claim's lease (0 = free).
+	`
+CREATE TABLE {schema}.delivery_obligations (
+	id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	platform      text NOT NULL,
+	chat          text NOT NULL,
+	parts         text NOT NULL,
+	attempts      integer NOT NULL DEFAULT 0,
+	next_try      bigint NOT NULL,
+	claimed_until bigint NOT NULL DEFAULT 0,
+	last_error    text NOT NULL DEFAULT '',
+	created       bigint NOT NULL
+);
+CREATE INDEX delivery_obligations_by_chat ON {schema}.delivery_obligations (platform, chat, id);
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

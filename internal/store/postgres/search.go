@@ -126,19 +126,57 @@ func (db *DB) searchWords(ctx context.Context, q, tsq string, o store.SearchOpti
 	return db.queryHits(ctx, sqlText, args, "fts", store.QueryTerms(q), o)
 }
 
+// substringWindow is how many of the newest (oldest, for SortOldest)
+// messages searchSubstrings scans in id order before it asks the trigram
+// index for the rest.
+const substringWindow = 20000
+
 // searchSubstrings finds messages whose indexed text holds every term, in
-// any case.
+// any case, in two steps. ILIKE's selectivity is a guess, so given
+// "ORDER BY id DESC LIMIT n" PostgreSQL walks the primary key backwards
+// and tests every message until n match: instant for a common substring,
+// the whole table (1.2 s over 1 M messages) for one that matches nothing.
+// So the newest substringWindow messages are walked that way (bounded);
+// when they hold fewer than the limit, the rest is searched through the
+// pg_trgm index ("ORDER BY id + 0" keeps the planner off the key order),
+// which answers a rare or absent substring at once.
 func (db *DB) searchSubstrings(ctx context.Context, terms []string, o store.SearchOptions) ([]store.Hit, error) {
+	edge, cmpIn, cmpOut := "max(id)", ">", "<="
+	if o.Sort == store.SortOldest {
+		edge, cmpIn, cmpOut = "min(id)", "<", ">="
+	}
+	window := func(cmp string) string {
+		sign := "-"
+		if o.Sort == store.SortOldest {
+			sign = "+"
+		}
+		return fmt.Sprintf("m.id %s coalesce((SELECT %s FROM messages), 0) %s %d", cmp, edge, sign, substringWindow)
+	}
+	hits, err := db.substringQuery(ctx, terms, o, window(cmpIn), order(o), o.Limit)
+	if err != nil || len(hits) >= o.Limit {
+		return hits, err
+	}
+	dir := " DESC"
+	if o.Sort == store.SortOldest {
+		dir = " ASC"
+	}
+	rest, err := db.substringQuery(ctx, terms, o, window(cmpOut), " ORDER BY m.id + 0"+dir, o.Limit-len(hits))
+	return append(hits, rest...), err
+}
+
+// substringQuery runs one step of searchSubstrings: messages within
+// where (an id range) whose indexed text holds every term.
+func (db *DB) substringQuery(ctx context.Context, terms []string, o store.SearchOptions, where, orderBy string, limit int) ([]store.Hit, error) {
 	var args []any
 	var conds []string
 	for _, t := range terms {
 		args = append(args, "%"+escapeLike(t)+"%")
 		conds = append(conds, fmt.Sprintf("(m.content || ' ' || m.tool_names || ' ' || m.tool_args) ILIKE $%d", len(args)))
 	}
-	where := filters(o, &args)
-	args = append(args, o.Limit)
+	filter := filters(o, &args)
+	args = append(args, limit)
 	sqlText := `SELECT ` + hitColumns + ` FROM messages AS m JOIN sessions AS s ON s.id = m.session_id
-		WHERE ` + strings.Join(conds, " AND ") + where + order(o) + fmt.Sprintf(" LIMIT $%d", len(args))
+		WHERE ` + where + ` AND ` + strings.Join(conds, " AND ") + filter + orderBy + fmt.Sprintf(" LIMIT $%d", len(args))
 	return db.queryHits(ctx, sqlText, args, "trigram", terms, o)
 }
 

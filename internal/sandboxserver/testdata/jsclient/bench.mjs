@@ -54,3 +54,23 @@ const each = await Promise.all(Array.from({ length: CONCURRENT }, () => cycle().
 const wall = performance.now() - t0
 report('concurrent', each)
 console.log(`concurrent   ${CONCURRENT} sandboxes create+run+kill at once: wall ${wall.toFixed(0)} ms`)
+
+// upload: UPLOAD_MB of random bytes written to one sandbox with
+// files.write (UPLOAD_RUNS times; 0 MB skips it), as MB/s.
+const UPLOAD_MB = Number(process.env.UPLOAD_MB ?? 0)
+if (UPLOAD_MB > 0) {
+  const data = new Uint8Array(UPLOAD_MB << 20)
+  for (let i = 0; i < data.length; i += 65536) crypto.getRandomValues(data.subarray(i, Math.min(i + 65536, data.length)))
+  const up = await Sandbox.create(TEMPLATE, { timeoutMs: 600_000 })
+  const rates = []
+  for (let i = 0; i < Number(process.env.UPLOAD_RUNS ?? 3); i++) {
+    const t0 = performance.now()
+    await up.files.write('/home/user/upload.bin', data.buffer)
+    const ms = performance.now() - t0
+    rates.push((UPLOAD_MB / ms) * 1000)
+  }
+  const size = (await up.commands.run('stat -c %s /home/user/upload.bin')).stdout.trim()
+  if (Number(size) !== data.length) throw new Error(`uploaded ${size} bytes of ${data.length}`)
+  await up.kill()
+  console.log(`upload       ${UPLOAD_MB} MB files.write n=${rates.length}: ${rates.map((r) => r.toFixed(0)).join(', ')} MB/s (median ${pct(rates, 50).toFixed(0)})`)
+}

@@ -30,6 +30,19 @@ try {
   assert.equal(await sbx.files.read('/etc/hermes-e2b-test'), 'x')
   await assert.rejects(sbx.commands.run('touch /etc/hermes-e2b-other'))
 
+  // Passwordless sudo, as E2B's `user` has: root for that command only,
+  // writes under /usr as a package install makes, stdin and the exit status
+  // passed through; root without capabilities, as user: 'root' is.
+  r = await sbx.commands.run('id -u; sudo id -u; sudo -n -E id -u; echo x | sudo sh -c "cat; exit 3" || echo code=$?')
+  assert.equal(r.stdout, `${uid}\n0\n0\nx\ncode=3\n`)
+  r = await sbx.commands.run('sudo mkdir -p /usr/local/lib/e2b-pkg && echo 1.0 | sudo tee /usr/local/lib/e2b-pkg/VERSION >/dev/null && stat -c %u /usr/local/lib/e2b-pkg/VERSION && cat /usr/local/lib/e2b-pkg/VERSION')
+  assert.equal(r.stdout, '0\n1.0\n')
+  const probe = "grep -E '^(Cap(Inh|Prm|Eff|Bnd)|NoNewPrivs|Seccomp):' /proc/self/status; readlink /proc/self/ns/pid"
+  const asRoot = await sbx.commands.run(probe, { user: 'root' })
+  r = await sbx.commands.run(`sudo sh -c "${probe}"`)
+  assert.equal(r.stdout, asRoot.stdout)
+  assert.match(r.stdout, /CapEff:\t0000000000000000/)
+
   // mkdir through the SDK belongs to the user too.
   await sbx.files.makeDir('/home/user/incidents')
   r = await sbx.commands.run('stat -c %u /home/user/incidents')
