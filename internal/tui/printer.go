@@ -159,3 +159,24 @@ func (m *Model) onPrinted() tea.Cmd {
 	m.printing = false
 	return m.nextPrint()
 }
+
+// repaintAtTop writes clear (a raw sequence that empties the screen and
+// homes the cursor), then has bubbletea repaint the live region at the
+// top: a raw clear alone leaves the renderer diffing against rows that
+// are gone.
+func repaintAtTop(clear string) tea.Cmd {
+	return tea.Sequence(tea.Raw(clear), tea.ClearScreen)
+}
+
+// repaintAfterReflow handles a change of the terminal's width. Terminals
+// (tmux, kitty, iTerm2, VTE) re-wrap the rows on screen to the new
+// width, the live region's rows among them, so the renderer no longer
+// knows where its region is: its erase leaves stale fragments and its
+// later frames, drawn as diffs, land at wrong places (CI saw the status
+// bar reduced to the clock's digits). So the screen, printed rows and
+// all, is scrolled into the scrollback (rows newlines from the bottom
+// row: nothing is lost, unlike an erase) and the region is repainted at
+// the top, as Ctrl-L does.
+func repaintAfterReflow(rows int) tea.Cmd {
+	return repaintAtTop(ansi.CursorPosition(1, rows) + strings.Repeat("\n", rows) + ansi.CursorHomePosition)
+}

@@ -101,6 +101,9 @@ type Model struct {
 	ready    bool // the first frame was drawn: prints may start
 	// greeted is set once the banner was printed (at the first size).
 	greeted bool
+	// sized is set at the first size the terminal reported (width and
+	// height are 80×24 until then).
+	sized bool
 }
 
 // usageTotals are the open session's token counts (stored ones included).
@@ -238,8 +241,13 @@ func (m *Model) greet() tea.Cmd {
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
+		reflowed := m.sized && msg.Width != m.width
+		m.sized = true
 		m.width, m.height = msg.Width, msg.Height
 		m.input.SetWidth(max(msg.Width-2, 10))
+		if reflowed {
+			return m, tea.Batch(m.greet(), repaintAfterReflow(msg.Height))
+		}
 		return m, m.greet()
 	case printMsg:
 		return m, m.nextPrint()
@@ -316,7 +324,7 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 		// Clear the screen, then repaint the live region at its top: a
 		// raw clear alone leaves the renderer diffing against rows that
 		// are gone.
-		return tea.Sequence(tea.Raw(ansi.CursorHomePosition+ansi.EraseEntireScreen), tea.ClearScreen)
+		return repaintAtTop(ansi.CursorHomePosition + ansi.EraseEntireScreen)
 	case "enter":
 		if m.complete.active() {
 			m.acceptCompletion()
