@@ -195,20 +195,9 @@ func (p *tmuxPane) waitBottom(editor, model string) []string {
 // above the editor contains above ("" for any).
 func (p *tmuxPane) waitBottomBelow(above, editor, model string) []string {
 	p.t.Helper()
-	status := regexp.MustCompile(`^` + regexp.QuoteMeta(model) + ` │ [█░]+ .* │ \d\d:\d\d`)
-	deadline := waitfor.Deadline(p.t)
-	for {
-		rows := p.visible()
-		n := len(rows)
-		if n >= 2 && strings.HasPrefix(rows[n-2], "› "+editor) && status.MatchString(rows[n-1]) &&
-			strings.Contains(strings.Join(rows[:n-2], "\n"), above) {
-			return rows
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("the editor (%q) and the status bar are not the last rows, below %q:\n%s", editor, above, strings.Join(rows, "\n"))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return p.waitRows(func(rows []string) bool {
+		return strings.Contains(strings.Join(rows[:len(rows)-2], "\n"), above)
+	}, strconv.Quote(above), editor, model)
 }
 
 // waitOnlyLiveRegion waits until the visible rows are the editor showing
@@ -219,9 +208,9 @@ func (p *tmuxPane) waitOnlyLiveRegion(editor, model string) {
 }
 
 // waitRows waits until the last visible rows are the editor showing
-// editor and the complete status bar and above(rows) holds; want says
-// what above wants, for the failure.
-func (p *tmuxPane) waitRows(above func(rows []string) bool, want, editor, model string) {
+// editor and the complete status bar and above(rows) holds, and returns
+// the visible rows; want says what above wants, for the failure.
+func (p *tmuxPane) waitRows(above func(rows []string) bool, want, editor, model string) []string {
 	p.t.Helper()
 	status := regexp.MustCompile(`^` + regexp.QuoteMeta(model) + ` │ [█░]+ .* │ \d\d:\d\d`)
 	deadline := waitfor.Deadline(p.t)
@@ -229,10 +218,10 @@ func (p *tmuxPane) waitRows(above func(rows []string) bool, want, editor, model 
 		rows := p.visible()
 		n := len(rows)
 		if n >= 2 && strings.HasPrefix(rows[n-2], "› "+editor) && status.MatchString(rows[n-1]) && above(rows) {
-			return
+			return rows
 		}
 		if time.Now().After(deadline) {
-			p.t.Fatalf("the editor (%q) and the status bar are not the last rows with %s above them:\n%s", editor, want, strings.Join(rows, "\n"))
+			p.t.Fatalf("the editor (%q) and the status bar are not the last rows, below %s:\n%s", editor, want, strings.Join(rows, "\n"))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
