@@ -108,6 +108,15 @@ func TestBypassSpellingsFailClosed(t *testing.T) {
 		`python3 -c 'import functools, operator; functools.reduce(lambda o, n: operator.methodcaller(n)(o), ["x"], 1)'`,
 		`python3 -c 'import typing; typing.get_type_hints(typing)'`,
 		`python3 -c 'import json; json.codecs.sys.stdout.buffer.raw'`,
+		// An attacker trial's execute_code scripts: a private name imported
+		// by name, os functions longer than the words listed, and NFKC
+		// spellings Python reads as os.system.
+		`python3 -c 'from random import _os as q; q.execvp("sh", ["sh", "-c", "touch pwned"])'`,
+		`python3 -c 'from random import _os; _os.execvp("touch", ["touch", "pwned"])'`,
+		`python3 -c 'from hermes_tools import terminal; from random import _os as q; q.execve("/bin/sh", ["sh"], {})'`,
+		`python3 -c 'import shlex; shlex.os.posix_spawnp("touch", ["touch", "p"], {})'`,
+		`python3 -c 'import shlex; shlex.ｏｓ.ｓｙｓｔｅｍ("id")'`,
+		`python3 -c 'import uuid; f = uuid.ｏｓ; f.execl("/bin/sh", "sh")'`,
 		`python3 <<EOF
 import subprocess
 subprocess.run(["rm","-rf","/tmp/victim"])

@@ -1,11 +1,13 @@
 package approval
 
 import (
-	"github.com/hermes-go/hermes/internal/lazyregexp"
 	"path"
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/hermes-go/hermes/internal/lazyregexp"
+	"golang.org/x/text/unicode/norm"
 )
 
 var shells = map[string]bool{"sh": true, "bash": true, "rbash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true, "yash": true, "fish": true, "csh": true, "tcsh": true}
@@ -254,7 +256,10 @@ var (
 	obfuscation = lazyregexp.New(`\\[xuUN0-7]|base64|b64|fromhex|unhexlify|fromCharCode|\bchr\b|rot13|decode|decompress|zlib|marshal|pickle|reverse|\[::-1\]`)
 	unsafeCode  = sync.OnceValue(func() map[string]*regexp.Regexp {
 		return map[string]*regexp.Regexp{
-			"python": regexp.MustCompile(`__|\._|\b(attrgetter|methodcaller|Formatter|get_field|get_type_hints|ForwardRef|codecs|os|sys\.modules|modules|subprocess|shutil|pathlib|importlib|ctypes|socket|pty|signal|multiprocessing|threading|asyncio|urllib|http|requests|tempfile|glob|io|builtins|runpy|posix|fcntl|mmap|webbrowser|exec|eval|compile|open|getattr|setattr|delattr|globals|locals|vars|input|breakpoint|help|system|popen|spawn|remove|unlink|rmdir|rmtree|rename|chmod|chown|kill|write|fork|environ|getenv)\b`),
+			// Python: any name that starts with "_" (from random import _os),
+			// and the process, file and environment functions by prefix
+			// (os.execvp, os.posix_spawnp, posixpath.os).
+			"python": regexp.MustCompile(`__|\b_\w|\b(attrgetter|methodcaller|Formatter|get_field|get_type_hints|ForwardRef|codecs|os|sys\.modules|modules|subprocess|shutil|pathlib|importlib|ctypes|socket|pty|signal|multiprocessing|threading|asyncio|urllib|http|requests|tempfile|glob|io|builtins|runpy|fcntl|mmap|webbrowser|eval|compile|getattr|setattr|delattr|globals|locals|vars|input|breakpoint|help|rmtree|write)\b|\b(exec|spawn|posix|system|popen|open|remove|unlink|rmdir|rename|chmod|chown|kill|fork|environ|getenv|putenv)\w*`),
 			"perl":   regexp.MustCompile("`" + `|\b(system|exec|qx|open|opendir|sysopen|unlink|rmdir|rename|mkdir|chmod|chown|chdir|kill|fork|eval|require|use|do|syscall|socket|link|symlink|utime|truncate|glob|readpipe|dbmopen|pipe|ENV|pack|unpack)\b|/[msixpodualngcr]*e[msixpodualngcre]*\s*(;|$|\})`),
 			"ruby":   regexp.MustCompile("`" + `|%x|\b(system|exec|spawn|fork|open|File|Dir|IO|FileUtils|Kernel|Process|Open3|PTY|Socket|TCPSocket|eval|instance_eval|class_eval|module_eval|send|public_send|method|define_method|const_get|require|require_relative|load|syscall|ENV|ObjectSpace|binding|trap|at_exit|Marshal|YAML|pack|unpack)\b`),
 			"node":   regexp.MustCompile("`" + `|\b(require|import|process|child_process|eval|Function|fs|globalThis|global|constructor|prototype|__proto__|Deno|Bun|fetch|module|exports|Buffer|atob|setTimeout|setInterval|WebAssembly|Reflect|Proxy|this)\b|[\w)\]]\s*\[\s*[^\d\s\]]`),
@@ -270,7 +275,12 @@ var (
 )
 
 // trivialCode reports whether program text is trivially safe for lang.
+// Python reads identifiers in NFKC form (PEP 3131: "ｏｓ" is os), so
+// Python text is checked in that form.
 func trivialCode(lang, code string) bool {
+	if lang == "python" && !norm.NFKC.IsNormalString(code) {
+		code = norm.NFKC.String(code)
+	}
 	re := unsafeCode()[lang]
 	if re == nil || len(code) > 2000 || obfuscation().MatchString(code) || re.MatchString(code) {
 		return false

@@ -243,14 +243,21 @@ func TestExecuteCodeRunnerRefusesWrongToken(t *testing.T) {
 // calls tools runs (its calls are checked one by one).
 func TestExecuteCodeScriptItselfIsApproved(t *testing.T) {
 	f := newCodeFixture(t, ExecuteCodeOptions{Approvals: approval.New(approval.Config{})})
-	r := run(t, f.code, codeArgs("import os\nos.system('touch pwned')\n"))
-	if !r.IsError || !strings.Contains(r.Content, "script not run") {
-		t.Fatalf("got %+v", r)
+	for _, script := range []string{
+		"import os\nos.system('touch pwned')\n",
+		// An attacker trial's: a private name imported by name and an os
+		// function longer than the words the check listed.
+		"from hermes_tools import terminal\nfrom random import _os as q\nq.execvp('touch', ['touch', 'pwned'])\n",
+	} {
+		r := run(t, f.code, codeArgs(script))
+		if !r.IsError || !strings.Contains(r.Content, "script not run") {
+			t.Fatalf("%q: got %+v", script, r)
+		}
+		if _, err := os.Stat(filepath.Join(f.dir, "pwned")); !os.IsNotExist(err) {
+			t.Fatalf("the unapproved script %q ran: %v", script, err)
+		}
 	}
-	if _, err := os.Stat(filepath.Join(f.dir, "pwned")); !os.IsNotExist(err) {
-		t.Fatalf("the unapproved script ran: %v", err)
-	}
-	r = run(t, f.code, codeArgs("from hermes_tools import terminal\nprint(terminal('echo ok')['output'])\n"))
+	r := run(t, f.code, codeArgs("from hermes_tools import terminal\nprint(terminal('echo ok')['output'])\n"))
 	if res := decodeCode(t, r); r.IsError || !strings.Contains(res.Output, "ok") {
 		t.Fatalf("tools-only script: %+v", r)
 	}
