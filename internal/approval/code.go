@@ -256,16 +256,12 @@ var (
 	obfuscation = lazyregexp.New(`\\[xuUN0-7]|base64|b64|fromhex|unhexlify|fromCharCode|\bchr\b|rot13|decode|decompress|zlib|marshal|pickle|reverse|\[::-1\]`)
 	unsafeCode  = sync.OnceValue(func() map[string]*regexp.Regexp {
 		return map[string]*regexp.Regexp{
-			// Python: any name that starts with "_" (from random import _os),
-			// and the process, file and environment functions by prefix
-			// (os.execvp, os.posix_spawnp, posixpath.os).
-			"python": regexp.MustCompile(`__|\b_\w|\b(attrgetter|methodcaller|Formatter|get_field|get_type_hints|ForwardRef|codecs|os|sys\.modules|modules|subprocess|shutil|pathlib|importlib|ctypes|socket|pty|signal|multiprocessing|threading|asyncio|urllib|http|requests|tempfile|glob|io|builtins|runpy|fcntl|mmap|webbrowser|eval|compile|getattr|setattr|delattr|globals|locals|vars|input|breakpoint|help|rmtree|write)\b|\b(exec|spawn|posix|system|popen|open|remove|unlink|rmdir|rename|chmod|chown|kill|fork|environ|getenv|putenv)\w*`),
-			"perl":   regexp.MustCompile("`" + `|\b(system|exec|qx|open|opendir|sysopen|unlink|rmdir|rename|mkdir|chmod|chown|chdir|kill|fork|eval|require|use|do|syscall|socket|link|symlink|utime|truncate|glob|readpipe|dbmopen|pipe|ENV|pack|unpack)\b|/[msixpodualngcr]*e[msixpodualngcre]*\s*(;|$|\})`),
-			"ruby":   regexp.MustCompile("`" + `|%x|\b(system|exec|spawn|fork|open|File|Dir|IO|FileUtils|Kernel|Process|Open3|PTY|Socket|TCPSocket|eval|instance_eval|class_eval|module_eval|send|public_send|method|define_method|const_get|require|require_relative|load|syscall|ENV|ObjectSpace|binding|trap|at_exit|Marshal|YAML|pack|unpack)\b`),
-			"node":   regexp.MustCompile("`" + `|\b(require|import|process|child_process|eval|Function|fs|globalThis|global|constructor|prototype|__proto__|Deno|Bun|fetch|module|exports|Buffer|atob|setTimeout|setInterval|WebAssembly|Reflect|Proxy|this)\b|[\w)\]]\s*\[\s*[^\d\s\]]`),
-			"php":    regexp.MustCompile("`" + `|\$\$|\$\w+\s*\(|\b(system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec|eval|assert|create_function|include|require|include_once|require_once|file_put_contents|fopen|fwrite|unlink|rmdir|rename|mkdir|chmod|chown|copy|symlink|link|mail|putenv|getenv|call_user_func|call_user_func_array|array_map|preg_replace|str_rot13|hex2bin|pack|ENV|_ENV|_SERVER|GLOBALS)\b`),
-			"lua":    regexp.MustCompile(`\b(os|io|require|load|loadstring|dofile|loadfile|debug|package|_G|setfenv|getfenv|rawget|rawset|char)\b`),
-			"awk":    regexp.MustCompile(`\||\b(system|getline|close|fflush|ENVIRON)\b|\bprintf?\b[^;{}]*>|@(load|include)`),
+			"perl": regexp.MustCompile("`" + `|\b(system|exec|qx|open|opendir|sysopen|unlink|rmdir|rename|mkdir|chmod|chown|chdir|kill|fork|eval|require|use|do|syscall|socket|link|symlink|utime|truncate|glob|readpipe|dbmopen|pipe|ENV|pack|unpack)\b|/[msixpodualngcr]*e[msixpodualngcre]*\s*(;|$|\})`),
+			"ruby": regexp.MustCompile("`" + `|%x|\b(system|exec|spawn|fork|open|File|Dir|IO|FileUtils|Kernel|Process|Open3|PTY|Socket|TCPSocket|eval|instance_eval|class_eval|module_eval|send|public_send|method|define_method|const_get|require|require_relative|load|syscall|ENV|ObjectSpace|binding|trap|at_exit|Marshal|YAML|pack|unpack)\b`),
+			"node": regexp.MustCompile("`" + `|\b(require|import|process|child_process|eval|Function|fs|globalThis|global|constructor|prototype|__proto__|Deno|Bun|fetch|module|exports|Buffer|atob|setTimeout|setInterval|WebAssembly|Reflect|Proxy|this)\b|[\w)\]]\s*\[\s*[^\d\s\]]`),
+			"php":  regexp.MustCompile("`" + `|\$\$|\$\w+\s*\(|\b(system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec|eval|assert|create_function|include|require|include_once|require_once|file_put_contents|fopen|fwrite|unlink|rmdir|rename|mkdir|chmod|chown|copy|symlink|link|mail|putenv|getenv|call_user_func|call_user_func_array|array_map|preg_replace|str_rot13|hex2bin|pack|ENV|_ENV|_SERVER|GLOBALS)\b`),
+			"lua":  regexp.MustCompile(`\b(os|io|require|load|loadstring|dofile|loadfile|debug|package|_G|setfenv|getfenv|rawget|rawset|char)\b`),
+			"awk":  regexp.MustCompile(`\||\b(system|getline|close|fflush|ENVIRON)\b|\bprintf?\b[^;{}]*>|@(load|include)`),
 		}
 	})
 	pythonImport     = lazyregexp.New(`\b(?:from\s+([\w.]+)\s+import|import\s+([\w., ]+))`)
@@ -281,24 +277,31 @@ func trivialCode(lang, code string) bool {
 	if lang == "python" && !norm.NFKC.IsNormalString(code) {
 		code = norm.NFKC.String(code)
 	}
-	re := unsafeCode()[lang]
-	if re == nil || len(code) > 2000 || obfuscation().MatchString(code) || re.MatchString(code) {
+	if len(code) > 2000 || obfuscation().MatchString(code) {
 		return false
 	}
-	if lang == "python" {
-		for _, m := range pythonImport().FindAllStringSubmatch(code, -1) {
-			names := m[1]
-			if names == "" {
-				names = m[2]
+	if lang != "python" {
+		re := unsafeCode()[lang]
+		return re != nil && !re.MatchString(code)
+	}
+	return !pythonNamesUnsafe(code) && pythonImportsSafe(code)
+}
+
+// pythonImportsSafe reports whether every module code imports is one of
+// safePythonModule (by its root: os.path is os).
+func pythonImportsSafe(code string) bool {
+	for _, m := range pythonImport().FindAllStringSubmatch(code, -1) {
+		names := m[1]
+		if names == "" {
+			names = m[2]
+		}
+		for _, n := range strings.FieldsFunc(names, func(r rune) bool { return r == ',' || r == ' ' }) {
+			if n == "as" {
+				break
 			}
-			for _, n := range strings.FieldsFunc(names, func(r rune) bool { return r == ',' || r == ' ' }) {
-				if n == "as" {
-					break
-				}
-				root, _, _ := strings.Cut(n, ".")
-				if !safePythonModule[root] {
-					return false
-				}
+			root, _, _ := strings.Cut(n, ".")
+			if !safePythonModule[root] {
+				return false
 			}
 		}
 	}
