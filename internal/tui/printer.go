@@ -168,6 +168,20 @@ func repaintAtTop(clear string) tea.Cmd {
 	return tea.Sequence(tea.Raw(clear), tea.ClearScreen)
 }
 
+// reflowSettle is how long the size must stay the same after a change of
+// width before the screen is repainted (repaintAfterReflow): dragging a
+// window's edge sends a size per step, and each repaint scrolls a screen
+// into the scrollback.
+const reflowSettle = 100 * time.Millisecond
+
+// reflowMsg is the n-th width change, settled if no other came since.
+type reflowMsg int
+
+// settleReflow sends reflowMsg(n) after reflowSettle.
+func settleReflow(n int) tea.Cmd {
+	return tea.Tick(reflowSettle, func(time.Time) tea.Msg { return reflowMsg(n) })
+}
+
 // repaintAfterReflow handles a change of the terminal's width. Terminals
 // (tmux, kitty, iTerm2, VTE) re-wrap the rows on screen to the new
 // width, the live region's rows among them, so the renderer no longer
@@ -176,7 +190,7 @@ func repaintAtTop(clear string) tea.Cmd {
 // bar reduced to the clock's digits). So the screen, printed rows and
 // all, is scrolled into the scrollback (rows newlines from the bottom
 // row: nothing is lost, unlike an erase) and the region is repainted at
-// the top, as Ctrl-L does.
+// the top, as Ctrl-L does, once the size has settled (reflowSettle).
 func repaintAfterReflow(rows int) tea.Cmd {
 	return repaintAtTop(ansi.CursorPosition(1, rows) + strings.Repeat("\n", rows) + ansi.CursorHomePosition)
 }

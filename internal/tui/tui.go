@@ -104,6 +104,9 @@ type Model struct {
 	// sized is set at the first size the terminal reported (width and
 	// height are 80×24 until then).
 	sized bool
+	// reflows counts the width changes; a reflowMsg of an earlier one is
+	// stale (the size had not settled).
+	reflows int
 }
 
 // usageTotals are the open session's token counts (stored ones included).
@@ -246,9 +249,15 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.width, m.height = msg.Width, msg.Height
 		m.input.SetWidth(max(msg.Width-2, 10))
 		if reflowed {
-			return m, tea.Batch(m.greet(), repaintAfterReflow(msg.Height))
+			m.reflows++
+			return m, tea.Batch(m.greet(), settleReflow(m.reflows))
 		}
 		return m, m.greet()
+	case reflowMsg:
+		if int(msg) != m.reflows {
+			return m, nil // the width changed again since
+		}
+		return m, repaintAfterReflow(m.height)
 	case printMsg:
 		return m, m.nextPrint()
 	case readyMsg:
