@@ -56,7 +56,11 @@ func (a *App) fleetToken(o *fleetOptions) (string, error) {
 		if tok := strings.TrimSpace(a.Getenv("HERMES_FLEET_TOKEN")); tok != "" {
 			return tok, nil
 		}
-		return "", errors.New("sandbox serve: a fleet (--catalog postgres://…) needs a fleet token: --fleet-token-file FILE or HERMES_FLEET_TOKEN, the same on every node (e.g. `openssl rand -hex 24`)")
+		from := "--catalog postgres://…"
+		if o.catalog == "" {
+			from = "HERMES_DATABASE_URL, a postgres:// URL, is the catalog unless --catalog names another"
+		}
+		return "", fmt.Errorf("sandbox serve: a fleet catalog (%s) needs a fleet token: --fleet-token-file FILE or HERMES_FLEET_TOKEN, the same on every node (e.g. `openssl rand -hex 24`)", from)
 	}
 	f, err := os.Open(o.tokenFile)
 	if err != nil {

@@ -153,3 +153,18 @@ func TestCatalogRetryEndsWithTheContext(t *testing.T) {
 		t.Fatalf("a bad URL: %v", err)
 	}
 }
+
+// A fleet catalog taken from HERMES_DATABASE_URL (no --catalog) without a
+// token says where the catalog came from (a new user who set the URL for
+// sessions only saw --catalog named).
+func TestFleetTokenMissingNamesTheCatalogSource(t *testing.T) {
+	a := &App{Getenv: func(string) string { return "" }}
+	_, err := a.fleetToken(&fleetOptions{})
+	if err == nil || !strings.Contains(err.Error(), "HERMES_DATABASE_URL") || !strings.Contains(err.Error(), "HERMES_FLEET_TOKEN") {
+		t.Fatalf("no token, catalog from HERMES_DATABASE_URL: %v", err)
+	}
+	_, err = a.fleetToken(&fleetOptions{catalog: "postgres://db/x"})
+	if err == nil || !strings.Contains(err.Error(), "--catalog") || strings.Contains(err.Error(), "HERMES_DATABASE_URL") {
+		t.Fatalf("no token, --catalog given: %v", err)
+	}
+}
