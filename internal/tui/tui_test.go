@@ -496,7 +496,10 @@ func TestCtrlCCancelsThenQuits(t *testing.T) {
 	if w.sess.Busy() {
 		t.Errorf("the turn still runs after Ctrl-C")
 	}
-	// The turn is over: the "interrupting…" hint must not linger.
+	// The turn is over: the "interrupting…" hint must not linger. (The
+	// "interrupted" line can be printed before the turn's end reaches the
+	// view: wait for that, not for the editor, which shows all along.)
+	waitIdle(t, tm)
 	if f := waitFrame(t, tm, "Ask anything"); strings.Contains(f, "interrupting") {
 		t.Errorf("the interrupting hint stayed after the turn ended:\n%s", f)
 	}
