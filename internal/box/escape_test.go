@@ -1,6 +1,7 @@
 package box
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -8,10 +9,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hermes-go/hermes/internal/backend"
+	"github.com/hermes-go/hermes/internal/waitfor"
 )
 
 // The escape battery: one test per attempt, each in its own box.
@@ -170,14 +173,38 @@ func TestEscapeSeeProviderKey(t *testing.T) {
 func TestEscapeForkBomb(t *testing.T) {
 	e := startTestBox(t, func(o *Options) { o.Terminal.BoxPids = 64 })
 	ctx := context.Background()
-	res, err := e.env.Exec(ctx, backend.ExecRequest{Command: "bomb() { bomb | bomb & }; bomb; sleep 30", Timeout: 2 * time.Second})
+	p, err := e.env.Start(ctx, backend.ExecRequest{Command: "bomb() { bomb | bomb & }; bomb; sleep 30", Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
+	}
+	b, _ := e.m.Box(ctx, "test-task")
+	// While the bomb holds every task slot of the box, the host keeps
+	// using it: file operations and commands at once, each a blocking
+	// system call of the init that may need another of its threads
+	// (initSpareThreads). They may fail (no slot to fork in); the init
+	// must not (a Go runtime that cannot make a thread aborts).
+	waitfor.Until(t, "the fork bomb to fill the box's pids limit", func() bool {
+		st, _ := b.Stats()
+		return st.PIDs >= 60
+	})
+	var busy sync.WaitGroup
+	for i := range 8 {
+		busy.Go(func() {
+			path := fmt.Sprintf("/tmp/during-bomb-%d", i)
+			e.env.WriteFile(ctx, path, bytes.Repeat([]byte("x"), 1<<20), 0o644)
+			e.env.ReadFile(ctx, path)
+			e.env.Exec(ctx, backend.ExecRequest{Command: "true", Timeout: time.Second})
+		})
+	}
+	busy.Wait()
+	res, err := p.Wait(ctx)
+	if err != nil {
+		initLog, _ := os.ReadFile(filepath.Join(e.m.StateDir("test-task"), "init.log"))
+		t.Fatalf("%v; the init's log:\n%s", err, initLog)
 	}
 	if !res.TimedOut {
 		t.Fatalf("fork bomb should run into its timeout: %+v", res)
 	}
-	b, _ := e.m.Box(ctx, "test-task")
 	st, _ := b.Stats()
 	if st.PIDs > 64 {
 		t.Fatalf("box has %d tasks, limit 64", st.PIDs)
