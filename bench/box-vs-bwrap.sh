@@ -156,10 +156,10 @@ warm_ms=$(median_ms "$WARM_RUNS" "" "$hermes" box exec bench-warm -- true)
 "$hermes" box exec --new bench-attach -- sleep 1000000 >/dev/null 2>&1 &
 owner_pid=$!
 for ((i = 0; i < 600; i++)); do
-	[[ -S $HERMES_HOME/boxes/bench-attach/attach.sock ]] && break
+	[[ -S $HERMES_HOME/boxes/bench-attach/attach-v2.sock ]] && break
 	sleep 0.05
 done
-[[ -S $HERMES_HOME/boxes/bench-attach/attach.sock ]] || die "the box of bench-attach did not come up (no attach socket)"
+[[ -S $HERMES_HOME/boxes/bench-attach/attach-v2.sock ]] || die "the box of bench-attach did not come up (no attach socket)"
 attach_ms=$(median_ms "$WARM_RUNS" "" "$hermes" box exec bench-attach -- true)
 version_ms=$(median_ms "$RUNS" "" "$hermes" --version)
 plain_cpu=$(cpu_ms "$WARM_RUNS" true)

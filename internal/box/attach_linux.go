@@ -19,7 +19,7 @@ import (
 )
 
 // A running box is attachable: its init listens on
-// HERMES_HOME/boxes/TASK/attach.sock (initproc/attach_linux.go), so that another
+// HERMES_HOME/boxes/TASK/attach-v2.sock (initproc/attach_linux.go), so that another
 // hermes process of the same user (hermes box exec, box shell, box port,
 // an agent session with the same task) runs its commands in that box
 // instead of starting it again. An attached *Box works like the owner's:
@@ -86,6 +86,10 @@ func Attach(ctx context.Context, home, task string) (*Box, error) {
 	path := AttachSocketPath(home, task)
 	c, err := dialAttachSocket(path)
 	if err != nil {
+		if errors.Is(err, ErrNotRunning) && legacyInitListens(filepath.Join(filepath.Dir(path), wire.LegacyAttachSocketName)) {
+			return nil, fmt.Errorf("box %s: %w: its init speaks attach protocol 1 or older, this hermes %d; run the command with the hermes binary that started the box, or stop that box first",
+				task, errProtocol, wire.Version)
+		}
 		return nil, err
 	}
 	fc := wire.NewConn(c)
@@ -174,6 +178,22 @@ func dialAttachSocket(path string) (*net.UnixConn, error) {
 		return nil, fmt.Errorf("%w (stale %s)", ErrNotRunning, path)
 	}
 	return nil, fmt.Errorf("attach socket %s: %w", path, err)
+}
+
+// legacyInitListens reports whether an init of protocol version 1 or
+// older (wire.LegacyAttachSocketName) accepts connections at path: the box
+// runs, started by an older hermes. The connection is closed unused (such
+// an init ends it when no hello comes).
+func legacyInitListens(path string) bool {
+	if _, err := os.Lstat(path); err != nil {
+		return false
+	}
+	c, err := dialAttachSocket(path)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // removeStaleSocket removes the attach socket at path if no process holds

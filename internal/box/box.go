@@ -126,7 +126,6 @@ type Manager struct {
 	homeKey    string     // HERMES_HOME's key in the box cgroup names
 	cgroupRoot string
 	sweepOnce  sync.Once
-	warmOnce   sync.Once // wire.Warm, at the first box start
 	sweepWG    sync.WaitGroup
 
 	mu      sync.Mutex

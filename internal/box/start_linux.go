@@ -264,7 +264,6 @@ func (m *Manager) startBox(ctx context.Context, task string) (b *Box, err error)
 	// attached connection before the host's wire.OpJoined, both sent once the
 	// attach is done.
 	userNS := os.Geteuid() != 0
-	m.warmOnce.Do(func() { go wire.Warm() })
 	m.sweepLeftovers()
 	init := m.takeSpare(dir)
 	if init == nil {

@@ -2,8 +2,8 @@ package initproc
 
 import (
 	"bytes"
-	"encoding/gob"
 	"errors"
+	"io"
 	"testing"
 	"time"
 
@@ -11,14 +11,14 @@ import (
 )
 
 // decodeAttached reads requests as the init reads an attached connection
-// (wire.FrameLimiter, then checkAttachedRequest) until the stream ends, and
-// returns those accepted.
+// (wire.NewLimitedConn, then checkAttachedRequest) until the stream ends,
+// and returns those accepted.
 func decodeAttached(data []byte, max uint64) ([]wire.Request, error) {
-	dec := gob.NewDecoder(wire.NewFrameLimiter(bytes.NewReader(data), max))
+	fc := wire.NewLimitedConn(readOnly{bytes.NewReader(data)}, max)
 	var out []wire.Request
 	for {
 		var req wire.Request
-		if err := dec.Decode(&req); err != nil {
+		if err := fc.Receive(&req); err != nil {
 			return out, err
 		}
 		if checkAttachedRequest(req) == nil {
@@ -27,18 +27,29 @@ func decodeAttached(data []byte, max uint64) ([]wire.Request, error) {
 	}
 }
 
+// readOnly is a reader as a connection that cannot be written to.
+type readOnly struct{ io.Reader }
+
+func (readOnly) Write(p []byte) (int, error) { return 0, io.ErrClosedPipe }
+func (readOnly) Close() error                { return nil }
+
 func encodeRequests(t testing.TB, reqs ...wire.Request) []byte {
-	var buf bytes.Buffer
-	enc := gob.NewEncoder(&buf)
+	var buf writeBuffer
+	fc := wire.NewConn(&buf)
 	for _, r := range reqs {
-		if err := enc.Encode(r); err != nil {
+		if err := fc.Send(r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return buf.Bytes()
 }
 
-func TestFrameLimiterPassesFramesAndRefusesBigOnes(t *testing.T) {
+// writeBuffer is a bytes.Buffer as a connection.
+type writeBuffer struct{ bytes.Buffer }
+
+func (*writeBuffer) Close() error { return nil }
+
+func TestAttachedConnPassesFramesAndRefusesBigOnes(t *testing.T) {
 	data := encodeRequests(t, wire.Request{ID: 1, Op: wire.OpAttach},
 		wire.Request{ID: 2, Op: wire.OpExec, Exec: &wire.ExecSpec{Argv: []string{"true"}, Timeout: time.Second}},
 		wire.Request{ID: 3, Op: wire.OpStdin, Data: bytes.Repeat([]byte("x"), 100_000)},
@@ -51,7 +62,7 @@ func TestFrameLimiterPassesFramesAndRefusesBigOnes(t *testing.T) {
 		t.Fatalf("a 100 kB frame with a 10 kB limit: %v, want wire.ErrFrameTooBig", err)
 	}
 	// A length of 2^62 bytes is refused before anything is allocated.
-	huge := []byte{0xf8, 0x40, 0, 0, 0, 0, 0, 0, 0}
+	huge := []byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x40}
 	if _, err := decodeAttached(huge, wire.MaxAttachFrame); !errors.Is(err, wire.ErrFrameTooBig) {
 		t.Fatalf("huge frame length: %v", err)
 	}
@@ -64,8 +75,9 @@ func FuzzAttachedFrames(f *testing.F) {
 	f.Add(encodeRequests(f, wire.Request{ID: 1, Op: wire.OpExec, Exec: &wire.ExecSpec{Argv: []string{"sh", "-c", "true"}, Env: []string{"A=b"}}}))
 	f.Add(encodeRequests(f, wire.Request{ID: 1, Op: wire.OpSignal, Signal: 2}, wire.Request{ID: 1, Op: wire.OpResize, Rows: 10, Cols: 20}))
 	f.Add(encodeRequests(f, wire.Request{ID: 7, Op: wire.OpWriteFile, Path: "/tmp/x", Data: []byte("hi"), Perm: 0o644}))
-	f.Add([]byte{0xf8, 0x40, 0, 0, 0, 0, 0, 0, 0})
+	f.Add([]byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x40})
 	f.Add([]byte{0x80})
+	f.Add([]byte{0x03, 0x12, 0x05, 'e'}) // a field cut short
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const limit = 4096
 		got, _ := decodeAttached(data, limit)

@@ -16,7 +16,7 @@ import (
 
 // The init side of the attach socket (attach.go has the client side).
 //
-// The init binds HERMES_HOME/boxes/TASK/attach.sock before it pivots into
+// The init binds HERMES_HOME/boxes/TASK/attach-v2.sock (wire.AttachSocketName) before it pivots into
 // the box (the state directory is hidden inside the box, so no box process
 // can reach the socket), with mode 0600 in a 0700 directory. It accepts a
 // connection only from a peer whose uid (SO_PEERCRED, as seen from the
@@ -65,7 +65,7 @@ func ShortSocketPath(path string, viaDir bool) (string, func(), error) {
 
 // listenAttach binds the attach socket at path with mode 0600 (a stale
 // socket there is replaced: the host holds the box's state lock). The
-// name bound is /proc/self/fd/N/attach.sock, never path: the socket is
+// name bound is /proc/self/fd/N/attach-v2.sock, never path: the socket is
 // listed in the box's network namespace (/proc/net/unix, with the name it
 // was bound to), which must not learn where HERMES_HOME is.
 func listenAttach(path string) (*net.UnixListener, error) {

@@ -37,12 +37,9 @@ import (
 // process exit code.
 func InitMain() int {
 	// On another thread while this one boots and waits for the setup
-	// frame: gob's engines and the seccomp program.
+	// frame: the seccomp program.
 	filter := make(chan seccompFilter, 1)
-	go func() {
-		wire.Warm()
-		filter <- buildSeccomp()
-	}()
+	go func() { filter <- buildSeccomp() }()
 	threads := make(chan struct{})
 	go func() {
 		prewarmThreads(initSpareThreads)
@@ -137,9 +134,9 @@ func InitMain() int {
 		return 1
 	}
 	srv.attachLn = attachLn // served from the host's wire.OpJoined on
-	// The setup's garbage (the spec, the seccomp program's builder, gob's
-	// warm-up) is returned to the kernel now, off the request loop's
-	// thread: an idle box's init then holds only what it uses.
+	// The setup's garbage (the spec, the seccomp program's builder) is
+	// returned to the kernel soon, off the request loop's thread: an idle
+	// box's init then holds only what it uses.
 	time.AfterFunc(initFreeDelay, debug.FreeOSMemory)
 	<-threads
 	srv.serve()

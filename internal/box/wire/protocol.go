@@ -7,8 +7,9 @@
 //
 // The host and the box's init talk over two inherited sockets:
 //
-//   - fd 3 (ControlFD), the control socket (SOCK_STREAM): a gob stream of request frames
-//     from the host and response frames from the init. Every request carries
+//   - fd 3 (ControlFD), the control socket (SOCK_STREAM): a stream of request frames
+//     from the host and response frames from the init (Conn; encoded as
+//     codec.go says). Every request carries
 //     an id; responses name the id they answer, so many commands and file
 //     operations run at the same time.
 //   - fd 4 (ConnFD), the connection socket (SOCK_SEQPACKET): the init hands the host
@@ -19,9 +20,7 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/binary"
-	"encoding/gob"
 	"errors"
 	"fmt"
 	"io"
@@ -96,8 +95,12 @@ const StdinWindow = 64
 // init answers with its own (AttachInfo.Protocol); a mismatch is refused
 // with a message, never half-spoken. Version 1 added stdin flow control
 // (KindStdinAck), WriteFile in parts (request.Offset, More) and frames of
-// at most MaxAttachFrame; inits before it send no version (0).
-const Version = 1
+// at most MaxAttachFrame; inits before it send no version (0). Version 2
+// encodes frames in the protocol buffers wire format (codec.go) instead
+// of encoding/gob; its inits listen on AttachSocketName, a name inits of
+// versions 0 and 1 did not use (LegacyAttachSocketName), so that neither
+// side reads the other's encoding.
+const Version = 2
 
 // Error kinds carried in responses, mapped back to fs errors on the host.
 const (
@@ -278,57 +281,6 @@ type InitSpec struct {
 	SudoPathDirs []string
 }
 
-// Conn serialises frames in one direction and decodes the other.
-type Conn struct {
-	wmu sync.Mutex
-	enc *gob.Encoder
-	dec *gob.Decoder
-	c   io.Closer
-}
-
-func NewConn(rw io.ReadWriteCloser) *Conn {
-	return &Conn{enc: gob.NewEncoder(rw), dec: gob.NewDecoder(rw), c: rw}
-}
-
-// Warm encodes and decodes one request and one response with every
-// field set, so that encoding/gob builds its per-type engines (which it
-// keeps for the process) now instead of at the first frames of a box
-// start: the init runs it while it boots, the host while the init boots.
-// That saves about 0.5 ms of the start and the first command.
-func Warm() {
-	var buf bytes.Buffer
-	enc, dec := gob.NewEncoder(&buf), gob.NewDecoder(&buf)
-	info := FileInfo{Name: "w"}
-	frames := []any{
-		&Request{ID: 1, Op: OpSetup, Setup: &InitSpec{Task: "w", Lower: []string{"/"}, Env: []string{"A=b"}, CACertPEM: []byte{1}},
-			Exec: &ExecSpec{Argv: []string{"w"}, Env: []string{"A=b"}}, Data: []byte{1}},
-		&Response{ID: 1, Kind: KindReady, Data: []byte{1}, Exit: ExitInfo{Code: 1}, Info: &info, Infos: []FileInfo{info},
-			Phases: &InitPhases{Root: 1}, Attach: &AttachInfo{Task: "w", Env: []string{"A=b"}}},
-	}
-	for _, f := range frames {
-		if enc.Encode(f) != nil {
-			return
-		}
-	}
-	var req Request
-	var resp Response
-	if dec.Decode(&req) == nil {
-		dec.Decode(&resp)
-	}
-}
-
-func (f *Conn) Send(v any) error {
-	f.wmu.Lock()
-	defer f.wmu.Unlock()
-	return f.enc.Encode(v)
-}
-
-// Receive decodes the next frame into v (a *Request or *Response).
-func (f *Conn) Receive(v any) error { return f.dec.Decode(v) }
-
-// Close closes the underlying connection.
-func (f *Conn) Close() error { return f.c.Close() }
-
 // ErrorResponse turns err into an error frame for request id.
 func ErrorResponse(id uint64, err error) Response {
 	r := Response{ID: id, Kind: KindError, Err: err.Error()}
@@ -412,7 +364,12 @@ const AttachIdleTimeout = time.Minute
 const AttachHelloTimeout = 5 * time.Second
 
 // AttachSocketName is the attach socket's file name in the box state dir.
-const AttachSocketName = "attach.sock"
+const AttachSocketName = "attach-v2.sock"
+
+// LegacyAttachSocketName is where inits of protocol versions 0 and 1
+// (encoding/gob frames) listen: a box that has one was started by an older
+// hermes.
+const LegacyAttachSocketName = "attach.sock"
 
 // HermesBinDir is where every box finds the hermes binary
 // (InitSpec.HermesExe); it is on the box's PATH. Hermes Agent's own
