@@ -46,7 +46,7 @@ var ErrFrameTooBig = errors.New("frame too big")
 // frame.
 func (f *Conn) Send(v any) error {
 	var e encoder
-	e.b = make([]byte, binary.MaxVarintLen64, binary.MaxVarintLen64+128)
+	e.b = make([]byte, binary.MaxVarintLen64, binary.MaxVarintLen64+256+dataLen(v))
 	switch m := v.(type) {
 	case Request:
 		encodeRequest(&e, &m)
@@ -68,6 +68,22 @@ func (f *Conn) Send(v any) error {
 	defer f.wmu.Unlock()
 	_, err := f.w.Write(e.b[start:])
 	return err
+}
+
+// dataLen is the length of v's Data (output, file contents): most of its
+// frame, sized for in one allocation.
+func dataLen(v any) int {
+	switch m := v.(type) {
+	case Request:
+		return len(m.Data)
+	case *Request:
+		return len(m.Data)
+	case Response:
+		return len(m.Data)
+	case *Response:
+		return len(m.Data)
+	}
+	return 0
 }
 
 // Receive reads the next frame into v, a *Request or *Response, which it
