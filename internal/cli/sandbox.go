@@ -394,11 +394,16 @@ func pauseForShutdown(srv *sandboxserver.Server, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownBound)
 	defer cancel()
 	start := time.Now()
+	running := srv.Running()
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Error("pause the sandboxes for the shutdown", "err", err)
 		return
 	}
-	log.Info("sandboxes paused and kept for the next start", "took", time.Since(start).Round(time.Millisecond).String())
+	if running == 0 {
+		log.Info("no sandbox ran: none to pause")
+		return
+	}
+	log.Info("sandboxes paused and kept for the next start", "count", running, "took", time.Since(start).Round(time.Millisecond).String())
 }
 
 // removeLeftSandboxes removes the boxes of sandboxes srv does not know: a

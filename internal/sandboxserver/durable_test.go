@@ -118,6 +118,9 @@ func TestShutdownKeepsSandboxesForTheNextStart(t *testing.T) {
 		t.Fatalf("kill: %d", code)
 	}
 	clock.Set(t0.Add(40 * time.Second))
+	if n := a.srv.Running(); n != 2 {
+		t.Fatalf("%d sandboxes counted as running before the shutdown, want 2 (not the paused or the killed one)", n)
+	}
 	if err := a.srv.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}

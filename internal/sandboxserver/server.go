@@ -345,6 +345,20 @@ func (s *Server) lookup(id string) *sandbox {
 }
 
 // list returns the sandboxes, newest first.
+// Running is how many sandboxes run on this node (not paused): what
+// Shutdown pauses.
+func (s *Server) Running() int {
+	n := 0
+	for _, sb := range s.list() {
+		sb.mu.Lock()
+		if sb.state == "running" {
+			n++
+		}
+		sb.mu.Unlock()
+	}
+	return n
+}
+
 func (s *Server) list() []*sandbox {
 	s.mu.Lock()
 	out := make([]*sandbox, 0, len(s.sandboxes))
