@@ -50,6 +50,9 @@ func (a *App) runUpdate(ctx context.Context, o *updateOptions) error {
 	w := a.Stdout
 	f := selfupdate.Finder{GOPROXY: a.Getenv("GOPROXY")}
 	rel, err := f.Latest(ctx, ModulePath)
+	if errors.Is(err, selfupdate.ErrRefused) {
+		return fmt.Errorf("hermes update: %w (the proxy is reachable but does not serve %s here: set GOPROXY to a proxy that does)", err, ModulePath)
+	}
 	if err != nil {
 		return fmt.Errorf("hermes update: %w (set GOPROXY to a reachable module proxy)", err)
 	}

@@ -49,6 +49,11 @@ type Finder struct {
 // errNotFound marks a 404/410 answer, after which a ","-list falls through.
 var errNotFound = errors.New("not found")
 
+// ErrRefused is a proxy that answered 401 or 403: it is reachable but does
+// not serve the module to this client (a network's rule, the proxy's
+// policy, credentials).
+var ErrRefused = errors.New("refused")
+
 // Latest returns the newest release of modulePath: the highest semantic
 // version in @v/list without a pre-release or +incompatible suffix, else
 // @latest's answer. Errors name the proxy and what it answered.
@@ -144,6 +149,8 @@ func (f Finder) get(ctx context.Context, raw string) ([]byte, error) {
 	switch {
 	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
 		return nil, fmt.Errorf("GET %s: HTTP %d: %w", raw, resp.StatusCode, errNotFound)
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return nil, fmt.Errorf("GET %s: HTTP %d: %w", raw, resp.StatusCode, ErrRefused)
 	case resp.StatusCode != http.StatusOK:
 		return nil, fmt.Errorf("GET %s: HTTP %d", raw, resp.StatusCode)
 	}

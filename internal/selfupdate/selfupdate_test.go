@@ -2,6 +2,7 @@ package selfupdate
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -68,6 +69,11 @@ func TestGOPROXYList(t *testing.T) {
 	}
 	if rel, err := (Finder{GOPROXY: broken.URL + "|file://" + root}).Latest(context.Background(), "example.com/m"); err != nil || rel.Version != "v1.2.3" {
 		t.Errorf("a |-list falls through any error: %+v %v", rel, err)
+	}
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(403) }))
+	defer refusing.Close()
+	if _, err := (Finder{GOPROXY: refusing.URL}).Latest(context.Background(), "example.com/m"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "HTTP 403") {
+		t.Errorf("a 403 is a refusal, not an unreachable proxy: %v", err)
 	}
 	if _, err := (Finder{GOPROXY: "off"}).Latest(context.Background(), "example.com/m"); err == nil || !strings.Contains(err.Error(), "GOPROXY") {
 		t.Errorf("off: %v", err)
