@@ -112,6 +112,35 @@ func TestBoxStartAfterKilledHermesChecksWhatItsCommandsLeft(t *testing.T) {
 	}
 }
 
+// `hermes box rm` after a killed hermes checks the workspace against the
+// baseline the killed start left, as the next start would, before that
+// baseline goes with the box's state (it dropped it: what the killed
+// session's commands planted stayed, unchecked, for good).
+func TestBoxRmAfterKilledHermesChecksWhatItsCommandsLeft(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the box needs root (CI runs as root)")
+	}
+	if err := box.Preflight(); err != nil {
+		t.Skipf("the box cannot run here: %v", err)
+	}
+	e := newE2E(t)
+	cmd, r, _ := startBoxExecUntilReady(t, e, "killed-rm", plantFsmonitor+"; echo ready; exec sleep 600")
+	r.Close()
+	cmd.Process.Kill()
+	cmd.Wait()
+	config := filepath.Join(e.workspace, "sub", ".git", "config")
+	res := e.run("box", "rm", "killed-rm")
+	if res.code != 0 {
+		t.Fatalf("box rm: %s", res)
+	}
+	if _, err := os.Stat(config + protect.Refused); err != nil {
+		t.Errorf("box rm did not move the planted config aside: %v\n%s", err, res)
+	}
+	if !strings.Contains(res.stderr, "sub/.git/config"+protect.Refused) {
+		t.Errorf("box rm does not name the config moved aside: %s", res)
+	}
+}
+
 // startBoxExecUntilReady starts `hermes box exec --new task -- sh -c
 // script` with its stdout on a pipe and returns once it printed "ready":
 // the command, the pipe's read end and hermes's stderr. The box is

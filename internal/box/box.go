@@ -31,6 +31,7 @@ import (
 	"github.com/hermes-go/hermes/internal/box/wire"
 	"github.com/hermes-go/hermes/internal/config"
 	"github.com/hermes-go/hermes/internal/egress"
+	"github.com/hermes-go/hermes/internal/protect"
 )
 
 // Kind is the terminal.backend name of this backend.
@@ -429,6 +430,9 @@ func (m *Manager) Remove(taskID string) error {
 		return err
 	}
 	defer lock.Close()
+	// A baseline a killed hermes left is checked before it goes with the
+	// state: the next start would have (resumeWatch).
+	checkLeftBaseline(dir, protect.New(m.opts.Terminal.ProtectedPaths), m.opts.Warn)
 	return os.RemoveAll(dir)
 }
 

@@ -1,6 +1,7 @@
 package box
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 
@@ -43,5 +44,22 @@ func saveBaseline(dir string, w *protect.Watch) {
 	tmp := filepath.Join(dir, uncheckedBaseline+".tmp")
 	if err := os.WriteFile(tmp, w.Baseline(), 0o600); err == nil {
 		os.Rename(tmp, filepath.Join(dir, uncheckedBaseline))
+	}
+}
+
+// checkLeftBaseline checks the bind workspace against the baseline an
+// earlier start of the box in state dir dir left unchecked (its hermes
+// was killed before the box's stop), with set (this process's
+// terminal.protected_paths): what that session's commands left is moved
+// aside and said to out (os.Stderr when nil) before the state, and the
+// baseline with it, goes (Manager.Remove). Nothing happens without such a baseline.
+func checkLeftBaseline(dir string, set protect.Set, out io.Writer) {
+	data, err := os.ReadFile(filepath.Join(dir, uncheckedBaseline))
+	if err != nil {
+		return
+	}
+	if w, err := set.ResumeWatch(protect.SavedWorkspace(data), data); err == nil && w != nil {
+		w.WarnTo(out)
+		w.CheckForPerson()
 	}
 }

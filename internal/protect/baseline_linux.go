@@ -40,6 +40,16 @@ func (w *Watch) Baseline() []byte {
 	return b
 }
 
+// SavedWorkspace is the workspace a Baseline describes, "" when data is
+// not one.
+func SavedWorkspace(data []byte) string {
+	var b baseline
+	if json.Unmarshal(data, &b) != nil {
+		return ""
+	}
+	return b.Workspace
+}
+
 // ResumeWatch returns a Watch of workspace whose start is the one data
 // describes (Baseline of an earlier Watch of s on the same workspace,
 // kept until that Watch's last check): what changed since that start is
