@@ -52,6 +52,14 @@ func startedPath(home, task string) string {
 }
 func startedLogPath(home, task string) string { return filepath.Join(startedDir(home), task+".log") }
 
+// stopRequestPath is the file hermes box stop writes once it has given the
+// box's processes their SIGTERM and --timeout, just before it signals the
+// box's owner: the owner then stops the box without a grace of its own (a
+// second SIGTERM, --stop-timeout more).
+func stopRequestPath(home, task string) string {
+	return filepath.Join(startedDir(home), task+".stop")
+}
+
 // alive reports whether the owner process s names still runs.
 func (s startedBox) alive() bool { return s.owner().Alive() }
 
@@ -392,8 +400,9 @@ func (a *App) stopStartedBox(task string, timeout time.Duration) error {
 			fmt.Fprintf(a.Stderr, "hermes: box %s: %v\n", box.QuoteName(task), err)
 		}
 		if left > 0 {
-			fmt.Fprintf(a.Stderr, "hermes: box %s: %d processes still ran %s after SIGTERM: killed\n", box.QuoteName(task), left, timeout)
+			fmt.Fprintf(a.Stderr, "hermes: box %s: %d processes still ran %s after SIGTERM: killing them\n", box.QuoteName(task), left, timeout)
 		}
+		os.WriteFile(stopRequestPath(home, task), nil, 0o600)
 	}
 	if err := syscall.Kill(s.PID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("signal the process running box %s (pid %d): %w", task, s.PID, err)

@@ -131,6 +131,32 @@ func TestBoxStopTermsProcessesFirst(t *testing.T) {
 	}
 }
 
+// box stop --timeout is the only grace: the box's owner does not give the
+// processes a second SIGTERM and its own --stop-timeout after it (a new
+// user's trial: `box stop --timeout 3s` took 13 s, and a server that takes
+// a second SIGTERM for "quit now" lost its clean shutdown).
+func TestBoxStopTimeoutIsTheOnlyGrace(t *testing.T) {
+	c := newBoxCLI(t)
+	task := "stoponce-" + strconv.Itoa(os.Getpid())
+	t.Cleanup(func() { c.run(t, "", "box", "stop", task); c.run(t, "", "box", "rm", task) })
+	out, errs, code := c.runDetaching(t, "box", "start", task, "--", "sh", "-c",
+		"trap 'echo term >> terms' TERM; echo up > up; while :; do sleep 1; done")
+	if code != 0 || strings.TrimSpace(out) != task {
+		t.Fatalf("box start: code %d %q %s", code, out, errs)
+	}
+	waitfor.Until(t, "the command to start", func() bool { _, err := os.Stat(filepath.Join(c.ws, "up")); return err == nil })
+	_, errs, code = c.run(t, "", "box", "stop", "--timeout", "1s", task)
+	if code != 0 || !strings.Contains(errs, "after SIGTERM: killing them") {
+		t.Fatalf("box stop: %d %s", code, errs)
+	}
+	if b, err := os.ReadFile(filepath.Join(c.ws, "terms")); err != nil || string(b) != "term\n" {
+		t.Errorf("the command got %q SIGTERMs (%v), want one", b, err)
+	}
+	if _, err := os.Stat(stopRequestPath(c.home, task)); !os.IsNotExist(err) {
+		t.Errorf("the stop request outlived the stop: %v", err)
+	}
+}
+
 // --lifetime stops the box by itself, and a box whose CMD exits stops
 // with it; either way the record goes and box ls says stopped.
 func TestBoxStartLifetimeAndCommandEnd(t *testing.T) {

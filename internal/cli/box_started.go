@@ -42,6 +42,9 @@ func (a *App) runStartedBox(ctx context.Context, task string, argv []string, o b
 	}
 	defer m.Close()
 	defer os.Remove(startedPath(a.Home(), task))
+	stopRequest := stopRequestPath(a.Home(), task)
+	os.Remove(stopRequest) // left by a stop of an earlier owner
+	defer os.Remove(stopRequest)
 	argv, dir := imageStartCommand(a.boxImageState(task), argv, o.workdir)
 	rec.Command = argv
 	exited := make(chan string, 1)
@@ -75,6 +78,9 @@ func (a *App) runStartedBox(ctx context.Context, task string, argv []string, o b
 	case <-b.Died():
 		return nil // nothing of the box runs; its pid may be another's now
 	default:
+	}
+	if _, err := os.Stat(stopRequest); err == nil {
+		return nil // hermes box stop gave the processes their SIGTERM and its --timeout
 	}
 	if left, err := box.TerminateProcesses(b.InitPID(), o.stopTimeout); err != nil {
 		fmt.Fprintf(a.Stderr, "hermes: box %s: %v\n", task, err)
