@@ -16,6 +16,10 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == wire.ProtocolArg {
+		fmt.Println(wire.Version) // hermes doctor's question
+		return
+	}
 	if len(os.Args) < 2 || os.Args[1] != wire.InitArg {
 		fmt.Fprintln(os.Stderr, "hermes-box-init is a box's PID 1, started by hermes; it is not a command to run")
 		os.Exit(2)

@@ -560,6 +560,10 @@ func (m *Manager) limits() cgroup.Limits {
 	return cgroup.Limits{MemoryBytes: int64(t.ContainerMemory) << 20, PIDs: t.BoxPids, CPUs: t.ContainerCPU}
 }
 
+// ErrInitMismatch is a box init of another hermes build: it speaks
+// another frame protocol (wire.Version).
+var ErrInitMismatch = errors.New("the box init is of another hermes build")
+
 // spawnedInit is a box init that runs but has not been set up yet.
 type spawnedInit struct {
 	cg      cgroup.Group // the group it already runs in (a prestarted init), or nil
@@ -578,10 +582,15 @@ type spawnedInit struct {
 func (i *spawnedInit) readBooted() {
 	defer close(i.booted)
 	var b [1]byte
-	if _, err := io.ReadFull(i.ctrl, b[:]); err != nil {
+	switch _, err := io.ReadFull(i.ctrl, b[:]); {
+	case err != nil:
 		i.bootErr = fmt.Errorf("box init exited while booting: %w", err)
-	} else if b[0] != wire.BootedByte {
-		i.bootErr = fmt.Errorf("box init sent %q instead of its boot byte", b[0])
+	case b[0] == wire.LegacyBootedByte:
+		i.bootErr = fmt.Errorf("%w: %s is of an older hermes (frame protocol 1 or older; this hermes speaks %d): install hermes and hermes-box-init from the same build (make install, ./install.sh, or go build -o DIR/ ./cmd/hermes ./cmd/hermes-box-init)",
+			ErrInitMismatch, i.cmd.Path, wire.Version)
+	case b[0] != wire.BootedByte:
+		i.bootErr = fmt.Errorf("%w: %s sent boot byte %q, not %q (frame protocol %d): install hermes and hermes-box-init from the same build (make install, ./install.sh, or go build -o DIR/ ./cmd/hermes ./cmd/hermes-box-init)",
+			ErrInitMismatch, i.cmd.Path, b[0], byte(wire.BootedByte), wire.Version)
 	}
 }
 

@@ -121,7 +121,8 @@ With CMD, the box runs it (directly, no shell; output in the log that start
 prints) and stops when it exits; without one the box waits for commands:
 hermes box exec TASK -- sh -c 'nohup server > /tmp/log 2>&1 &' returns as
 soon as the server is launched, and the server keeps running in the box.
-Processes in the box are listed by cat /proc/net/tcp there.
+The ports servers in the box listen on are listed by cat /proc/net/tcp there
+(hermes box exec TASK -- ps aux lists its processes, where the image has ps).
 
 -e sets variables for every command in the box (box exec included); -w is
 CMD's working directory.

@@ -7,14 +7,18 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/hermes-go/hermes/internal/box"
 	"github.com/hermes-go/hermes/internal/box/cgroup"
+	"github.com/hermes-go/hermes/internal/box/wire"
 )
 
 // boxControllers are the cgroup controllers box limits need (internal/box
@@ -53,7 +57,28 @@ func checkInitBinary(e *Env) Result {
 			Detail: err.Error() + "; boxes use hermes itself as their init (slower start, more memory per box)",
 			Fix:    "install both binaries: make install, or go build -o DIR/ ./cmd/hermes ./cmd/hermes-box-init"}
 	}
+	if speaks := initProtocol(path); speaks != strconv.Itoa(wire.Version) {
+		return Result{Status: Fail, Name: name,
+			Detail: fmt.Sprintf("%s is of another hermes build (frame protocol %s; this hermes speaks %d): every box fails to start", path, speaks, wire.Version),
+			Fix:    "install hermes and hermes-box-init from the same build: make install, ./install.sh, or go build -o DIR/ ./cmd/hermes ./cmd/hermes-box-init"}
+	}
 	return Result{Status: OK, Name: name, Detail: path}
+}
+
+// initProtocol asks the box init at path which frame protocol it speaks
+// (hermes-box-init protocol, wire.ProtocolArg), within 5 s: its answer,
+// or "1 or older" from an init that does not know the question.
+func initProtocol(path string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, wire.ProtocolArg).Output()
+	if err != nil {
+		return "1 or older"
+	}
+	if v := strings.TrimSpace(string(out)); len(v) <= 8 {
+		return v
+	}
+	return "unknown"
 }
 
 func checkNamespaces(e *Env) Result {

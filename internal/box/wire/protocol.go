@@ -405,8 +405,20 @@ const (
 )
 
 // BootedByte is what an init writes on its control socket once its
-// runtime and package init are done, before it reads the setup frame.
-const BootedByte = 'B'
+// runtime and package init are done, before it reads the setup frame:
+// the frame protocol it speaks ('0'+Version), so that a hermes-box-init of
+// another build is named before a frame is misread. Inits of versions 0
+// and 1 wrote LegacyBootedByte.
+const BootedByte = '0' + Version
+
+// LegacyBootedByte is the boot byte of inits of protocol versions 0 and 1
+// (encoding/gob frames).
+const LegacyBootedByte = 'B'
+
+// ProtocolArg is the argument with which hermes-box-init prints the frame
+// protocol it speaks (Version) and exits: hermes doctor asks it so.
+// Inits of versions 0 and 1 refuse it (exit status 2).
+const ProtocolArg = "protocol"
 
 // MaxAttached bounds the attached connections open at once.
 const MaxAttached = 64
