@@ -59,6 +59,14 @@ func TestBoxExecIsCheckedWhenHermesGetsSIGPIPEOrSIGHUP(t *testing.T) {
 					t.Fatalf("hermes died of %v before its checks; stderr %s", ws.Signal(), stderr)
 				}
 			}
+			if tc.name == "sigpipe" {
+				// Quietly, as a pipeline's writer whose reader left (a new
+				// user's trial: `box exec T -- yes | head` said "killed by
+				// SIGTERM" and exited 143).
+				if !errors.As(err, &exit) || exit.ExitCode() != 141 || strings.Contains(stderr.String(), "killed by") {
+					t.Errorf("after SIGPIPE: %v, stderr %q; want exit status 141 and no report of the command's end", err, stderr)
+				}
+			}
 			config := filepath.Join(e.workspace, "sub", ".git", "config")
 			if _, err := os.Stat(config + protect.Refused); err != nil {
 				t.Errorf("the planted config was not moved aside: %v", err)

@@ -49,9 +49,33 @@ func (a *App) runBoxCommand(ctx context.Context, b *box.Box, c box.Command, stop
 // took what the command had left in the workspace for the user's own
 // (attacker trial, 2026-12-06): now the command gets SIGTERM as for SIGINT
 // and the box stops, checked. Writes to a gone reader then fail with EPIPE.
+// When the cause was SIGPIPE (errOutputGone), the command's end is not
+// reported: hermes exits 141 (128+SIGPIPE) quietly, as a command of a
+// shell pipeline whose reader left does (`hermes box exec T -- yes | head`).
 func boxCommandContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(ctx, syscall.SIGHUP, syscall.SIGPIPE)
+	ctx, cancel := context.WithCancelCause(ctx)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGPIPE)
+	go func() {
+		select {
+		case s := <-sigs:
+			if s == syscall.SIGPIPE {
+				cancel(errOutputGone)
+			} else {
+				cancel(errors.New("hermes got SIGHUP (its terminal went)"))
+			}
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		cancel(nil)
+	}
 }
+
+// errOutputGone is the cause of a box command's context when hermes got
+// SIGPIPE: the reader of its output left.
+var errOutputGone = errors.New("hermes's output went to a reader that left (SIGPIPE)")
 
 // checkBoxWorkspace runs the workspace check that follows each agent
 // command (box.Box.CheckProtected) after a box exec or box shell command
@@ -79,15 +103,24 @@ func (a *App) waitBoxCommand(ctx context.Context, p box.Process, stopTimeout tim
 	case <-ctx.Done():
 	}
 	p.Signal(syscall.SIGTERM) // no wrapper shell: the command's own process group
+	ended := boxWaitError
+	if errors.Is(context.Cause(ctx), errOutputGone) {
+		ended = func(w boxWait) error {
+			if w.err != nil {
+				return w.err
+			}
+			return &ExitError{Code: 128 + int(syscall.SIGPIPE), Silent: true}
+		}
+	}
 	select {
 	case w := <-done:
-		return boxWaitError(w)
+		return ended(w)
 	case <-time.After(stopTimeout):
 	}
 	p.Kill()
 	select {
 	case w := <-done:
-		return boxWaitError(w)
+		return ended(w)
 	case <-time.After(10 * time.Second):
 		return errors.New("the command in the box did not end after SIGKILL")
 	}
