@@ -326,7 +326,11 @@ func (e *Environment) Exec(ctx context.Context, req backend.ExecRequest) (backen
 	}
 	sink := &lockedWriter{w: w}
 	cmd.Stdout, cmd.Stderr = sink, sink // one pipe: stdout and stderr stay in order
-	cmd.Stdin = req.Stdin
+	if req.Stdin != nil {
+		if err := feedStdin(cmd, req.Stdin); err != nil {
+			return backend.ExecResult{ExitCode: -1}, err
+		}
+	}
 	cmd.WaitDelay = outputDrainDelay
 	start := time.Now()
 	release, err := e.startCmd(cmd)

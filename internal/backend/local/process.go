@@ -37,7 +37,9 @@ func (e *Environment) Start(ctx context.Context, req backend.ExecRequest) (backe
 	cmd.Stdout, cmd.Stderr = sink, sink
 	var stdin io.WriteCloser
 	if req.Stdin != nil {
-		cmd.Stdin = req.Stdin
+		if err := feedStdin(cmd, req.Stdin); err != nil {
+			return nil, err
+		}
 	} else if stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, fmt.Errorf("stdin pipe: %w", err)
 	}
@@ -117,4 +119,29 @@ func namespacePID(pid int) int {
 		}
 	}
 	return pid
+}
+
+// feedStdin gives cmd r as its standard input. An *os.File is passed as
+// it is; any other reader is copied into a pipe by a goroutine of its own,
+// which cmd.Wait does not wait for: os/exec's own copy would make Wait
+// wait, WaitDelay or not, until r's Read returned, and a reader that
+// blocks (an MCP client's io.Pipe, whose writer stays open) kept Wait,
+// and who waits for the process, from seeing it exit: a session's MCP
+// server whose command failed was noticed only at its connect timeout
+// (60 s, TestMCPEnvSecretNeverStored). The goroutine ends when r does, or
+// at its first write once the process has exited.
+func feedStdin(cmd *exec.Cmd, r io.Reader) error {
+	if f, ok := r.(*os.File); ok {
+		cmd.Stdin = f
+		return nil
+	}
+	w, err := cmd.StdinPipe()
+	if err != nil {
+		return fmt.Errorf("stdin pipe: %w", err)
+	}
+	go func() {
+		io.Copy(w, r)
+		w.Close()
+	}()
+	return nil
 }

@@ -22,6 +22,14 @@ const outputChunk = 32 << 10
 // the command exited, for background children still holding the pipe.
 const drainGrace = 150 * time.Millisecond
 
+// maxFileOps is how many file operations the init runs at once; more
+// wait their turn on a goroutine, which holds no thread. It is half of
+// initSpareThreads: an attacker in the box who fills its pids limit and
+// gets the host to read many files at once (attacker trial, 2026-12-06:
+// 12 reads of FIFOs, or 40 of one 20 MB file) no longer makes the Go
+// runtime need a thread it cannot create.
+const maxFileOps = initSpareThreads / 2
+
 // initServer is the request loop of a box's PID 1.
 type initServer struct {
 	main    *initConn // the owner's control connection
@@ -36,6 +44,11 @@ type initServer struct {
 
 	devNull int       // /dev/null of the box, the stdin of commands without one
 	buffers sync.Pool // *[]byte of outputChunk, for reading command output
+	// fileSlots bounds the file operations under way at once (fileOp):
+	// each holds an OS thread while it is in a system call, and under a
+	// fork bomb the init has only its spare threads (initSpareThreads).
+	// nil = no bound.
+	fileSlots chan struct{}
 
 	mu    sync.Mutex
 	procs map[int]*initProc // by pid
@@ -94,7 +107,7 @@ func newInitServer(fc *wire.Conn, conns *net.UnixConn, spec *wire.InitSpec) (*in
 	}
 	s := &initServer{main: &initConn{fc: fc, byID: map[uint64]*initProc{}}, conns: conns, spec: spec, devNull: null,
 		procs: map[int]*initProc{}, kick: make(chan struct{}, 1), locked: make(chan func()),
-		attached: map[*initConn]bool{}, reportKick: make(chan struct{}, 1)}
+		attached: map[*initConn]bool{}, reportKick: make(chan struct{}, 1), fileSlots: make(chan struct{}, maxFileOps)}
 	s.buffers.New = func() any { b := make([]byte, outputChunk); return &b }
 	return s, nil
 }

@@ -194,8 +194,26 @@ func (e *encoder) msg(n protowire.Number, fill func(*encoder)) {
 }
 
 // ErrBadFrame is a frame that is not of this protocol: cut short, a
-// malformed field, or a field of the wrong type.
+// malformed field, or more fields than its size allows. A known field
+// sent with another wire type than its own is read as its zero value.
 var ErrBadFrame = errors.New("malformed box protocol frame")
+
+// decoder decodes one frame: left is how many more fields (repeated
+// entries included, at any depth) it takes. An empty string costs 2 bytes
+// on the wire and 16 in memory, and the frame limit is of bytes on the
+// wire: the count keeps what a frame decodes to near its size (attacker
+// trial, 2026-12-06: 2 MiB frames of empty argv entries took the init to
+// 3.1 GB).
+type decoder struct{ left int }
+
+// newDecoder is a decoder for a frame of a connection with frame limit
+// max: a field per 8 bytes of the limit, at least 4096.
+func newDecoder(max uint64) *decoder {
+	return &decoder{left: int(min(max/8, 1<<40)) + 4096}
+}
+
+// errTooManyFields ends a frame with more fields than its decoder takes.
+var errTooManyFields = fmt.Errorf("%w: too many fields for its size", ErrBadFrame)
 
 // field is one decoded field: v for a varint, b for bytes (aliasing the
 // frame).
@@ -207,7 +225,7 @@ type field struct {
 
 // fields calls fn for each field of b in order, skipping fields of other
 // types; fn's error ends the walk.
-func fields(b []byte, fn func(f field) error) error {
+func (d *decoder) fields(b []byte, fn func(f field) error) error {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -231,6 +249,9 @@ func fields(b []byte, fn func(f field) error) error {
 			return fmt.Errorf("%w: field %d: %v", ErrBadFrame, num, protowire.ParseError(n))
 		}
 		b = b[n:]
+		if d.left--; d.left < 0 {
+			return errTooManyFields
+		}
 		if err := fn(f); err != nil {
 			return err
 		}
@@ -277,8 +298,8 @@ func encodeRequest(e *encoder, r *Request) {
 	}
 }
 
-func decodeRequest(b []byte, r *Request) error {
-	return fields(b, func(f field) (err error) {
+func (d *decoder) decodeRequest(b []byte, r *Request) error {
+	return d.fields(b, func(f field) (err error) {
 		switch f.num {
 		case reqID:
 			r.ID = f.v
@@ -286,10 +307,10 @@ func decodeRequest(b []byte, r *Request) error {
 			r.Op = f.str()
 		case reqSetup:
 			r.Setup = new(InitSpec)
-			err = decodeInitSpec(f.b, r.Setup)
+			err = d.decodeInitSpec(f.b, r.Setup)
 		case reqExec:
 			r.Exec = new(ExecSpec)
-			err = decodeExecSpec(f.b, r.Exec)
+			err = d.decodeExecSpec(f.b, r.Exec)
 		case reqPath:
 			r.Path = f.str()
 		case reqData:
@@ -312,7 +333,7 @@ func decodeRequest(b []byte, r *Request) error {
 			r.More = f.bool()
 		case reqOwner:
 			r.Owner = new(Account)
-			err = decodeAccount(f.b, r.Owner)
+			err = d.decodeAccount(f.b, r.Owner)
 		}
 		return err
 	})
@@ -351,8 +372,8 @@ func encodeResponse(e *encoder, r *Response) {
 	}
 }
 
-func decodeResponse(b []byte, r *Response) error {
-	return fields(b, func(f field) (err error) {
+func (d *decoder) decodeResponse(b []byte, r *Response) error {
+	return d.fields(b, func(f field) (err error) {
 		switch f.num {
 		case respID:
 			r.ID = f.v
@@ -363,7 +384,7 @@ func decodeResponse(b []byte, r *Response) error {
 		case respPID:
 			r.PID = int(f.int())
 		case respExit:
-			err = fields(f.b, func(f field) error {
+			err = d.fields(f.b, func(f field) error {
 				switch f.num {
 				case exitCode:
 					r.Exit.Code = int(f.int())
@@ -380,14 +401,14 @@ func decodeResponse(b []byte, r *Response) error {
 			r.ErrKind = f.str()
 		case respInfo:
 			r.Info = new(FileInfo)
-			err = decodeFileInfo(f.b, r.Info)
+			err = d.decodeFileInfo(f.b, r.Info)
 		case respInfos:
 			var fi FileInfo
-			err = decodeFileInfo(f.b, &fi)
+			err = d.decodeFileInfo(f.b, &fi)
 			r.Infos = append(r.Infos, fi)
 		case respPhases:
 			r.Phases = new(InitPhases)
-			err = fields(f.b, func(f field) error {
+			err = d.fields(f.b, func(f field) error {
 				switch f.num {
 				case phasesRoot:
 					r.Phases.Root = f.dur()
@@ -402,7 +423,7 @@ func decodeResponse(b []byte, r *Response) error {
 			r.Stream = int(f.int())
 		case respAttach:
 			r.Attach = new(AttachInfo)
-			err = decodeAttachInfo(f.b, r.Attach)
+			err = d.decodeAttachInfo(f.b, r.Attach)
 		}
 		return err
 	})
@@ -413,8 +434,8 @@ func encodeAccount(e *encoder, a *Account) {
 	e.uint(accountGID, uint64(a.GID))
 }
 
-func decodeAccount(b []byte, a *Account) error {
-	return fields(b, func(f field) error {
+func (d *decoder) decodeAccount(b []byte, a *Account) error {
+	return d.fields(b, func(f field) error {
 		switch f.num {
 		case accountUID:
 			a.UID = f.u32()
@@ -438,10 +459,10 @@ func encodeFileInfo(e *encoder, fi *FileInfo) {
 	e.bool(infoIsDir, fi.IsDir)
 }
 
-func decodeFileInfo(b []byte, fi *FileInfo) error {
+func (d *decoder) decodeFileInfo(b []byte, fi *FileInfo) error {
 	var sec, nsec int64
 	var timed bool
-	err := fields(b, func(f field) error {
+	err := d.fields(b, func(f field) error {
 		switch f.num {
 		case infoName:
 			fi.Name = f.str()
@@ -473,8 +494,8 @@ func encodeAttachInfo(e *encoder, a *AttachInfo) {
 	e.bool(attachBindWorkspace, a.BindWorkspace)
 }
 
-func decodeAttachInfo(b []byte, a *AttachInfo) error {
-	return fields(b, func(f field) error {
+func (d *decoder) decodeAttachInfo(b []byte, a *AttachInfo) error {
+	return d.fields(b, func(f field) error {
 		switch f.num {
 		case attachTask:
 			a.Task = f.str()
@@ -509,8 +530,8 @@ func encodeExecSpec(e *encoder, x *ExecSpec) {
 	}
 }
 
-func decodeExecSpec(b []byte, x *ExecSpec) error {
-	return fields(b, func(f field) (err error) {
+func (d *decoder) decodeExecSpec(b []byte, x *ExecSpec) error {
+	return d.fields(b, func(f field) (err error) {
 		switch f.num {
 		case execArgv:
 			x.Argv = append(x.Argv, f.str())
@@ -534,7 +555,7 @@ func decodeExecSpec(b []byte, x *ExecSpec) error {
 			x.Cols = f.u16()
 		case execRunAs:
 			x.RunAs = new(Account)
-			err = decodeAccount(f.b, x.RunAs)
+			err = d.decodeAccount(f.b, x.RunAs)
 		}
 		return err
 	})

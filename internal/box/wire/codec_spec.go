@@ -35,8 +35,8 @@ func encodeInitSpec(e *encoder, s *InitSpec) {
 	e.strs(specSudoPathDirs, s.SudoPathDirs)
 }
 
-func decodeInitSpec(b []byte, s *InitSpec) error {
-	return fields(b, func(f field) error {
+func (d *decoder) decodeInitSpec(b []byte, s *InitSpec) error {
+	return d.fields(b, func(f field) error {
 		switch f.num {
 		case specTask:
 			s.Task = f.str()

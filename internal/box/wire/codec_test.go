@@ -172,6 +172,29 @@ func TestCodecRefusesBrokenFrames(t *testing.T) {
 	}
 }
 
+// A frame decodes to about its own size: one of many empty strings (2
+// bytes on the wire, 16 in memory each) is refused past a field per 8
+// bytes of the connection's limit, one of as many as a command line can
+// hold is not (attacker trial, 2026-12-06).
+func TestCodecBoundsFieldsBySize(t *testing.T) {
+	frame := func(entries int) *pipe {
+		var e encoder
+		e.str(reqOp, OpExec)
+		e.msg(reqExec, func(e *encoder) { e.strs(execArgv, make([]string, entries)) })
+		var buf pipe
+		buf.Write(protowire.AppendVarint(nil, uint64(len(e.b))))
+		buf.Write(e.b)
+		return &buf
+	}
+	var r Request
+	if err := NewLimitedConn(frame(300_000), MaxAttachFrame).Receive(&r); !errors.Is(err, ErrBadFrame) {
+		t.Fatalf("300,000 empty argv entries in a 2 MiB-limit frame: %v, want ErrBadFrame", err)
+	}
+	if err := NewLimitedConn(frame(200_000), MaxAttachFrame).Receive(&r); err != nil || len(r.Exec.Argv) != 200_000 {
+		t.Fatalf("200,000 entries (about what execve takes): %v", err)
+	}
+}
+
 // FuzzReceive: any bytes decode to frames or an error; a frame re-sent
 // decodes to itself.
 func FuzzReceive(f *testing.F) {

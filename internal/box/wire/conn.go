@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -22,10 +23,13 @@ type Conn struct {
 	c   io.Closer
 }
 
-// MaxFrame bounds a frame on the host's connection to its own init, which
-// sends a file read from the box (OpReadFile) in one frame: encoding/gob's
-// bound on 64-bit machines, which this protocol used before Version 2.
-const MaxFrame = 8 << 30
+// MaxFileData bounds the data of a file read from the box (OpReadFile), which
+// comes in one frame: the init refuses a larger file.
+const MaxFileData = 1 << 30
+
+// MaxFrame bounds a frame on a connection to an init: a file's data
+// (MaxFileData) and room for the rest.
+const MaxFrame = MaxFileData + 1<<20
 
 // NewConn is a Conn on rw for frames of at most MaxFrame bytes.
 func NewConn(rw io.ReadWriteCloser) *Conn { return NewLimitedConn(rw, MaxFrame) }
@@ -43,47 +47,48 @@ func NewLimitedConn(rw io.ReadWriteCloser, max uint64) *Conn {
 var ErrFrameTooBig = errors.New("frame too big")
 
 // Send writes v, a Request or Response (or a pointer to one), as one
-// frame.
+// frame. Its Data (output, a file's contents) goes to the connection
+// as it is, after the rest of the frame, not copied into it.
 func (f *Conn) Send(v any) error {
 	var e encoder
-	e.b = make([]byte, binary.MaxVarintLen64, binary.MaxVarintLen64+256+dataLen(v))
+	e.b = make([]byte, binary.MaxVarintLen64, binary.MaxVarintLen64+256)
+	var data []byte
+	var dataField protowire.Number
 	switch m := v.(type) {
 	case Request:
+		data, dataField, m.Data = m.Data, reqData, nil
 		encodeRequest(&e, &m)
 	case *Request:
-		encodeRequest(&e, m)
+		c := *m
+		data, dataField, c.Data = c.Data, reqData, nil
+		encodeRequest(&e, &c)
 	case Response:
+		data, dataField, m.Data = m.Data, respData, nil
 		encodeResponse(&e, &m)
 	case *Response:
-		encodeResponse(&e, m)
+		c := *m
+		data, dataField, c.Data = c.Data, respData, nil
+		encodeResponse(&e, &c)
 	default:
 		return fmt.Errorf("wire: cannot send a %T", v)
 	}
+	if len(data) > 0 {
+		e.b = protowire.AppendTag(e.b, dataField, protowire.BytesType)
+		e.b = protowire.AppendVarint(e.b, uint64(len(data)))
+	}
 	// The length goes in front of the body, in the room left for it.
-	body := len(e.b) - binary.MaxVarintLen64
+	body := len(e.b) - binary.MaxVarintLen64 + len(data)
 	n := protowire.SizeVarint(uint64(body))
 	start := binary.MaxVarintLen64 - n
 	protowire.AppendVarint(e.b[start:start], uint64(body))
+	bufs := net.Buffers{e.b[start:]}
+	if len(data) > 0 {
+		bufs = append(bufs, data)
+	}
 	f.wmu.Lock()
 	defer f.wmu.Unlock()
-	_, err := f.w.Write(e.b[start:])
+	_, err := bufs.WriteTo(f.w)
 	return err
-}
-
-// dataLen is the length of v's Data (output, file contents): most of its
-// frame, sized for in one allocation.
-func dataLen(v any) int {
-	switch m := v.(type) {
-	case Request:
-		return len(m.Data)
-	case *Request:
-		return len(m.Data)
-	case Response:
-		return len(m.Data)
-	case *Response:
-		return len(m.Data)
-	}
-	return 0
 }
 
 // Receive reads the next frame into v, a *Request or *Response, which it
@@ -109,10 +114,10 @@ func (f *Conn) Receive(v any) error {
 	switch m := v.(type) {
 	case *Request:
 		*m = Request{}
-		return decodeRequest(buf, m)
+		return newDecoder(f.max).decodeRequest(buf, m)
 	case *Response:
 		*m = Response{}
-		return decodeResponse(buf, m)
+		return newDecoder(f.max).decodeResponse(buf, m)
 	}
 	return fmt.Errorf("wire: cannot receive into a %T", v)
 }
