@@ -115,14 +115,7 @@ func TestBoxStartExecBackgroundServerStop(t *testing.T) {
 // workspace).
 func TestBoxStopTermsProcessesFirst(t *testing.T) {
 	c := newBoxCLI(t)
-	task := "stopterm-" + strconv.Itoa(os.Getpid())
-	t.Cleanup(func() { c.run(t, "", "box", "stop", task); c.run(t, "", "box", "rm", task) })
-	out, errs, code := c.runDetaching(t, "box", "start", task, "--", "sh", "-c",
-		"trap 'echo drained > drained; exit 0' TERM; echo up > up; while :; do sleep 1; done")
-	if code != 0 || strings.TrimSpace(out) != task {
-		t.Fatalf("box start: code %d %q %s", code, out, errs)
-	}
-	waitfor.Until(t, "the command to start", func() bool { _, err := os.Stat(filepath.Join(c.ws, "up")); return err == nil })
+	task := startTrapping(t, c, "stopterm", "echo drained > drained; exit 0")
 	if _, errs, code := c.run(t, "", "box", "stop", "--timeout", "5m", task); code != 0 {
 		t.Fatalf("box stop: %d %s", code, errs)
 	}
@@ -137,15 +130,8 @@ func TestBoxStopTermsProcessesFirst(t *testing.T) {
 // a second SIGTERM for "quit now" lost its clean shutdown).
 func TestBoxStopTimeoutIsTheOnlyGrace(t *testing.T) {
 	c := newBoxCLI(t)
-	task := "stoponce-" + strconv.Itoa(os.Getpid())
-	t.Cleanup(func() { c.run(t, "", "box", "stop", task); c.run(t, "", "box", "rm", task) })
-	out, errs, code := c.runDetaching(t, "box", "start", task, "--", "sh", "-c",
-		"trap 'echo term >> terms' TERM; echo up > up; while :; do sleep 1; done")
-	if code != 0 || strings.TrimSpace(out) != task {
-		t.Fatalf("box start: code %d %q %s", code, out, errs)
-	}
-	waitfor.Until(t, "the command to start", func() bool { _, err := os.Stat(filepath.Join(c.ws, "up")); return err == nil })
-	_, errs, code = c.run(t, "", "box", "stop", "--timeout", "1s", task)
+	task := startTrapping(t, c, "stoponce", "echo term >> terms")
+	_, errs, code := c.run(t, "", "box", "stop", "--timeout", "1s", task)
 	if code != 0 || !strings.Contains(errs, "after SIGTERM: killing them") {
 		t.Fatalf("box stop: %d %s", code, errs)
 	}
@@ -155,6 +141,21 @@ func TestBoxStopTimeoutIsTheOnlyGrace(t *testing.T) {
 	if _, err := os.Stat(stopRequestPath(c.home, task)); !os.IsNotExist(err) {
 		t.Errorf("the stop request outlived the stop: %v", err)
 	}
+}
+
+// startTrapping starts (box start) a box whose command runs onTerm on each
+// SIGTERM and otherwise waits, and returns its task once the command runs.
+func startTrapping(t *testing.T, c *boxCLI, name, onTerm string) string {
+	t.Helper()
+	task := name + "-" + strconv.Itoa(os.Getpid())
+	t.Cleanup(func() { c.run(t, "", "box", "stop", task); c.run(t, "", "box", "rm", task) })
+	out, errs, code := c.runDetaching(t, "box", "start", task, "--", "sh", "-c",
+		"trap '"+onTerm+"' TERM; echo up > up; while :; do sleep 1; done")
+	if code != 0 || strings.TrimSpace(out) != task {
+		t.Fatalf("box start: code %d %q %s", code, out, errs)
+	}
+	waitfor.Until(t, "the command to start", func() bool { _, err := os.Stat(filepath.Join(c.ws, "up")); return err == nil })
+	return task
 }
 
 // --lifetime stops the box by itself, and a box whose CMD exits stops
