@@ -135,8 +135,10 @@ func TestBoxStopTimeoutIsTheOnlyGrace(t *testing.T) {
 	if code != 0 || !strings.Contains(errs, "after SIGTERM: killing them") {
 		t.Fatalf("box stop: %d %s", code, errs)
 	}
-	if b, err := os.ReadFile(filepath.Join(c.ws, "terms")); err != nil || string(b) != "term\n" {
-		t.Errorf("the command got %q SIGTERMs (%v), want one", b, err)
+	// One SIGTERM at most (the trap may not have run before the kill on a
+	// loaded machine; the owner's own grace sent a second one 1 s later).
+	if b, _ := os.ReadFile(filepath.Join(c.ws, "terms")); strings.Count(string(b), "term\n") > 1 {
+		t.Errorf("the command got %d SIGTERMs, want one", strings.Count(string(b), "term\n"))
 	}
 	if _, err := os.Stat(stopRequestPath(c.home, task)); !os.IsNotExist(err) {
 		t.Errorf("the stop request outlived the stop: %v", err)
