@@ -171,7 +171,11 @@ func TestEscapeSeeProviderKey(t *testing.T) {
 }
 
 func TestEscapeForkBomb(t *testing.T) {
-	e := startTestBox(t, func(o *Options) { o.Terminal.BoxPids = 64 })
+	e := startTestBox(t, func(o *Options) {
+		o.Terminal.BoxPids = 64
+		persistent := true // the state dir, and the init's log in it, outlive a box that died
+		o.Terminal.ContainerPersistent = &persistent
+	})
 	ctx := context.Background()
 	p, err := e.env.Start(ctx, backend.ExecRequest{Command: "mkfifo /tmp/fifo; head -c 4000000 /dev/zero > /tmp/big; bomb() { bomb | bomb & }; bomb; sleep 30", Timeout: 5 * time.Second})
 	if err != nil {
