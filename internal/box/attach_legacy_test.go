@@ -27,15 +27,7 @@ func TestAttachToAnOlderInitSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	go hangUpEach(ln)
 	_, err = Attach(context.Background(), home, "old")
 	if !errors.Is(err, errProtocol) || !strings.Contains(err.Error(), "protocol 1 or older") {
 		t.Fatalf("attach to an older init: %v, want the protocol named", err)
@@ -43,5 +35,17 @@ func TestAttachToAnOlderInitSaysSo(t *testing.T) {
 	ln.Close()
 	if _, err := Attach(context.Background(), home, "old"); !errors.Is(err, ErrNotRunning) {
 		t.Fatalf("once the older init is gone: %v, want ErrNotRunning", err)
+	}
+}
+
+// hangUpEach accepts connections on ln and closes each at once, until ln
+// is closed: an init that ends every attach before its hello.
+func hangUpEach(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.Close()
 	}
 }

@@ -74,15 +74,7 @@ func TestAttachHungUpBeforeHelloStartsFreshBox(t *testing.T) {
 	must(t, err)
 	ln.SetUnlinkOnClose(false)
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.AcceptUnix()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	go hangUpEach(ln)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := Attach(ctx, home, "test-task"); !errors.Is(err, ErrNotRunning) {

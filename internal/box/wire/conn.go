@@ -55,20 +55,16 @@ func (f *Conn) Send(v any) error {
 	var data []byte
 	var dataField protowire.Number
 	switch m := v.(type) {
-	case Request:
+	case *Request:
+		return f.Send(*m)
+	case *Response:
+		return f.Send(*m)
+	case Request: // a copy: its Data is cleared for the encoder, not the caller's
 		data, dataField, m.Data = m.Data, reqData, nil
 		encodeRequest(&e, &m)
-	case *Request:
-		c := *m
-		data, dataField, c.Data = c.Data, reqData, nil
-		encodeRequest(&e, &c)
 	case Response:
 		data, dataField, m.Data = m.Data, respData, nil
 		encodeResponse(&e, &m)
-	case *Response:
-		c := *m
-		data, dataField, c.Data = c.Data, respData, nil
-		encodeResponse(&e, &c)
 	default:
 		return fmt.Errorf("wire: cannot send a %T", v)
 	}
